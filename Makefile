@@ -1,0 +1,47 @@
+# Everyday verbs over the CMake build. See README.md.
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+BUILD_FUZZ ?= build-fuzz
+JOBS       ?= $(shell nproc)
+FUZZ_SECONDS ?= 30
+
+.PHONY: all deps demo test test-asan bench fuzz clean format
+
+all: $(BUILD)/Makefile
+	@cmake --build $(BUILD) -j $(JOBS)
+
+$(BUILD)/Makefile:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+deps:
+	@scripts/install-deps
+
+demo: deps all
+	@scripts/demo
+
+test: deps all
+	@scripts/run-tests $(BUILD)
+
+test-asan: deps
+	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Asan >/dev/null
+	@cmake --build $(BUILD_ASAN) -j $(JOBS)
+	@scripts/run-tests $(BUILD_ASAN)
+
+bench: deps all
+	@bench/run $(BUILD)
+
+fuzz: deps
+	@cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_C_COMPILER=clang >/dev/null
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	@for f in $(BUILD_FUZZ)/fuzz_*; do \
+	    n=$${f##*/fuzz_}; mkdir -p $(BUILD_FUZZ)/corpus-$$n; \
+	    echo "fuzz $$n for $(FUZZ_SECONDS)s"; \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD_FUZZ)/corpus-$$n tests/fuzz/corpus/$$n \
+	        2>$(BUILD_FUZZ)/fuzz-$$n.log || { tail -30 $(BUILD_FUZZ)/fuzz-$$n.log; exit 1; }; \
+	done
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	@rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_FUZZ)

@@ -1,0 +1,129 @@
+/*
+ * common: the base every other subsystem builds on.
+ *
+ * Allocation that aborts on out-of-memory, always-on assertions, error codes
+ * with their HTTP mapping, context-carrying errors, logfmt logging, clocks,
+ * checked int64 arithmetic and a growable byte buffer. Resource quantities
+ * and the JSON/YAML helpers have headers of their own, included here, so a
+ * user of common includes only this file.
+ */
+#ifndef GT_COMMON_H
+#define GT_COMMON_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- allocation: out of memory aborts (as Redis and crun do) ---- */
+
+/* Allocate n bytes; never returns NULL. Caller frees with free(). */
+void *gt_xmalloc(size_t n);
+/* Allocate and zero nmemb*size bytes (overflow-checked); never NULL. */
+void *gt_xcalloc(size_t nmemb, size_t size);
+/* Resize p to n bytes; never NULL. */
+void *gt_xrealloc(void *p, size_t n);
+/* Duplicate a string (NULL gives NULL). Caller frees. */
+char *gt_xstrdup(const char *s);
+/* Duplicate at most n bytes of s and NUL-terminate. Caller frees. */
+char *gt_xstrndup(const char *s, size_t n);
+/* printf into a new heap string. Caller frees. */
+char *gt_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Always-on assertion: prints file:line and the expression, then aborts. */
+#define GT_ASSERT(e) ((e) ? (void)0 : gt_assert_fail(#e, __FILE__, __LINE__))
+_Noreturn void gt_assert_fail(const char *expr, const char *file, int line);
+
+#define GT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- errors ----
+ * A fallible function returns 0 or a negative code: -errno where a POSIX code
+ * fits, else one of these. gt_errcode_http() maps any code to its HTTP status. */
+enum gt_errcode {
+    GT_EBADREQ = -1000, /* 400 BadRequest: malformed request (bad JSON, bad query) */
+    GT_EUNAUTH,         /* 401 Unauthorized: no or unknown token */
+    GT_EFORBIDDEN,      /* 403 Forbidden */
+    GT_ENOTFOUND,       /* 404 NotFound */
+    GT_EEXISTS,         /* 409 AlreadyExists */
+    GT_ECONFLICT,       /* 409 Conflict: stale resourceVersion */
+    GT_EGONE,           /* 410 Gone: watch start point compacted */
+    GT_ETOOLARGE,       /* 413 RequestEntityTooLarge */
+    GT_EINVAL,          /* 422 Invalid: well-formed but fails validation */
+    GT_ESTORE,          /* 503 ServiceUnavailable: store write failed, nothing written */
+    GT_EFSYNC,          /* 503 ServiceUnavailable: fsync failed; store is unusable */
+    GT_EMETHOD,         /* 405 MethodNotAllowed */
+    GT_EINTERNAL,       /* 500 InternalError */
+    GT_ECODE_END
+};
+
+/* Context for an error: set once where the failure starts, added to on the way
+ * up with gt_err_prefix. Caller-owned; fixed size, truncates. */
+struct gt_err {
+    int code;
+    char msg[512];
+};
+
+/* Set err (if non-NULL and not already set) to code and a formatted message.
+ * Returns code, so `return gt_err_set(err, GT_EINVAL, "...")` reads well. */
+int gt_err_set(struct gt_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prepend "prefix: " to err's message (no-op if err is NULL or unset). */
+void gt_err_prefix(struct gt_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reset err to no error. */
+void gt_err_clear(struct gt_err *err);
+/* HTTP status for a code (500 for unknown codes). */
+int gt_errcode_http(int code);
+/* Kubernetes Status reason for a code ("Invalid", "NotFound", ...). */
+const char *gt_errcode_reason(int code);
+/* Short human message for a code (strerror for -errno codes). */
+const char *gt_errcode_str(int code);
+
+/* ---- logging: logfmt on stderr ----
+ * ts=2026-11-29T20:50:44.123Z level=info msg="..." then kv, which is a
+ * printf format for "key=value key=value" pairs (may be NULL). Values with
+ * spaces should be quoted by the caller with gt_log_quote. */
+enum gt_log_level { GT_LOG_DEBUG, GT_LOG_INFO, GT_LOG_WARN, GT_LOG_ERROR };
+void gt_log(enum gt_log_level level, const char *msg, const char *kv, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Only messages at or above level are printed (default info). */
+void gt_log_set_level(enum gt_log_level level);
+#define gt_log_debug(msg, ...) gt_log(GT_LOG_DEBUG, msg, __VA_ARGS__)
+#define gt_log_info(msg, ...) gt_log(GT_LOG_INFO, msg, __VA_ARGS__)
+#define gt_log_warn(msg, ...) gt_log(GT_LOG_WARN, msg, __VA_ARGS__)
+#define gt_log_error(msg, ...) gt_log(GT_LOG_ERROR, msg, __VA_ARGS__)
+
+/* ---- time ---- */
+/* Wall-clock milliseconds since the Unix epoch. */
+int64_t gt_now_ms(void);
+/* Monotonic milliseconds (CLOCK_MONOTONIC). */
+int64_t gt_mono_ms(void);
+/* Format ms since epoch as RFC 3339 UTC with seconds ("2026-11-29T20:50:44Z")
+ * into buf (at least 32 bytes). Returns buf. */
+char *gt_time_format(int64_t ms, char *buf, size_t len);
+/* Parse RFC 3339 UTC ("...Z") into ms since epoch. 0 or -GT_EINVAL. */
+int gt_time_parse(const char *s, int64_t *ms);
+
+/* ---- checked int64 arithmetic: 0 or -ERANGE, *out untouched on overflow ---- */
+int gt_add_i64(int64_t a, int64_t b, int64_t *out);
+int gt_sub_i64(int64_t a, int64_t b, int64_t *out);
+int gt_mul_i64(int64_t a, int64_t b, int64_t *out);
+
+/* ---- growable byte buffer; data is always NUL-terminated ---- */
+struct gt_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+void gt_buf_init(struct gt_buf *b);
+void gt_buf_fini(struct gt_buf *b);
+void gt_buf_reset(struct gt_buf *b);
+void gt_buf_append(struct gt_buf *b, const void *data, size_t len);
+void gt_buf_puts(struct gt_buf *b, const char *s);
+void gt_buf_printf(struct gt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Take ownership of the data (caller frees); b is left empty. */
+char *gt_buf_take(struct gt_buf *b);
+
+#include "common/jsonutil.h"
+#include "common/quantity.h"
+
+#endif
