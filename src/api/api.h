@@ -51,7 +51,7 @@ const struct gt_kind_info *gt_kind_by_name(const char *name);
 
 /* Parse untrusted JSON text (at most len bytes, need not be NUL-terminated)
  * into *out (caller json_decref()s). Only a JSON object is accepted;
- * duplicate keys are rejected. Returns 0, or -GT_EBADREQ with err saying
+ * duplicate keys are rejected. Returns 0, or GT_EBADREQ with err saying
  * where the text is malformed. Does not validate the schema. */
 int gt_api_parse(const char *text, size_t len, json_t **out, struct gt_err *err);
 
@@ -60,7 +60,7 @@ int gt_api_parse(const char *text, size_t len, json_t **out, struct gt_err *err)
  * labels (<= 63 chars), labels valid, enums known, quantities valid; fills
  * defaults and canonicalizes quantities. Server-managed metadata fields
  * (uid, creationTimestamp, creator, resourceVersion, deletionTimestamp)
- * are type-checked only. Returns 0 or -GT_EINVAL with err "path: reason".
+ * are type-checked only. Returns 0 or GT_EINVAL with err "path: reason".
  * On error obj may be partly canonicalized; callers discard it. */
 int gt_api_validate(enum gt_kind kind, json_t *obj, struct gt_err *err);
 
@@ -68,7 +68,7 @@ int gt_api_validate(enum gt_kind kind, json_t *obj, struct gt_err *err);
 int gt_api_validate_status(enum gt_kind kind, json_t *status, struct gt_err *err);
 
 /* Check a name is a DNS-1123 label (lower-case alphanumerics and '-', starts
- * and ends alphanumeric, 1..63 chars). 0 or -GT_EINVAL with the reason. */
+ * and ends alphanumeric, 1..63 chars). 0 or GT_EINVAL with the reason. */
 int gt_api_check_name(const char *name, struct gt_err *err);
 
 /* Resource amounts in canonical units. */
@@ -81,7 +81,7 @@ struct gt_resources {
 };
 
 /* Read a validated, canonical resource map ({"cpu":"500m",...}) into r
- * (absent resources are 0). Returns 0 or -GT_EINVAL for a value that is not
+ * (absent resources are 0). Returns 0 or GT_EINVAL for a value that is not
  * canonical (callers pass validated objects). */
 int gt_api_resources(const json_t *map, struct gt_resources *r, struct gt_err *err);
 
@@ -97,7 +97,7 @@ const char *gt_obj_kind(const json_t *obj);
  * Kubernetes' labels.Parse accepts (also "=="). */
 struct gt_selector;
 /* Parse s into *out (caller frees with gt_selector_free). An empty string
- * matches everything. 0 or -GT_EBADREQ with err naming the position. */
+ * matches everything. 0 or GT_EBADREQ with err naming the position. */
 int gt_selector_parse(const char *s, struct gt_selector **out, struct gt_err *err);
 /* Does labels (a JSON object of string values, or NULL) match? */
 bool gt_selector_match(const struct gt_selector *sel, const json_t *labels);

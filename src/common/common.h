@@ -100,7 +100,7 @@ int64_t gt_mono_ms(void);
 /* Format ms since epoch as RFC 3339 UTC with seconds ("2026-11-29T20:50:44Z")
  * into buf (at least 32 bytes). Returns buf. */
 char *gt_time_format(int64_t ms, char *buf, size_t len);
-/* Parse RFC 3339 UTC ("...Z") into ms since epoch. 0 or -GT_EINVAL. */
+/* Parse RFC 3339 UTC ("...Z") into ms since epoch. 0 or GT_EINVAL. */
 int gt_time_parse(const char *s, int64_t *ms);
 
 /* ---- checked int64 arithmetic: 0 or -ERANGE, *out untouched on overflow ---- */

@@ -14,7 +14,7 @@ struct gt_err;
  * into a new JSON array of documents (empty documents skipped). Plain YAML
  * scalars become null/bool/integer/real where YAML 1.2's core schema says
  * so, everything quoted stays a string. Anchors/aliases are rejected.
- * Returns 0 and *docs (caller json_decref()s), or -GT_EBADREQ with err
+ * Returns 0 and *docs (caller json_decref()s), or GT_EBADREQ with err
  * giving line and column. */
 int gt_yaml_load_documents(const char *text, size_t len, json_t **docs, struct gt_err *err);
 

@@ -19,7 +19,7 @@ enum gt_qty_unit {
 
 /* Parse s into *out scaled to unit. Rejects: empty, garbage (also trailing),
  * negatives, fractions left after scaling, overflow of int64 after scaling.
- * Returns 0, or -GT_EINVAL with err naming the reason (not the field: the
+ * Returns 0, or GT_EINVAL with err naming the reason (not the field: the
  * caller prefixes the field path). */
 int gt_quantity_parse(const char *s, enum gt_qty_unit unit, int64_t *out, struct gt_err *err);
 

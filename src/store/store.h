@@ -22,6 +22,13 @@
  * Watch history: the last watch_history events are kept in memory; a watch
  * may start from any revision >= (oldest kept revision - 1), older start
  * points get GT_EGONE. History starts empty at open.
+ *
+ * Error codes written "-GT_EXXX" below are the GT_EXXX constants of
+ * common.h, which are already negative: compare with rc == GT_ENOTFOUND.
+ *
+ * Threads: every function is called from the owner's thread (the event
+ * loop's, when there is one); done and watch callbacks run there too. Close
+ * the store before freeing its event base.
  */
 #ifndef GT_STORE_H
 #define GT_STORE_H
@@ -42,9 +49,9 @@ extern const struct gt_store_backend_ops gt_store_memory_backend;
 
 struct gt_store_options {
     const struct gt_store_backend_ops *backend;
-    const char *path;          /* sqlite: database file; memory: ignored */
-    int64_t watch_history;     /* events kept for watch; 0 means 10000 */
-    struct event_base *base;   /* NULL: synchronous writes */
+    const char *path;        /* sqlite: database file; memory: ignored */
+    int64_t watch_history;   /* events kept for watch; 0 means 10000 */
+    struct event_base *base; /* NULL: synchronous writes */
 };
 
 /* Open a store. Returns 0 and *out (close with gt_store_close), or a
@@ -52,6 +59,8 @@ struct gt_store_options {
 int gt_store_open(const struct gt_store_options *opt, struct gt_store **out, struct gt_err *err);
 
 /* Commit what is queued, wait for the writer, run pending callbacks, close.
+ * Writes attempted from those callbacks get -GT_ESTORE. Watches still open
+ * are freed (do not unwatch them afterwards). Not from a store callback.
  * NULL is fine. */
 void gt_store_close(struct gt_store *st);
 
@@ -74,8 +83,7 @@ void gt_store_kv_fini(struct gt_store_kv *kv);
 
 /* Read the committed value of key into *kv (caller calls gt_store_kv_fini).
  * 0, -GT_ENOTFOUND, or -GT_ESTORE. */
-int gt_store_get(struct gt_store *st, const char *key, struct gt_store_kv *kv,
-                 struct gt_err *err);
+int gt_store_get(struct gt_store *st, const char *key, struct gt_store_kv *kv, struct gt_err *err);
 
 /* Called for each key under a prefix, in key order; kv is borrowed. Return
  * non-zero to stop early. */
@@ -101,7 +109,7 @@ typedef void (*gt_store_done_fn)(int rc, int64_t rev, const struct gt_err *err, 
 /* Queue a write. value/len are copied (ignored for DELETE). expected_rev 0
  * means "any" for UPDATE/DELETE. done may be NULL. Returns 0 when queued
  * (the result comes through done), or -GT_EFSYNC at once if the store has
- * failed (done is not called). */
+ * failed, or -GT_ESTORE once gt_store_close has begun (done is not called). */
 int gt_store_write(struct gt_store *st, enum gt_store_op op, const char *key, const char *value,
                    size_t len, int64_t expected_rev, gt_store_done_fn done, void *arg);
 
@@ -124,15 +132,21 @@ struct gt_store_watch;
  * replayed synchronously inside this call, then live events follow from
  * the loop. Returns 0 and *out (cancel with gt_store_unwatch), or
  * -GT_EGONE if from_rev is older than the kept history. */
-int gt_store_watch(struct gt_store *st, const char *prefix, int64_t from_rev,
-                   gt_store_watch_fn fn, void *arg, struct gt_store_watch **out,
-                   struct gt_err *err);
+int gt_store_watch(struct gt_store *st, const char *prefix, int64_t from_rev, gt_store_watch_fn fn,
+                   void *arg, struct gt_store_watch **out, struct gt_err *err);
 /* Stop a watch; safe to call from inside its own callback. NULL is fine. */
 void gt_store_unwatch(struct gt_store_watch *w);
 
+/* Counters since open: *commits gets the number of backend transactions
+ * (batches), *writes the number of writes they carried; writes/commits is
+ * the group-commit factor. Either pointer may be NULL. */
+void gt_store_stats(const struct gt_store *st, uint64_t *commits, uint64_t *writes);
+
 /* Fault injection at numbered points (SQLite-style): make the nth future
  * occurrence (1 = the next one) of a point fail. Used by tests through
- * gantryd's --fault-injection endpoint. */
+ * gantryd's --fault-injection endpoint. WRITE fails a write to the
+ * database (the batch answers -GT_ESTORE), FSYNC an fsync (-GT_EFSYNC; the
+ * store fails). nth <= 0 disarms. */
 enum gt_store_fault { GT_STORE_FAULT_WRITE, GT_STORE_FAULT_FSYNC };
 void gt_store_fault_arm(struct gt_store *st, enum gt_store_fault point, int nth);
 

@@ -1,0 +1,161 @@
+/*
+ * agent: the node-local parts of gantlet that talk to the machine: GPU
+ * discovery (NVML loaded at run time, or fake GPUs declared on the command
+ * line) and per-task cgroups (v1 or v2, detected at start). The per-task
+ * shim and its state-directory format have their own header, shim.h.
+ *
+ * Nothing here keeps global state: a discovered GPU set and a detected
+ * cgroup layout are values owned by the caller and passed explicitly.
+ */
+#ifndef GT_AGENT_H
+#define GT_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/common.h"
+
+/* ---- GPUs ---- */
+
+/* Default NVML library name, as the NVIDIA driver installs it. */
+#define GT_NVML_LIBRARY "libnvidia-ml.so.1"
+
+/* One GPU as the node reports it. */
+struct gt_gpu {
+    int index;      /* node-local index, 0..n-1 (CUDA_VISIBLE_DEVICES with PCI_BUS_ID order) */
+    char uuid[64];  /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+    char model[64]; /* "NVIDIA A100-SXM4-80GB", or the fake model name */
+    int64_t memory_bytes; /* total device memory */
+    int numa_node;        /* NUMA node of its PCI device, -1 if unknown */
+    char group[32];       /* NVLink/PCIe group: "g<N>", N counting from 0 by lowest member */
+    bool healthy;         /* false after a critical Xid */
+    int minor;            /* /dev/nvidia<minor>; -1 for fake GPUs (no device node) */
+};
+
+struct gt_gpu_ops;
+
+/* The GPUs of this node and the backend that found them. Caller-owned
+ * storage; gt_gpu_set_fini releases what discovery allocated. */
+struct gt_gpu_set {
+    struct gt_gpu *gpus; /* n_gpus entries, owned by the set */
+    size_t n_gpus;
+    const struct gt_gpu_ops *ops; /* backend that filled the set */
+    void *impl;                   /* backend state (NVML handle), owned by the set */
+};
+
+/* Discover GPUs through NVML loaded from lib_path (NULL: GT_NVML_LIBRARY).
+ * On success the set holds every GPU, grouped by NVLink and PCIe switch.
+ * On any failure (library missing, a symbol missing, an NVML call failing)
+ * the set holds zero GPUs, stays safe to fini, and the return is negative
+ * with err saying why in one line for the caller to log. */
+int gt_gpu_discover_nvml(struct gt_gpu_set *set, const char *lib_path, struct gt_err *err);
+
+/* Declare fake GPUs from a spec "<count>x<model>-<N>GB[:groups=<a>+<b>...]",
+ * e.g. "8xA100-80GB:groups=4+4": N GiB each, group sizes summing to count
+ * (default one group), NUMA node = group number, UUIDs "GPU-" + a hash of
+ * node_name (borrowed) and the index. Returns 0, or GT_EINVAL with err
+ * naming what is wrong with the spec (the set then holds zero GPUs). */
+int gt_gpu_discover_fake(struct gt_gpu_set *set, const char *spec, const char *node_name,
+                         struct gt_err *err);
+
+/* Wait up to timeout_ms for health events (critical Xid errors) and mark
+ * the GPUs they name unhealthy. Returns the number of GPUs newly marked
+ * unhealthy (>= 0), or a negative code with err set. Fake GPUs and NVML
+ * without event support return 0 at once. */
+int gt_gpu_poll_health(struct gt_gpu_set *set, int timeout_ms, struct gt_err *err);
+
+/* Release everything discovery allocated (NVML is shut down and unloaded).
+ * Safe on a zeroed or already-finished set. */
+void gt_gpu_set_fini(struct gt_gpu_set *set);
+
+/* ---- cgroups ---- */
+
+/* v1 controllers gantry uses; each may be mounted on its own hierarchy. */
+enum gt_cgroup_ctrl { GT_CG_CPU, GT_CG_MEMORY, GT_CG_PIDS, GT_CG_DEVICES, GT_CG_NCTRL };
+
+struct gt_cgroup_ops;
+
+/* The machine's cgroup layout, detected once at start. Plain value; copy freely. */
+struct gt_cgroup_sys {
+    const struct gt_cgroup_ops *ops;
+    int version;                     /* 1 or 2 */
+    char v2_root[256];               /* v2: the unified mount point */
+    char v1_mount[GT_CG_NCTRL][256]; /* v1: mount point per controller, "" if absent */
+    char dev_dir[256];               /* where /dev/nvidia* nodes are looked for ("/dev") */
+};
+
+/* Limits of one task cgroup; zero means "no limit" for each number. */
+struct gt_cgroup_limits {
+    int64_t cpu_milli;     /* CPU quota in milli-CPUs, over a 100 ms period */
+    int64_t memory_bytes;  /* memory limit; no swap beyond it on v2 */
+    int64_t pids_max;      /* most processes/threads */
+    const int *gpu_minors; /* borrowed: /dev/nvidia<minor> the task may open */
+    size_t n_gpu_minors;
+    /* Devices rule: on v1, when nvidia device nodes exist in dev_dir, every
+     * /dev/nvidiaN not in gpu_minors (and nvidia-modeset, nvidia-caps) is
+     * denied; nvidiactl and nvidia-uvm stay open. On v2 device control
+     * needs an eBPF program; gantry does not load one, so on v2 device
+     * isolation is left to the OCI runtime and this rule is not applied. */
+};
+
+/* One task's cgroup: a path relative to every hierarchy's root. */
+struct gt_cgroup {
+    struct gt_cgroup_sys sys; /* copy of the layout */
+    char path[256];           /* "gantry/<task-uid>" */
+    int oom_fd;               /* from gt_cgroup_oom_fd, -1 until asked */
+    int oom_ctl_fd;           /* v1: memory.oom_control kept open for the eventfd, else -1 */
+};
+
+/* Detect the layout: v2 when /sys/fs/cgroup is a cgroup2 mount with
+ * cgroup.controllers, else v1 with controller mounts from
+ * /proc/self/mountinfo. Returns 0 or a negative code with err set. */
+int gt_cgroup_sys_detect(struct gt_cgroup_sys *sys, struct gt_err *err);
+
+/* Use cgroup v2 mounted at root (borrowed) regardless of what
+ * /sys/fs/cgroup is; for tests and unusual mounts. 0 or -errno. */
+int gt_cgroup_sys_init_v2(struct gt_cgroup_sys *sys, const char *root, struct gt_err *err);
+
+/* Prepare cg for the task cgroup at rel_path under sys (copied). No I/O. */
+int gt_cgroup_init(struct gt_cgroup *cg, const struct gt_cgroup_sys *sys, const char *rel_path,
+                   struct gt_err *err);
+
+/* Create the cgroup (and missing parents) and write its limits. An
+ * existing, empty cgroup is reused; one with processes is -EBUSY. A limit
+ * whose controller is absent fails with -ENOTSUP. On failure nothing is
+ * left behind below the parents. */
+int gt_cgroup_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, struct gt_err *err);
+
+/* Move pid into the cgroup (every hierarchy on v1). 0 or -errno. */
+int gt_cgroup_add_pid(const struct gt_cgroup *cg, pid_t pid, struct gt_err *err);
+
+/* The pids in the cgroup, as a new array (*pids, caller frees; NULL when
+ * *n_pids is 0). A missing cgroup has no pids. 0 or -errno. */
+int gt_cgroup_pids(const struct gt_cgroup *cg, pid_t **pids, size_t *n_pids, struct gt_err *err);
+
+/* A file descriptor that polls readable when the cgroup hits an OOM
+ * (v1: eventfd on memory.oom_control; v2: inotify on memory.events).
+ * Borrowed: owned by cg and closed by gt_cgroup_fini. 0 or -errno. */
+int gt_cgroup_oom_fd(struct gt_cgroup *cg, int *fd, struct gt_err *err);
+
+/* OOM kills so far in the cgroup (the kernel's oom_kill counter). */
+int gt_cgroup_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_err *err);
+
+/* SIGKILL every process in the cgroup until it is empty (v2: cgroup.kill
+ * where the kernel has it). Gives up after about 5 s with -EBUSY. */
+int gt_cgroup_kill_all(const struct gt_cgroup *cg, struct gt_err *err);
+
+/* Remove the cgroup (rmdir, retried while the kernel still reports it
+ * busy, about 2 s). A missing cgroup is fine. 0 or -errno. */
+int gt_cgroup_remove(const struct gt_cgroup *cg, struct gt_err *err);
+
+/* Close the descriptors cg holds. Does not remove the cgroup. */
+void gt_cgroup_fini(struct gt_cgroup *cg);
+
+/* rmdir rel_path (an empty parent such as "gantry") in every hierarchy;
+ * missing is fine. 0 or -errno (-EBUSY when it still has children). */
+int gt_cgroup_sys_remove_dir(const struct gt_cgroup_sys *sys, const char *rel_path,
+                             struct gt_err *err);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * Files of a task's state directory: whole-file reads with a size bound and
+ * atomic replacement (temporary file + rename, optionally fsynced), so a
+ * reader (the agent after a restart) sees either nothing or a complete file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w < 0) {
+            return -errno;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+int gt_agent_file_write_atomic(const char *dir, const char *name, const void *data, size_t len,
+                               bool sync, struct gt_err *err)
+{
+    char tmp[256];
+    snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) {
+        int rc = -errno;
+        return gt_err_set(err, rc, "open %s: %s", dir, strerror(errno));
+    }
+    int rc = 0;
+    int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = -errno;
+        gt_err_set(err, rc, "create %s/%s: %s", dir, tmp, strerror(errno));
+        goto out;
+    }
+    rc = write_all(fd, data, len);
+    if (rc == 0 && sync && fsync(fd) < 0) {
+        rc = -errno;
+    }
+    if (close(fd) < 0 && rc == 0) {
+        rc = -errno;
+    }
+    if (rc < 0) {
+        gt_err_set(err, rc, "write %s/%s: %s", dir, tmp, strerror(-rc));
+        unlinkat(dir_fd, tmp, 0);
+        goto out;
+    }
+    if (renameat(dir_fd, tmp, dir_fd, name) < 0) {
+        rc = -errno;
+        gt_err_set(err, rc, "rename %s/%s: %s", dir, name, strerror(errno));
+        unlinkat(dir_fd, tmp, 0);
+        goto out;
+    }
+    if (sync && fsync(dir_fd) < 0) {
+        rc = -errno;
+        gt_err_set(err, rc, "fsync %s: %s", dir, strerror(errno));
+    }
+out:
+    close(dir_fd);
+    return rc;
+}
+
+int gt_agent_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
+                       struct gt_err *err)
+{
+    *out = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int rc = -errno;
+        return gt_err_set(err, rc, "open %s: %s", path, strerror(errno));
+    }
+    struct gt_buf b;
+    gt_buf_init(&b);
+    char chunk[4096];
+    int rc = 0;
+    for (;;) {
+        ssize_t r = read(fd, chunk, sizeof(chunk));
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0) {
+            rc = -errno;
+            gt_err_set(err, rc, "read %s: %s", path, strerror(errno));
+            break;
+        }
+        if (r == 0) {
+            break;
+        }
+        if (b.len + (size_t)r > max_bytes) {
+            rc = gt_err_set(err, -EFBIG, "%s: larger than %zu bytes", path, max_bytes);
+            break;
+        }
+        gt_buf_append(&b, chunk, (size_t)r);
+    }
+    close(fd);
+    if (rc < 0) {
+        gt_buf_fini(&b);
+        return rc;
+    }
+    *len = b.len;
+    *out = gt_buf_take(&b);
+    return 0;
+}

@@ -1,0 +1,614 @@
+/*
+ * gantry-shim's body (see shim.h for the state directory and the protocol).
+ *
+ * Processes: the invoking process (the agent's child) reads the spec, then
+ * forks; the child starts a session and forks the shim proper, which reports
+ * back through a pipe once the task runs (or its start failure is recorded)
+ * and the invoker exits 0. The shim is then an orphan in its own session,
+ * untouched when the agent dies. It is a child subreaper, so processes the
+ * task leaves behind are reaped here.
+ *
+ * The task is created with clone3 directly in its new PID/mount/UTS/IPC
+ * namespaces (the shim's own namespaces stay as they were), waits on a pipe
+ * until the shim has put its host pid into the cgroup, and only then sets
+ * itself up and execs: nothing of the task runs outside its limits. Setup
+ * failures in the child travel back over a close-on-exec pipe as (stage,
+ * errno); end of file on it means the exec succeeded. Between clone and
+ * exec the child calls only async-signal-safe functions.
+ *
+ * Single-threaded; one poll loop over a signalfd (SIGTERM, SIGINT, SIGCHLD)
+ * and the read end of the task's output pipe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "agent/shim.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define DRAIN_MS 2000 /* how long to wait for the log pipe to close after the task exits */
+#define STATUS_FD 3   /* the pipe to the invoking process, in the shim proper */
+
+/* struct clone_args up to CLONE_ARGS_SIZE_VER0, as linux/sched.h defines it */
+struct clone_args_v0 {
+    uint64_t flags;
+    uint64_t pidfd;
+    uint64_t child_tid;
+    uint64_t parent_tid;
+    uint64_t exit_signal;
+    uint64_t stack;
+    uint64_t stack_size;
+    uint64_t tls;
+};
+
+/* Where the child's setup failed; the index into stage_names. */
+enum stage {
+    ST_SYNC,
+    ST_SETSID,
+    ST_MOUNT_PRIVATE,
+    ST_MOUNT_PROC,
+    ST_HOSTNAME,
+    ST_STDIO,
+    ST_SETGROUPS,
+    ST_SETGID,
+    ST_SETUID,
+    ST_CHDIR,
+    ST_EXEC,
+};
+
+static const char *const stage_names[] = {
+    [ST_SYNC] = "wait for the cgroup",
+    [ST_SETSID] = "setsid",
+    [ST_MOUNT_PRIVATE] = "make / private",
+    [ST_MOUNT_PROC] = "mount /proc",
+    [ST_HOSTNAME] = "sethostname",
+    [ST_STDIO] = "set up stdio",
+    [ST_SETGROUPS] = "setgroups",
+    [ST_SETGID] = "setgid",
+    [ST_SETUID] = "setuid",
+    [ST_CHDIR] = "chdir",
+    [ST_EXEC] = "exec",
+};
+
+struct child_fail {
+    int stage;
+    int err;
+};
+
+struct shim {
+    char dir[PATH_MAX];
+    struct gt_shim_spec spec;
+    struct gt_cgroup cg;
+    bool cg_created;
+    struct gt_shim_log log;
+    int sig_fd;
+    int log_rd_fd; /* read end of the task's stdout/stderr pipe; -1 at EOF */
+    pid_t task_pid;
+    bool exited;
+    int status;         /* wait status of the task */
+    int64_t kill_at_ms; /* monotonic; -1 when no stop is pending */
+    struct gt_shim_exit ex;
+};
+
+/* ---- the task's side: runs between clone3 and execve ---- */
+
+struct child_fds {
+    int sync_rd_fd;
+    int fail_wr_fd;
+    int out_wr_fd;
+    int null_fd;
+};
+
+static _Noreturn void child_fail(const struct child_fds *fds, enum stage st, int e)
+{
+    struct child_fail f = {st, e};
+    ssize_t w = write(fds->fail_wr_fd, &f, sizeof(f));
+    (void)w;
+    _exit(127);
+}
+
+/* execve argv[0], searching PATH from the task's own environment. */
+static void exec_search(const struct gt_shim_spec *spec, int *err)
+{
+    const char *file = spec->argv[0];
+    if (strchr(file, '/')) {
+        execve(file, spec->argv, spec->env);
+        *err = errno;
+        return;
+    }
+    const char *path = DEFAULT_PATH;
+    for (size_t i = 0; i < spec->n_env; i++) {
+        if (strncmp(spec->env[i], "PATH=", 5) == 0) {
+            path = spec->env[i] + 5;
+        }
+    }
+    size_t flen = strlen(file);
+    bool eacces = false;
+    *err = ENOENT;
+    for (const char *p = path;; p++) {
+        const char *end = strchr(p, ':');
+        size_t dlen = end ? (size_t)(end - p) : strlen(p);
+        char buf[PATH_MAX];
+        if (dlen + flen + 2 <= sizeof(buf)) {
+            memcpy(buf, dlen ? p : ".", dlen ? dlen : 1);
+            size_t at = dlen ? dlen : 1;
+            buf[at] = '/';
+            memcpy(buf + at + 1, file, flen + 1);
+            execve(buf, spec->argv, spec->env);
+            if (errno == EACCES) {
+                eacces = true;
+            } else if (errno != ENOENT && errno != ENOTDIR) {
+                *err = errno;
+                return;
+            }
+        }
+        if (!end) {
+            break;
+        }
+        p = end;
+    }
+    *err = eacces ? EACCES : ENOENT;
+}
+
+static _Noreturn void child_run(const struct gt_shim_spec *spec, const struct child_fds *fds)
+{
+    char go;
+    if (read(fds->sync_rd_fd, &go, 1) != 1) {
+        _exit(127); /* the shim is gone or gave up on us */
+    }
+    if (setsid() < 0) {
+        child_fail(fds, ST_SETSID, errno);
+    }
+    if ((spec->namespaces & GT_NS_MOUNT) && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        child_fail(fds, ST_MOUNT_PRIVATE, errno);
+    }
+    if ((spec->namespaces & GT_NS_PID) &&
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+        child_fail(fds, ST_MOUNT_PROC, errno);
+    }
+    if (spec->hostname && sethostname(spec->hostname, strlen(spec->hostname)) < 0) {
+        child_fail(fds, ST_HOSTNAME, errno);
+    }
+    if (dup2(fds->null_fd, STDIN_FILENO) < 0 || dup2(fds->out_wr_fd, STDOUT_FILENO) < 0 ||
+        dup2(fds->out_wr_fd, STDERR_FILENO) < 0) {
+        child_fail(fds, ST_STDIO, errno);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    if (setgroups(spec->n_groups, spec->groups) < 0) {
+        child_fail(fds, ST_SETGROUPS, errno);
+    }
+    if (setgid(spec->gid) < 0) {
+        child_fail(fds, ST_SETGID, errno);
+    }
+    if (setuid(spec->uid) < 0) {
+        child_fail(fds, ST_SETUID, errno);
+    }
+    if (chdir(spec->cwd) < 0) {
+        child_fail(fds, ST_CHDIR, errno);
+    }
+    int e;
+    exec_search(spec, &e);
+    child_fail(fds, ST_EXEC, e);
+}
+
+/* ---- the shim's side ---- */
+
+static pid_t clone_task(unsigned namespaces)
+{
+    struct clone_args_v0 args;
+    memset(&args, 0, sizeof(args));
+    args.exit_signal = SIGCHLD;
+    args.flags = ((namespaces & GT_NS_PID) ? CLONE_NEWPID : 0) |
+                 ((namespaces & GT_NS_MOUNT) ? CLONE_NEWNS : 0) |
+                 ((namespaces & GT_NS_UTS) ? CLONE_NEWUTS : 0) |
+                 ((namespaces & GT_NS_IPC) ? CLONE_NEWIPC : 0);
+    return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+/* Start the task in the cgroup. 0, or negative with err set (nothing runs). */
+static int start_task(struct shim *s, struct gt_err *err)
+{
+    int sync[2] = {-1, -1}, fail[2] = {-1, -1}, out[2] = {-1, -1};
+    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int rc = 0;
+    if (null_fd < 0 || pipe2(sync, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0 ||
+        pipe2(out, O_CLOEXEC) < 0) {
+        rc = gt_err_set(err, -errno, "pipes: %s", strerror(errno));
+        goto out;
+    }
+    pid_t pid = clone_task(s->spec.namespaces);
+    if (pid < 0) {
+        rc = gt_err_set(err, -errno, "clone3: %s", strerror(errno));
+        goto out;
+    }
+    if (pid == 0) {
+        struct child_fds fds = {sync[0], fail[1], out[1], null_fd};
+        child_run(&s->spec, &fds);
+    }
+    s->task_pid = pid;
+    close_fd(&sync[0]);
+    close_fd(&fail[1]);
+    close_fd(&out[1]);
+    rc = gt_cgroup_add_pid(&s->cg, pid, err);
+    if (rc == 0 && write(sync[1], "g", 1) != 1) {
+        rc = gt_err_set(err, -errno, "release the task: %s", strerror(errno));
+    }
+    close_fd(&sync[1]);
+    struct child_fail f;
+    ssize_t r;
+    while (rc == 0 && (r = read(fail[0], &f, sizeof(f))) != 0) {
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r != (ssize_t)sizeof(f) || f.stage < 0 || f.stage > ST_EXEC) {
+            rc = gt_err_set(err, GT_EINTERNAL, "task setup died without a reason");
+        } else {
+            rc = gt_err_set(err, -f.err, "%s %s: %s", stage_names[f.stage],
+                            f.stage == ST_EXEC ? s->spec.argv[0] : "", strerror(f.err));
+        }
+    }
+    if (rc < 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        s->task_pid = 0;
+    } else {
+        s->log_rd_fd = out[0];
+        out[0] = -1;
+    }
+out:
+    close_fd(&sync[0]);
+    close_fd(&sync[1]);
+    close_fd(&fail[0]);
+    close_fd(&fail[1]);
+    close_fd(&out[0]);
+    close_fd(&out[1]);
+    close_fd(&null_fd);
+    return rc;
+}
+
+static void write_number(struct shim *s, const char *name, long long v)
+{
+    char buf[32];
+    struct gt_err err = {0};
+    int n = snprintf(buf, sizeof(buf), "%lld\n", v);
+    if (gt_agent_file_write_atomic(s->dir, name, buf, (size_t)n, false, &err) < 0) {
+        gt_log_error("cannot write state file", "file=%s err=\"%s\"", name, err.msg);
+    }
+}
+
+/* Read DIR/stop (if the agent wrote one) for the reason and grace period. */
+static void read_stop_request(struct shim *s, int64_t *grace_ms)
+{
+    char path[PATH_MAX + 8], *text;
+    size_t len;
+    snprintf(path, sizeof(path), "%s/stop", s->dir);
+    *grace_ms = s->spec.stop_grace_ms;
+    if (gt_agent_file_read(path, 4096, &text, &len, NULL) < 0) {
+        return;
+    }
+    json_t *o = json_loadb(text, len, 0, NULL);
+    free(text);
+    const char *reason = NULL;
+    json_int_t grace = -1;
+    if (o && json_unpack(o, "{s?s, s?I}", "reason", &reason, "gracePeriodMs", &grace) == 0) {
+        if (reason) {
+            snprintf(s->ex.stop_reason, sizeof(s->ex.stop_reason), "%s", reason);
+        }
+        if (grace >= 0) {
+            *grace_ms = grace;
+        }
+    }
+    json_decref(o);
+}
+
+static void on_signal(struct shim *s)
+{
+    struct signalfd_siginfo si;
+    while (read(s->sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD) {
+            int st;
+            pid_t p;
+            while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
+                if (p == s->task_pid) {
+                    s->exited = true;
+                    s->status = st;
+                }
+            }
+        } else if (!s->ex.stop_requested && !s->exited) {
+            int64_t grace_ms;
+            s->ex.stop_requested = true;
+            read_stop_request(s, &grace_ms);
+            gt_log_info("stopping task", "pid=%d grace_ms=%lld", (int)s->task_pid,
+                        (long long)grace_ms);
+            kill(-s->task_pid, SIGTERM);
+            kill(s->task_pid, SIGTERM);
+            s->kill_at_ms = gt_mono_ms() + grace_ms;
+        }
+    }
+}
+
+static void kill_everything(struct shim *s)
+{
+    struct gt_err err = {0};
+    if (s->task_pid > 0 && !s->exited) {
+        kill(s->task_pid, SIGKILL);
+    }
+    if (gt_cgroup_kill_all(&s->cg, &err) < 0) {
+        gt_log_error("cannot empty the task cgroup", "err=\"%s\"", err.msg);
+    }
+}
+
+static void copy_output(struct shim *s)
+{
+    char buf[65536];
+    ssize_t r = read(s->log_rd_fd, buf, sizeof(buf));
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) {
+        return;
+    }
+    if (r <= 0) {
+        close_fd(&s->log_rd_fd);
+        return;
+    }
+    struct gt_err err = {0};
+    if (gt_shim_log_write(&s->log, buf, (size_t)r, &err) < 0) {
+        gt_log_error("task output lost", "err=\"%s\"", err.msg);
+    }
+}
+
+/* Run until the task has exited and its output is drained. */
+static void supervise(struct shim *s)
+{
+    int64_t drain_until_ms = -1;
+    while (!s->exited || s->log_rd_fd >= 0) {
+        int64_t now = gt_mono_ms();
+        if (s->kill_at_ms >= 0 && now >= s->kill_at_ms) {
+            gt_log_info("grace period over, killing the task's cgroup", NULL);
+            kill_everything(s);
+            s->kill_at_ms = -1;
+        }
+        if (s->exited && drain_until_ms < 0) {
+            /* whatever the task left behind holds the pipe open: end it */
+            kill_everything(s);
+            s->kill_at_ms = -1;
+            drain_until_ms = gt_mono_ms() + DRAIN_MS;
+        }
+        if (drain_until_ms >= 0 && now >= drain_until_ms) {
+            gt_log_warn("task output pipe still open after the task's exit", NULL);
+            close_fd(&s->log_rd_fd);
+            break;
+        }
+        int64_t wait_ms = -1;
+        int64_t deadline = s->kill_at_ms >= 0 ? s->kill_at_ms : drain_until_ms;
+        if (deadline >= 0) {
+            wait_ms = deadline > now ? deadline - now : 0;
+        }
+        struct pollfd pfd[2] = {{s->sig_fd, POLLIN, 0}, {s->log_rd_fd, POLLIN, 0}};
+        if (poll(pfd, s->log_rd_fd >= 0 ? 2 : 1, (int)wait_ms) < 0 && errno != EINTR) {
+            gt_log_error("poll failed", "err=\"%s\"", strerror(errno));
+            break;
+        }
+        if (pfd[0].revents) {
+            on_signal(s);
+        }
+        if (s->log_rd_fd >= 0 && pfd[1].revents) {
+            copy_output(s);
+        }
+    }
+}
+
+/* Record the end: exit.json (fsynced), after the cgroup is empty and gone. */
+static void finish(struct shim *s)
+{
+    struct gt_err err = {0};
+    if (s->task_pid > 0 && !s->exited) {
+        kill_everything(s);
+        s->exited = waitpid(s->task_pid, &s->status, 0) == s->task_pid;
+    }
+    if (s->task_pid > 0) {
+        int64_t ooms = 0;
+        if (gt_cgroup_oom_kills(&s->cg, &ooms, &err) < 0) {
+            gt_log_warn("cannot read OOM kills", "err=\"%s\"", err.msg);
+        }
+        s->ex.oom_killed = ooms > 0;
+        if (WIFEXITED(s->status)) {
+            s->ex.exit_code = WEXITSTATUS(s->status);
+        } else if (WIFSIGNALED(s->status)) {
+            s->ex.signal = WTERMSIG(s->status);
+            s->ex.exit_code = 128 + s->ex.signal;
+        }
+    }
+    if (s->cg_created) {
+        gt_err_clear(&err);
+        kill_everything(s);
+        if (gt_cgroup_remove(&s->cg, &err) < 0) {
+            gt_log_error("cannot remove the task cgroup", "err=\"%s\"", err.msg);
+        }
+    }
+    s->ex.finished_at_ms = gt_now_ms();
+    char *text = gt_shim_exit_to_json(&s->ex);
+    gt_err_clear(&err);
+    if (gt_agent_file_write_atomic(s->dir, "exit.json", text, strlen(text), true, &err) < 0) {
+        gt_log_error("cannot record the exit", "err=\"%s\"", err.msg);
+    }
+    free(text);
+}
+
+static int setup_signals(struct shim *s)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGCHLD);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
+        return -errno;
+    }
+    s->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    return s->sig_fd < 0 ? -errno : 0;
+}
+
+/* Everything up to a running task; on failure err says why. */
+static int prepare_and_start(struct shim *s, struct gt_err *err)
+{
+    struct gt_cgroup_sys sys;
+    int rc = setup_signals(s);
+    if (rc < 0) {
+        return gt_err_set(err, rc, "signals: %s", strerror(-rc));
+    }
+    rc = gt_cgroup_sys_detect(&sys, err);
+    rc = rc < 0 ? rc : gt_cgroup_init(&s->cg, &sys, s->spec.cgroup_path, err);
+    rc = rc < 0 ? rc : gt_cgroup_create(&s->cg, &s->spec.limits, err);
+    if (rc < 0) {
+        return rc;
+    }
+    s->cg_created = true;
+    if (mkdir(s->spec.log_dir, 0755) < 0 && errno != EEXIST) {
+        return gt_err_set(err, -errno, "mkdir %s: %s", s->spec.log_dir, strerror(errno));
+    }
+    rc = gt_shim_log_open(&s->log, s->spec.log_dir, s->spec.log_max_bytes, s->spec.log_keep_files,
+                          err);
+    return rc < 0 ? rc : start_task(s, err);
+}
+
+/* The shim proper, detached. Reports on STATUS_FD once the task runs. */
+static _Noreturn void run_detached(struct shim *s)
+{
+    s->sig_fd = -1;
+    s->log_rd_fd = -1;
+    s->log.fd = -1;
+    s->log.dir_fd = -1;
+    s->kill_at_ms = -1;
+    s->cg.oom_fd = -1;
+    s->cg.oom_ctl_fd = -1;
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    write_number(s, "shim.pid", getpid());
+    struct gt_err err = {0};
+    s->ex.started_at_ms = gt_now_ms();
+    if (prepare_and_start(s, &err) < 0) {
+        gt_log_error("task did not start", "err=\"%s\"", err.msg);
+        s->ex.exit_code = 127;
+        snprintf(s->ex.error, sizeof(s->ex.error), "%.255s", err.msg);
+        finish(s);
+        _exit(write(STATUS_FD, "S", 1) == 1 ? 0 : 1);
+    }
+    write_number(s, "task.pid", s->task_pid);
+    write_number(s, "started", s->ex.started_at_ms);
+    gt_log_info("task started", "pid=%d", (int)s->task_pid);
+    if (write(STATUS_FD, "S", 1) != 1) {
+        gt_log_warn("invoker gone before the start was reported", NULL);
+    }
+    close(STATUS_FD);
+    supervise(s);
+    finish(s);
+    gt_log_info("task ended", "exit_code=%d signal=%d oom=%d", s->ex.exit_code, s->ex.signal,
+                (int)s->ex.oom_killed);
+    gt_shim_log_close(&s->log);
+    gt_cgroup_fini(&s->cg);
+    gt_shim_spec_fini(&s->spec);
+    close_fd(&s->sig_fd);
+    free(s);
+    _exit(0);
+}
+
+/* Point the detached shim's stdio at /dev/null and DIR/shim.log, keep only
+ * the status pipe (moved to STATUS_FD) and drop every inherited fd. */
+static int detach_fds(const char *dir, int status_fd)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/shim.log", dir);
+    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    int log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (null_fd < 0 || log_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 ||
+        dup2(null_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0 ||
+        dup3(status_fd, STATUS_FD, O_CLOEXEC) < 0) {
+        return -1;
+    }
+    return syscall(SYS_close_range, STATUS_FD + 1, ~0U, 0) < 0 ? -1 : 0;
+}
+
+int gt_shim_main(const char *state_dir)
+{
+    struct shim *s = gt_xcalloc(1, sizeof(*s));
+    char spec_path[PATH_MAX + 16], *text;
+    size_t len;
+    struct gt_err err = {0};
+    if (!realpath(state_dir, s->dir)) {
+        fprintf(stderr, "gantry-shim: state dir %s: %s\n", state_dir, strerror(errno));
+        free(s);
+        return 1;
+    }
+    snprintf(spec_path, sizeof(spec_path), "%s/spec.json", s->dir);
+    if (gt_agent_file_read(spec_path, 1 << 20, &text, &len, &err) < 0 ||
+        gt_shim_spec_parse(text, len, &s->spec, &err) < 0) {
+        fprintf(stderr, "gantry-shim: %s\n", err.msg);
+        free(text);
+        free(s);
+        return 1;
+    }
+    free(text);
+    int status[2];
+    if (pipe2(status, O_CLOEXEC) < 0) {
+        fprintf(stderr, "gantry-shim: pipe: %s\n", strerror(errno));
+        gt_shim_spec_fini(&s->spec);
+        free(s);
+        return 1;
+    }
+    fflush(NULL);
+    pid_t mid = fork();
+    if (mid == 0) {
+        if (setsid() < 0 || detach_fds(s->dir, status[1]) < 0 || chdir("/") < 0) {
+            _exit(1);
+        }
+        pid_t shim = fork();
+        if (shim == 0) {
+            run_detached(s);
+        }
+        _exit(shim < 0 ? 1 : 0);
+    }
+    close(status[1]);
+    int st = 1;
+    if (mid > 0) {
+        waitpid(mid, &st, 0);
+    }
+    char c;
+    ssize_t r;
+    while ((r = read(status[0], &c, 1)) < 0 && errno == EINTR) {
+    }
+    close(status[0]);
+    gt_shim_spec_fini(&s->spec);
+    free(s);
+    if (mid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || r != 1) {
+        fprintf(stderr, "gantry-shim: the shim did not start (see %s/shim.log)\n", state_dir);
+        return 1;
+    }
+    return 0;
+}

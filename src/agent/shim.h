@@ -1,0 +1,145 @@
+/*
+ * The per-task shim (gantry-shim), as conmon is for CRI-O: the agent writes
+ * a task's spec into its state directory and starts `gantry-shim
+ * --state-dir DIR`. The shim detaches (double fork + setsid) so it outlives
+ * the agent, creates the task's cgroup, starts the task in it in new
+ * namespaces as the task's user, copies its output into size-capped,
+ * rotated log files, waits for it and records how it ended. The agent, even
+ * after a restart, learns everything from the state directory.
+ *
+ * State directory (every file written atomically: temporary + rename):
+ *   spec.json    written by the agent before starting the shim (format below)
+ *   shim.pid     the shim's pid, decimal
+ *   task.pid     the task's host pid, decimal
+ *   started      ms since the epoch when the task was exec'd, decimal
+ *   stop         optional stop request written by the agent before it sends
+ *                SIGTERM to the shim: {"reason": "...", "gracePeriodMs": N}
+ *   exit.json    how the task ended (format below), fsynced; the shim's last act
+ *   shim.log     the shim's own diagnostics
+ *   <log dir>/task.log, task.log.1 ... task.log.<keepFiles>: stdout and
+ *                stderr combined, newest first
+ *
+ * spec.json:
+ *   {"argv": ["sh", "-c", "echo hi"],         required, argv[0] searched in
+ *                                              the env's PATH when it has no '/'
+ *    "env": ["K=V", ...],                      exactly the task's environment
+ *    "cwd": "/abs/dir",                        required, absolute
+ *    "uid": 1000, "gid": 1000,                 required; 0 only if privileged
+ *    "groups": [1000],                         supplementary groups (default none)
+ *    "privileged": false,
+ *    "hostname": "job-worker-0",               UTS namespace hostname
+ *    "namespaces": ["pid", "mount", "uts", "ipc"], default none; pid needs mount
+ *    "cgroup": {"path": "gantry/<task-uid>", "cpuMilli": 0, "memoryBytes": 0,
+ *               "pidsMax": 0, "gpuMinors": [0, 1]},  0 = no limit
+ *    "log": {"dir": "/abs/dir", "maxBytes": 0, "keepFiles": 3},
+ *    "stopGracePeriodMs": 30000}
+ * Unknown fields are rejected.
+ *
+ * exit.json:
+ *   {"exitCode": 137, "signal": 9, "oomKilled": true, "startedAtMs": ...,
+ *    "finishedAtMs": ..., "stopRequested": false, "stopReason": "",
+ *    "error": ""}
+ * exitCode is the shell convention (128 + signal when killed by one).
+ * "error" is set when the task could not be started (exitCode 127 then).
+ *
+ * Stopping: SIGTERM (or SIGINT) to the shim sends SIGTERM to the task's
+ * process group, waits the grace period (from DIR/stop, else the spec),
+ * then SIGKILLs everything in the task's cgroup. Note that a task running
+ * as PID 1 of its PID namespace only sees SIGTERM if it handles it.
+ */
+#ifndef GT_SHIM_H
+#define GT_SHIM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/agent.h"
+
+enum gt_shim_ns {
+    GT_NS_PID = 1 << 0,
+    GT_NS_MOUNT = 1 << 1,
+    GT_NS_UTS = 1 << 2,
+    GT_NS_IPC = 1 << 3,
+};
+
+/* A parsed spec.json. Every pointer is owned by the spec. */
+struct gt_shim_spec {
+    char **argv; /* NULL-terminated */
+    size_t n_argv;
+    char **env; /* NULL-terminated */
+    size_t n_env;
+    char *cwd;
+    uid_t uid;
+    gid_t gid;
+    gid_t *groups;
+    size_t n_groups;
+    bool privileged;
+    char *hostname;                 /* NULL: keep the host's */
+    unsigned namespaces;            /* GT_NS_* */
+    char *cgroup_path;              /* relative to each hierarchy root */
+    struct gt_cgroup_limits limits; /* gpu_minors points into minors */
+    int *minors;
+    char *log_dir;
+    int64_t log_max_bytes; /* 0: unlimited */
+    int log_keep_files;    /* rotated files kept besides task.log */
+    int64_t stop_grace_ms;
+};
+
+/* How a task ended, as exit.json records it. */
+struct gt_shim_exit {
+    int exit_code;
+    int signal; /* 0 unless killed by a signal */
+    bool oom_killed;
+    int64_t started_at_ms;
+    int64_t finished_at_ms;
+    bool stop_requested;
+    char stop_reason[64];
+    char error[256];
+};
+
+/* Parse and validate spec.json text (len bytes) into spec (caller's
+ * storage, fini with gt_shim_spec_fini). GT_EINVAL with the field path. */
+int gt_shim_spec_parse(const char *text, size_t len, struct gt_shim_spec *spec, struct gt_err *err);
+/* Serialize spec into a new JSON string (caller frees). */
+char *gt_shim_spec_to_json(const struct gt_shim_spec *spec);
+/* Release everything the spec owns; safe on a zeroed spec. */
+void gt_shim_spec_fini(struct gt_shim_spec *spec);
+
+/* Read DIR/exit.json. -ENOENT while the task has not ended. */
+int gt_shim_exit_read(const char *state_dir, struct gt_shim_exit *ex, struct gt_err *err);
+/* Serialize an exit record into a new JSON string (caller frees). */
+char *gt_shim_exit_to_json(const struct gt_shim_exit *ex);
+
+/* Read a decimal pid file (DIR/shim.pid, DIR/task.pid). */
+int gt_shim_read_pid(const char *state_dir, const char *name, pid_t *pid, struct gt_err *err);
+
+/* Ask the shim of state_dir to stop its task: write DIR/stop with reason
+ * (borrowed) and grace_ms, then SIGTERM the shim (checked to be a
+ * gantry-shim). -ESRCH when the shim is gone. */
+int gt_shim_stop(const char *state_dir, const char *reason, int64_t grace_ms, struct gt_err *err);
+
+/* The shim program: run the task of state_dir as described above. Returns
+ * the process exit status for the caller (the invoking process): 0 once the
+ * task started or its start failure is recorded in exit.json, 1 when the
+ * spec is unusable or the shim could not detach (message on stderr). */
+int gt_shim_main(const char *state_dir);
+
+/* The rotating task log: task.log in dir, rotated to task.log.1..keep when
+ * it would pass max_bytes (0: never). */
+struct gt_shim_log {
+    int dir_fd;
+    int fd;
+    int64_t size_bytes;
+    int64_t max_bytes;
+    int keep_files;
+};
+
+/* Open (append to) dir/task.log. 0 or -errno. */
+int gt_shim_log_open(struct gt_shim_log *log, const char *dir, int64_t max_bytes, int keep_files,
+                     struct gt_err *err);
+/* Append data, rotating as needed (a chunk is split at the cap). */
+int gt_shim_log_write(struct gt_shim_log *log, const char *data, size_t len, struct gt_err *err);
+void gt_shim_log_close(struct gt_shim_log *log);
+
+#endif

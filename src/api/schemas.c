@@ -1,0 +1,669 @@
+/*
+ * The schema of every kind, as tables (see api_int.h for the row format),
+ * plus the few rules that relate fields to each other (quota <= limit,
+ * Master/Chief uniqueness, minAvailable <= replicas, mounts naming volumes,
+ * image-or-command). Fields and bounds follow DESIGN.md "Resource model";
+ * int32 bounds where Kubernetes uses int32.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_int.h"
+
+#define STR(n, ...)                                                                                \
+    {                                                                                              \
+        .name = n, .type = GT_F_STRING, __VA_ARGS__                                                \
+    }
+#define INT(n, lo, hi, ...)                                                                        \
+    {                                                                                              \
+        .name = n, .type = GT_F_INT, .min = lo, .max = hi, __VA_ARGS__                             \
+    }
+#define BOOL(n, ...)                                                                               \
+    {                                                                                              \
+        .name = n, .type = GT_F_BOOL, __VA_ARGS__                                                  \
+    }
+#define OBJ(n, s, ...)                                                                             \
+    {                                                                                              \
+        .name = n, .type = GT_F_OBJECT, .schema = &s, __VA_ARGS__                                  \
+    }
+#define LIST(n, e, ...)                                                                            \
+    {                                                                                              \
+        .name = n, .type = GT_F_ARRAY, .elem = &e, __VA_ARGS__                                     \
+    }
+#define RES(n, set)                                                                                \
+    {                                                                                              \
+        .name = n, .type = GT_F_RESOURCES, .resources = set                                        \
+    }
+#define ITEM(s)                                                                                    \
+    {                                                                                              \
+        .name = "item", .type = GT_F_OBJECT, .schema = &s                                          \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        .name = NULL                                                                               \
+    }
+
+#define REQ .flags = GT_F_REQUIRED
+#define DNS .check = gt_check_dns_label
+#define TIME .max_len = 64, .check = gt_check_time
+#define SHORT .max_len = 256
+#define MESSAGE .max_len = 32768
+#define UID_MAX 4294967294LL /* (uid_t)-1 is "no uid" */
+
+static const char *const replica_types[] = {"Master", "Chief", "PS", "Worker", "Evaluator", NULL};
+static const char *const restart_policies[] = {"Never", "OnFailure", "Always", "ExitCode", NULL};
+static const char *const clean_pod_policies[] = {"All", "Running", "None", NULL};
+static const char *const cond_statuses[] = {"True", "False", "Unknown", NULL};
+static const char *const job_cond_types[] = {"Created",   "Queued", "Running",   "Restarting",
+                                             "Succeeded", "Failed", "Suspended", NULL};
+static const char *const roles[] = {"admin", "member", "viewer", NULL};
+static const char *const preemption_policies[] = {"PreemptLowerPriority", "Never", NULL};
+static const char *const taint_effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute", NULL};
+static const char *const gpu_health[] = {"Healthy", "Unhealthy", NULL};
+static const char *const address_types[] = {"InternalIP", "Hostname", "AgentURL", NULL};
+static const char *const task_phases[] = {"Pending",   "Bound",  "Running", "Terminating",
+                                          "Succeeded", "Failed", NULL};
+static const char *const event_types[] = {"Normal", "Warning", NULL};
+
+static int check_replica_type(const json_t *v, struct gt_err *err)
+{
+    for (const char *const *t = replica_types; *t; t++) {
+        if (strcmp(json_string_value(v), *t) == 0) {
+            return 0;
+        }
+    }
+    return gt_err_set(err, GT_EINVAL,
+                      "replica type must be one of Master, Chief, PS, Worker, "
+                      "Evaluator");
+}
+
+static const struct gt_field string_item = {.name = "item", .type = GT_F_STRING};
+static const struct gt_field user_item = {.name = "item", .type = GT_F_STRING, SHORT};
+
+/* ---- metadata and conditions, shared by all kinds ---- */
+
+static const struct gt_field creator_fields[] = {
+    STR("user", SHORT),
+    INT("uid", 0, UID_MAX),
+    END,
+};
+static const struct gt_schema creator_schema = {creator_fields, NULL};
+
+static const struct gt_field label_value = {
+    .name = "value", .type = GT_F_STRING, .max_len = 63, .check = gt_check_label_value};
+static const struct gt_field annotation_value = {
+    .name = "value", .type = GT_F_STRING, .max_len = 256 * 1024};
+
+static const struct gt_field metadata_fields[] = {
+    STR("name", REQ, DNS),
+    STR("project", DNS),
+    {.name = "labels",
+     .type = GT_F_MAP,
+     .max_len = 256,
+     .key_check = gt_check_label_key,
+     .elem = &label_value},
+    {.name = "annotations",
+     .type = GT_F_MAP,
+     .key_check = gt_check_label_key,
+     .elem = &annotation_value,
+     .check = gt_check_annotations},
+    STR("resourceVersion", .max_len = 20, .check = gt_check_digits),
+    STR("uid", .max_len = 128),
+    STR("creationTimestamp", TIME),
+    STR("deletionTimestamp", TIME),
+    OBJ("creator", creator_schema),
+    END,
+};
+static const struct gt_schema metadata_schema = {metadata_fields, NULL};
+
+#define ROOT_FIELDS STR("apiVersion", REQ), STR("kind", REQ), OBJ("metadata", metadata_schema, REQ)
+
+#define CONDITION_FIELDS                                                                           \
+    STR("status", REQ, .enums = cond_statuses), STR("reason", SHORT), STR("message", MESSAGE),     \
+        STR("lastTransitionTime", TIME), STR("lastHeartbeatTime", TIME)
+
+static const struct gt_field condition_fields[] = {STR("type", REQ, SHORT), CONDITION_FIELDS, END};
+static const struct gt_schema condition_schema = {condition_fields, NULL};
+static const struct gt_field condition_item = ITEM(condition_schema);
+
+static const struct gt_field job_condition_fields[] = {STR("type", REQ, .enums = job_cond_types),
+                                                       CONDITION_FIELDS, END};
+static const struct gt_schema job_condition_schema = {job_condition_fields, NULL};
+static const struct gt_field job_condition_item = ITEM(job_condition_schema);
+
+/* ---- cross-field rules ---- */
+
+/* spec.limit.<res> >= spec.quota.<res> for every resource named in both. */
+static int dept_spec_post(json_t *spec, const char *path, struct gt_err *err)
+{
+    json_t *quota = json_object_get(spec, "quota");
+    json_t *limit = json_object_get(spec, "limit");
+    const char *res;
+    json_t *lv;
+    json_object_foreach(limit, res, lv)
+    {
+        json_t *qv = json_object_get(quota, res);
+        int64_t l, q;
+        if (qv && gt_resource_amount(res, lv, &l) == 0 && gt_resource_amount(res, qv, &q) == 0 &&
+            l < q) {
+            char sub[GT_API_PATH_MAX];
+            char *quota_text = json_dumps(qv, JSON_ENCODE_ANY);
+            gt_err_set(err, GT_EINVAL, "%s.%s: must be >= the quota (%s)",
+                       gt_path_join(sub, sizeof(sub), path, "limit"), res, quota_text);
+            free(quota_text);
+            return GT_EINVAL;
+        }
+    }
+    return 0;
+}
+
+static int64_t amount_of(const json_t *map, const char *res)
+{
+    int64_t v = 0;
+    json_t *x = json_object_get(map, res);
+    if (x && gt_resource_amount(res, x, &v) < 0) {
+        v = 0;
+    }
+    return v;
+}
+
+/* gpu-milli within 1..1000 and never next to whole GPUs; requests <= limits. */
+static int template_resources_post(json_t *res, const char *path, struct gt_err *err)
+{
+    json_t *requests = json_object_get(res, "requests");
+    json_t *limits = json_object_get(res, "limits");
+    bool whole =
+        amount_of(requests, "nvidia.com/gpu") > 0 || amount_of(limits, "nvidia.com/gpu") > 0;
+    const char *const names[] = {"requests", "limits"};
+    json_t *const maps[] = {requests, limits};
+    char sub[GT_API_PATH_MAX];
+    for (size_t i = 0; i < 2; i++) {
+        json_t *milli = json_object_get(maps[i], "gantry.dev/gpu-milli");
+        if (!milli) {
+            continue;
+        }
+        gt_path_join(sub, sizeof(sub), path, names[i]);
+        int64_t m = json_integer_value(milli);
+        if (m < 1 || m > 1000) {
+            return gt_err_set(err, GT_EINVAL, "%s.gantry.dev/gpu-milli: must be between 1 and 1000",
+                              sub);
+        }
+        if (whole) {
+            return gt_err_set(err, GT_EINVAL,
+                              "%s.gantry.dev/gpu-milli: may not be combined with nvidia.com/gpu",
+                              sub);
+        }
+    }
+    const char *name;
+    json_t *rv;
+    json_object_foreach(requests, name, rv)
+    {
+        if (json_object_get(limits, name) && amount_of(requests, name) > amount_of(limits, name)) {
+            return gt_err_set(err, GT_EINVAL, "%s.%s: must be <= limits.%s",
+                              gt_path_join(sub, sizeof(sub), path, "requests"), name, name);
+        }
+    }
+    return 0;
+}
+
+static int template_post(json_t *tmpl, const char *path, struct gt_err *err)
+{
+    json_t *cmd = json_object_get(tmpl, "command");
+    if (!json_object_get(tmpl, "image") && json_array_size(cmd) == 0) {
+        char sub[GT_API_PATH_MAX];
+        return gt_err_set(err, GT_EINVAL, "%s: required (non-empty) when there is no image",
+                          gt_path_join(sub, sizeof(sub), path, "command"));
+    }
+    return 0;
+}
+
+static bool has_volume(const json_t *volumes, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(volumes, i, v)
+    {
+        if (strcmp(json_string_value(json_object_get(v, "name")), name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Volume names unique; every mount names a volume. */
+static int job_volumes_check(json_t *spec, const char *path, struct gt_err *err)
+{
+    json_t *volumes = json_object_get(spec, "volumes");
+    char sub[GT_API_PATH_MAX];
+    for (size_t i = 1; i < json_array_size(volumes); i++) {
+        const char *name = json_string_value(json_object_get(json_array_get(volumes, i), "name"));
+        for (size_t j = 0; j < i; j++) {
+            json_t *other = json_object_get(json_array_get(volumes, j), "name");
+            if (strcmp(name, json_string_value(other)) == 0) {
+                snprintf(sub, sizeof(sub), "%s%svolumes[%zu].name", path, path[0] ? "." : "", i);
+                return gt_err_set(err, GT_EINVAL, "%s: duplicate volume name \"%s\"", sub, name);
+            }
+        }
+    }
+    const char *type;
+    json_t *rs;
+    json_object_foreach(json_object_get(spec, "replicaSpecs"), type, rs)
+    {
+        json_t *mounts = json_object_get(json_object_get(rs, "template"), "volumeMounts");
+        size_t i;
+        json_t *m;
+        json_array_foreach(mounts, i, m)
+        {
+            const char *name = json_string_value(json_object_get(m, "name"));
+            if (!has_volume(volumes, name)) {
+                snprintf(sub, sizeof(sub), "%s%sreplicaSpecs.%s.template.volumeMounts[%zu].name",
+                         path, path[0] ? "." : "", type, i);
+                return gt_err_set(err, GT_EINVAL, "%s: no volume named \"%s\" in spec.volumes", sub,
+                                  name);
+            }
+        }
+    }
+    return 0;
+}
+
+static int job_spec_post(json_t *spec, const char *path, struct gt_err *err)
+{
+    json_t *specs = json_object_get(spec, "replicaSpecs");
+    char sub[GT_API_PATH_MAX];
+    gt_path_join(sub, sizeof(sub), path, "replicaSpecs");
+    if (json_object_size(specs) == 0) {
+        return gt_err_set(err, GT_EINVAL, "%s: must name at least one replica type", sub);
+    }
+    if (json_object_get(specs, "Master") && json_object_get(specs, "Chief")) {
+        return gt_err_set(err, GT_EINVAL, "%s: at most one of Master and Chief", sub);
+    }
+    int64_t total = 0;
+    const char *type;
+    json_t *rs;
+    json_object_foreach(specs, type, rs)
+    {
+        int64_t n = json_integer_value(json_object_get(rs, "replicas"));
+        if ((strcmp(type, "Master") == 0 || strcmp(type, "Chief") == 0) && n != 1) {
+            return gt_err_set(err, GT_EINVAL, "%s.%s.replicas: must be 1", sub, type);
+        }
+        total += n; /* at most 5 types of at most 1000 */
+    }
+    json_t *min = gt_json_path(spec, "runPolicy.schedulingPolicy.minAvailable");
+    if (min && json_integer_value(min) > total) {
+        gt_path_join(sub, sizeof(sub), path, "runPolicy.schedulingPolicy.minAvailable");
+        return gt_err_set(err, GT_EINVAL, "%s: must be <= the total replicas (%" PRId64 ")", sub,
+                          total);
+    }
+    return job_volumes_check(spec, path, err);
+}
+
+/* ---- Department ---- */
+
+static const struct gt_field dept_spec_fields[] = {
+    RES("quota", GT_RES_POOL),
+    RES("limit", GT_RES_POOL),
+    LIST("admins", user_item),
+    END,
+};
+static const struct gt_schema dept_spec_schema = {dept_spec_fields, dept_spec_post};
+
+static const struct gt_field dept_status_fields[] = {
+    RES("used", GT_RES_ALL),
+    RES("borrowed", GT_RES_ALL),
+    END,
+};
+static const struct gt_schema dept_status_schema = {dept_status_fields, NULL};
+
+static const struct gt_field dept_fields[] = {
+    ROOT_FIELDS,
+    OBJ("spec", dept_spec_schema, .flags = GT_F_CREATE),
+    OBJ("status", dept_status_schema),
+    END,
+};
+static const struct gt_schema dept_schema = {dept_fields, NULL};
+
+/* ---- Project ---- */
+
+static const struct gt_field member_fields[] = {
+    STR("user", REQ, SHORT),
+    STR("role", REQ, .enums = roles),
+    END,
+};
+static const struct gt_schema member_schema = {member_fields, NULL};
+static const struct gt_field member_item = ITEM(member_schema);
+
+static const struct gt_field project_spec_fields[] = {
+    STR("department", REQ, DNS),
+    LIST("members", member_item),
+    RES("hard", GT_RES_POOL),
+    BOOL("allowPrivileged", .flags = GT_F_DEFAULT, .def_int = 0),
+    END,
+};
+static const struct gt_schema project_spec_schema = {project_spec_fields, NULL};
+
+static const struct gt_field project_fields[] = {
+    ROOT_FIELDS,
+    OBJ("spec", project_spec_schema, REQ),
+    END,
+};
+static const struct gt_schema project_schema = {project_fields, NULL};
+
+/* ---- PriorityClass: fields at the top level, as scheduling.k8s.io has them ---- */
+
+static const struct gt_field pc_fields[] = {
+    ROOT_FIELDS,
+    INT("value", INT32_MIN, INT32_MAX, REQ),
+    STR("preemptionPolicy", .flags = GT_F_DEFAULT, .def_str = "PreemptLowerPriority",
+        .enums = preemption_policies),
+    BOOL("globalDefault", .flags = GT_F_DEFAULT, .def_int = 0),
+    STR("description", .max_len = 1024),
+    END,
+};
+static const struct gt_schema pc_schema = {pc_fields, NULL};
+
+/* ---- Node ---- */
+
+static const struct gt_field taint_fields[] = {
+    STR("key", REQ, .max_len = 317, .check = gt_check_label_key),
+    STR("value", .max_len = 63, .check = gt_check_label_value),
+    STR("effect", REQ, .enums = taint_effects),
+    END,
+};
+static const struct gt_schema taint_schema = {taint_fields, NULL};
+static const struct gt_field taint_item = ITEM(taint_schema);
+
+static const struct gt_field node_spec_fields[] = {
+    BOOL("unschedulable", .flags = GT_F_DEFAULT, .def_int = 0),
+    LIST("taints", taint_item),
+    END,
+};
+static const struct gt_schema node_spec_schema = {node_spec_fields, NULL};
+
+static const struct gt_field node_gpu_fields[] = {
+    INT("index", 0, INT32_MAX, REQ),
+    STR("uuid", .max_len = 128),
+    STR("model", SHORT),
+    INT("memoryBytes", 0, INT64_MAX),
+    INT("numaNode", -1, INT32_MAX),
+    STR("group", SHORT),
+    STR("health", .enums = gpu_health),
+    END,
+};
+static const struct gt_schema node_gpu_schema = {node_gpu_fields, NULL};
+static const struct gt_field node_gpu_item = ITEM(node_gpu_schema);
+
+static const struct gt_field address_fields[] = {
+    STR("type", REQ, .enums = address_types),
+    STR("address", REQ, .max_len = 1024),
+    END,
+};
+static const struct gt_schema address_schema = {address_fields, NULL};
+static const struct gt_field address_item = ITEM(address_schema);
+
+static const struct gt_field node_status_fields[] = {
+    RES("capacity", GT_RES_POOL),
+    RES("allocatable", GT_RES_POOL),
+    LIST("gpus", node_gpu_item),
+    LIST("conditions", condition_item),
+    LIST("addresses", address_item),
+    STR("lastHeartbeatTime", TIME),
+    {.name = "allocated",
+     .type = GT_F_FORBIDDEN,
+     .why = "computed by the server on reads, never stored"},
+    END,
+};
+static const struct gt_schema node_status_schema = {node_status_fields, NULL};
+
+static const struct gt_field node_fields[] = {
+    ROOT_FIELDS,
+    OBJ("spec", node_spec_schema, .flags = GT_F_CREATE),
+    OBJ("status", node_status_schema),
+    END,
+};
+static const struct gt_schema node_schema = {node_fields, NULL};
+
+/* ---- the container template, shared by Job replicas and Tasks ---- */
+
+static const struct gt_field env_fields[] = {
+    STR("name", REQ, SHORT, .check = gt_check_env_name),
+    STR("value", MESSAGE),
+    END,
+};
+static const struct gt_schema env_schema = {env_fields, NULL};
+static const struct gt_field env_item = ITEM(env_schema);
+
+static const struct gt_field container_port_fields[] = {
+    STR("name", DNS),
+    INT("containerPort", 1, 65535, REQ),
+    END,
+};
+static const struct gt_schema container_port_schema = {container_port_fields, NULL};
+static const struct gt_field container_port_item = ITEM(container_port_schema);
+
+static const struct gt_field mount_fields[] = {
+    STR("name", REQ, DNS),
+    STR("mountPath", REQ, .check = gt_check_abs_path),
+    BOOL("readOnly"),
+    END,
+};
+static const struct gt_schema mount_schema = {mount_fields, NULL};
+static const struct gt_field mount_item = ITEM(mount_schema);
+
+static const struct gt_field template_resources_fields[] = {
+    RES("requests", GT_RES_ALL),
+    RES("limits", GT_RES_ALL),
+    END,
+};
+static const struct gt_schema template_resources_schema = {template_resources_fields,
+                                                           template_resources_post};
+
+static const struct gt_field template_fields[] = {
+    STR("image", .max_len = 512, .check = gt_check_image),
+    LIST("command", string_item),
+    LIST("args", string_item),
+    LIST("env", env_item),
+    STR("workingDir", .check = gt_check_abs_path),
+    OBJ("resources", template_resources_schema),
+    LIST("ports", container_port_item),
+    LIST("volumeMounts", mount_item),
+    INT("runAsUser", 0, UID_MAX),
+    INT("terminationGracePeriodSeconds", 0, INT32_MAX),
+    END,
+};
+static const struct gt_schema template_schema = {template_fields, template_post};
+
+/* ---- Job ---- */
+
+static const struct gt_field replica_spec_fields[] = {
+    INT("replicas", 1, 1000, .flags = GT_F_DEFAULT, .def_int = 1),
+    STR("restartPolicy", .flags = GT_F_DEFAULT, .def_str = "Never", .enums = restart_policies),
+    OBJ("template", template_schema, REQ),
+    END,
+};
+static const struct gt_schema replica_spec_schema = {replica_spec_fields, NULL};
+static const struct gt_field replica_spec_item = ITEM(replica_spec_schema);
+
+static const struct gt_field sched_policy_fields[] = {
+    INT("minAvailable", 1, INT32_MAX),
+    STR("queue", DNS),
+    STR("priorityClass", DNS),
+    END,
+};
+static const struct gt_schema sched_policy_schema = {sched_policy_fields, NULL};
+
+static const struct gt_field run_policy_fields[] = {
+    INT("backoffLimit", 0, INT32_MAX, .flags = GT_F_DEFAULT, .def_int = 6),
+    INT("activeDeadlineSeconds", 1, INT32_MAX),
+    INT("ttlSecondsAfterFinished", 0, INT32_MAX),
+    STR("cleanPodPolicy", .flags = GT_F_DEFAULT, .def_str = "None", .enums = clean_pod_policies),
+    OBJ("schedulingPolicy", sched_policy_schema),
+    END,
+};
+static const struct gt_schema run_policy_schema = {run_policy_fields, NULL};
+
+static const struct gt_field source_fields[] = {
+    STR("git", REQ, .check = gt_check_git_url),
+    STR("revision", SHORT),
+    END,
+};
+static const struct gt_schema source_schema = {source_fields, NULL};
+
+static const struct gt_field volume_fields[] = {
+    STR("name", REQ, DNS),
+    STR("hostPath", REQ, .check = gt_check_host_path),
+    BOOL("readOnly"),
+    END,
+};
+static const struct gt_schema volume_schema = {volume_fields, NULL};
+static const struct gt_field volume_item = ITEM(volume_schema);
+
+static const struct gt_field job_spec_fields[] = {
+    {.name = "replicaSpecs",
+     .type = GT_F_MAP,
+     .flags = GT_F_REQUIRED,
+     .max_len = 5,
+     .key_check = check_replica_type,
+     .elem = &replica_spec_item},
+    OBJ("runPolicy", run_policy_schema, .flags = GT_F_CREATE),
+    OBJ("source", source_schema),
+    {.name = "requirements", .type = GT_F_ANY, .check = gt_check_requirements},
+    LIST("volumes", volume_item, .max_len = 64),
+    END,
+};
+static const struct gt_schema job_spec_schema = {job_spec_fields, job_spec_post};
+
+static const struct gt_field replica_status_fields[] = {
+    INT("active", 0, INT32_MAX),
+    INT("succeeded", 0, INT32_MAX),
+    INT("failed", 0, INT32_MAX),
+    END,
+};
+static const struct gt_schema replica_status_schema = {replica_status_fields, NULL};
+static const struct gt_field replica_status_item = ITEM(replica_status_schema);
+
+static const struct gt_field job_status_fields[] = {
+    LIST("conditions", job_condition_item),
+    {.name = "replicaStatuses",
+     .type = GT_F_MAP,
+     .max_len = 5,
+     .key_check = check_replica_type,
+     .elem = &replica_status_item},
+    STR("startTime", TIME),
+    STR("completionTime", TIME),
+    INT("restartCount", 0, INT32_MAX),
+    END,
+};
+static const struct gt_schema job_status_schema = {job_status_fields, NULL};
+
+static const struct gt_field job_fields[] = {
+    ROOT_FIELDS,
+    OBJ("spec", job_spec_schema, REQ),
+    OBJ("status", job_status_schema),
+    END,
+};
+static const struct gt_schema job_schema = {job_fields, NULL};
+
+/* ---- Task ---- */
+
+static const struct gt_field task_gpu_fields[] = {
+    INT("index", 0, INT32_MAX, REQ),
+    STR("uuid", .max_len = 128),
+    INT("milli", 1, 1000),
+    END,
+};
+static const struct gt_schema task_gpu_schema = {task_gpu_fields, NULL};
+static const struct gt_field task_gpu_item = ITEM(task_gpu_schema);
+
+static const struct gt_field task_port_fields[] = {
+    STR("name", DNS),
+    INT("port", 1, 65535, REQ),
+    END,
+};
+static const struct gt_schema task_port_schema = {task_port_fields, NULL};
+static const struct gt_field task_port_item = ITEM(task_port_schema);
+
+static const struct gt_field stop_fields[] = {
+    STR("reason", SHORT),
+    INT("gracePeriodSeconds", 0, INT32_MAX),
+    END,
+};
+static const struct gt_schema stop_schema = {stop_fields, NULL};
+
+static const struct gt_field task_spec_fields[] = {
+    STR("job", DNS),
+    STR("replicaType", .enums = replica_types),
+    INT("replicaIndex", 0, INT32_MAX),
+    OBJ("template", template_schema, REQ),
+    STR("nodeName", DNS),
+    LIST("gpus", task_gpu_item),
+    LIST("ports", task_port_item),
+    OBJ("stop", stop_schema),
+    INT("priority", INT32_MIN, INT32_MAX),
+    STR("department", DNS),
+    END,
+};
+static const struct gt_schema task_spec_schema = {task_spec_fields, NULL};
+
+static const struct gt_field task_status_fields[] = {
+    STR("phase", .enums = task_phases),
+    INT("exitCode", INT32_MIN, INT32_MAX),
+    INT("signal", 0, INT32_MAX),
+    STR("reason", SHORT),
+    STR("message", MESSAGE),
+    STR("boundTime", TIME),
+    STR("startTime", TIME),
+    STR("finishTime", TIME),
+    INT("hostPid", 0, INT32_MAX),
+    END,
+};
+static const struct gt_schema task_status_schema = {task_status_fields, NULL};
+
+static const struct gt_field task_fields[] = {
+    ROOT_FIELDS,
+    OBJ("spec", task_spec_schema, REQ),
+    OBJ("status", task_status_schema),
+    END,
+};
+static const struct gt_schema task_schema = {task_fields, NULL};
+
+/* ---- Event: fields at the top level, as core/v1 Event has them ---- */
+
+static const struct gt_field involved_fields[] = {
+    STR("kind", REQ, .max_len = 64),
+    STR("name", REQ, DNS),
+    STR("project", DNS),
+    STR("uid", .max_len = 128),
+    END,
+};
+static const struct gt_schema involved_schema = {involved_fields, NULL};
+
+static const struct gt_field event_source_fields[] = {STR("component", SHORT), END};
+static const struct gt_schema event_source_schema = {event_source_fields, NULL};
+
+static const struct gt_field event_fields[] = {
+    ROOT_FIELDS,
+    OBJ("involvedObject", involved_schema, REQ),
+    STR("reason", REQ, .max_len = 128, .check = gt_check_camel_word),
+    STR("message", MESSAGE),
+    STR("type", .flags = GT_F_DEFAULT, .def_str = "Normal", .enums = event_types),
+    INT("count", 1, INT32_MAX, .flags = GT_F_DEFAULT, .def_int = 1),
+    STR("firstTimestamp", TIME),
+    STR("lastTimestamp", TIME),
+    OBJ("source", event_source_schema),
+    END,
+};
+static const struct gt_schema event_schema = {event_fields, NULL};
+
+static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
+    [GT_KIND_DEPARTMENT] = &dept_schema,  [GT_KIND_PROJECT] = &project_schema,
+    [GT_KIND_PRIORITYCLASS] = &pc_schema, [GT_KIND_NODE] = &node_schema,
+    [GT_KIND_JOB] = &job_schema,          [GT_KIND_TASK] = &task_schema,
+    [GT_KIND_EVENT] = &event_schema,
+};
+
+const struct gt_schema *gt_kind_schema(enum gt_kind kind)
+{
+    return (unsigned)kind < GT_KIND_COUNT ? kind_schemas[kind] : NULL;
+}

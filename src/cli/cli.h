@@ -1,0 +1,177 @@
+/*
+ * cli: the `gantry` command-line client.
+ *
+ * This header is the program's entry point plus the parts of the client
+ * that do no network I/O, so that unit tests and later commands (`gantry up`
+ * writes the configuration) can use them: configuration lookup, kind names
+ * and API paths, kubectl-style ages and tables, the per-kind columns of
+ * `get`, the layout of `describe`, and turning a server's Status answer into
+ * one line. The HTTP client and the commands are private, in cli_int.h.
+ *
+ * Strings returned as `char *` are heap-allocated and owned by the caller
+ * (free()); `const char *` results are borrowed.
+ */
+#ifndef GT_CLI_H
+#define GT_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "api/api.h"
+#include "common/common.h"
+
+/* ---- the program (commands.c) ---- */
+
+/* Run the gantry command line argv (argc entries, argv[0] the program; the
+ * array is reordered in place): global flags (--server, --token, anywhere
+ * before "--"), then a command and its arguments. Results go to out, errors
+ * and notes to err. Returns the exit status: 0 success, 1 failure (one
+ * "error: ..." line on err), 2 usage error. */
+int gt_cli_main(int argc, char **argv, FILE *out, FILE *err);
+
+/* ---- configuration (config.c) ---- */
+
+/* Where the client connects and with which bearer token. Both heap strings
+ * owned by the struct; either may be NULL when nothing supplied it. */
+struct gt_cli_config {
+    char *server;
+    char *token;
+};
+
+/* Path of the configuration file: $GANTRY_CONFIG, else
+ * $XDG_CONFIG_HOME/gantry/config, else $HOME/.config/gantry/config.
+ * Caller frees. NULL only when none of these variables is set. */
+char *gt_cli_config_path(void);
+
+/* Resolve server and token, each on its own, by precedence: the flag value
+ * (NULL when not given), then $GANTRY_SERVER / $GANTRY_TOKEN (ignored when
+ * empty), then the configuration file at gt_cli_config_path() (a missing file
+ * is not an error). Trailing '/' is stripped from the server URL. Fills cfg
+ * (release with gt_cli_config_fini). Returns 0, or GT_EBADREQ with err when the
+ * file exists but cannot be read or is not a JSON object with string values. */
+int gt_cli_config_resolve(const char *flag_server, const char *flag_token,
+                          struct gt_cli_config *cfg, struct gt_err *err);
+
+/* Free cfg's strings; cfg may be reused. */
+void gt_cli_config_fini(struct gt_cli_config *cfg);
+
+/* Write the configuration file at path (borrowed) atomically: the parent
+ * directory is created (mode 0700) if missing, the JSON
+ * {"server": ..., "token": ...} is written to a temporary file of mode 0600
+ * in the same directory, fsync'd, and renamed over path. token may be NULL
+ * (then omitted). Returns 0 or -errno with err naming the file. */
+int gt_cli_config_write(const char *path, const char *server, const char *token,
+                        struct gt_err *err);
+
+/* ---- kinds and paths (kinds.c) ---- */
+
+/* Look up a kind as a user types it: the kind name ("Job"), its lower-case
+ * singular or plural ("job", "jobs"), or a short name ("dept", "proj", "pc",
+ * "no", "ev"); case-insensitive. Returns static data or NULL. */
+const struct gt_kind_info *gt_cli_kind_lookup(const char *word);
+
+/* API path of a kind's collection or object: "/apis/gantry.dev/v1/" then
+ * "projects/{project}/" for a project-scoped kind when project is non-NULL,
+ * then "{plural}", then "/{name}" when name is non-NULL. A project-scoped
+ * kind without a project gives the all-projects collection. Segments are
+ * percent-encoded. Caller frees. */
+char *gt_cli_kind_path(const struct gt_kind_info *k, const char *project, const char *name);
+
+/* Percent-encode s for a URL path segment or query value (RFC 3986
+ * unreserved characters stay). Caller frees. */
+char *gt_cli_url_escape(const char *s);
+
+/* "job.gantry.dev": the lower-case kind name with the API group, as kubectl
+ * names resources in its messages. Writes into buf (len bytes), returns buf. */
+char *gt_cli_kind_resource(const struct gt_kind_info *k, char *buf, size_t len);
+
+/* ---- ages and values (format.c) ---- */
+
+/* Format a duration the way kubectl's duration.HumanDuration does: "45s",
+ * "3m10s", "15m", "5h30m", "20h", "2d4h", "30d", "2y10d", "9y"; under -1 s
+ * gives "<invalid>", -1..0 s "0s". Writes into buf (>= 16 bytes), returns buf. */
+char *gt_cli_format_duration(int64_t ms, char *buf, size_t len);
+
+/* Age of an RFC 3339 timestamp at now_ms, formatted as above; "<unknown>"
+ * when ts is NULL or unparseable. Writes into buf, returns buf. */
+char *gt_cli_format_age(const char *ts, int64_t now_ms, char *buf, size_t len);
+
+/* Text of a JSON scalar for a table cell: strings as is, integers and reals
+ * in decimal, true/false; NULL, null, objects and arrays give NULL.
+ * Returns a new string or NULL; caller frees. */
+char *gt_cli_scalar_text(const json_t *v);
+
+/* ---- tables (table.c) ---- */
+
+/* A kubectl-style table: upper-case headers, each column but the last padded
+ * to its widest cell plus 3 spaces (at least 6 wide), as kubectl's
+ * tabwriter(minwidth 6, padding 3) lays them out. Cells are copied. */
+struct gt_cli_table {
+    size_t n_cols;
+    char **headers; /* n_cols */
+    char **cells;   /* n_rows * n_cols, row-major */
+    size_t n_rows;
+    size_t cap_rows;
+    size_t *widths; /* widest cell (or header) per column so far */
+};
+
+/* Start a table with n_cols headers (borrowed, copied). */
+void gt_cli_table_init(struct gt_cli_table *t, size_t n_cols, const char *const *headers);
+void gt_cli_table_fini(struct gt_cli_table *t);
+/* Append a row of n_cols cells (borrowed, copied; NULL prints as "<none>"). */
+void gt_cli_table_add(struct gt_cli_table *t, const char *const *cells);
+/* Append the header line (when with_headers) and every row to out, each line
+ * ending in '\n'. */
+void gt_cli_table_render(const struct gt_cli_table *t, bool with_headers, struct gt_buf *out);
+/* Drop the rows but keep the column widths seen so far (--watch prints rows
+ * one at a time, lined up with those already printed). */
+void gt_cli_table_clear(struct gt_cli_table *t);
+
+/* ---- get's columns (columns.c) ---- */
+
+/* Which columns `get` shows. */
+struct gt_cli_columns_opts {
+    bool wide;         /* -o wide: extra columns per kind */
+    bool with_project; /* -A on a project-scoped kind: a leading PROJECT column */
+};
+
+/* Start a table with the headers of kind k (see the per-kind comments in
+ * columns.c). Release with gt_cli_table_fini. */
+void gt_cli_columns_init(struct gt_cli_table *t, const struct gt_kind_info *k,
+                         const struct gt_cli_columns_opts *opts);
+/* Append obj (borrowed) as one row of kind k's table, with ages at now_ms. */
+void gt_cli_columns_add(struct gt_cli_table *t, const struct gt_kind_info *k,
+                        const struct gt_cli_columns_opts *opts, const json_t *obj, int64_t now_ms);
+
+/* ---- describe (describe.c) ---- */
+
+/* Append `gantry describe` output for obj (borrowed) to out: the metadata
+ * block (Name, Project, Labels, Annotations, Kind, Created, Creator,
+ * Resource Version, UID), every other top-level field as a section with
+ * nested, aligned "Key:  value" lines (camelCase keys shown as "Title
+ * Case", as kubectl's generic describer does), then "Events:" with a table
+ * of events (an array, borrowed; NULL or empty prints "<none>"). */
+void gt_cli_describe_render(const json_t *obj, const json_t *events, int64_t now_ms,
+                            struct gt_buf *out);
+
+/* Does event (borrowed) concern the object of kind k named name in project
+ * (NULL for cluster-scoped kinds)? Compares involvedObject.kind, .name and,
+ * when project is given, involvedObject.project (else the event's
+ * metadata.project). */
+bool gt_cli_event_matches(const json_t *event, const struct gt_kind_info *k, const char *project,
+                          const char *name);
+
+/* ---- server answers (status.c) ---- */
+
+/* Turn a non-2xx HTTP answer into an error: sets err's message to the Status
+ * object's "message" (or, when the body is not a Status, to "server answered
+ * HTTP <code>" and the start of the body) and returns the code matching the
+ * HTTP status and reason (GT_ENOTFOUND for 404, GT_EEXISTS or GT_ECONFLICT
+ * for 409, ...; GT_EINTERNAL for anything unmapped). body (len bytes, need
+ * not be NUL-terminated) may be NULL. */
+int gt_cli_status_error(long http_status, const char *body, size_t len, struct gt_err *err);
+
+#endif

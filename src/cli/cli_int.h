@@ -1,0 +1,121 @@
+/*
+ * Private to src/cli: the HTTP client, the command table and the commands.
+ *
+ * Every command is a `struct gt_cli_command` in commands.c's table, which
+ * drives dispatch, `gantry help` and each command's --help; adding a
+ * command is one handler and one table entry. Handlers return the process
+ * exit status: 0 success, 1 failure (after printing one "error: ..." line),
+ * 2 usage error (after printing the usage line).
+ */
+#ifndef GT_CLI_INT_H
+#define GT_CLI_INT_H
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+enum { GT_CLI_EXIT_OK = 0, GT_CLI_EXIT_FAIL = 1, GT_CLI_EXIT_USAGE = 2 };
+
+/* ---- HTTP client (client.c) ---- */
+
+/* A connection to one gantryd, reused across requests (keep-alive). */
+struct gt_cli_client;
+
+/* Create a client for server (base URL, "http://host:port") with an optional
+ * bearer token; both borrowed and copied. Free with gt_cli_client_free. */
+struct gt_cli_client *gt_cli_client_new(const char *server, const char *token);
+void gt_cli_client_free(struct gt_cli_client *c);
+
+/* Send method ("GET", "POST", "PUT", "DELETE") to path (API path plus any
+ * query, borrowed) with an optional JSON body (borrowed). On a 2xx answer
+ * returns 0 and, when resp is non-NULL, the parsed answer in *resp (caller
+ * json_decref()s). On an error answer returns the GT_E* code of its HTTP
+ * status with err holding the server's message (gt_cli_status_error); when
+ * the server cannot be reached, -EIO with "cannot reach gantryd at URL:
+ * <reason>". */
+int gt_cli_client_request(struct gt_cli_client *c, const char *method, const char *path,
+                          const json_t *body, json_t **resp, struct gt_err *err);
+
+/* Called with each watch event ({"type": ..., "object": ...}, borrowed).
+ * Return 0 to go on, non-zero to end the watch (returned by
+ * gt_cli_client_watch). */
+typedef int (*gt_cli_watch_fn)(const json_t *event, void *arg);
+
+/* GET path (a watch URL) and call fn for each newline-delimited JSON event
+ * as it arrives, until the server ends the stream (returns 0) or fn returns
+ * non-zero (returns that). An error answer before the stream, an "ERROR"
+ * event, an unparsable line or a line over 64 MiB fail as
+ * gt_cli_client_request does. */
+int gt_cli_client_watch(struct gt_cli_client *c, const char *path, gt_cli_watch_fn fn, void *arg,
+                        struct gt_err *err);
+
+/* ---- commands (commands.c and cmd_*.c) ---- */
+
+/* What every command gets: the global flags and the lazily made client. */
+struct gt_cli_ctx {
+    const char *server_flag; /* --server, borrowed from argv; NULL if absent */
+    const char *token_flag;  /* --token */
+    struct gt_cli_client *client;
+    FILE *out; /* results */
+    FILE *err; /* errors and notes */
+};
+
+struct gt_cli_command;
+typedef int (*gt_cli_run_fn)(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                             char **argv);
+
+struct gt_cli_command {
+    const char *name;
+    const char *usage;   /* after "gantry ": "get KIND [NAME] [flags]" */
+    const char *summary; /* one line for `gantry help` */
+    const char *options; /* option lines for `gantry CMD --help`, or NULL */
+    gt_cli_run_fn run;   /* argv[0] is the command name */
+};
+
+/* The client for ctx's server, made on first use from the flags,
+ * environment and configuration file. 0, or 1 after printing the error. */
+int gt_cli_ctx_client(struct gt_cli_ctx *ctx, struct gt_cli_client **out);
+
+/* Print "error: <err's message>" to ctx->err; returns GT_CLI_EXIT_FAIL. */
+int gt_cli_fail(struct gt_cli_ctx *ctx, const struct gt_err *err);
+
+/* Print "error: <fmt...>" and the command's usage line to ctx->err;
+ * returns GT_CLI_EXIT_USAGE. */
+int gt_cli_usage_error(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, const char *fmt,
+                       ...) __attribute__((format(printf, 3, 4)));
+
+/* Parse argv's options with getopt_long (GNU argument order, so flags may
+ * follow positionals); calls fn(opt, its argument or NULL, arg) for each,
+ * which returns 0 or an exit status that stops the parse. On success
+ * *first_positional is the index of the first non-option in the permuted
+ * argv. Returns 0, fn's status, or GT_CLI_EXIT_USAGE (after the usage
+ * message) for an unknown option or a missing argument. */
+typedef int (*gt_cli_opt_fn)(int opt, const char *optarg_value, void *arg);
+int gt_cli_parse_opts(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                      char **argv, const char *shortopts, const struct option *longopts,
+                      gt_cli_opt_fn fn, void *arg, int *first_positional);
+
+/* Parse the options of a command whose only flag is -p/--project; *project
+ * gets its value (borrowed from argv) or NULL. As gt_cli_parse_opts. */
+int gt_cli_parse_project_opt(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                             char **argv, const char **project, int *first_positional);
+
+/* Resolve a KIND argument and the project it needs: *kind from word
+ * (gt_cli_kind_lookup), *project the flag's value for a project-scoped kind
+ * and NULL for a cluster-scoped one. Returns 0, or GT_CLI_EXIT_USAGE after
+ * the message for an unknown kind or a project-scoped kind without -p. */
+int gt_cli_resolve_kind(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, const char *word,
+                        const char *project_flag, const struct gt_kind_info **kind,
+                        const char **project);
+
+int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                     char **argv);
+int gt_cli_cmd_get(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
+int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                        char **argv);
+int gt_cli_cmd_delete(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                      char **argv);
+
+#endif

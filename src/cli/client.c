@@ -1,0 +1,249 @@
+/*
+ * HTTP client for gantryd over libcurl.
+ *
+ * One easy handle per client, so consecutive requests (apply's GET then
+ * PUT) reuse the connection. Answers are read whole into memory, bounded by
+ * MAX_BODY_BYTES; watch streams are split into lines as they arrive by the
+ * write callback and handed on one event at a time, so a watch never holds
+ * more than one line. The bearer token travels only in the Authorization
+ * header.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "cli/cli_int.h"
+
+enum {
+    MAX_BODY_BYTES = 256 << 20, /* a List of every object still fits */
+    MAX_LINE_BYTES = 64 << 20,
+    CONNECT_TIMEOUT_S = 10,
+    REQUEST_TIMEOUT_S = 120,
+};
+
+struct gt_cli_client {
+    CURL *curl;
+    char *server;
+    struct curl_slist *headers;
+};
+
+struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
+{
+    GT_ASSERT(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK);
+    struct gt_cli_client *c = gt_xcalloc(1, sizeof(*c));
+    c->curl = curl_easy_init();
+    GT_ASSERT(c->curl);
+    c->server = gt_xstrdup(server);
+    c->headers = curl_slist_append(NULL, "Accept: application/json");
+    c->headers = curl_slist_append(c->headers, "Content-Type: application/json");
+    /* No "Expect: 100-continue" round trip before large bodies. */
+    c->headers = curl_slist_append(c->headers, "Expect:");
+    if (token) {
+        char *h = gt_xasprintf("Authorization: Bearer %s", token);
+        c->headers = curl_slist_append(c->headers, h);
+        free(h);
+    }
+    GT_ASSERT(c->headers);
+    return c;
+}
+
+void gt_cli_client_free(struct gt_cli_client *c)
+{
+    if (!c) {
+        return;
+    }
+    curl_easy_cleanup(c->curl);
+    curl_slist_free_all(c->headers);
+    free(c->server);
+    free(c);
+    curl_global_cleanup();
+}
+
+/* State of one transfer, shared with the write callback. */
+struct transfer {
+    CURL *curl;
+    struct gt_buf body; /* whole answer, or the current partial watch line */
+    bool too_large;
+    /* watch only */
+    gt_cli_watch_fn fn;
+    void *arg;
+    int stop_rc;     /* fn's non-zero answer, or an error below */
+    size_t n_events; /* delivered so far */
+    struct gt_err *err;
+};
+
+static bool is_error_answer(CURL *curl)
+{
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    return status < 200 || status > 299;
+}
+
+/* Parse one watch line and hand it on; returns 0 to go on. */
+static int deliver_line(struct transfer *t, const char *line, size_t len)
+{
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ')) {
+        len--;
+    }
+    if (len == 0) {
+        return 0;
+    }
+    json_error_t jerr;
+    json_t *ev = json_loadb(line, len, 0, &jerr);
+    if (!ev) {
+        return gt_err_set(t->err, GT_EBADREQ, "cannot parse a watch event: %s", jerr.text);
+    }
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    int rc;
+    if (type && strcmp(type, "ERROR") == 0) {
+        const json_t *st = json_object_get(ev, "object");
+        const char *msg = json_string_value(json_object_get(st, "message"));
+        rc = gt_err_set(t->err, GT_EGONE, "watch ended by the server: %s", msg ? msg : "error");
+    } else {
+        t->n_events++;
+        rc = t->fn(ev, t->arg);
+    }
+    json_decref(ev);
+    return rc;
+}
+
+static size_t on_watch_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct transfer *t = arg;
+    size_t n = size * nmemb;
+    if (is_error_answer(t->curl)) {
+        if (t->body.len + n > MAX_BODY_BYTES) {
+            t->too_large = true;
+            return 0;
+        }
+        gt_buf_append(&t->body, data, n);
+        return n;
+    }
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(data + i, '\n', n - i);
+        size_t chunk = nl ? (size_t)(nl - (data + i)) : n - i;
+        if (t->body.len + chunk > MAX_LINE_BYTES) {
+            t->too_large = true;
+            return 0;
+        }
+        gt_buf_append(&t->body, data + i, chunk);
+        i += chunk;
+        if (!nl) {
+            break;
+        }
+        i++;
+        int rc = deliver_line(t, t->body.data, t->body.len);
+        gt_buf_reset(&t->body);
+        if (rc != 0) {
+            t->stop_rc = rc;
+            return 0;
+        }
+    }
+    return n;
+}
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct transfer *t = arg;
+    size_t n = size * nmemb;
+    if (t->body.len + n > MAX_BODY_BYTES) {
+        t->too_large = true;
+        return 0;
+    }
+    gt_buf_append(&t->body, data, n);
+    return n;
+}
+
+/* Set up c's handle for one request; the URL is the server plus path. */
+static void prepare(struct gt_cli_client *c, const char *method, const char *path,
+                    struct transfer *t, char *errbuf)
+{
+    CURL *curl = c->curl;
+    curl_easy_reset(curl);
+    char *url = gt_xasprintf("%s%s", c->server, path);
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    free(url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, c->headers);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
+    curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
+    if (strcmp(method, "GET") != 0) {
+        curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    }
+    errbuf[0] = '\0';
+    t->curl = curl;
+}
+
+/* Turn the outcome of curl_easy_perform into 0 or an error. */
+static int finish(struct gt_cli_client *c, CURLcode cc, struct transfer *t, const char *errbuf,
+                  struct gt_err *err)
+{
+    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL); /* errbuf is the caller's local */
+    if (t->too_large) {
+        return gt_err_set(err, GT_ETOOLARGE, "the server's answer is over %d MiB",
+                          (t->fn ? MAX_LINE_BYTES : MAX_BODY_BYTES) >> 20);
+    }
+    if (t->stop_rc != 0) {
+        return t->stop_rc;
+    }
+    if (cc != CURLE_OK) {
+        const char *why = *errbuf ? errbuf : curl_easy_strerror(cc);
+        if (t->n_events > 0) {
+            return gt_err_set(err, -EIO, "lost the watch stream from gantryd at %s: %s", c->server,
+                              why);
+        }
+        return gt_err_set(err, -EIO, "cannot reach gantryd at %s: %s", c->server, why);
+    }
+    long status = 0;
+    curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status > 299) {
+        return gt_cli_status_error(status, t->body.data, t->body.len, err);
+    }
+    return 0;
+}
+
+int gt_cli_client_request(struct gt_cli_client *c, const char *method, const char *path,
+                          const json_t *body, json_t **resp, struct gt_err *err)
+{
+    struct transfer t = {.err = err};
+    gt_buf_init(&t.body);
+    char errbuf[CURL_ERROR_SIZE];
+    prepare(c, method, path, &t, errbuf);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (text) {
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
+    }
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, (long)REQUEST_TIMEOUT_S);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+    int rc = finish(c, curl_easy_perform(c->curl), &t, errbuf, err);
+    if (rc == 0 && resp) {
+        json_error_t jerr;
+        *resp = json_loadb(t.body.data ? t.body.data : "", t.body.len, 0, &jerr);
+        if (!*resp) {
+            rc = gt_err_set(err, GT_EBADREQ, "cannot parse the server's answer: %s", jerr.text);
+        }
+    }
+    free(text);
+    gt_buf_fini(&t.body);
+    return rc;
+}
+
+int gt_cli_client_watch(struct gt_cli_client *c, const char *path, gt_cli_watch_fn fn, void *arg,
+                        struct gt_err *err)
+{
+    struct transfer t = {.fn = fn, .arg = arg, .err = err};
+    gt_buf_init(&t.body);
+    char errbuf[CURL_ERROR_SIZE];
+    prepare(c, "GET", path, &t, errbuf);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_data);
+    int rc = finish(c, curl_easy_perform(c->curl), &t, errbuf, err);
+    if (rc == 0 && t.body.len > 0) {
+        rc = deliver_line(&t, t.body.data, t.body.len);
+    }
+    gt_buf_fini(&t.body);
+    return rc;
+}

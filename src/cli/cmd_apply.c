@@ -1,0 +1,227 @@
+/*
+ * `gantry apply -f FILE|-`: create or update every object of a YAML or JSON
+ * file (several "---"-separated documents) in order.
+ *
+ * Each document is read back first: absent (404) it is created with POST,
+ * present it is replaced with PUT carrying the resourceVersion just read, so
+ * a change made by someone else in between is refused (409) rather than
+ * overwritten. Apply stops at the first failure; the documents before it stay
+ * applied and the error says so, as there is no transaction across objects.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli_int.h"
+
+enum { MAX_INPUT_BYTES = 64 << 20 };
+
+struct apply_opts {
+    const char *file;
+    const char *project;
+};
+
+static int on_opt(int opt, const char *value, void *arg)
+{
+    struct apply_opts *o = arg;
+    if (opt == 'f') {
+        o->file = value;
+    } else {
+        GT_ASSERT(opt == 'p');
+        o->project = value;
+    }
+    return 0;
+}
+
+/* Read all of path ("-": standard input) into out. 0 or -errno/GT_ETOOLARGE. */
+static int read_input(const char *path, struct gt_buf *out, struct gt_err *err)
+{
+    bool is_stdin = strcmp(path, "-") == 0;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return gt_err_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
+    }
+    int rc = 0;
+    char chunk[65536];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            rc = gt_err_set(err, -errno, "cannot read %s: %s", path, strerror(errno));
+            break;
+        }
+        if (n == 0) {
+            break;
+        }
+        if (out->len + (size_t)n > MAX_INPUT_BYTES) {
+            rc = gt_err_set(err, GT_ETOOLARGE, "%s is over %d MiB", path, MAX_INPUT_BYTES >> 20);
+            break;
+        }
+        gt_buf_append(out, chunk, (size_t)n);
+    }
+    if (!is_stdin) {
+        close(fd);
+    }
+    return rc;
+}
+
+/* Where one document goes, worked out before talking to the server. */
+struct target {
+    const struct gt_kind_info *kind;
+    const char *name;
+    const char *project; /* NULL for cluster-scoped kinds */
+};
+
+static int resolve_target(json_t *doc, const char *project_flag, struct target *t,
+                          struct gt_err *err)
+{
+    if (!json_is_object(doc)) {
+        return gt_err_set(err, GT_EBADREQ, "not an object");
+    }
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    if (!kind) {
+        return gt_err_set(err, GT_EBADREQ, "kind: required");
+    }
+    t->kind = gt_kind_by_name(kind);
+    if (!t->kind) {
+        return gt_err_set(err, GT_EBADREQ, "kind: unknown kind \"%s\"", kind);
+    }
+    t->name = json_string_value(gt_json_path(doc, "metadata.name"));
+    if (!t->name || !*t->name) {
+        return gt_err_set(err, GT_EBADREQ, "metadata.name: required");
+    }
+    t->project = NULL;
+    if (!t->kind->namespaced) {
+        return 0;
+    }
+    const char *p = json_string_value(gt_json_path(doc, "metadata.project"));
+    if (p && project_flag && strcmp(p, project_flag) != 0) {
+        return gt_err_set(err, GT_EBADREQ, "metadata.project \"%s\" does not match -p \"%s\"", p,
+                          project_flag);
+    }
+    t->project = p ? p : project_flag;
+    if (!t->project) {
+        return gt_err_set(err, GT_EBADREQ, "metadata.project: required (or pass -p PROJECT)");
+    }
+    return 0;
+}
+
+/* GET the object; PUT over it with its resourceVersion, or POST if absent.
+ * *created tells which. */
+static int apply_one(struct gt_cli_client *client, json_t *doc, const struct target *t,
+                     bool *created, struct gt_err *err)
+{
+    char *path = gt_cli_kind_path(t->kind, t->project, t->name);
+    json_t *current = NULL;
+    int rc = gt_cli_client_request(client, "GET", path, NULL, &current, err);
+    if (rc == GT_ENOTFOUND) {
+        gt_err_clear(err);
+        char *collection = gt_cli_kind_path(t->kind, t->project, NULL);
+        rc = gt_cli_client_request(client, "POST", collection, doc, NULL, err);
+        free(collection);
+        *created = true;
+    } else if (rc == 0) {
+        json_t *md = json_object_get(doc, "metadata");
+        json_t *rv = gt_json_path(current, "metadata.resourceVersion");
+        if (rv) {
+            json_object_set(md, "resourceVersion", rv);
+        }
+        rc = gt_cli_client_request(client, "PUT", path, doc, NULL, err);
+        *created = false;
+    }
+    json_decref(current);
+    free(path);
+    return rc;
+}
+
+/* Prefix err with which document failed and how many were applied before. */
+static void describe_failure(struct gt_err *err, const char *file, size_t index, size_t n_docs,
+                             const struct target *t)
+{
+    struct gt_buf where;
+    gt_buf_init(&where);
+    char res[64];
+    if (t->kind && t->name) {
+        gt_buf_printf(&where, "%s \"%s\" (", gt_cli_kind_resource(t->kind, res, sizeof(res)),
+                      t->name);
+    }
+    gt_buf_printf(&where, "document %zu of %zu in %s", index + 1, n_docs,
+                  strcmp(file, "-") == 0 ? "standard input" : file);
+    if (t->kind && t->name) {
+        gt_buf_puts(&where, ")");
+    }
+    gt_err_prefix(err, "%s", where.data);
+    gt_buf_fini(&where);
+    if (index > 0) {
+        size_t len = strlen(err->msg);
+        snprintf(err->msg + len, sizeof(err->msg) - len,
+                 " (the %zu document%s before it %s applied)", index, index == 1 ? "" : "s",
+                 index == 1 ? "was" : "were");
+    }
+}
+
+int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                     char **argv)
+{
+    static const struct option long_opts[] = {
+        {"filename", required_argument, NULL, 'f'},
+        {"project", required_argument, NULL, 'p'},
+        {NULL, 0, NULL, 0},
+    };
+    struct apply_opts o = {0};
+    int first;
+    int rc = gt_cli_parse_opts(ctx, cmd, argc, argv, "f:p:", long_opts, on_opt, &o, &first);
+    if (rc != 0) {
+        return rc;
+    }
+    if (!o.file) {
+        return gt_cli_usage_error(ctx, cmd, "-f FILE is required");
+    }
+    if (first < argc) {
+        return gt_cli_usage_error(ctx, cmd, "unexpected argument \"%s\"", argv[first]);
+    }
+    struct gt_err err = {0};
+    struct gt_buf text;
+    gt_buf_init(&text);
+    json_t *docs = NULL;
+    rc = read_input(o.file, &text, &err);
+    if (rc == 0 && gt_yaml_load_documents(text.data ? text.data : "", text.len, &docs, &err)) {
+        gt_err_prefix(&err, "%s", strcmp(o.file, "-") == 0 ? "standard input" : o.file);
+        rc = GT_EBADREQ;
+    }
+    gt_buf_fini(&text);
+    struct gt_cli_client *client = NULL;
+    if (rc == 0 && json_array_size(docs) == 0) {
+        rc = gt_err_set(&err, GT_EBADREQ, "no objects in %s", o.file);
+    }
+    if (rc == 0 && gt_cli_ctx_client(ctx, &client) != 0) {
+        json_decref(docs);
+        return GT_CLI_EXIT_FAIL;
+    }
+    size_t n_docs = json_array_size(docs);
+    for (size_t i = 0; rc == 0 && i < n_docs; i++) {
+        json_t *doc = json_array_get(docs, i);
+        struct target t = {0};
+        bool created = false;
+        rc = resolve_target(doc, o.project, &t, &err);
+        if (rc == 0) {
+            rc = apply_one(client, doc, &t, &created, &err);
+        }
+        if (rc != 0) {
+            describe_failure(&err, o.file, i, n_docs, &t);
+            break;
+        }
+        char res[64];
+        fprintf(ctx->out, "%s/%s %s\n", gt_cli_kind_resource(t.kind, res, sizeof(res)), t.name,
+                created ? "created" : "configured");
+        fflush(ctx->out);
+    }
+    json_decref(docs);
+    return rc == 0 ? GT_CLI_EXIT_OK : gt_cli_fail(ctx, &err);
+}

@@ -1,0 +1,306 @@
+/*
+ * The command table and dispatch of `gantry`.
+ *
+ * Global flags (--server URL, --token TOKEN, each also as --flag=value) are
+ * taken out of argv wherever they appear before "--", as kubectl allows;
+ * what remains is COMMAND [ARGS]. One const table lists every command with
+ * its usage, summary and options: it drives dispatch, `gantry help` and
+ * `gantry COMMAND --help`, so a new command is a handler plus one entry.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_int.h"
+
+static int cmd_help(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                    char **argv);
+
+static const struct gt_cli_command commands[] = {
+    {
+        .name = "apply",
+        .usage = "apply -f FILE|- [-p PROJECT]",
+        .summary = "Create or update objects from YAML or JSON documents",
+        .options = "  -f, --filename FILE   file to read, - for standard input\n"
+                   "  -p, --project NAME    project for documents that name none\n",
+        .run = gt_cli_cmd_apply,
+    },
+    {
+        .name = "get",
+        .usage = "get KIND [NAME] [-p PROJECT | -A] [-l SELECTOR] [-o wide|json|yaml|name] [-w]",
+        .summary = "List objects, or show one",
+        .options = "  -p, --project NAME         project of a project-scoped kind\n"
+                   "  -A, --all-projects         every project you may read\n"
+                   "  -l, --selector SELECTOR    label selector (a=b,c!=d,e in (x,y))\n"
+                   "      --field-selector SEL   field selector (spec.nodeName=n1)\n"
+                   "  -o, --output FORMAT        wide, json, yaml or name\n"
+                   "  -w, --watch                after the list, print changes as they happen\n",
+        .run = gt_cli_cmd_get,
+    },
+    {
+        .name = "describe",
+        .usage = "describe KIND NAME [-p PROJECT]",
+        .summary = "Show an object in detail, with its events",
+        .options = "  -p, --project NAME    project of a project-scoped kind\n",
+        .run = gt_cli_cmd_describe,
+    },
+    {
+        .name = "delete",
+        .usage = "delete KIND NAME... [-p PROJECT]",
+        .summary = "Delete objects",
+        .options = "  -p, --project NAME    project of a project-scoped kind\n",
+        .run = gt_cli_cmd_delete,
+    },
+    {
+        .name = "help",
+        .usage = "help [COMMAND]",
+        .summary = "Show help for gantry or one command",
+        .run = cmd_help,
+    },
+};
+
+static const char global_help[] =
+    "Global flags:\n"
+    "  --server URL     gantryd address (else $GANTRY_SERVER, else the config file)\n"
+    "  --token TOKEN    bearer token (else $GANTRY_TOKEN, else the config file)\n"
+    "The config file is $GANTRY_CONFIG, else $XDG_CONFIG_HOME/gantry/config or\n"
+    "~/.config/gantry/config: JSON {\"server\": URL, \"token\": TOKEN}.\n"
+    "Kinds: departments (dept), projects (proj), priorityclasses (pc), nodes (no),\n"
+    "jobs, tasks, events (ev).\n";
+
+static const struct gt_cli_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < GT_ARRAY_LEN(commands); i++) {
+        if (strcmp(commands[i].name, name) == 0) {
+            return &commands[i];
+        }
+    }
+    return NULL;
+}
+
+static void print_overview(FILE *f)
+{
+    fprintf(f, "gantry: command-line client of the gantry GPU cluster manager\n\n"
+               "Usage: gantry [--server URL] [--token TOKEN] COMMAND [ARGS]\n\nCommands:\n");
+    for (size_t i = 0; i < GT_ARRAY_LEN(commands); i++) {
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    }
+    fprintf(f, "\n%s\nRun 'gantry help COMMAND' for a command's flags.\n", global_help);
+}
+
+static void print_command_help(FILE *f, const struct gt_cli_command *cmd)
+{
+    fprintf(f, "%s\n\nUsage: gantry %s\n", cmd->summary, cmd->usage);
+    if (cmd->options) {
+        fprintf(f, "\nOptions:\n%s", cmd->options);
+    }
+    fprintf(f, "\n%s", global_help);
+}
+
+static int cmd_help(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
+{
+    if (argc > 2) {
+        return gt_cli_usage_error(ctx, cmd, "too many arguments");
+    }
+    if (argc == 2) {
+        const struct gt_cli_command *c = find_command(argv[1]);
+        if (!c) {
+            return gt_cli_usage_error(ctx, cmd, "unknown command \"%s\"", argv[1]);
+        }
+        print_command_help(ctx->out, c);
+        return GT_CLI_EXIT_OK;
+    }
+    print_overview(ctx->out);
+    return GT_CLI_EXIT_OK;
+}
+
+int gt_cli_fail(struct gt_cli_ctx *ctx, const struct gt_err *err)
+{
+    fprintf(ctx->err, "error: %s\n", err->msg[0] ? err->msg : gt_errcode_str(err->code));
+    return GT_CLI_EXIT_FAIL;
+}
+
+int gt_cli_usage_error(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, const char *fmt,
+                       ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("error: ", ctx->err);
+    vfprintf(ctx->err, fmt, ap);
+    va_end(ap);
+    fprintf(ctx->err, "\nusage: gantry %s\n",
+            cmd ? cmd->usage : "COMMAND [ARGS] (see gantry help)");
+    return GT_CLI_EXIT_USAGE;
+}
+
+int gt_cli_parse_opts(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                      char **argv, const char *shortopts, const struct option *longopts,
+                      gt_cli_opt_fn fn, void *arg, int *first_positional)
+{
+    /* ':' first: report a missing argument as ':' rather than '?'. */
+    char *opts = gt_xasprintf(":%s", shortopts);
+    int rc = 0;
+    optind = 0; /* GNU: full re-initialisation, as each command parses afresh */
+    opterr = 0;
+    int c;
+    while (rc == 0 && (c = getopt_long(argc, argv, opts, longopts, NULL)) != -1) {
+        if (c == '?') {
+            rc = optopt ? gt_cli_usage_error(ctx, cmd, "unknown flag -%c", optopt)
+                        : gt_cli_usage_error(ctx, cmd, "unknown flag %s", argv[optind - 1]);
+        } else if (c == ':') {
+            rc = gt_cli_usage_error(ctx, cmd, "flag %s needs a value", argv[optind - 1]);
+        } else {
+            rc = fn(c, optarg, arg);
+        }
+    }
+    *first_positional = optind;
+    free(opts);
+    return rc;
+}
+
+static int on_project_opt(int opt, const char *value, void *arg)
+{
+    GT_ASSERT(opt == 'p');
+    *(const char **)arg = value;
+    return 0;
+}
+
+int gt_cli_parse_project_opt(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                             char **argv, const char **project, int *first_positional)
+{
+    static const struct option long_opts[] = {
+        {"project", required_argument, NULL, 'p'},
+        {NULL, 0, NULL, 0},
+    };
+    *project = NULL;
+    return gt_cli_parse_opts(ctx, cmd, argc, argv, "p:", long_opts, on_project_opt, project,
+                             first_positional);
+}
+
+int gt_cli_resolve_kind(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, const char *word,
+                        const char *project_flag, const struct gt_kind_info **kind,
+                        const char **project)
+{
+    *kind = gt_cli_kind_lookup(word);
+    if (!*kind) {
+        return gt_cli_usage_error(ctx, cmd, "unknown kind \"%s\"", word);
+    }
+    *project = (*kind)->namespaced ? project_flag : NULL;
+    if ((*kind)->namespaced && !project_flag) {
+        return gt_cli_usage_error(ctx, cmd, "%s live in projects: pass -p PROJECT",
+                                  (*kind)->plural);
+    }
+    return 0;
+}
+
+int gt_cli_ctx_client(struct gt_cli_ctx *ctx, struct gt_cli_client **out)
+{
+    if (!ctx->client) {
+        struct gt_cli_config cfg;
+        struct gt_err err = {0};
+        if (gt_cli_config_resolve(ctx->server_flag, ctx->token_flag, &cfg, &err) != 0) {
+            return gt_cli_fail(ctx, &err);
+        }
+        if (!cfg.server) {
+            gt_cli_config_fini(&cfg);
+            gt_err_set(&err, GT_EBADREQ,
+                       "no server: pass --server URL, set GANTRY_SERVER or run 'gantry up'");
+            return gt_cli_fail(ctx, &err);
+        }
+        ctx->client = gt_cli_client_new(cfg.server, cfg.token);
+        gt_cli_config_fini(&cfg);
+    }
+    *out = ctx->client;
+    return 0;
+}
+
+/* If argv[*i] is global flag `name` (as "--name V" or "--name=V"), store its
+ * value, advance *i past it and return 1; 0 if it is not; -1 if the value
+ * is missing. */
+static int take_global(int argc, char **argv, int *i, const char *name, const char **value)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0) {
+        return 0;
+    }
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0') {
+        return 0;
+    }
+    if (*i + 1 >= argc) {
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+/* Move global flags out of argv (in place, keeping order) into ctx. Returns
+ * the new argc, or -1 after a usage error. */
+static int strip_globals(struct gt_cli_ctx *ctx, int argc, char **argv)
+{
+    int out = 1;
+    bool past_dashes = false;
+    for (int i = 1; i < argc; i++) {
+        int r = 0;
+        if (!past_dashes) {
+            past_dashes = strcmp(argv[i], "--") == 0;
+            r = take_global(argc, argv, &i, "--server", &ctx->server_flag);
+            if (r == 0) {
+                r = take_global(argc, argv, &i, "--token", &ctx->token_flag);
+            }
+        }
+        if (r < 0) {
+            gt_cli_usage_error(ctx, NULL, "flag %s needs a value", argv[i]);
+            return -1;
+        }
+        if (r == 0) {
+            argv[out++] = argv[i];
+        }
+    }
+    argv[out] = NULL;
+    return out;
+}
+
+static bool wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int gt_cli_main(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct gt_cli_ctx ctx = {.out = out, .err = err};
+    argc = strip_globals(&ctx, argc, argv);
+    if (argc < 0) {
+        return GT_CLI_EXIT_USAGE;
+    }
+    if (argc < 2) {
+        print_overview(err);
+        return GT_CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        print_overview(out);
+        return GT_CLI_EXIT_OK;
+    }
+    const struct gt_cli_command *cmd = find_command(argv[1]);
+    if (!cmd) {
+        return gt_cli_usage_error(&ctx, NULL, "unknown command \"%s\"", argv[1]);
+    }
+    if (wants_help(argc - 1, argv + 1)) {
+        print_command_help(out, cmd);
+        return GT_CLI_EXIT_OK;
+    }
+    int rc = cmd->run(&ctx, cmd, argc - 1, argv + 1);
+    gt_cli_client_free(ctx.client);
+    fflush(out);
+    return rc;
+}

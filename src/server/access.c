@@ -1,0 +1,307 @@
+/*
+ * Authorization: who may do what, as docs/api.md "Authentication and
+ * access" says. Decisions come from an in-memory index of Projects
+ * (department, members with roles) and Departments (admins) that the server
+ * keeps current from a store watch, so no request reads the store to
+ * decide. The index owns copies of everything it holds.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server_int.h"
+
+enum role { ROLE_NONE, ROLE_VIEWER, ROLE_MEMBER, ROLE_ADMIN, ROLE_DEPT_ADMIN };
+
+struct member {
+    char *user;
+    enum role role;
+};
+
+struct project {
+    char *department;
+    struct member *members;
+    size_t n_members;
+};
+
+struct department {
+    char **admins;
+    size_t n_admins;
+};
+
+struct gt_server_access {
+    struct gt_strmap projects;    /* name -> struct project */
+    struct gt_strmap departments; /* name -> struct department */
+};
+
+static void project_free(void *p)
+{
+    struct project *pr = p;
+    if (!pr) {
+        return;
+    }
+    free(pr->department);
+    for (size_t i = 0; i < pr->n_members; i++) {
+        free(pr->members[i].user);
+    }
+    free(pr->members);
+    free(pr);
+}
+
+static void department_free(void *p)
+{
+    struct department *d = p;
+    if (!d) {
+        return;
+    }
+    for (size_t i = 0; i < d->n_admins; i++) {
+        free(d->admins[i]);
+    }
+    free(d->admins);
+    free(d);
+}
+
+struct gt_server_access *gt_server_access_new(void)
+{
+    struct gt_server_access *a = gt_xcalloc(1, sizeof(*a));
+    gt_strmap_init(&a->projects);
+    gt_strmap_init(&a->departments);
+    return a;
+}
+
+void gt_server_access_free(struct gt_server_access *a)
+{
+    if (!a) {
+        return;
+    }
+    gt_strmap_fini(&a->projects, project_free);
+    gt_strmap_fini(&a->departments, department_free);
+    free(a);
+}
+
+static enum role role_by_name(const char *s)
+{
+    if (!s) {
+        return ROLE_NONE;
+    }
+    if (!strcmp(s, "admin")) {
+        return ROLE_ADMIN;
+    }
+    if (!strcmp(s, "member")) {
+        return ROLE_MEMBER;
+    }
+    if (!strcmp(s, "viewer")) {
+        return ROLE_VIEWER;
+    }
+    return ROLE_NONE;
+}
+
+static void put_project(struct gt_server_access *a, const char *name, const json_t *obj)
+{
+    struct project *pr = gt_xcalloc(1, sizeof(*pr));
+    pr->department = gt_xstrdup(json_string_value(gt_json_path(obj, "spec.department")));
+    const json_t *members = gt_json_path(obj, "spec.members");
+    size_t n = json_is_array(members) ? json_array_size(members) : 0;
+    pr->members = gt_xcalloc(n ? n : 1, sizeof(*pr->members));
+    for (size_t i = 0; i < n; i++) {
+        const json_t *m = json_array_get(members, i);
+        const char *user = json_string_value(json_object_get(m, "user"));
+        enum role role = role_by_name(json_string_value(json_object_get(m, "role")));
+        if (user && role != ROLE_NONE) {
+            pr->members[pr->n_members].user = gt_xstrdup(user);
+            pr->members[pr->n_members].role = role;
+            pr->n_members++;
+        }
+    }
+    project_free(gt_strmap_put(&a->projects, name, pr));
+}
+
+static void put_department(struct gt_server_access *a, const char *name, const json_t *obj)
+{
+    struct department *d = gt_xcalloc(1, sizeof(*d));
+    const json_t *admins = gt_json_path(obj, "spec.admins");
+    size_t n = json_is_array(admins) ? json_array_size(admins) : 0;
+    d->admins = gt_xcalloc(n ? n : 1, sizeof(*d->admins));
+    for (size_t i = 0; i < n; i++) {
+        const char *user = json_string_value(json_array_get(admins, i));
+        if (user) {
+            d->admins[d->n_admins++] = gt_xstrdup(user);
+        }
+    }
+    department_free(gt_strmap_put(&a->departments, name, d));
+}
+
+void gt_server_access_put(struct gt_server_access *a, enum gt_kind kind, const json_t *obj)
+{
+    const char *name = json_string_value(gt_json_path(obj, "metadata.name"));
+    if (!name) {
+        return;
+    }
+    if (kind == GT_KIND_PROJECT) {
+        put_project(a, name, obj);
+    } else if (kind == GT_KIND_DEPARTMENT) {
+        put_department(a, name, obj);
+    }
+}
+
+void gt_server_access_delete(struct gt_server_access *a, enum gt_kind kind, const char *name)
+{
+    if (kind == GT_KIND_PROJECT) {
+        project_free(gt_strmap_del(&a->projects, name));
+    } else if (kind == GT_KIND_DEPARTMENT) {
+        department_free(gt_strmap_del(&a->departments, name));
+    }
+}
+
+const char *gt_server_access_project_department(const struct gt_server_access *a,
+                                                const char *project)
+{
+    const struct project *pr = gt_strmap_get(&a->projects, project);
+    return pr ? pr->department : NULL;
+}
+
+static bool dept_admin(const struct gt_server_access *a, const char *user, const char *dept)
+{
+    const struct department *d = dept ? gt_strmap_get(&a->departments, dept) : NULL;
+    for (size_t i = 0; d && i < d->n_admins; i++) {
+        if (!strcmp(d->admins[i], user)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static enum role project_role(const struct gt_server_access *a, const char *user,
+                              const char *project)
+{
+    const struct project *pr = project ? gt_strmap_get(&a->projects, project) : NULL;
+    if (!pr) {
+        return ROLE_NONE;
+    }
+    if (dept_admin(a, user, pr->department)) {
+        return ROLE_DEPT_ADMIN;
+    }
+    for (size_t i = 0; i < pr->n_members; i++) {
+        if (!strcmp(pr->members[i].user, user)) {
+            return pr->members[i].role;
+        }
+    }
+    return ROLE_NONE;
+}
+
+struct dept_member_q {
+    const struct gt_server_access *a;
+    const char *user;
+    const char *dept;
+    bool found;
+};
+
+static int dept_member_cb(const char *name, void *val, void *arg)
+{
+    struct dept_member_q *q = arg;
+    const struct project *pr = val;
+    if (pr->department && !strcmp(pr->department, q->dept) &&
+        project_role(q->a, q->user, name) != ROLE_NONE) {
+        q->found = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* Members read the departments of their projects. */
+static bool member_in_department(const struct gt_server_access *a, const char *user,
+                                 const char *dept)
+{
+    struct dept_member_q q = {a, user, dept, false};
+    gt_strmap_each(&a->projects, dept_member_cb, &q);
+    return q.found;
+}
+
+bool gt_server_can_read_project(const struct gt_server_access *a, const struct gt_server_user *user,
+                                const char *project)
+{
+    if (user->admin || user->node) {
+        return true;
+    }
+    return project_role(a, user->name, project) != ROLE_NONE;
+}
+
+static bool node_may(const struct gt_server_authz *req)
+{
+    if (req->verb == GT_VERB_READ || req->kind == GT_KIND_NODE) {
+        return true;
+    }
+    if (req->kind == GT_KIND_TASK && req->sub && !strcmp(req->sub, "status")) {
+        return true;
+    }
+    return req->kind == GT_KIND_EVENT && req->verb == GT_VERB_CREATE && !req->sub;
+}
+
+static bool project_object_may(const struct gt_server_access *a, const char *user,
+                               const struct gt_server_authz *req)
+{
+    enum role role = ROLE_NONE;
+    switch (req->verb) {
+    case GT_VERB_READ:
+        return project_role(a, user, req->project) != ROLE_NONE;
+    case GT_VERB_CREATE:
+        return req->department && dept_admin(a, user, req->department);
+    case GT_VERB_UPDATE:
+        role = project_role(a, user, req->project);
+        if (role != ROLE_ADMIN && role != ROLE_DEPT_ADMIN) {
+            return false;
+        }
+        /* moving a project needs the new department's admin too */
+        if (req->department) {
+            const char *cur = gt_server_access_project_department(a, req->project);
+            if (!cur || strcmp(cur, req->department) != 0) {
+                return dept_admin(a, user, req->department);
+            }
+        }
+        return true;
+    case GT_VERB_DELETE:
+        return project_role(a, user, req->project) == ROLE_DEPT_ADMIN;
+    }
+    return false;
+}
+
+int gt_server_authorize(const struct gt_server_access *a, const struct gt_server_user *user,
+                        const struct gt_server_authz *req)
+{
+    bool ok = false;
+    if (user->admin) {
+        return 0;
+    }
+    if (user->node) {
+        return node_may(req) ? 0 : GT_EFORBIDDEN;
+    }
+    if (req->sub) {
+        return GT_EFORBIDDEN; /* status and binding: controllers, scheduler, agents */
+    }
+    switch (req->kind) {
+    case GT_KIND_NODE:
+    case GT_KIND_PRIORITYCLASS:
+        ok = req->verb == GT_VERB_READ;
+        break;
+    case GT_KIND_DEPARTMENT:
+        ok = req->verb == GT_VERB_READ && req->name &&
+             (dept_admin(a, user->name, req->name) ||
+              member_in_department(a, user->name, req->name));
+        break;
+    case GT_KIND_PROJECT:
+        ok = project_object_may(a, user->name, req);
+        break;
+    case GT_KIND_JOB:
+    case GT_KIND_TASK: {
+        enum role role = project_role(a, user->name, req->project);
+        ok = req->verb == GT_VERB_READ ? role != ROLE_NONE : role >= ROLE_MEMBER;
+        break;
+    }
+    case GT_KIND_EVENT:
+        ok = req->verb == GT_VERB_READ && req->project &&
+             project_role(a, user->name, req->project) != ROLE_NONE;
+        break;
+    case GT_KIND_COUNT:
+        break;
+    }
+    return ok ? 0 : GT_EFORBIDDEN;
+}

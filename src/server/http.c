@@ -1,0 +1,616 @@
+/*
+ * HTTP front of gantryd: every request enters gt_http_handle, which routes
+ * it, authenticates the bearer token, and serves reads itself (get, list,
+ * health, metrics) or hands writes to write.c and watches to watch.c.
+ *
+ * Stored values are compact JSON with "metadata" as the first key and no
+ * resourceVersion; reads splice `"resourceVersion":"N"` in after
+ * `{"metadata":{` so the GET path parses no JSON (Nodes, which carry a
+ * computed status.allocated, and selector matching do parse).
+ *
+ * A struct gt_req lives from the callback until its reply is sent; every
+ * reply goes through finish(), which counts it in the metrics and logs it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+
+#include "server/server_int.h"
+
+#define META_PREFIX "{\"metadata\":{"
+#define META_PREFIX_LEN (sizeof(META_PREFIX) - 1)
+
+int64_t gt_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void gt_req_free(struct gt_req *r)
+{
+    if (!r) {
+        return;
+    }
+    json_decref(r->body);
+    json_decref(r->obj);
+    free(r->key);
+    free(r->value);
+    free(r);
+}
+
+static const char *method_name(enum evhttp_cmd_type cmd)
+{
+    switch (cmd) {
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    default:
+        return "OTHER";
+    }
+}
+
+static void finish(struct gt_req *r, int http_code, const char *ctype, const char *body, size_t len)
+{
+    struct evhttp_request *req = r->req;
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Content-Type", ctype);
+    if (r->s->draining) {
+        evhttp_add_header(h, "Connection", "close");
+    }
+    evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
+    evhttp_send_reply(req, http_code, NULL, NULL);
+    double secs = (double)(gt_now_ns() - r->start_ns) / 1e9;
+    gt_metrics_request(&r->s->metrics, r->mverb, http_code, secs);
+    gt_log_debug("request", "method=%s path=%s code=%d user=%s duration_ms=%.3f",
+                 method_name(evhttp_request_get_command(req)), evhttp_request_get_uri(req),
+                 http_code, r->user ? r->user->name : "-", secs * 1000);
+    gt_req_free(r);
+}
+
+void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len)
+{
+    finish(r, http_code, "application/json", json, len);
+}
+
+static void error_msg(struct gt_req *r, int code, const char *msg)
+{
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_status_format(&b, code, msg, r->route.kind ? r->route.kind->name : NULL,
+                     r->route.name[0] ? r->route.name : NULL);
+    finish(r, gt_errcode_http(code), "application/json", b.data, b.len);
+    gt_buf_fini(&b);
+}
+
+void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    error_msg(r, code, msg);
+}
+
+void gt_req_error_err(struct gt_req *r, const struct gt_err *err)
+{
+    int code = err->code;
+    error_msg(r, code ? code : GT_EINTERNAL, err->msg[0] ? err->msg : gt_errcode_str(code));
+}
+
+char *gt_encode_object(const json_t *obj, size_t *len)
+{
+    json_t *ordered = json_object();
+    json_t *md = json_object_get(obj, "metadata");
+    if (md) {
+        json_object_set(ordered, "metadata", md);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        if (strcmp(k, "metadata") != 0) {
+            json_object_set(ordered, k, v);
+        }
+    }
+    char *text = json_dumps(ordered, JSON_COMPACT);
+    json_decref(ordered);
+    GT_ASSERT(text);
+    *len = strlen(text);
+    return text;
+}
+
+json_t *gt_render_json(const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev)
+{
+    json_t *obj = json_loadb(text, len, 0, NULL);
+    if (!json_is_object(obj)) {
+        json_decref(obj);
+        return NULL;
+    }
+    json_t *md = json_object_get(obj, "metadata");
+    if (!json_is_object(md)) {
+        md = json_object();
+        json_object_set_new(obj, "metadata", md);
+    }
+    char rv[24];
+    snprintf(rv, sizeof(rv), "%lld", (long long)rev);
+    json_object_set_new(md, "resourceVersion", json_string(rv));
+    if (kind->kind == GT_KIND_NODE) {
+        /* computed on reads, never stored; the agent issue fills it in */
+        json_t *st = json_object_get(obj, "status");
+        if (!json_is_object(st)) {
+            st = json_object();
+            json_object_set_new(obj, "status", st);
+        }
+        json_object_set_new(st, "allocated", json_object());
+    }
+    return obj;
+}
+
+void gt_render_object(struct gt_buf *out, const struct gt_kind_info *kind, const char *text,
+                      size_t len, int64_t rev)
+{
+    if (kind->kind != GT_KIND_NODE && len > META_PREFIX_LEN + 1 &&
+        !memcmp(text, META_PREFIX, META_PREFIX_LEN)) {
+        gt_buf_append(out, text, META_PREFIX_LEN);
+        gt_buf_printf(out, "\"resourceVersion\":\"%lld\"%s", (long long)rev,
+                      text[META_PREFIX_LEN] == '}' ? "" : ",");
+        gt_buf_append(out, text + META_PREFIX_LEN, len - META_PREFIX_LEN);
+        return;
+    }
+    json_t *obj = gt_render_json(kind, text, len, rev);
+    if (!obj) {
+        gt_buf_puts(out, "null");
+        return;
+    }
+    char *s = json_dumps(obj, JSON_COMPACT);
+    gt_buf_puts(out, s);
+    free(s);
+    json_decref(obj);
+}
+
+const char *gt_access_project_of(const struct gt_kind_info *kind, const json_t *obj)
+{
+    if (kind->namespaced) {
+        return gt_obj_project(obj);
+    }
+    if (kind->kind == GT_KIND_PROJECT) {
+        return gt_obj_name(obj);
+    }
+    if (kind->kind == GT_KIND_EVENT) {
+        return json_string_value(gt_json_path(obj, "involvedObject.project"));
+    }
+    return NULL;
+}
+
+int gt_parse_rev(const char *s, int64_t *rev)
+{
+    if (!s || !*s || strlen(s) > 19) {
+        return GT_EBADREQ;
+    }
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9') {
+            return GT_EBADREQ;
+        }
+    }
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno) {
+        return GT_EBADREQ;
+    }
+    *rev = v;
+    return 0;
+}
+
+/* ---- authentication ---- */
+
+static const struct gt_server_user *authenticate(struct gt_server *s, struct evhttp_request *req)
+{
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
+        return NULL;
+    }
+    h += 7;
+    while (*h == ' ') {
+        h++;
+    }
+    return *h ? gt_server_tokens_find(s->tokens, h) : NULL;
+}
+
+/* ---- reads ---- */
+
+static void get_object(struct gt_req *r)
+{
+    const struct gt_route *rt = &r->route;
+    struct gt_server_authz az = {.verb = GT_VERB_READ,
+                                 .kind = rt->kind->kind,
+                                 .name = rt->name,
+                                 .project = rt->kind->namespaced ? rt->project : NULL};
+    if (rt->kind->kind == GT_KIND_PROJECT) {
+        az.project = rt->name;
+    }
+    /* an Event's project is in the object: decide after reading it */
+    bool decide_later = rt->kind->kind == GT_KIND_EVENT;
+    if (!decide_later && gt_server_authorize(r->s->access, r->user, &az)) {
+        gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot get %s in %s", r->user->name,
+                     rt->kind->plural, az.project ? az.project : "the cluster");
+        return;
+    }
+    char *key = gt_route_key(rt->kind, rt->project, rt->name);
+    struct gt_store_kv kv = {0};
+    struct gt_err err = {0};
+    int rc = gt_store_get(r->s->store, key, &kv, &err);
+    free(key);
+    if (rc == GT_ENOTFOUND) {
+        gt_req_error(r, GT_ENOTFOUND, "%s \"%s\" not found", rt->kind->plural, rt->name);
+        return;
+    }
+    if (rc) {
+        gt_req_error_err(r, &err);
+        return;
+    }
+    if (decide_later) {
+        json_t *obj = json_loadb(kv.value, kv.value_len, 0, NULL);
+        az.project = obj ? gt_access_project_of(rt->kind, obj) : NULL;
+        rc = gt_server_authorize(r->s->access, r->user, &az);
+        json_decref(obj);
+        if (rc) {
+            gt_store_kv_fini(&kv);
+            gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot get events \"%s\"", r->user->name,
+                         rt->name);
+            return;
+        }
+    }
+    struct gt_buf b;
+    gt_buf_init(&b);
+    b.cap = kv.value_len + 48; /* the hot path: one allocation */
+    b.data = gt_xmalloc(b.cap);
+    gt_render_object(&b, rt->kind, kv.value, kv.value_len, kv.mod_rev);
+    gt_store_kv_fini(&kv);
+    gt_req_reply(r, 200, b.data, b.len);
+    gt_buf_fini(&b);
+}
+
+struct list_item {
+    char *project;
+    char *name;
+    char *text;
+    size_t len;
+};
+
+struct list_ctx {
+    struct gt_req *r;
+    const struct gt_selector *lsel;
+    const struct gt_fieldsel *fsel;
+    size_t prefix_len;
+    struct list_item *items;
+    size_t n, cap;
+};
+
+/* Does the caller see this stored object, and does it match the selectors? */
+static bool list_visible(struct list_ctx *c, const struct gt_store_kv *kv, const char *rest)
+{
+    const struct gt_kind_info *kind = c->r->route.kind;
+    const struct gt_server_user *u = c->r->user;
+    bool need_json = c->lsel || c->fsel;
+    bool privileged = u->admin || u->node;
+    if (!privileged && kind->namespaced) {
+        const char *slash = strchr(rest, '/');
+        char project[64];
+        size_t pl = slash ? (size_t)(slash - rest) : 0;
+        if (!slash || pl >= sizeof(project)) {
+            return false;
+        }
+        memcpy(project, rest, pl);
+        project[pl] = '\0';
+        if (!gt_server_can_read_project(c->r->s->access, u, project)) {
+            return false;
+        }
+    } else if (!privileged && kind->kind != GT_KIND_EVENT) {
+        struct gt_server_authz az = {.verb = GT_VERB_READ, .kind = kind->kind, .name = rest};
+        az.project = kind->kind == GT_KIND_PROJECT ? rest : NULL;
+        if (gt_server_authorize(c->r->s->access, u, &az)) {
+            return false;
+        }
+    } else if (!privileged) {
+        need_json = true;
+    }
+    if (!need_json) {
+        return true;
+    }
+    json_t *obj = json_loadb(kv->value, kv->value_len, 0, NULL);
+    bool ok = obj != NULL;
+    if (ok && !privileged && kind->kind == GT_KIND_EVENT) {
+        struct gt_server_authz az = {.verb = GT_VERB_READ,
+                                     .kind = kind->kind,
+                                     .name = rest,
+                                     .project = gt_access_project_of(kind, obj)};
+        ok = gt_server_authorize(c->r->s->access, u, &az) == 0;
+    }
+    if (ok && c->lsel) {
+        ok = gt_selector_match(c->lsel, gt_json_path(obj, "metadata.labels"));
+    }
+    if (ok && c->fsel) {
+        ok = gt_fieldsel_match(c->fsel, obj);
+    }
+    json_decref(obj);
+    return ok;
+}
+
+static int list_cb(const struct gt_store_kv *kv, void *arg)
+{
+    struct list_ctx *c = arg;
+    const char *rest = kv->key + c->prefix_len;
+    if (!list_visible(c, kv, rest)) {
+        return 0;
+    }
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 64;
+        c->items = gt_xrealloc(c->items, c->cap * sizeof(*c->items));
+    }
+    struct list_item *it = &c->items[c->n++];
+    const char *slash = c->r->route.all_projects ? strchr(rest, '/') : NULL;
+    it->project = slash ? gt_xstrndup(rest, (size_t)(slash - rest)) : NULL;
+    it->name = gt_xstrdup(slash ? slash + 1 : rest);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_render_object(&b, c->r->route.kind, kv->value, kv->value_len, kv->mod_rev);
+    it->len = b.len;
+    it->text = gt_buf_take(&b);
+    return 0;
+}
+
+static int item_cmp(const void *a, const void *b)
+{
+    const struct list_item *x = a, *y = b;
+    int c = strcmp(x->project ? x->project : "", y->project ? y->project : "");
+    return c ? c : strcmp(x->name, y->name);
+}
+
+static void list_objects(struct gt_req *r, const struct gt_selector *lsel,
+                         const struct gt_fieldsel *fsel)
+{
+    const struct gt_route *rt = &r->route;
+    char *prefix = gt_route_key(rt->kind, rt->all_projects ? NULL : rt->project, NULL);
+    struct list_ctx c = {.r = r, .lsel = lsel, .fsel = fsel, .prefix_len = strlen(prefix)};
+    int64_t rev = 0;
+    struct gt_err err = {0};
+    int rc = gt_store_list(r->s->store, prefix, list_cb, &c, &rev, &err);
+    free(prefix);
+    if (rc == 0) {
+        if (rt->all_projects && c.n) {
+            qsort(c.items, c.n, sizeof(*c.items), item_cmp);
+        }
+        struct gt_buf b;
+        gt_buf_init(&b);
+        gt_buf_printf(&b,
+                      "{\"apiVersion\":\"" GT_API_VERSION
+                      "\",\"kind\":\"%sList\",\"metadata\":{\"resourceVersion\":\"%lld\"},"
+                      "\"items\":[",
+                      rt->kind->name, (long long)rev);
+        for (size_t i = 0; i < c.n; i++) {
+            if (i) {
+                gt_buf_append(&b, ",", 1);
+            }
+            gt_buf_append(&b, c.items[i].text, c.items[i].len);
+        }
+        gt_buf_puts(&b, "]}\n");
+        gt_req_reply(r, 200, b.data, b.len);
+        gt_buf_fini(&b);
+    } else {
+        gt_req_error_err(r, &err);
+    }
+    for (size_t i = 0; i < c.n; i++) {
+        free(c.items[i].project);
+        free(c.items[i].name);
+        free(c.items[i].text);
+    }
+    free(c.items);
+}
+
+/* GET on a collection: a list or a watch. */
+static void read_collection(struct gt_req *r, const struct evkeyvalq *q)
+{
+    const struct gt_route *rt = &r->route;
+    if (rt->kind->namespaced && !rt->all_projects) {
+        struct gt_server_authz az = {
+            .verb = GT_VERB_READ, .kind = rt->kind->kind, .project = rt->project};
+        if (gt_server_authorize(r->s->access, r->user, &az)) {
+            gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot list %s in project \"%s\"",
+                         r->user->name, rt->kind->plural, rt->project);
+            return;
+        }
+    }
+    struct gt_selector *lsel = NULL;
+    struct gt_fieldsel *fsel = NULL;
+    struct gt_err err = {0};
+    const char *ls = evhttp_find_header(q, "labelSelector");
+    const char *fs = evhttp_find_header(q, "fieldSelector");
+    const char *watch = evhttp_find_header(q, "watch");
+    const char *rvs = evhttp_find_header(q, "resourceVersion");
+    bool is_watch = watch && (!strcmp(watch, "true") || !strcmp(watch, "1"));
+    int64_t rev = -1;
+    if (ls && *ls && (gt_selector_parse(ls, &lsel, &err))) {
+        gt_err_prefix(&err, "labelSelector");
+        gt_req_error(r, GT_EBADREQ, "%s", err.msg);
+        return;
+    }
+    if (fs && *fs && (gt_fieldsel_parse(fs, &fsel, &err))) {
+        gt_selector_free(lsel);
+        gt_err_prefix(&err, "fieldSelector");
+        gt_req_error(r, GT_EBADREQ, "%s", err.msg);
+        return;
+    }
+    if (is_watch && rvs && *rvs && gt_parse_rev(rvs, &rev)) {
+        gt_selector_free(lsel);
+        gt_fieldsel_free(fsel);
+        gt_req_error(r, GT_EBADREQ, "resourceVersion: must be a decimal revision, not \"%.64s\"",
+                     rvs);
+        return;
+    }
+    if (is_watch) {
+        r->mverb = GT_MV_WATCH;
+        gt_watch_start(r, rev, lsel, fsel); /* takes the selectors */
+        return;
+    }
+    r->mverb = GT_MV_LIST;
+    list_objects(r, lsel, fsel);
+    gt_selector_free(lsel);
+    gt_fieldsel_free(fsel);
+}
+
+/* ---- dispatch ---- */
+
+static enum gt_metrics_verb verb_of(enum evhttp_cmd_type cmd)
+{
+    switch (cmd) {
+    case EVHTTP_REQ_GET:
+        return GT_MV_GET;
+    case EVHTTP_REQ_POST:
+        return GT_MV_CREATE;
+    case EVHTTP_REQ_PUT:
+        return GT_MV_UPDATE;
+    case EVHTTP_REQ_DELETE:
+        return GT_MV_DELETE;
+    default:
+        return GT_MV_OTHER;
+    }
+}
+
+static void method_not_allowed(struct gt_req *r, const char *path)
+{
+    gt_req_error(r, GT_EMETHOD, "method not allowed on %.200s", path);
+}
+
+static void serve_api(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path,
+                      const struct evkeyvalq *q)
+{
+    const struct gt_route *rt = &r->route;
+    if (rt->type == GT_ROUTE_COLLECTION) {
+        if (cmd == EVHTTP_REQ_GET) {
+            read_collection(r, q);
+        } else if (cmd == EVHTTP_REQ_POST && !rt->all_projects) {
+            gt_write_create(r);
+        } else {
+            method_not_allowed(r, path);
+        }
+        return;
+    }
+    if (!strcmp(rt->sub, "binding")) {
+        if (cmd == EVHTTP_REQ_POST) {
+            gt_write_binding(r);
+        } else {
+            method_not_allowed(r, path);
+        }
+        return;
+    }
+    if (cmd == EVHTTP_REQ_GET) {
+        get_object(r);
+    } else if (cmd == EVHTTP_REQ_PUT) {
+        gt_write_update(r);
+    } else if (cmd == EVHTTP_REQ_DELETE && !rt->sub[0]) {
+        const char *rvs = evhttp_find_header(q, "resourceVersion");
+        int64_t rev = 0;
+        if (rvs && gt_parse_rev(rvs, &rev)) {
+            gt_req_error(r, GT_EBADREQ,
+                         "resourceVersion: must be a decimal revision, not "
+                         "\"%.64s\"",
+                         rvs);
+            return;
+        }
+        gt_write_delete(r, rev);
+    } else {
+        method_not_allowed(r, path);
+    }
+}
+
+static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
+{
+    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+        method_not_allowed(r, path);
+        return;
+    }
+    if (r->route.type == GT_ROUTE_METRICS) {
+        struct gt_buf b;
+        gt_buf_init(&b);
+        gt_metrics_render(&r->s->metrics, &b);
+        finish(r, 200, "text/plain; version=0.0.4", b.data, b.len);
+        gt_buf_fini(&b);
+        return;
+    }
+    finish(r, 200, "text/plain", "ok\n", 3);
+}
+
+void gt_http_handle(struct evhttp_request *req, void *arg)
+{
+    struct gt_server *s = arg;
+    struct gt_req *r = gt_xcalloc(1, sizeof(*r));
+    r->s = s;
+    r->req = req;
+    r->start_ns = gt_now_ns();
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    r->mverb = verb_of(cmd);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (!path || !*path) {
+        path = "/";
+    }
+    if (s->draining) {
+        gt_req_error(r, GT_ESTORE, "gantryd is shutting down");
+        return;
+    }
+    struct gt_err err = {0};
+    if (gt_route_parse(path, &r->route, &err)) {
+        gt_req_error_err(r, &err);
+        return;
+    }
+    if (r->route.type == GT_ROUTE_HEALTHZ || r->route.type == GT_ROUTE_READYZ ||
+        r->route.type == GT_ROUTE_METRICS) {
+        serve_plain(r, cmd, path);
+        return;
+    }
+    r->user = authenticate(s, req);
+    if (!r->user) {
+        gt_req_error(r, GT_EUNAUTH, "a valid bearer token is required");
+        return;
+    }
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (query && evhttp_parse_query_str(query, &q) != 0) {
+        gt_req_error(r, GT_EBADREQ, "malformed query string");
+        return;
+    }
+    if (r->route.type == GT_ROUTE_FAULT) {
+        if (!s->cfg->enable_fault_injection) {
+            gt_req_error(r, GT_ENOTFOUND, "fault injection is disabled");
+        } else if (cmd != EVHTTP_REQ_POST) {
+            method_not_allowed(r, path);
+        } else if (!r->user->admin) {
+            gt_req_error(r, GT_EFORBIDDEN, "fault injection is for admins");
+        } else {
+            r->body = json_pack("{s:s?, s:s?}", "point", evhttp_find_header(&q, "point"), "nth",
+                                evhttp_find_header(&q, "nth"));
+            gt_server_fault(r);
+        }
+    } else {
+        serve_api(r, cmd, path, &q);
+    }
+    evhttp_clear_headers(&q);
+}

@@ -1,0 +1,85 @@
+/*
+ * A tiny Prometheus registry for gantryd: request counts by verb and code,
+ * request latency and store commit latency histograms, and objects by kind,
+ * rendered in the text exposition format (version 0.0.4).
+ */
+#include <string.h>
+
+#include "server/server_int.h"
+
+const double gt_histogram_bounds[GT_HIST_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                                     0.05,   0.1,   0.25,   0.5,   1,    2.5};
+
+static const char *const verb_names[GT_MV_COUNT] = {"GET",    "LIST",   "WATCH", "CREATE",
+                                                    "UPDATE", "DELETE", "OTHER"};
+
+void gt_histogram_observe(struct gt_histogram *h, double seconds)
+{
+    size_t i = 0;
+    while (i < GT_HIST_BUCKETS && seconds > gt_histogram_bounds[i]) {
+        i++;
+    }
+    h->counts[i]++;
+    h->sum += seconds;
+    h->n++;
+}
+
+void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int http_code,
+                        double seconds)
+{
+    size_t slot = GT_METRICS_CODES;
+    for (size_t i = 0; i < GT_METRICS_CODES; i++) {
+        if (m->codes[i] == http_code || m->codes[i] == 0) {
+            m->codes[i] = http_code;
+            slot = i;
+            break;
+        }
+    }
+    if (slot == GT_METRICS_CODES) {
+        slot = GT_METRICS_CODES - 1; /* more distinct codes than slots: lump into the last */
+    }
+    m->requests[verb][slot]++;
+    gt_histogram_observe(&m->request_seconds, seconds);
+}
+
+static void render_hist(struct gt_buf *out, const char *name, const char *help,
+                        const struct gt_histogram *h)
+{
+    gt_buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (size_t i = 0; i < GT_HIST_BUCKETS; i++) {
+        cum += h->counts[i];
+        gt_buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, gt_histogram_bounds[i],
+                      (unsigned long long)cum);
+    }
+    cum += h->counts[GT_HIST_BUCKETS];
+    gt_buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+                  (unsigned long long)cum, name, h->sum, name, (unsigned long long)h->n);
+}
+
+void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out)
+{
+    gt_buf_puts(out, "# HELP gantry_http_requests_total HTTP requests by verb and code.\n"
+                     "# TYPE gantry_http_requests_total counter\n");
+    for (size_t v = 0; v < GT_MV_COUNT; v++) {
+        for (size_t c = 0; c < GT_METRICS_CODES && m->codes[c]; c++) {
+            if (m->requests[v][c]) {
+                gt_buf_printf(out, "gantry_http_requests_total{verb=\"%s\",code=\"%d\"} %llu\n",
+                              verb_names[v], m->codes[c], (unsigned long long)m->requests[v][c]);
+            }
+        }
+    }
+    render_hist(out, "gantry_http_request_duration_seconds",
+                "HTTP request latency (watch: until the stream starts).", &m->request_seconds);
+    render_hist(out, "gantry_store_commit_duration_seconds",
+                "Store write latency from submit to durable.", &m->commit_seconds);
+    gt_buf_puts(out, "# HELP gantry_objects Stored objects by kind.\n"
+                     "# TYPE gantry_objects gauge\n");
+    for (int k = 0; k < GT_KIND_COUNT; k++) {
+        const struct gt_kind_info *ki = gt_kind_get((enum gt_kind)k);
+        if (ki) {
+            gt_buf_printf(out, "gantry_objects{kind=\"%s\"} %lld\n", ki->name,
+                          (long long)m->objects[k]);
+        }
+    }
+}

@@ -1,0 +1,379 @@
+/*
+ * gantryd's life cycle: start-up (tokens, store, access index, HTTP
+ * listener, signals), the write accounting every store write goes through,
+ * the fault-injection endpoint, and shutdown.
+ *
+ * Shutdown is one path, "drain": stop accepting connections, end watch
+ * streams, flush pending Event counts, wait until no store write is in
+ * flight (their replies are sent from the done callbacks), give the replies
+ * a moment to reach the sockets, then leave the loop and close everything.
+ * SIGTERM/SIGINT drain with exit status 0; a failed fsync drains with 1
+ * after answering 503, since the page cache can no longer be trusted.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <event2/listener.h>
+
+#include "server/server_int.h"
+
+#define DRAIN_POLL_MS 10
+#define FLUSH_GRACE_MS 200
+
+/* ---- store writes ---- */
+
+int gt_server_write(struct gt_server *s, enum gt_store_op op, const char *key, const char *value,
+                    size_t len, int64_t expected_rev, gt_store_done_fn done, void *arg)
+{
+    if (s->failed || gt_store_failed(s->store)) {
+        return GT_EFSYNC;
+    }
+    s->n_inflight++;
+    int rc = gt_store_write(s->store, op, key, value, len, expected_rev, done, arg);
+    if (rc) {
+        s->n_inflight--;
+    }
+    return rc;
+}
+
+static void on_drain_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct gt_server *s = arg;
+    if (s->n_inflight > 0) {
+        return;
+    }
+    event_del(s->drain_timer);
+    struct timeval tv = {.tv_sec = 0, .tv_usec = FLUSH_GRACE_MS * 1000};
+    event_base_loopexit(s->base, &tv);
+}
+
+static void drain(struct gt_server *s, int exit_code)
+{
+    if (exit_code > s->exit_code) {
+        s->exit_code = exit_code;
+    }
+    if (s->draining) {
+        return;
+    }
+    s->draining = true;
+    if (s->bound) {
+        evhttp_del_accept_socket(s->http, s->bound);
+        s->bound = NULL;
+    }
+    gt_watch_end_all(s);
+    if (!s->failed) {
+        gt_events_flush(s->events);
+    }
+    struct timeval tv = {.tv_sec = 0, .tv_usec = DRAIN_POLL_MS * 1000};
+    event_add(s->drain_timer, &tv);
+}
+
+void gt_server_write_done(struct gt_server *s, int rc, int64_t submit_ns)
+{
+    s->n_inflight--;
+    if (submit_ns) {
+        gt_histogram_observe(&s->metrics.commit_seconds, (double)(gt_now_ns() - submit_ns) / 1e9);
+    }
+    if (rc == GT_EFSYNC && !s->failed) {
+        s->failed = true;
+        gt_log_error("store fsync failed; refusing writes and exiting", "exit=%d", 1);
+        drain(s, 1);
+    }
+}
+
+/* ---- fault injection ---- */
+
+void gt_server_fault(struct gt_req *r)
+{
+    const char *point = json_string_value(json_object_get(r->body, "point"));
+    const char *nths = json_string_value(json_object_get(r->body, "nth"));
+    enum gt_store_fault fp;
+    if (point && !strcmp(point, "write")) {
+        fp = GT_STORE_FAULT_WRITE;
+    } else if (point && !strcmp(point, "fsync")) {
+        fp = GT_STORE_FAULT_FSYNC;
+    } else {
+        gt_req_error(r, GT_EBADREQ, "point: must be write or fsync");
+        return;
+    }
+    int64_t nth = 1;
+    if (nths && (gt_parse_rev(nths, &nth) || nth < 1 || nth > 1000000)) {
+        gt_req_error(r, GT_EBADREQ, "nth: must be an integer in [1, 1000000]");
+        return;
+    }
+    if (r->s->fault_req) {
+        gt_req_error(r, GT_ECONFLICT, "another fault is being armed");
+        return;
+    }
+    r->s->fault_req = r;
+    r->s->fault_point = fp;
+    r->s->fault_nth = (int)nth;
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 1000};
+    event_add(r->s->fault_timer, &tv);
+}
+
+/* Arm the fault once no write is in flight, so that "the nth write" counts
+ * from the answer to /debug/fault and not from writes queued before it. */
+static void on_fault_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct gt_server *s = arg;
+    if (s->n_inflight > 0 || !s->fault_req) {
+        return;
+    }
+    event_del(s->fault_timer);
+    struct gt_req *r = s->fault_req;
+    s->fault_req = NULL;
+    const char *point = s->fault_point == GT_STORE_FAULT_WRITE ? "write" : "fsync";
+    gt_store_fault_arm(s->store, s->fault_point, s->fault_nth);
+    gt_log_warn("fault armed", "point=%s nth=%d", point, s->fault_nth);
+    char body[96];
+    int n = snprintf(body, sizeof(body), "{\"point\":\"%s\",\"nth\":%d}\n", point, s->fault_nth);
+    gt_req_reply(r, 200, body, (size_t)n);
+}
+
+/* ---- the access index and object counts, from one watch on all keys ---- */
+
+/* Kind of a store key "/<plural>/...", or NULL. */
+static const struct gt_kind_info *kind_of_key(const char *key)
+{
+    char plural[32];
+    const char *slash = key[0] == '/' ? strchr(key + 1, '/') : NULL;
+    size_t n = slash ? (size_t)(slash - key - 1) : 0;
+    if (!n || n >= sizeof(plural)) {
+        return NULL;
+    }
+    memcpy(plural, key + 1, n);
+    plural[n] = '\0';
+    return gt_kind_by_plural(plural);
+}
+
+static void index_put(struct gt_server *s, const struct gt_kind_info *k, const char *value,
+                      size_t len)
+{
+    if (k->kind != GT_KIND_PROJECT && k->kind != GT_KIND_DEPARTMENT) {
+        return;
+    }
+    json_t *obj = json_loadb(value, len, 0, NULL);
+    if (obj) {
+        gt_server_access_put(s->access, k->kind, obj);
+        json_decref(obj);
+    }
+}
+
+static int index_list_cb(const struct gt_store_kv *kv, void *arg)
+{
+    struct gt_server *s = arg;
+    const struct gt_kind_info *k = kind_of_key(kv->key);
+    if (k) {
+        s->metrics.objects[k->kind]++;
+        index_put(s, k, kv->value, kv->value_len);
+    }
+    return 0;
+}
+
+static void index_event_cb(const struct gt_store_event *ev, void *arg)
+{
+    struct gt_server *s = arg;
+    const struct gt_kind_info *k = kind_of_key(ev->key);
+    if (!k) {
+        return;
+    }
+    if (ev->type == GT_STORE_EV_DELETE) {
+        s->metrics.objects[k->kind]--;
+        const char *name = strrchr(ev->key, '/') + 1;
+        gt_server_access_delete(s->access, k->kind, name);
+        return;
+    }
+    if (ev->created) {
+        s->metrics.objects[k->kind]++;
+    }
+    index_put(s, k, ev->value, ev->value_len);
+}
+
+static int start_index(struct gt_server *s, struct gt_err *err)
+{
+    int64_t rev = 0;
+    int rc = gt_store_list(s->store, "/", index_list_cb, s, &rev, err);
+    if (rc == 0) {
+        rc = gt_store_watch(s->store, "/", rev, index_event_cb, s, &s->index_watch, err);
+    }
+    return rc;
+}
+
+/* ---- listening ---- */
+
+/* Split "ADDR:PORT" ("[v6]:PORT" too) into host (buf) and port. */
+static int parse_listen(const char *listen, char *host, size_t len, uint16_t *port,
+                        struct gt_err *err)
+{
+    const char *colon = strrchr(listen, ':');
+    if (!colon || colon == listen) {
+        return gt_err_set(err, GT_EINVAL, "--listen %s: want ADDR:PORT", listen);
+    }
+    const char *h = listen;
+    size_t hl = (size_t)(colon - listen);
+    if (h[0] == '[' && hl >= 2 && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    int64_t p = 0;
+    if (hl == 0 || hl >= len || gt_parse_rev(colon + 1, &p) || p > 65535) {
+        return gt_err_set(err, GT_EINVAL, "--listen %s: want ADDR:PORT", listen);
+    }
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    *port = (uint16_t)p;
+    return 0;
+}
+
+static int start_http(struct gt_server *s, struct gt_err *err)
+{
+    char host[256];
+    uint16_t port = 0;
+    int rc = parse_listen(s->cfg->listen, host, sizeof(host), &port, err);
+    if (rc) {
+        return rc;
+    }
+    s->http = evhttp_new(s->base);
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg->max_body_bytes);
+    evhttp_set_max_headers_size(s->http, 64 * 1024);
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+    evhttp_set_gencb(s->http, gt_http_handle, s);
+    s->bound = evhttp_bind_socket_with_handle(s->http, host, port);
+    if (!s->bound) {
+        return gt_err_set(err, -EADDRNOTAVAIL, "--listen %s: cannot bind: %s", s->cfg->listen,
+                          strerror(errno));
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    evutil_socket_t fd = evhttp_bound_socket_get_fd(s->bound);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        char ip[INET6_ADDRSTRLEN] = "?";
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+            port = ntohs(in->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+            port = ntohs(in6->sin6_port);
+        }
+        gt_log_info("listening", "addr=%s%s%s:%u data_dir=%s", ss.ss_family == AF_INET6 ? "[" : "",
+                    ip, ss.ss_family == AF_INET6 ? "]" : "", (unsigned)port, s->cfg->data_dir);
+    }
+    return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct gt_server *s = arg;
+    gt_log_info("shutting down", "signal=%d inflight=%lld", (int)sig, (long long)s->n_inflight);
+    drain(s, 0);
+}
+
+static int open_store(struct gt_server *s, struct gt_err *err)
+{
+    if (mkdir(s->cfg->data_dir, 0700) != 0 && errno != EEXIST) {
+        return gt_err_set(err, -errno, "--data-dir %s: %s", s->cfg->data_dir, strerror(errno));
+    }
+    char *path = gt_xasprintf("%s/gantry.db", s->cfg->data_dir);
+    struct gt_store_options opt = {.backend = &gt_store_sqlite_backend,
+                                   .path = path,
+                                   .watch_history = s->cfg->watch_history,
+                                   .base = s->base};
+    int rc = gt_store_open(&opt, &s->store, err);
+    free(path);
+    return rc;
+}
+
+static int start(struct gt_server *s, struct gt_err *err)
+{
+    int rc = gt_server_tokens_load(s->cfg->token_file, &s->tokens, err);
+    if (rc) {
+        gt_err_prefix(err, "--token-file");
+        return rc;
+    }
+    /* coalesce evhttp's per-request enable/disable calls into one epoll_ctl
+     * per fd and loop turn */
+    struct event_config *ec = event_config_new();
+    event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    s->base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    GT_ASSERT(s->base);
+    s->access = gt_server_access_new();
+    rc = open_store(s, err);
+    if (rc == 0) {
+        rc = start_index(s, err);
+    }
+    if (rc) {
+        return rc;
+    }
+    s->events = gt_events_new(s);
+    s->drain_timer = event_new(s->base, -1, EV_PERSIST, on_drain_timer, s);
+    s->fault_timer = event_new(s->base, -1, EV_PERSIST, on_fault_timer, s);
+    s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
+    s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
+    evsignal_add(s->sig_term, NULL);
+    evsignal_add(s->sig_int, NULL);
+    return start_http(s, err);
+}
+
+static void stop(struct gt_server *s)
+{
+    if (s->fault_req) {
+        gt_req_error(s->fault_req, GT_ESTORE, "gantryd is shutting down");
+        s->fault_req = NULL;
+    }
+    gt_watch_end_all(s);
+    if (s->http) {
+        evhttp_free(s->http);
+    }
+    gt_store_unwatch(s->index_watch);
+    gt_events_free(s->events);
+    gt_store_close(s->store);
+    gt_server_access_free(s->access);
+    gt_server_tokens_free(s->tokens);
+    struct event *evs[] = {s->sig_term, s->sig_int, s->drain_timer, s->fault_timer};
+    for (size_t i = 0; i < GT_ARRAY_LEN(evs); i++) {
+        if (evs[i]) {
+            event_free(evs[i]);
+        }
+    }
+    if (s->base) {
+        event_base_free(s->base);
+    }
+}
+
+int gt_server_run(const struct gt_server_config *cfg)
+{
+    struct gt_server s;
+    memset(&s, 0, sizeof(s));
+    s.cfg = cfg;
+    signal(SIGPIPE, SIG_IGN);
+    struct gt_err err = {0};
+    int rc = start(&s, &err);
+    if (rc) {
+        gt_log_error("cannot start", "err=\"%s\"", err.msg);
+        stop(&s);
+        return 1;
+    }
+    event_base_dispatch(s.base);
+    int code = s.exit_code;
+    stop(&s);
+    gt_log_info("stopped", "exit=%d", code);
+    return code;
+}

@@ -1,0 +1,226 @@
+/*
+ * server: gantryd, the control plane's API server.
+ *
+ * gt_server_run() owns everything a running daemon holds (one struct
+ * gt_server, passed explicitly; no mutable globals). The pure parts it is
+ * built from are declared here too so unit tests can reach them without a
+ * network: the configuration table, the static token file, authorization
+ * decisions over the project/department index, path routing, Status error
+ * bodies, event folding arithmetic and the metrics registry.
+ */
+#ifndef GT_SERVER_H
+#define GT_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "api/api.h"
+#include "common/common.h"
+
+/* ---- configuration (config.c): one declarative table drives flags,
+ * GANTRYD_<NAME> environment variables, --help and validation ---- */
+
+struct gt_server_config {
+    char *data_dir;              /* --data-dir DIR (required) */
+    char *listen;                /* --listen ADDR:PORT (plain HTTP) */
+    char *token_file;            /* --token-file FILE (required) */
+    int64_t watch_history;       /* --watch-history N: events kept for watch */
+    int64_t max_body_bytes;      /* --max-body-bytes N: larger bodies get 413 */
+    int64_t log_level;           /* --log-level debug|info|warn|error (enum gt_log_level) */
+    bool enable_fault_injection; /* --enable-fault-injection: POST /debug/fault */
+};
+
+/* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
+ * may be NULL), then argv (flags win). *help is set when --help was given
+ * (cfg is then only partly filled). Returns 0, or -GT_EINVAL with err naming
+ * the flag and the reason. Free with gt_server_config_fini. */
+int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *argv,
+                           char *const *envp, bool *help, struct gt_err *err);
+/* Free the strings cfg owns. */
+void gt_server_config_fini(struct gt_server_config *cfg);
+/* Print the usage text (flags, environment names, defaults, bounds) to f. */
+void gt_server_config_usage(FILE *f);
+
+/* ---- authentication (tokens.c): kube-apiserver's static token file ---- */
+
+#define GT_GROUP_ADMINS "gantry:admins"
+#define GT_GROUP_NODES "gantry:nodes"
+
+/* An authenticated user. Owned by the token table. */
+struct gt_server_user {
+    char *token;
+    char *name;
+    int64_t uid; /* numeric: tasks run as this uid */
+    char **groups;
+    size_t n_groups;
+    bool admin; /* member of gantry:admins */
+    bool node;  /* member of gantry:nodes */
+};
+
+struct gt_server_tokens;
+/* Parse token file text: lines `token,user,uid[,"group1,group2"]`; blank
+ * lines and lines starting with '#' are skipped. A malformed line fails the
+ * whole file: -GT_EINVAL with err "line N: reason". *out is freed with
+ * gt_server_tokens_free. */
+int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens **out,
+                           struct gt_err *err);
+/* Read and parse the file at path (errors as above, or -errno). */
+int gt_server_tokens_load(const char *path, struct gt_server_tokens **out, struct gt_err *err);
+/* The user of a token (borrowed), or NULL if unknown. */
+const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens *t,
+                                                   const char *token);
+size_t gt_server_tokens_count(const struct gt_server_tokens *t);
+void gt_server_tokens_free(struct gt_server_tokens *t);
+
+/* ---- authorization (access.c) ----
+ * An in-memory index of projects (department, members) and departments
+ * (admins), kept current by the server from a store watch, and the
+ * decisions docs/api.md "Authentication and access" describes. */
+
+enum gt_server_verb { GT_VERB_READ, GT_VERB_CREATE, GT_VERB_UPDATE, GT_VERB_DELETE };
+
+struct gt_server_access;
+struct gt_server_access *gt_server_access_new(void);
+void gt_server_access_free(struct gt_server_access *a);
+/* Index a Project or Department object (validated JSON, borrowed), replacing
+ * any earlier version of it. */
+void gt_server_access_put(struct gt_server_access *a, enum gt_kind kind, const json_t *obj);
+/* Forget a Project or Department by name. */
+void gt_server_access_delete(struct gt_server_access *a, enum gt_kind kind, const char *name);
+/* Department of an indexed project (borrowed), or NULL. */
+const char *gt_server_access_project_department(const struct gt_server_access *a,
+                                                const char *project);
+
+/* What a request wants to do. */
+struct gt_server_authz {
+    enum gt_server_verb verb;
+    enum gt_kind kind;
+    const char *sub;        /* "status", "binding" or NULL */
+    const char *name;       /* object name (cluster-scoped kinds), may be NULL for lists */
+    const char *project;    /* project-scoped kinds: the project; Project: its name;
+                               Event: involvedObject.project (NULL: a cluster object) */
+    const char *department; /* Project create/update: spec.department of the body */
+};
+
+/* 0 if user may do what req says, else -GT_EFORBIDDEN. */
+int gt_server_authorize(const struct gt_server_access *a, const struct gt_server_user *user,
+                        const struct gt_server_authz *req);
+/* May user read objects in project? (lists across projects filter with it) */
+bool gt_server_can_read_project(const struct gt_server_access *a, const struct gt_server_user *user,
+                                const char *project);
+
+/* ---- routing (route.c) ---- */
+
+enum gt_route_type {
+    GT_ROUTE_HEALTHZ,
+    GT_ROUTE_READYZ,
+    GT_ROUTE_METRICS,
+    GT_ROUTE_FAULT,      /* /debug/fault */
+    GT_ROUTE_COLLECTION, /* list / create / watch */
+    GT_ROUTE_OBJECT,     /* get / put / delete, or a subresource */
+};
+
+#define GT_ROUTE_NAME_MAX 253
+
+struct gt_route {
+    enum gt_route_type type;
+    const struct gt_kind_info *kind;
+    bool all_projects; /* project-scoped kind listed without a project */
+    char project[64];  /* "" when none */
+    char name[GT_ROUTE_NAME_MAX + 1];
+    char sub[16]; /* "", "status" or "binding" */
+};
+
+/* Parse a request path (no query) into r. -GT_ENOTFOUND with err saying
+ * why for anything not served. */
+int gt_route_parse(const char *path, struct gt_route *r, struct gt_err *err);
+/* Store key of an object ("/jobs/p/n", "/nodes/n") or of a collection's
+ * prefix when name is NULL ("/jobs/p/", "/jobs/"). Caller frees. */
+char *gt_route_key(const struct gt_kind_info *kind, const char *project, const char *name);
+
+/* ---- Status error bodies (status.c) ---- */
+
+/* Field path at the start of a validation message ("spec.x: must be ...")
+ * copied into field (empty if none). */
+void gt_status_field(const char *msg, char *field, size_t len);
+/* A Kubernetes Status object for code (a GT_E* code) as JSON text into out
+ * (appended). kind and name (may be NULL) go into details, with the field
+ * taken from message. */
+void gt_status_format(struct gt_buf *out, int code, const char *message, const char *kind,
+                      const char *name);
+
+/* ---- event folding (events.c) ---- */
+
+#define GT_EVENT_WRITE_INTERVAL_MS 30000 /* at most one store write per (object, reason) */
+#define GT_EVENT_TTL_MS 3600000          /* Events expire an hour after lastTimestamp */
+
+/* The arithmetic of one folded Event: occurrences are counted at once and
+ * written at most every GT_EVENT_WRITE_INTERVAL_MS. */
+struct gt_event_fold {
+    int64_t count;         /* occurrences recorded so far */
+    int64_t written_count; /* count as last written to the store */
+    int64_t first_ms;
+    int64_t last_ms;
+    int64_t last_write_ms; /* when the last write was issued */
+    bool ever_written;
+};
+/* Record one occurrence at now_ms. Returns 0 if the Event should be written
+ * now (then call gt_event_fold_written), else the delay in ms until a
+ * flush is due. */
+int64_t gt_event_fold_record(struct gt_event_fold *f, int64_t now_ms);
+/* Note that the current count was written at now_ms. */
+void gt_event_fold_written(struct gt_event_fold *f, int64_t now_ms);
+/* Is a flush due at now_ms (unwritten occurrences and the interval passed)? */
+bool gt_event_fold_due(const struct gt_event_fold *f, int64_t now_ms);
+/* Has an Event whose lastTimestamp is last_ms expired at now_ms? */
+bool gt_event_expired(int64_t last_ms, int64_t now_ms);
+/* Event name for an object: "<name>.<16 hex of FNV-1a(uid '\0' reason)>".
+ * Caller frees. */
+char *gt_event_name(const char *obj_name, const char *uid, const char *reason);
+
+/* ---- metrics (metrics.c): a tiny Prometheus registry ---- */
+
+#define GT_HIST_BUCKETS 12
+struct gt_histogram {
+    uint64_t counts[GT_HIST_BUCKETS + 1]; /* last: +Inf */
+    double sum;
+    uint64_t n;
+};
+/* Seconds upper bounds of the buckets (Prometheus client defaults, plus small ones). */
+extern const double gt_histogram_bounds[GT_HIST_BUCKETS];
+void gt_histogram_observe(struct gt_histogram *h, double seconds);
+
+#define GT_METRICS_CODES 16
+enum gt_metrics_verb {
+    GT_MV_GET,
+    GT_MV_LIST,
+    GT_MV_WATCH,
+    GT_MV_CREATE,
+    GT_MV_UPDATE,
+    GT_MV_DELETE,
+    GT_MV_OTHER,
+    GT_MV_COUNT
+};
+struct gt_metrics {
+    uint64_t requests[GT_MV_COUNT][GT_METRICS_CODES]; /* by verb and code slot */
+    int codes[GT_METRICS_CODES];                      /* HTTP code of each slot, 0 free */
+    struct gt_histogram request_seconds;
+    struct gt_histogram commit_seconds;
+    int64_t objects[GT_KIND_COUNT];
+};
+/* Count a finished request. */
+void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int http_code,
+                        double seconds);
+/* Append the Prometheus text exposition of m to out. */
+void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out);
+
+/* ---- the daemon (server.c) ---- */
+
+/* Run gantryd with cfg until SIGTERM/SIGINT (returns 0) or a fatal store
+ * failure (returns 1). Startup errors are logged and return 1. The line
+ * `msg="listening" addr=HOST:PORT` is logged once the socket is bound and
+ * the store is open. */
+int gt_server_run(const struct gt_server_config *cfg);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * server internals, shared by the files of src/server only.
+ *
+ * struct gt_server is the whole daemon: configuration, event loop, HTTP
+ * server, store, tokens, the access index, metrics, watch streams and the
+ * event recorder. Everything runs on the loop thread; the store's writer
+ * thread reports back to it through its done callbacks.
+ */
+#ifndef GT_SERVER_INT_H
+#define GT_SERVER_INT_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "server/server.h"
+#include "store/store.h"
+
+/* ---- strmap.c ---- */
+struct gt_strmap_ent;
+struct gt_strmap {
+    struct gt_strmap_ent **buckets;
+    size_t n_buckets; /* power of two */
+    size_t n;
+};
+typedef int (*gt_strmap_fn)(const char *key, void *val, void *arg);
+uint64_t gt_fnv1a(const void *data, size_t len, uint64_t h);
+void gt_strmap_init(struct gt_strmap *m);
+/* Free the table; free_val (may be NULL) is called on each value. */
+void gt_strmap_fini(struct gt_strmap *m, void (*free_val)(void *));
+void *gt_strmap_get(const struct gt_strmap *m, const char *key);
+/* Insert or replace; returns the replaced value (caller frees) or NULL. */
+void *gt_strmap_put(struct gt_strmap *m, const char *key, void *val);
+/* Remove; returns the value (caller frees) or NULL. */
+void *gt_strmap_del(struct gt_strmap *m, const char *key);
+/* Call fn for every entry until it returns non-zero. No changes meanwhile. */
+void gt_strmap_each(const struct gt_strmap *m, gt_strmap_fn fn, void *arg);
+
+struct gt_watch_stream;
+struct gt_events;
+
+/* The daemon. */
+struct gt_server {
+    const struct gt_server_config *cfg;
+    struct event_base *base;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    struct gt_store *store;
+    struct gt_server_tokens *tokens;
+    struct gt_server_access *access;
+    struct gt_store_watch *index_watch; /* all keys: access index and object counts */
+    struct gt_metrics metrics;
+    struct gt_events *events;
+    struct gt_watch_stream *streams; /* open watch streams (doubly linked) */
+    struct event *sig_term, *sig_int, *drain_timer, *fault_timer;
+    struct gt_req *fault_req; /* /debug/fault waiting for in-flight writes to finish */
+    enum gt_store_fault fault_point;
+    int fault_nth;
+    int64_t n_inflight; /* store writes submitted, not yet done */
+    bool draining;      /* SIGTERM: no new work, exit once writes are done */
+    bool failed;        /* fsync failed: refuse writes and exit 1 */
+    int exit_code;
+};
+
+/* One HTTP request being served; lives until the reply is sent (for writes,
+ * until the store's done callback). */
+struct gt_req {
+    struct gt_server *s;
+    struct evhttp_request *req;
+    const struct gt_server_user *user;
+    struct gt_route route;
+    enum gt_metrics_verb mverb;
+    int64_t start_ns;
+    /* writes */
+    json_t *body;       /* parsed request body, or NULL */
+    json_t *obj;        /* the object being written (without resourceVersion) */
+    char *key;          /* its store key */
+    char *value;        /* its stored text */
+    int64_t client_rv;  /* resourceVersion the client asked for, 0: none */
+    int64_t stored_rev; /* mod_rev of the stored object the write replaces */
+    int64_t submit_ns;  /* when the store write was queued */
+    int retries;
+};
+
+/* ---- http.c ---- */
+int64_t gt_now_ns(void);
+/* Finish r with a Status error; code is a GT_E* code. Frees r. */
+void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Finish r with an error carried in err (its code and message). Frees r. */
+void gt_req_error_err(struct gt_req *r, const struct gt_err *err);
+/* Finish r with http_code and JSON text body (copied). Frees r. */
+void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len);
+/* Release r without replying (the stream took over the request). */
+void gt_req_free(struct gt_req *r);
+/* Append obj's stored text with metadata.resourceVersion = rev (and, for
+ * Nodes, the computed status.allocated) to out. */
+void gt_render_object(struct gt_buf *out, const struct gt_kind_info *kind, const char *text,
+                      size_t len, int64_t rev);
+/* Same as a JSON value (caller json_decref()s), or NULL if text is bad. */
+json_t *gt_render_json(const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev);
+/* The project an object of kind belongs to for access: its metadata.project,
+ * a Project's own name, an Event's involvedObject.project; NULL if none. */
+const char *gt_access_project_of(const struct gt_kind_info *kind, const json_t *obj);
+/* Encode obj as stored text: compact JSON with "metadata" first, so reads
+ * can splice resourceVersion in without parsing. Caller frees. */
+char *gt_encode_object(const json_t *obj, size_t *len);
+/* The libevent request callback. */
+void gt_http_handle(struct evhttp_request *req, void *arg);
+/* Parse "resourceVersion" query values: 0 and *rev, or -GT_EBADREQ. */
+int gt_parse_rev(const char *s, int64_t *rev);
+
+/* ---- write.c ---- */
+void gt_write_create(struct gt_req *r);
+void gt_write_update(struct gt_req *r); /* PUT of the object or its /status */
+void gt_write_delete(struct gt_req *r, int64_t expected_rev);
+void gt_write_binding(struct gt_req *r);
+/* A fresh random UUID v4 into buf (>= 37 bytes). */
+void gt_uuid4(char *buf, size_t len);
+
+/* ---- watch.c ---- */
+/* Start a watch stream for r's collection (r->route), from rev (-1: now),
+ * filtered by the selectors (taken) and the caller's access. Replies itself. */
+void gt_watch_start(struct gt_req *r, int64_t rev, struct gt_selector *lsel,
+                    struct gt_fieldsel *fsel);
+/* End every open stream cleanly (shutdown). */
+void gt_watch_end_all(struct gt_server *s);
+
+/* ---- events.c ---- */
+struct gt_events *gt_events_new(struct gt_server *s);
+/* Flush pending counts (shutdown) and free. */
+void gt_events_free(struct gt_events *ev);
+/* Record an Event about obj (a stored object of kind; borrowed): folded by
+ * (uid, reason). type is "Normal" or "Warning". */
+void gt_events_record(struct gt_events *ev, const struct gt_kind_info *kind, const json_t *obj,
+                      const char *type, const char *reason, const char *message);
+/* Queue the writes of every pending increment now. */
+void gt_events_flush(struct gt_events *ev);
+
+/* ---- server.c ---- */
+/* Queue a store write on behalf of the server, counting it in flight;
+ * returns gt_store_write's result. done must call gt_server_write_done. */
+int gt_server_write(struct gt_server *s, enum gt_store_op op, const char *key, const char *value,
+                    size_t len, int64_t expected_rev, gt_store_done_fn done, void *arg);
+/* Account for a finished write (metrics, in-flight count, fsync failure). */
+void gt_server_write_done(struct gt_server *s, int rc, int64_t submit_ns);
+/* Answer /debug/fault. */
+void gt_server_fault(struct gt_req *r);
+
+#endif

@@ -1,0 +1,261 @@
+/*
+ * Authentication by static bearer tokens, in kube-apiserver's token file
+ * format: CSV lines `token,user,uid[,"group1,group2"]` where a field may be
+ * double-quoted (a doubled quote inside is a literal quote). The uid is the
+ * numeric Unix uid tasks run as. Tokens live in a hash table so a request
+ * costs one lookup. The table owns every user and string in it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/server_int.h"
+
+struct gt_server_tokens {
+    struct gt_strmap by_token;
+};
+
+static void user_free(void *p)
+{
+    struct gt_server_user *u = p;
+    if (!u) {
+        return;
+    }
+    free(u->token);
+    free(u->name);
+    for (size_t i = 0; i < u->n_groups; i++) {
+        free(u->groups[i]);
+    }
+    free(u->groups);
+    free(u);
+}
+
+/* Split one CSV line into at most max fields (heap strings). Returns the
+ * number of fields or -1 (reason in *why). */
+static int split_csv(const char *line, size_t len, char **fields, int max, const char **why)
+{
+    int n = 0;
+    size_t i = 0;
+    for (;;) {
+        if (n == max) {
+            *why = "too many fields";
+            return -1;
+        }
+        struct gt_buf f;
+        gt_buf_init(&f);
+        gt_buf_append(&f, "", 0);
+        if (i < len && line[i] == '"') {
+            i++;
+            for (;;) {
+                if (i >= len) {
+                    gt_buf_fini(&f);
+                    *why = "unterminated quote";
+                    return -1;
+                }
+                if (line[i] == '"') {
+                    if (i + 1 < len && line[i + 1] == '"') {
+                        gt_buf_append(&f, "\"", 1);
+                        i += 2;
+                        continue;
+                    }
+                    i++;
+                    break;
+                }
+                gt_buf_append(&f, &line[i++], 1);
+            }
+            if (i < len && line[i] != ',') {
+                gt_buf_fini(&f);
+                *why = "text after a closing quote";
+                return -1;
+            }
+        } else {
+            size_t start = i;
+            while (i < len && line[i] != ',') {
+                if (line[i] == '"') {
+                    gt_buf_fini(&f);
+                    *why = "quote inside an unquoted field";
+                    return -1;
+                }
+                i++;
+            }
+            gt_buf_append(&f, line + start, i - start);
+        }
+        fields[n++] = gt_buf_take(&f);
+        if (i >= len) {
+            return n;
+        }
+        i++; /* the comma */
+    }
+}
+
+static void add_group(struct gt_server_user *u, const char *g, size_t len)
+{
+    while (len && (*g == ' ' || *g == '\t')) {
+        g++;
+        len--;
+    }
+    while (len && (g[len - 1] == ' ' || g[len - 1] == '\t')) {
+        len--;
+    }
+    if (!len) {
+        return;
+    }
+    u->groups = gt_xrealloc(u->groups, (u->n_groups + 1) * sizeof(*u->groups));
+    u->groups[u->n_groups++] = gt_xstrndup(g, len);
+    if (len == strlen(GT_GROUP_ADMINS) && !strncmp(g, GT_GROUP_ADMINS, len)) {
+        u->admin = true;
+    }
+    if (len == strlen(GT_GROUP_NODES) && !strncmp(g, GT_GROUP_NODES, len)) {
+        u->node = true;
+    }
+}
+
+/* Parse one non-empty line into a new user, or NULL with *why. */
+static struct gt_server_user *parse_line(const char *line, size_t len, const char **why)
+{
+    char *f[4] = {NULL, NULL, NULL, NULL};
+    struct gt_server_user *u = NULL;
+    int n = split_csv(line, len, f, 4, why);
+    if (n < 0) {
+        goto out;
+    }
+    if (n < 3) {
+        *why = "want token,user,uid[,\"groups\"]";
+        goto out;
+    }
+    if (!f[0][0] || !f[1][0]) {
+        *why = "empty token or user";
+        goto out;
+    }
+    char *end = NULL;
+    errno = 0;
+    long long uid = strtoll(f[2], &end, 10);
+    if (errno || end == f[2] || *end || uid < 0 || uid > 0xffffffffLL) {
+        *why = "uid must be a non-negative integer";
+        goto out;
+    }
+    u = gt_xcalloc(1, sizeof(*u));
+    u->token = f[0];
+    u->name = f[1];
+    f[0] = f[1] = NULL;
+    u->uid = uid;
+    if (n == 4) {
+        const char *g = f[3];
+        for (;;) {
+            const char *c = strchr(g, ',');
+            add_group(u, g, c ? (size_t)(c - g) : strlen(g));
+            if (!c) {
+                break;
+            }
+            g = c + 1;
+        }
+    }
+out:
+    for (int i = 0; i < 4; i++) {
+        free(f[i]);
+    }
+    return u;
+}
+
+int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens **out,
+                           struct gt_err *err)
+{
+    struct gt_server_tokens *t = gt_xcalloc(1, sizeof(*t));
+    gt_strmap_init(&t->by_token);
+    size_t pos = 0;
+    int lineno = 0;
+    while (pos < len) {
+        const char *line = text + pos;
+        const char *nl = memchr(line, '\n', len - pos);
+        size_t ll = nl ? (size_t)(nl - line) : len - pos;
+        pos += ll + (nl ? 1 : 0);
+        lineno++;
+        if (ll && line[ll - 1] == '\r') {
+            ll--;
+        }
+        size_t skip = 0;
+        while (skip < ll && (line[skip] == ' ' || line[skip] == '\t')) {
+            skip++;
+        }
+        if (skip == ll || line[skip] == '#') {
+            continue;
+        }
+        const char *why = "malformed";
+        if (memchr(line, '\0', ll)) {
+            why = "NUL byte";
+            goto bad;
+        }
+        struct gt_server_user *u = parse_line(line, ll, &why);
+        if (!u) {
+            goto bad;
+        }
+        if (gt_strmap_get(&t->by_token, u->token)) {
+            user_free(u);
+            why = "duplicate token";
+            goto bad;
+        }
+        gt_strmap_put(&t->by_token, u->token, u);
+        continue;
+    bad:
+        gt_server_tokens_free(t);
+        return gt_err_set(err, GT_EINVAL, "line %d: %s", lineno, why);
+    }
+    *out = t;
+    return 0;
+}
+
+int gt_server_tokens_load(const char *path, struct gt_server_tokens **out, struct gt_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int rc = -errno;
+        return gt_err_set(err, rc, "%s: %s", path, strerror(-rc));
+    }
+    struct gt_buf b;
+    gt_buf_init(&b);
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
+        gt_buf_append(&b, chunk, (size_t)n);
+        if (b.len > (64u << 20)) {
+            n = -1;
+            errno = EFBIG;
+            break;
+        }
+    }
+    int rc = n < 0 ? -errno : 0;
+    close(fd);
+    if (rc) {
+        gt_buf_fini(&b);
+        return gt_err_set(err, rc, "%s: %s", path, strerror(-rc));
+    }
+    rc = gt_server_tokens_parse(b.data ? b.data : "", b.len, out, err);
+    gt_buf_fini(&b);
+    if (rc) {
+        gt_err_prefix(err, "%s", path);
+    }
+    return rc;
+}
+
+const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens *t,
+                                                   const char *token)
+{
+    return gt_strmap_get(&t->by_token, token);
+}
+
+size_t gt_server_tokens_count(const struct gt_server_tokens *t)
+{
+    return t->by_token.n;
+}
+
+void gt_server_tokens_free(struct gt_server_tokens *t)
+{
+    if (!t) {
+        return;
+    }
+    gt_strmap_fini(&t->by_token, user_free);
+    free(t);
+}

@@ -1,0 +1,583 @@
+/*
+ * Writes: create (POST), replace (PUT), replace status (PUT .../status),
+ * delete and bind (POST tasks/X/binding). Each checks access, validates,
+ * sets what the server owns (uid, creationTimestamp, creator, status) and
+ * queues one store write; the reply is sent only from the store's done
+ * callback, i.e. once the write is durable. A client that went away before
+ * then gets nothing: libevent frees a request whose connection is gone when
+ * it is answered.
+ *
+ * Replace and delete without a client resourceVersion are still written
+ * conditionally on the revision that was read (so a status written in
+ * between is never lost) and retried a few times on conflict.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <event2/buffer.h>
+
+#include "server/server_int.h"
+
+#define MAX_RETRIES 5
+
+enum wop { W_CREATE, W_UPDATE, W_DELETE, W_BINDING };
+
+static const char *const server_fields[] = {"uid", "creationTimestamp", "creator"};
+
+void gt_uuid4(char *buf, size_t len)
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof(b)) {
+        ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+        GT_ASSERT(n > 0 || errno == EINTR);
+        if (n > 0) {
+            got += (size_t)n;
+        }
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}
+
+/* Parse the request body into r->body: 0, or replies 400 and returns -1. */
+static int read_body(struct gt_req *r)
+{
+    struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+    size_t len = evbuffer_get_length(in);
+    if (len == 0) {
+        gt_req_error(r, GT_EBADREQ, "request body: required (a JSON object)");
+        return -1;
+    }
+    const char *text = (const char *)evbuffer_pullup(in, -1);
+    struct gt_err err = {0};
+    if (gt_api_parse(text, len, &r->body, &err)) {
+        gt_req_error(r, GT_EBADREQ, "%s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *route_project(const struct gt_route *rt)
+{
+    return rt->kind->namespaced ? rt->project : NULL;
+}
+
+/* metadata.project and metadata.name of the body against the path: fills
+ * in what is missing; 0, or replies 400 and returns -1. */
+static int check_path_agreement(struct gt_req *r, json_t *obj, bool name_from_path)
+{
+    const struct gt_route *rt = &r->route;
+    json_t *md = json_object_get(obj, "metadata");
+    if (!json_is_object(md)) {
+        if (md || !name_from_path) {
+            return 0; /* validation names the problem */
+        }
+        md = json_object();
+        json_object_set_new(obj, "metadata", md);
+    }
+    if (rt->kind->namespaced) {
+        json_t *p = json_object_get(md, "project");
+        if (!p) {
+            json_object_set_new(md, "project", json_string(rt->project));
+        } else if (!json_is_string(p) || strcmp(json_string_value(p), rt->project) != 0) {
+            gt_req_error(r, GT_EBADREQ,
+                         "metadata.project: does not match the project in the path (%s)",
+                         rt->project);
+            return -1;
+        }
+    }
+    if (name_from_path) {
+        json_t *n = json_object_get(md, "name");
+        if (!n) {
+            json_object_set_new(md, "name", json_string(rt->name));
+        } else if (!json_is_string(n) || strcmp(json_string_value(n), rt->name) != 0) {
+            gt_req_error(r, GT_EBADREQ, "metadata.name: does not match the name in the path (%s)",
+                         rt->name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Authorize a write of r's kind; the body supplies a Project's department
+ * and an Event's project. 0, or replies 403 and returns -1. */
+static int authorize_write(struct gt_req *r, enum gt_server_verb verb, const json_t *body,
+                           const char *name)
+{
+    const struct gt_route *rt = &r->route;
+    struct gt_server_authz az = {.verb = verb,
+                                 .kind = rt->kind->kind,
+                                 .sub = rt->sub[0] ? rt->sub : NULL,
+                                 .name = name,
+                                 .project = route_project(rt)};
+    if (rt->kind->kind == GT_KIND_PROJECT) {
+        az.project = name;
+        az.department = json_string_value(gt_json_path(body, "spec.department"));
+    } else if (rt->kind->kind == GT_KIND_EVENT && body) {
+        az.project = gt_access_project_of(rt->kind, body);
+    }
+    if (gt_server_authorize(r->s->access, r->user, &az) == 0) {
+        return 0;
+    }
+    static const char *const verbs[] = {"read", "create", "update", "delete"};
+    gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot %s %s%s%s%s%s", r->user->name, verbs[verb],
+                 rt->kind->plural, name ? " \"" : "", name ? name : "", name ? "\"" : "",
+                 rt->kind->namespaced ? " in that project" : "");
+    return -1;
+}
+
+static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg);
+
+/* Encode r->obj and queue op; replies itself on immediate failure. */
+static void submit(struct gt_req *r, enum gt_store_op op, int64_t expected_rev)
+{
+    size_t len = 0;
+    const char *text = NULL;
+    if (op != GT_STORE_DELETE) { /* a delete keeps the stored text to answer with */
+        free(r->value);
+        r->value = gt_encode_object(r->obj, &len);
+        text = r->value;
+    }
+    r->submit_ns = gt_now_ns();
+    int rc = gt_server_write(r->s, op, r->key, text, len, expected_rev, write_done, r);
+    if (rc) {
+        gt_req_error(r, rc, "%s",
+                     rc == GT_EFSYNC ? "the store failed (fsync); gantryd is exiting"
+                                     : "the store cannot take writes");
+    }
+}
+
+static void reply_stored(struct gt_req *r, int http_code, const char *text, size_t len, int64_t rev)
+{
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_render_object(&b, r->route.kind, text, len, rev);
+    gt_buf_puts(&b, "\n");
+    gt_req_reply(r, http_code, b.data, b.len);
+    gt_buf_fini(&b);
+}
+
+/* ---- create ---- */
+
+static void set_server_metadata(struct gt_req *r, json_t *md)
+{
+    char uid[40], ts[32];
+    gt_uuid4(uid, sizeof(uid));
+    gt_time_format(gt_now_ms(), ts, sizeof(ts));
+    json_object_set_new(md, "uid", json_string(uid));
+    json_object_set_new(md, "creationTimestamp", json_string(ts));
+    json_object_set_new(
+        md, "creator",
+        json_pack("{s:s, s:I}", "user", r->user->name, "uid", (json_int_t)r->user->uid));
+}
+
+static void set_created_condition(json_t *obj)
+{
+    char ts[32];
+    gt_time_format(gt_now_ms(), ts, sizeof(ts));
+    json_object_set_new(obj, "status",
+                        json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}]}", "conditions", "type",
+                                  "Created", "status", "True", "reason", "Created", "message",
+                                  "job created", "lastTransitionTime", ts));
+}
+
+void gt_write_create(struct gt_req *r)
+{
+    const struct gt_route *rt = &r->route;
+    if (read_body(r) || check_path_agreement(r, r->body, false)) {
+        return;
+    }
+    json_t *obj = r->body;
+    const char *name = gt_obj_name(obj);
+    if (authorize_write(r, GT_VERB_CREATE, obj, name)) {
+        return;
+    }
+    if (rt->kind->namespaced && !gt_server_access_project_department(r->s->access, rt->project)) {
+        gt_req_error(r, GT_ENOTFOUND, "projects \"%s\" not found", rt->project);
+        return;
+    }
+    json_t *md = json_object_get(obj, "metadata");
+    if (json_is_object(md)) {
+        json_object_del(md, "resourceVersion");
+        json_object_del(md, "deletionTimestamp");
+        set_server_metadata(r, md);
+    }
+    json_object_del(obj, "status");
+    struct gt_err err = {0};
+    if (gt_api_validate(rt->kind->kind, obj, &err)) {
+        gt_req_error_err(r, &err);
+        return;
+    }
+    if (rt->kind->kind == GT_KIND_JOB) {
+        set_created_condition(obj);
+    }
+    r->obj = json_incref(obj);
+    snprintf(r->route.name, sizeof(r->route.name), "%s", gt_obj_name(obj));
+    r->key = gt_route_key(rt->kind, route_project(rt), r->route.name);
+    submit(r, GT_STORE_CREATE, 0);
+}
+
+/* ---- update and status ---- */
+
+/* The status a /status PUT carries: the body's "status" when it is a whole
+ * object, else the body itself. Borrowed, or NULL. */
+static json_t *status_of_body(json_t *body)
+{
+    if (json_object_get(body, "status") || json_object_get(body, "kind") ||
+        json_object_get(body, "apiVersion") || json_object_get(body, "metadata")) {
+        return json_object_get(body, "status");
+    }
+    return body;
+}
+
+/* Server-owned metadata may not change: copy it from the stored object.
+ * 0, or replies 422 and returns -1. */
+static int keep_server_metadata(struct gt_req *r, json_t *md, const json_t *stored_md)
+{
+    for (size_t i = 0; i < GT_ARRAY_LEN(server_fields); i++) {
+        const char *f = server_fields[i];
+        json_t *now = json_object_get(md, f);
+        json_t *was = json_object_get(stored_md, f);
+        if (now && (!was || !json_equal(now, was))) {
+            gt_req_error(r, GT_EINVAL, "metadata.%s: field is immutable", f);
+            return -1;
+        }
+        if (was) {
+            json_object_set(md, f, was);
+        }
+    }
+    json_object_del(md, "resourceVersion");
+    json_t *del = json_object_get(stored_md, "deletionTimestamp");
+    if (del) {
+        json_object_set(md, "deletionTimestamp", del);
+    } else {
+        json_object_del(md, "deletionTimestamp");
+    }
+    return 0;
+}
+
+/* Build r->obj from the stored object and the body. 0, or replies. */
+static int merge_update(struct gt_req *r, json_t *stored)
+{
+    const struct gt_route *rt = &r->route;
+    struct gt_err err = {0};
+    if (!strcmp(rt->sub, "status")) {
+        json_t *st = json_deep_copy(status_of_body(r->body));
+        if (!st) {
+            gt_req_error(r, GT_EINVAL, "status: required");
+            return -1;
+        }
+        if (rt->kind->kind == GT_KIND_NODE && json_is_object(st)) {
+            json_object_del(st, "allocated"); /* computed on reads */
+        }
+        if (gt_api_validate_status(rt->kind->kind, st, &err)) {
+            json_decref(st);
+            gt_req_error_err(r, &err);
+            return -1;
+        }
+        r->obj = json_incref(stored);
+        json_object_set_new(r->obj, "status", st);
+        return 0;
+    }
+    json_t *obj = json_deep_copy(r->body);
+    json_t *md = json_object_get(obj, "metadata");
+    if (json_is_object(md) && keep_server_metadata(r, md, json_object_get(stored, "metadata"))) {
+        json_decref(obj);
+        return -1;
+    }
+    json_t *st = json_object_get(stored, "status");
+    if (st) {
+        json_object_set(obj, "status", st);
+    } else {
+        json_object_del(obj, "status");
+    }
+    if (gt_api_validate(rt->kind->kind, obj, &err)) {
+        json_decref(obj);
+        gt_req_error_err(r, &err);
+        return -1;
+    }
+    r->obj = obj;
+    return 0;
+}
+
+/* Read the stored object into *stored (JSON) and r->stored_rev. 0, or
+ * replies 404/409/5xx and returns -1. */
+static int read_stored(struct gt_req *r, json_t **stored)
+{
+    struct gt_store_kv kv = {0};
+    struct gt_err err = {0};
+    int rc = gt_store_get(r->s->store, r->key, &kv, &err);
+    if (rc == GT_ENOTFOUND) {
+        gt_req_error(r, GT_ENOTFOUND, "%s \"%s\" not found", r->route.kind->plural, r->route.name);
+        return -1;
+    }
+    if (rc) {
+        gt_req_error_err(r, &err);
+        return -1;
+    }
+    r->stored_rev = kv.mod_rev;
+    if (r->client_rv && r->client_rv != kv.mod_rev) {
+        gt_store_kv_fini(&kv);
+        gt_req_error(r, GT_ECONFLICT,
+                     "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
+                     "please apply your changes to the latest version and try again",
+                     r->route.kind->plural, r->route.name);
+        return -1;
+    }
+    *stored = json_loadb(kv.value, kv.value_len, 0, NULL);
+    free(r->value);
+    r->value = gt_xstrndup(kv.value, kv.value_len);
+    gt_store_kv_fini(&kv);
+    if (!*stored) {
+        gt_req_error(r, GT_EINTERNAL, "stored object is not JSON");
+        return -1;
+    }
+    return 0;
+}
+
+static void update_attempt(struct gt_req *r)
+{
+    json_t *stored = NULL;
+    if (read_stored(r, &stored)) {
+        return;
+    }
+    json_decref(r->obj);
+    r->obj = NULL;
+    int rc = merge_update(r, stored);
+    json_decref(stored);
+    if (rc == 0) {
+        submit(r, GT_STORE_UPDATE, r->stored_rev);
+    }
+}
+
+static int body_rev(struct gt_req *r, int64_t *rev)
+{
+    *rev = 0;
+    json_t *v = gt_json_path(r->body, "metadata.resourceVersion");
+    if (!v) {
+        return 0;
+    }
+    if (json_is_integer(v) && json_integer_value(v) > 0) {
+        *rev = json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v) && gt_parse_rev(json_string_value(v), rev) == 0) {
+        return 0;
+    }
+    gt_req_error(r, GT_EBADREQ, "metadata.resourceVersion: must be a decimal revision");
+    return -1;
+}
+
+void gt_write_update(struct gt_req *r)
+{
+    const struct gt_route *rt = &r->route;
+    if (read_body(r)) {
+        return;
+    }
+    bool whole = strcmp(rt->sub, "status") != 0 || status_of_body(r->body) != r->body;
+    if (whole && check_path_agreement(r, r->body, true)) {
+        return;
+    }
+    if (authorize_write(r, GT_VERB_UPDATE, r->body, rt->name)) {
+        return;
+    }
+    int64_t rev = 0;
+    if (body_rev(r, &rev)) {
+        return;
+    }
+    r->key = gt_route_key(rt->kind, route_project(rt), rt->name);
+    r->client_rv = rev;
+    update_attempt(r);
+}
+
+/* ---- delete ---- */
+
+static void delete_attempt(struct gt_req *r)
+{
+    json_t *stored = NULL;
+    if (read_stored(r, &stored)) {
+        return;
+    }
+    if (r->route.kind->kind == GT_KIND_EVENT &&
+        authorize_write(r, GT_VERB_DELETE, stored, r->route.name)) {
+        json_decref(stored);
+        return;
+    }
+    json_decref(stored);
+    submit(r, GT_STORE_DELETE, r->stored_rev);
+}
+
+void gt_write_delete(struct gt_req *r, int64_t expected_rev)
+{
+    const struct gt_route *rt = &r->route;
+    if (rt->kind->kind != GT_KIND_EVENT && authorize_write(r, GT_VERB_DELETE, NULL, rt->name)) {
+        return;
+    }
+    r->key = gt_route_key(rt->kind, route_project(rt), rt->name);
+    r->client_rv = expected_rev;
+    delete_attempt(r);
+}
+
+/* ---- binding ---- */
+
+static int check_binding(struct gt_req *r)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(r->body, k, v)
+    {
+        if (strcmp(k, "nodeName") && strcmp(k, "gpus") && strcmp(k, "ports") &&
+            strcmp(k, "apiVersion") && strcmp(k, "kind") && strcmp(k, "metadata")) {
+            gt_req_error(r, GT_EINVAL, "%.128s: unknown field", k);
+            return -1;
+        }
+    }
+    if (!json_is_string(json_object_get(r->body, "nodeName"))) {
+        gt_req_error(r, GT_EINVAL, "nodeName: required (a string)");
+        return -1;
+    }
+    return 0;
+}
+
+static void binding_attempt(struct gt_req *r)
+{
+    json_t *stored = NULL;
+    if (read_stored(r, &stored)) {
+        return;
+    }
+    const char *node = json_string_value(gt_json_path(stored, "spec.nodeName"));
+    if (node && *node) {
+        gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" is already bound to node \"%s\"", r->route.name,
+                     node);
+        json_decref(stored);
+        return;
+    }
+    json_t *spec = json_object_get(stored, "spec");
+    if (!json_is_object(spec)) {
+        spec = json_object();
+        json_object_set_new(stored, "spec", spec);
+    }
+    static const char *const fields[] = {"nodeName", "gpus", "ports"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(fields); i++) {
+        json_t *v = json_object_get(r->body, fields[i]);
+        if (v) {
+            json_object_set(spec, fields[i], v);
+        }
+    }
+    json_t *st = json_object_get(stored, "status");
+    if (!json_is_object(st)) {
+        st = json_object();
+        json_object_set_new(stored, "status", st);
+    }
+    json_object_set_new(st, "phase", json_string("Bound"));
+    struct gt_err err = {0};
+    if (gt_api_validate(GT_KIND_TASK, stored, &err)) {
+        json_decref(stored);
+        gt_req_error_err(r, &err);
+        return;
+    }
+    json_decref(r->obj);
+    r->obj = stored;
+    submit(r, GT_STORE_UPDATE, r->stored_rev);
+}
+
+void gt_write_binding(struct gt_req *r)
+{
+    const struct gt_route *rt = &r->route;
+    if (read_body(r) || authorize_write(r, GT_VERB_UPDATE, NULL, rt->name) || check_binding(r)) {
+        return;
+    }
+    r->key = gt_route_key(rt->kind, rt->project, rt->name);
+    binding_attempt(r);
+}
+
+/* ---- completion ---- */
+
+static enum wop wop_of(const struct gt_req *r)
+{
+    if (!strcmp(r->route.sub, "binding")) {
+        return W_BINDING;
+    }
+    switch (r->mverb) {
+    case GT_MV_CREATE:
+        return W_CREATE;
+    case GT_MV_DELETE:
+        return W_DELETE;
+    default:
+        return W_UPDATE;
+    }
+}
+
+static void retry(struct gt_req *r, enum wop op)
+{
+    r->retries++;
+    if (op == W_DELETE) {
+        delete_attempt(r);
+    } else if (op == W_BINDING) {
+        binding_attempt(r);
+    } else {
+        update_attempt(r);
+    }
+}
+
+static void record_created(struct gt_req *r)
+{
+    enum gt_kind k = r->route.kind->kind;
+    if (k != GT_KIND_JOB && k != GT_KIND_DEPARTMENT && k != GT_KIND_PROJECT &&
+        k != GT_KIND_PRIORITYCLASS) {
+        return;
+    }
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s %s created by %s", r->route.kind->name, r->route.name,
+             r->user->name);
+    gt_events_record(r->s->events, r->route.kind, r->obj, "Normal", "Created", msg);
+}
+
+static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
+{
+    struct gt_req *r = arg;
+    gt_server_write_done(r->s, rc, r->submit_ns);
+    enum wop op = wop_of(r);
+    if (rc == 0) {
+        if (op == W_DELETE) {
+            reply_stored(r, 200, r->value, strlen(r->value), r->stored_rev);
+            return;
+        }
+        if (op == W_CREATE) {
+            record_created(r);
+        }
+        reply_stored(r, op == W_UPDATE ? 200 : 201, r->value, strlen(r->value), rev);
+        return;
+    }
+    if (rc == GT_ECONFLICT && op != W_CREATE && !r->client_rv && r->retries < MAX_RETRIES) {
+        retry(r, op);
+        return;
+    }
+    const char *plural = r->route.kind->plural;
+    switch (rc) {
+    case GT_EEXISTS:
+        gt_req_error(r, rc, "%s \"%s\" already exists", plural, r->route.name);
+        break;
+    case GT_ENOTFOUND:
+        gt_req_error(r, rc, "%s \"%s\" not found", plural, r->route.name);
+        break;
+    case GT_ECONFLICT:
+        gt_req_error(r, rc,
+                     "Operation cannot be fulfilled on %s \"%s\": the object has been modified; "
+                     "please apply your changes to the latest version and try again",
+                     plural, r->route.name);
+        break;
+    case GT_EFSYNC:
+        gt_req_error(r, rc, "the store failed to sync to disk; gantryd stops accepting writes");
+        break;
+    default:
+        gt_req_error(r, rc, "store write failed: %s",
+                     err && err->msg[0] ? err->msg : gt_errcode_str(rc));
+        break;
+    }
+}

@@ -1,0 +1,77 @@
+/*
+ * store_int.h: what a store backend implements, shared by store.c (the
+ * generic layer: queue, writer thread, callbacks, watch) and the backends
+ * (sqlite.c, memory.c). Included only from src/store/.
+ *
+ * Threads: open/close run on the owner's thread. apply runs on the writer
+ * thread (or on the owner's thread in synchronous mode), get/list on the
+ * owner's thread, possibly at the same time as an apply; each backend makes
+ * that safe (SQLite: one connection per side; memory: a mutex).
+ */
+#ifndef GT_STORE_INT_H
+#define GT_STORE_INT_H
+
+#include <stdatomic.h>
+
+#include "store/store.h"
+
+/* One write as handed to a backend. The generic layer owns the strings;
+ * apply fills in the results. */
+struct gt_store_wop {
+    enum gt_store_op op;
+    char *key;   /* NUL-terminated copy */
+    char *value; /* NUL-terminated copy (NULL for DELETE) */
+    size_t value_len;
+    int64_t expected_rev;  /* 0: any */
+    gt_store_done_fn done; /* for the generic layer; backends ignore */
+    void *done_arg;
+
+    /* Filled by apply when the batch commits: */
+    int rc;      /* 0 or the op's precondition failure (GT_EEXISTS, ...) */
+    int64_t rev; /* this op's revision (when rc == 0) */
+    int64_t create_rev;
+    bool created;    /* the op created the key */
+    char *old_value; /* DELETE: the deleted value, heap, taken by the caller */
+    size_t old_value_len;
+};
+
+struct gt_store_backend_ops {
+    const char *name;
+    /* Open the backend at path (its meaning is the backend's); *be gets the
+     * state. 0 or GT_ESTORE with err set. */
+    int (*open)(const char *path, void **be, struct gt_err *err);
+    /* Close and free the state; NULL is fine. */
+    void (*close)(void *be);
+    /* As gt_store_get / gt_store_list. */
+    int (*get)(void *be, const char *key, struct gt_store_kv *kv, struct gt_err *err);
+    int (*list)(void *be, const char *prefix, gt_store_list_fn fn, void *arg, int64_t *rev,
+                struct gt_err *err);
+    /* Apply ops[0..n) as one transaction. Each op is checked against the
+     * state including the earlier ops of the batch; one failing its
+     * precondition gets its code in rc and is skipped; the others get
+     * consecutive revisions. Returns 0 (committed), GT_ESTORE (nothing
+     * written) or GT_EFSYNC (fsync failed; the outcome on disk is unknown
+     * until reopen), with err set. */
+    int (*apply)(void *be, struct gt_store_wop *ops, size_t n, struct gt_err *err);
+    /* Revision of the last committed write. */
+    int64_t (*revision)(void *be);
+    /* As gt_store_fault_arm. Safe from any thread. */
+    void (*fault_arm)(void *be, enum gt_store_fault point, int nth);
+};
+
+/* Countdown for one fault point: 0 disarmed, n > 0 fails the nth hit. */
+struct gt_store_faults {
+    atomic_int write_nth;
+    atomic_int fsync_nth;
+};
+
+/* Arm point of f (nth <= 0 disarms). */
+void gt_store_faults_arm(struct gt_store_faults *f, enum gt_store_fault point, int nth);
+/* Count one occurrence of point; true if this one must fail. */
+bool gt_store_faults_hit(struct gt_store_faults *f, enum gt_store_fault point);
+
+/* Precondition of w against the existing key (exists, its mod_rev): 0 or
+ * GT_EEXISTS / GT_ENOTFOUND / GT_ECONFLICT. */
+int gt_store_wop_check(const struct gt_store_wop *w, bool exists, int64_t mod_rev);
+
+#endif

@@ -1,0 +1,191 @@
+/*
+ * A fake libnvidia-ml for test_agent_gpu: built by the test at run time with
+ * `cc -shared -fPIC` and loaded through the agent's NVML path. Its behaviour
+ * is chosen by FAKE_NVML_MODE:
+ *   ok          2 GPUs joined by NvLink, on different PCIe roots (one group)
+ *   pcie        3 GPUs, 0 and 1 behind one PCIe switch, 2 alone, no NvLink
+ *   init_fail   nvmlInit_v2 fails
+ *   count_fail  nvmlDeviceGetCount_v2 fails
+ *   uuid_fail   nvmlDeviceGetUUID fails for GPU 1
+ *   xid         like ok, and one critical Xid (79) on GPU 1 plus an
+ *               application Xid (13) on GPU 0 are queued
+ * Types follow nvml.h as the agent declares them; only what it calls exists.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef struct {
+    unsigned long long total, free, used;
+} nvmlMemory_t;
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} nvmlPciInfo_t;
+typedef struct {
+    void *device;
+    unsigned long long eventType, eventData;
+    unsigned int gpuInstanceId, computeInstanceId;
+} nvmlEventData_t;
+
+static int devs[3];
+static int event_set;
+static int events_left;
+static int inited;
+
+static const char *mode(void)
+{
+    const char *m = getenv("FAKE_NVML_MODE");
+    return m ? m : "ok";
+}
+
+static int is(const char *m)
+{
+    return strcmp(mode(), m) == 0;
+}
+
+static int index_of(void *dev)
+{
+    return (int)((int *)dev - devs);
+}
+
+const char *nvmlErrorString(nvmlReturn_t r)
+{
+    return r == 999 ? "Unknown Error" : r == 10 ? "Timeout" : "Fake Error";
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+    if (is("init_fail")) {
+        return 9; /* NVML_ERROR_DRIVER_NOT_LOADED */
+    }
+    inited = 1;
+    events_left = is("xid") ? 2 : 0;
+    return 0;
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+    inited = 0;
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n)
+{
+    if (!inited || is("count_fail")) {
+        return 999;
+    }
+    *n = is("pcie") ? 3 : 2;
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **dev)
+{
+    *dev = &devs[i];
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(void *dev, char *buf, unsigned int len)
+{
+    if (is("uuid_fail") && index_of(dev) == 1) {
+        return 999;
+    }
+    snprintf(buf, len, "GPU-fa4e0000-0000-0000-0000-00000000000%d", index_of(dev));
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetName(void *dev, char *buf, unsigned int len)
+{
+    (void)dev;
+    snprintf(buf, len, "NVIDIA H100 80GB HBM3");
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(void *dev, nvmlMemory_t *m)
+{
+    m->total = (80ULL << 30) + (unsigned long long)index_of(dev);
+    m->free = m->total;
+    m->used = 0;
+    return 0;
+}
+
+static void pci_of(int i, nvmlPciInfo_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->domain = 0xfa;
+    p->bus = 0x10 + (unsigned)i;
+    snprintf(p->busId, sizeof(p->busId), "000000FA:%02X:00.0", p->bus);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(void *dev, nvmlPciInfo_t *p)
+{
+    pci_of(index_of(dev), p);
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(void *a, void *b, int *level)
+{
+    int i = index_of(a), j = index_of(b);
+    /* pcie: 0 and 1 share a switch (MULTIPLE); anything else is SYSTEM */
+    *level = is("pcie") && i + j == 1 ? 20 : 50;
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(void *dev, unsigned int link, int *active)
+{
+    (void)dev;
+    if (is("pcie")) {
+        return 3; /* NVML_ERROR_NOT_SUPPORTED */
+    }
+    *active = link == 0;
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(void *dev, unsigned int link, nvmlPciInfo_t *p)
+{
+    (void)link;
+    pci_of(1 - index_of(dev), p);
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(void *dev, unsigned int *minor)
+{
+    *minor = (unsigned)index_of(dev) + 4;
+    return 0;
+}
+
+nvmlReturn_t nvmlEventSetCreate(void **set)
+{
+    *set = &event_set;
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(void *dev, unsigned long long types, void *set)
+{
+    (void)dev;
+    (void)set;
+    return types == 8 ? 0 : 3;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(void *set, nvmlEventData_t *ev, unsigned int timeout_ms)
+{
+    (void)set;
+    (void)timeout_ms;
+    if (events_left == 0) {
+        return 10; /* NVML_ERROR_TIMEOUT */
+    }
+    memset(ev, 0, sizeof(*ev));
+    ev->eventType = 8;
+    ev->device = events_left == 2 ? &devs[0] : &devs[1];
+    ev->eventData = events_left == 2 ? 13 : 79;
+    events_left--;
+    return 0;
+}
+
+nvmlReturn_t nvmlEventSetFree(void *set)
+{
+    (void)set;
+    return 0;
+}

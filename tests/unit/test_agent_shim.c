@@ -1,0 +1,512 @@
+/*
+ * The per-task shim: spec.json parsing (round trip and rejected specs), the
+ * rotating task log, and the real gantry-shim binary from the build
+ * directory running real tasks as uid 65534 in their own cgroup and
+ * namespaces: output, exit code, PID 1 in its namespace, the stop protocol
+ * (a task ignoring SIGTERM with a child outside its process group is gone
+ * after the grace period), OOM (exit 137, oomKilled) and start failures.
+ * Every state directory and cgroup made here is removed, also on failure.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+
+#include <cmocka.h>
+
+#include "agent/shim.h"
+#include "test_agent_util.h"
+
+#define NOBODY 65534
+#define ALL_NS "[\"pid\",\"mount\",\"uts\",\"ipc\"]"
+
+/* ---- spec.json ---- */
+
+static const char full_spec[] =
+    "{\"argv\":[\"sh\",\"-c\",\"echo hi\"],\"env\":[\"A=1\",\"PATH=/bin\"],\"cwd\":\"/tmp\","
+    "\"uid\":1000,\"gid\":1001,\"groups\":[1002,1003],\"hostname\":\"job-worker-0\","
+    "\"namespaces\":[\"pid\",\"mount\",\"uts\",\"ipc\"],"
+    "\"cgroup\":{\"path\":\"gantry/uid-1\",\"cpuMilli\":1500,\"memoryBytes\":1073741824,"
+    "\"pidsMax\":100,\"gpuMinors\":[0,3]},"
+    "\"log\":{\"dir\":\"/var/log/"
+    "t\",\"maxBytes\":1000,\"keepFiles\":2},\"stopGracePeriodMs\":5000}";
+
+static void check_full(const struct gt_shim_spec *s)
+{
+    assert_int_equal(s->n_argv, 3);
+    assert_string_equal(s->argv[2], "echo hi");
+    assert_null(s->argv[3]);
+    assert_int_equal(s->n_env, 2);
+    assert_string_equal(s->env[1], "PATH=/bin");
+    assert_null(s->env[2]);
+    assert_string_equal(s->cwd, "/tmp");
+    assert_int_equal(s->uid, 1000);
+    assert_int_equal(s->gid, 1001);
+    assert_int_equal(s->n_groups, 2);
+    assert_int_equal(s->groups[1], 1003);
+    assert_false(s->privileged);
+    assert_string_equal(s->hostname, "job-worker-0");
+    assert_int_equal(s->namespaces, GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC);
+    assert_string_equal(s->cgroup_path, "gantry/uid-1");
+    assert_int_equal(s->limits.cpu_milli, 1500);
+    assert_int_equal(s->limits.memory_bytes, 1 << 30);
+    assert_int_equal(s->limits.pids_max, 100);
+    assert_int_equal(s->limits.n_gpu_minors, 2);
+    assert_int_equal(s->limits.gpu_minors[1], 3);
+    assert_string_equal(s->log_dir, "/var/log/t");
+    assert_int_equal(s->log_max_bytes, 1000);
+    assert_int_equal(s->log_keep_files, 2);
+    assert_int_equal(s->stop_grace_ms, 5000);
+}
+
+static void test_spec_round_trip(void **state)
+{
+    (void)state;
+    struct gt_shim_spec a, b;
+    struct gt_err err = {0};
+    assert_int_equal(gt_shim_spec_parse(full_spec, strlen(full_spec), &a, &err), 0);
+    check_full(&a);
+    char *text = gt_shim_spec_to_json(&a);
+    assert_int_equal(gt_shim_spec_parse(text, strlen(text), &b, &err), 0);
+    check_full(&b);
+    free(text);
+    gt_shim_spec_fini(&a);
+    gt_shim_spec_fini(&b);
+    /* defaults */
+    static const char min[] = "{\"argv\":[\"true\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,"
+                              "\"cgroup\":{\"path\":\"g/t\"},\"log\":{\"dir\":\"/l\"}}";
+    assert_int_equal(gt_shim_spec_parse(min, strlen(min), &a, &err), 0);
+    assert_int_equal(a.n_env, 0);
+    assert_null(a.env[0]);
+    assert_int_equal(a.namespaces, 0);
+    assert_null(a.hostname);
+    assert_int_equal(a.stop_grace_ms, 30000);
+    assert_int_equal(a.log_keep_files, 3);
+    assert_int_equal(a.log_max_bytes, 0);
+    gt_shim_spec_fini(&a);
+}
+
+static void test_spec_rejects(void **state)
+{
+    (void)state;
+#define BASE                                                                                       \
+    "\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g/t\"},\"log\":{\"dir\":\"/l\"}"
+    static const struct {
+        const char *text;
+        const char *says;
+    } bad[] = {
+        {"[]", "not a JSON object"},
+        {"{\"argv\":[\"a\"],\"argv\":[\"b\"]," BASE "}", "not a JSON object"},
+        {"{\"argv\":[\"a\"],\"bogus\":1," BASE "}", "bogus: unknown field"},
+        {"{\"argv\":[]," BASE "}", "argv: want a non-empty array"},
+        {"{\"argv\":[1]," BASE "}", "argv[0]: want a string"},
+        {"{\"argv\":[\"a\"],\"env\":[\"NOEQUALS\"]," BASE "}", "env[0]: want NAME=value"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"rel\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g/t\"},"
+         "\"log\":{\"dir\":\"/l\"}}",
+         "cwd: want an absolute path"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":0,\"gid\":1,\"cgroup\":{\"path\":\"g/t\"},"
+         "\"log\":{\"dir\":\"/l\"}}",
+         "needs privileged"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"gid\":1,\"cgroup\":{\"path\":\"g/t\"},"
+         "\"log\":{\"dir\":\"/l\"}}",
+         "uid: required"},
+        {"{\"argv\":[\"a\"],\"uid\":-5," BASE "}", "not a JSON object"},
+        {"{\"argv\":[\"a\"],\"namespaces\":[\"pid\"]," BASE "}", "pid needs mount"},
+        {"{\"argv\":[\"a\"],\"namespaces\":[\"net\"]," BASE "}", "namespaces[0]"},
+        {"{\"argv\":[\"a\"],\"hostname\":\"h\"," BASE "}", "needs the uts namespace"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"log\":{\"dir\":\"/l\"}}",
+         "cgroup: want an object"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"memoryBytes\":-1,"
+         "\"path\":\"g\"},\"log\":{\"dir\":\"/l\"}}",
+         "cgroup.memoryBytes"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g\"},"
+         "\"log\":{\"dir\":\"l\"}}",
+         "log.dir: want an absolute path"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g\"},"
+         "\"log\":{\"dir\":\"/l\",\"keepFiles\":101}}",
+         "log.keepFiles"},
+        {"{\"argv\":[\"a\"],\"stopGracePeriodMs\":\"5\"," BASE "}", "stopGracePeriodMs"},
+    };
+#undef BASE
+    for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {
+        struct gt_shim_spec s;
+        struct gt_err err = {0};
+        int rc = gt_shim_spec_parse(bad[i].text, strlen(bad[i].text), &s, &err);
+        if (rc >= 0 || !strstr(err.msg, bad[i].says)) {
+            fail_msg("spec %zu: rc %d \"%s\" (want \"%s\")", i, rc, err.msg, bad[i].says);
+        }
+        assert_null(s.argv);
+    }
+}
+
+/* ---- the rotating log ---- */
+
+static void test_log_rotation(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir("log");
+    struct gt_shim_log log;
+    struct gt_err err = {0};
+    char chunk[250];
+    memset(chunk, 'a', 100);
+    memset(chunk + 100, 'b', 100);
+    memset(chunk + 200, 'c', 50);
+    assert_int_equal(gt_shim_log_open(&log, dir, 100, 2, &err), 0);
+    assert_int_equal(gt_shim_log_write(&log, chunk, 250, &err), 0);
+    char *cur = test_read_file(dir, "task.log"), *one = test_read_file(dir, "task.log.1"),
+         *two = test_read_file(dir, "task.log.2");
+    assert_non_null(cur);
+    assert_non_null(one);
+    assert_non_null(two);
+    assert_int_equal(strlen(cur), 50);
+    assert_int_equal(strspn(cur, "c"), 50);
+    assert_int_equal(strspn(one, "b"), 100);
+    assert_int_equal(strspn(two, "a"), 100);
+    free(cur);
+    free(one);
+    free(two);
+    /* 60 more: 50 fill task.log, 10 start a new one; the "a" file falls off */
+    assert_int_equal(gt_shim_log_write(&log, chunk + 100, 60, &err), 0);
+    cur = test_read_file(dir, "task.log");
+    one = test_read_file(dir, "task.log.1");
+    two = test_read_file(dir, "task.log.2");
+    assert_string_equal(cur, "bbbbbbbbbb");
+    assert_int_equal(strlen(one), 100);
+    assert_int_equal(strspn(two, "b"), 100);
+    char *three = test_read_file(dir, "task.log.3");
+    assert_null(three);
+    free(cur);
+    free(one);
+    free(two);
+    gt_shim_log_close(&log);
+    /* keep 0: a full log starts over; reopening appends */
+    assert_int_equal(gt_shim_log_open(&log, dir, 10, 0, &err), 0);
+    assert_int_equal(gt_shim_log_write(&log, "0123456789XY", 12, &err), 0);
+    cur = test_read_file(dir, "task.log");
+    assert_string_equal(cur, "XY");
+    free(cur);
+    gt_shim_log_close(&log);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* ---- the gantry-shim binary ---- */
+
+struct fixture {
+    char *dir;       /* state directory */
+    char *work;      /* the task's cwd */
+    char *cg_path;   /* relative cgroup path */
+    char *cg_parent; /* unique to this test process */
+    struct gt_cgroup_sys sys;
+};
+
+static int setup(void **state)
+{
+    static int seq;
+    struct fixture *fx = gt_xcalloc(1, sizeof(*fx));
+    struct gt_err err = {0};
+    if (gt_cgroup_sys_detect(&fx->sys, &err) < 0) {
+        fprintf(stderr, "cgroups: %s\n", err.msg);
+        free(fx);
+        return -1;
+    }
+    fx->dir = test_tmpdir("shim");
+    fx->work = gt_xasprintf("%s/work", fx->dir);
+    assert_int_equal(mkdir(fx->work, 0777), 0);
+    assert_int_equal(chmod(fx->work, 0777), 0);
+    fx->cg_parent = gt_xasprintf("gantry-test-%d", (int)getpid());
+    fx->cg_path = gt_xasprintf("%s/task-%d", fx->cg_parent, seq++);
+    *state = fx;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    pid_t shim;
+    /* a shim left running by a failed test is stopped first */
+    if (gt_shim_read_pid(fx->dir, "shim.pid", &shim, NULL) == 0 && test_pid_alive(shim)) {
+        kill(shim, SIGKILL);
+    }
+    struct gt_cgroup cg;
+    if (gt_cgroup_init(&cg, &fx->sys, fx->cg_path, NULL) == 0) {
+        gt_cgroup_kill_all(&cg, NULL);
+        gt_cgroup_remove(&cg, NULL);
+        gt_cgroup_fini(&cg);
+    }
+    gt_cgroup_sys_remove_dir(&fx->sys, fx->cg_parent, NULL);
+    test_rm_rf(fx->dir);
+    free(fx->dir);
+    free(fx->work);
+    free(fx->cg_path);
+    free(fx->cg_parent);
+    free(fx);
+    return 0;
+}
+
+/* Write spec.json for argv_json (a JSON array) plus extra top-level and
+ * cgroup fields, then run gantry-shim; returns its wait status. */
+static int run_shim(const struct fixture *fx, const char *argv_json, const char *extra,
+                    const char *cgroup_extra)
+{
+    char *spec = gt_xasprintf(
+        "{\"argv\":%s,\"env\":[\"FOO=bar\",\"PATH=/usr/bin:/bin\"],\"cwd\":\"%s\",\"uid\":%d,"
+        "\"gid\":%d,\"cgroup\":{\"path\":\"%s\"%s},\"log\":{\"dir\":\"%s/logs\"}%s}",
+        argv_json, fx->work, NOBODY, NOBODY, fx->cg_path, cgroup_extra, fx->dir, extra);
+    test_write_file(fx->dir, "spec.json", spec);
+    free(spec);
+    char *shim = test_build_path("gantry-shim");
+    char *argv[] = {shim, "--state-dir", fx->dir, NULL};
+    int st = test_run(argv);
+    free(shim);
+    return st;
+}
+
+static void wait_exit(const struct fixture *fx, struct gt_shim_exit *ex, long timeout_ms)
+{
+    char *path = gt_xasprintf("%s/exit.json", fx->dir);
+    bool there = test_wait_file(path, timeout_ms);
+    free(path);
+    assert_true(there);
+    struct gt_err err = {0};
+    if (gt_shim_exit_read(fx->dir, ex, &err) < 0) {
+        fail_msg("exit.json: %s", err.msg);
+    }
+    /* the shim exits right after recording the exit */
+    pid_t shim;
+    assert_int_equal(gt_shim_read_pid(fx->dir, "shim.pid", &shim, &err), 0);
+    for (int i = 0; i < 200 && test_pid_alive(shim); i++) {
+        test_sleep_ms(10);
+    }
+    assert_false(test_pid_alive(shim));
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
+    }
+}
+
+static void assert_cgroup_gone(const struct fixture *fx)
+{
+    for (int c = 0; c < GT_CG_NCTRL; c++) {
+        const char *root = fx->sys.version == 2 ? fx->sys.v2_root : fx->sys.v1_mount[c];
+        if (root[0]) {
+            char *p = gt_xasprintf("%s/%s", root, fx->cg_path);
+            struct stat st;
+            if (stat(p, &st) == 0) {
+                fail_msg("%s still exists", p);
+            }
+            free(p);
+        }
+    }
+}
+
+static char *task_log(const struct fixture *fx)
+{
+    char *logs = gt_xasprintf("%s/logs", fx->dir);
+    char *text = test_read_file(logs, "task.log");
+    free(logs);
+    return text ? text : gt_xstrdup("");
+}
+
+static void test_shim_runs_task(void **state)
+{
+    struct fixture *fx = *state;
+    int st = run_shim(fx,
+                      "[\"sh\",\"-c\",\"echo hi; echo $FOO; id -u; echo $$; hostname; "
+                      "test -z \\\"$HOME\\\" && pwd; exit 3\"]",
+                      ",\"hostname\":\"task-0\",\"namespaces\":" ALL_NS,
+                      ",\"memoryBytes\":268435456,\"pidsMax\":64,\"cpuMilli\":1000");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    struct gt_shim_exit ex;
+    wait_exit(fx, &ex, 10000);
+    assert_int_equal(ex.exit_code, 3);
+    assert_int_equal(ex.signal, 0);
+    assert_false(ex.oom_killed);
+    assert_false(ex.stop_requested);
+    assert_string_equal(ex.error, "");
+    assert_true(ex.started_at_ms > 0 && ex.finished_at_ms >= ex.started_at_ms);
+    char *log = task_log(fx);
+    char *want = gt_xasprintf("hi\nbar\n%d\n1\ntask-0\n%s\n", NOBODY, fx->work);
+    assert_string_equal(log, want);
+    free(want);
+    free(log);
+    pid_t task;
+    struct gt_err err = {0};
+    assert_int_equal(gt_shim_read_pid(fx->dir, "task.pid", &task, &err), 0);
+    assert_true(task > 1);
+    assert_cgroup_gone(fx);
+}
+
+static void test_shim_stop_kills_everything(void **state)
+{
+    struct fixture *fx = *state;
+    /* no PID namespace here: the task's death alone would not take the
+     * setsid'd child with it, only the cgroup finds it */
+    int st = run_shim(fx,
+                      "[\"sh\",\"-c\",\"trap '' TERM; setsid sleep 1000 & echo ready; "
+                      "sleep 1000\"]",
+                      ",\"stopGracePeriodMs\":60000", "");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char *log = NULL;
+    for (int i = 0; i < 500; i++) {
+        free(log);
+        log = task_log(fx);
+        if (strstr(log, "ready")) {
+            break;
+        }
+        test_sleep_ms(10);
+    }
+    assert_string_equal(log, "ready\n");
+    free(log);
+    struct gt_cgroup cg;
+    struct gt_err err = {0};
+    pid_t *pids;
+    size_t n = 0;
+    assert_int_equal(gt_cgroup_init(&cg, &fx->sys, fx->cg_path, &err), 0);
+    for (int i = 0; i < 100 && n < 3; i++) {
+        assert_int_equal(gt_cgroup_pids(&cg, &pids, &n, &err), 0);
+        if (n < 3) {
+            free(pids);
+            test_sleep_ms(10);
+        }
+    }
+    assert_int_equal(n, 3); /* sh and both sleeps */
+    int64_t asked = gt_now_ms();
+    /* the stop request's grace period overrides the spec's 60 s */
+    if (gt_shim_stop(fx->dir, "Deleted", 300, &err) < 0) {
+        fail_msg("stop: %s", err.msg);
+    }
+    struct gt_shim_exit ex;
+    wait_exit(fx, &ex, 10000);
+    assert_true(ex.finished_at_ms - asked >= 300);
+    assert_int_equal(ex.exit_code, 137);
+    assert_int_equal(ex.signal, SIGKILL);
+    assert_true(ex.stop_requested);
+    assert_string_equal(ex.stop_reason, "Deleted");
+    assert_false(ex.oom_killed);
+    for (size_t i = 0; i < n; i++) {
+        assert_false(test_pid_alive(pids[i]));
+    }
+    free(pids);
+    assert_cgroup_gone(fx);
+    assert_int_equal(gt_shim_stop(fx->dir, "Deleted", 0, &err), -ESRCH);
+    gt_cgroup_fini(&cg);
+}
+
+static void test_shim_graceful_stop(void **state)
+{
+    struct fixture *fx = *state;
+    /* PID 1 of its namespace gets SIGTERM because it handles it */
+    int st = run_shim(fx,
+                      "[\"sh\",\"-c\",\"trap 'echo bye; exit 0' TERM; echo up; "
+                      "while :; do sleep 0.05; done\"]",
+                      ",\"namespaces\":" ALL_NS, "");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char *log = NULL;
+    for (int i = 0; i < 500; i++) {
+        free(log);
+        log = task_log(fx);
+        if (strstr(log, "up")) {
+            break;
+        }
+        test_sleep_ms(10);
+    }
+    free(log);
+    pid_t shim;
+    struct gt_err err = {0};
+    assert_int_equal(gt_shim_read_pid(fx->dir, "shim.pid", &shim, &err), 0);
+    assert_int_equal(kill(shim, SIGTERM), 0); /* no stop file: the spec's grace */
+    struct gt_shim_exit ex;
+    wait_exit(fx, &ex, 10000);
+    assert_int_equal(ex.exit_code, 0);
+    assert_int_equal(ex.signal, 0);
+    assert_true(ex.stop_requested);
+    assert_string_equal(ex.stop_reason, "");
+    log = task_log(fx);
+    assert_memory_equal(log, "up\n", 3);
+    assert_non_null(strstr(log, "\nbye\n")); /* the shell may also report its killed sleep */
+    free(log);
+    assert_cgroup_gone(fx);
+}
+
+static void test_shim_oom(void **state)
+{
+    struct fixture *fx = *state;
+    if (access("/usr/bin/python3", X_OK) < 0) {
+        skip();
+    }
+    int st = run_shim(fx, "[\"/usr/bin/python3\",\"-c\",\"b = b'x' * (512 << 20)\"]",
+                      ",\"namespaces\":" ALL_NS, ",\"memoryBytes\":67108864");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    struct gt_shim_exit ex;
+    wait_exit(fx, &ex, 15000);
+    assert_int_equal(ex.exit_code, 137);
+    assert_int_equal(ex.signal, SIGKILL);
+    assert_true(ex.oom_killed);
+    assert_false(ex.stop_requested);
+    assert_cgroup_gone(fx);
+}
+
+static void test_shim_start_failures(void **state)
+{
+    struct fixture *fx = *state;
+    int st = run_shim(fx, "[\"no-such-program-gt\"]", "", "");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    struct gt_shim_exit ex;
+    wait_exit(fx, &ex, 10000);
+    assert_int_equal(ex.exit_code, 127);
+    assert_non_null(strstr(ex.error, "exec no-such-program-gt: No such file or directory"));
+    assert_cgroup_gone(fx);
+    /* a cwd the task's user cannot enter */
+    char *exit_path = gt_xasprintf("%s/exit.json", fx->dir);
+    unlink(exit_path);
+    assert_int_equal(chmod(fx->work, 0700), 0);
+    st = run_shim(fx, "[\"true\"]", "", "");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    wait_exit(fx, &ex, 10000);
+    assert_int_equal(ex.exit_code, 127);
+    assert_non_null(strstr(ex.error, "chdir"));
+    /* an unusable spec: the invoker says so and nothing starts */
+    unlink(exit_path);
+    char *pid_path = gt_xasprintf("%s/shim.pid", fx->dir);
+    unlink(pid_path);
+    static const char bad[] = "{\"argv\":[\"true\"]}";
+    test_write_file(fx->dir, "spec.json", bad);
+    char *shim = test_build_path("gantry-shim");
+    char *argv[] = {shim, "--state-dir", fx->dir, NULL};
+    st = test_run(argv);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    struct stat sb;
+    assert_int_equal(stat(pid_path, &sb), -1);
+    assert_int_equal(stat(exit_path, &sb), -1);
+    free(shim);
+    free(pid_path);
+    free(exit_path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest pure[] = {
+        cmocka_unit_test(test_spec_round_trip),
+        cmocka_unit_test(test_spec_rejects),
+        cmocka_unit_test(test_log_rotation),
+    };
+    const struct CMUnitTest shim[] = {
+        cmocka_unit_test_setup_teardown(test_shim_runs_task, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shim_stop_kills_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shim_graceful_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shim_oom, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shim_start_failures, setup, teardown),
+    };
+    int failed = cmocka_run_group_tests_name("shim_formats", pure, NULL, NULL);
+    if (geteuid() != 0) {
+        fprintf(stderr, "the gantry-shim tests need root; skipped\n");
+        return failed ? 1 : 0;
+    }
+    /* detached shims are re-parented to us (not to an init that may not
+     * reap), so none is left a zombie */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    failed += cmocka_run_group_tests_name("gantry_shim", shim, NULL, NULL);
+    return failed ? 1 : 0;
+}

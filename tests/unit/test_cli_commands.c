@@ -1,0 +1,520 @@
+/*
+ * The gantry commands over real HTTP: a scripted stand-in for gantryd runs
+ * on a loopback port in a thread, answers each expected request in order
+ * with a canned answer (a watch answer streams its lines, then closes), and
+ * records what it received. The tests drive gt_cli_main as the binary does
+ * and check both what the client sent (paths, verbs, bodies, token) and
+ * what it printed. The real gantryd is exercised by tests/e2e.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli/cli.h"
+
+/* One expected request and its answer. */
+struct exchange {
+    const char *method;
+    const char *path; /* with query */
+    int status;
+    const char *body;          /* answer body (non-stream) */
+    const char *const *stream; /* watch: lines sent one by one, then close */
+};
+
+struct fake {
+    int listen_fd;
+    int port;
+    pthread_t thread;
+    const struct exchange *script;
+    size_t n_script;
+    size_t next;
+    struct gt_buf log; /* "METHOD PATH auth=... body=...\n" per request */
+    char failure[2560];
+};
+
+static void send_all(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = send(fd, data, len, MSG_NOSIGNAL);
+        if (n <= 0) {
+            return;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Read one request from fd into method/path/auth/body. 0, or -1 at EOF. */
+static int read_request(int fd, struct gt_buf *req, char *method, char *path, char *auth,
+                        struct gt_buf *body)
+{
+    char chunk[4096];
+    char *end;
+    while (!(end = req->data ? strstr(req->data, "\r\n\r\n") : NULL)) {
+        ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
+        if (n <= 0) {
+            return -1;
+        }
+        gt_buf_append(req, chunk, (size_t)n);
+    }
+    size_t head_len = (size_t)(end - req->data) + 4;
+    if (sscanf(req->data, "%15s %1023s", method, path) != 2) {
+        return -1;
+    }
+    size_t content_len = 0;
+    auth[0] = '\0';
+    for (char *line = strstr(req->data, "\r\n") + 2; line < end; line = strstr(line, "\r\n") + 2) {
+        if (strncasecmp(line, "Content-Length:", 15) == 0) {
+            content_len = strtoul(line + 15, NULL, 10);
+        } else if (strncasecmp(line, "Authorization: ", 15) == 0) {
+            size_t n = (size_t)(strstr(line, "\r\n") - line) - 15;
+            snprintf(auth, 128, "%.*s", (int)n, line + 15);
+        }
+    }
+    while (req->len < head_len + content_len) {
+        ssize_t n = recv(fd, chunk, sizeof(chunk), 0);
+        if (n <= 0) {
+            return -1;
+        }
+        gt_buf_append(req, chunk, (size_t)n);
+    }
+    gt_buf_reset(body);
+    gt_buf_append(body, req->data + head_len, content_len);
+    /* Keep any pipelined bytes for the next request. */
+    size_t rest = req->len - head_len - content_len;
+    memmove(req->data, req->data + head_len + content_len, rest);
+    req->len = rest;
+    req->data[rest] = '\0';
+    return 0;
+}
+
+/* Answer one request; returns false when the connection must close. */
+static bool answer(struct fake *f, int fd, const char *method, const char *path)
+{
+    const struct exchange *x = f->next < f->n_script ? &f->script[f->next] : NULL;
+    if (!x || strcmp(x->method, method) != 0 || strcmp(x->path, path) != 0) {
+        if (!f->failure[0]) {
+            snprintf(f->failure, sizeof(f->failure), "request %zu: got %s %s, expected %s %s",
+                     f->next, method, path, x ? x->method : "nothing", x ? x->path : "");
+        }
+        static const char bad[] = "HTTP/1.1 500 Unexpected\r\nContent-Length: 0\r\n\r\n";
+        send_all(fd, bad, sizeof(bad) - 1);
+        return true;
+    }
+    f->next++;
+    char head[256];
+    if (x->stream) {
+        int n = snprintf(head, sizeof(head),
+                         "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                         "Connection: close\r\n\r\n",
+                         x->status);
+        send_all(fd, head, (size_t)n);
+        for (const char *const *line = x->stream; *line; line++) {
+            send_all(fd, *line, strlen(*line));
+            usleep(10000);
+        }
+        return false;
+    }
+    const char *body = x->body ? x->body : "";
+    int n = snprintf(head, sizeof(head),
+                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n",
+                     x->status, strlen(body));
+    send_all(fd, head, (size_t)n);
+    send_all(fd, body, strlen(body));
+    return true;
+}
+
+static void *serve(void *arg)
+{
+    struct fake *f = arg;
+    for (;;) {
+        int fd = accept(f->listen_fd, NULL, NULL);
+        if (fd < 0) {
+            return NULL;
+        }
+        struct gt_buf req, body;
+        gt_buf_init(&req);
+        gt_buf_init(&body);
+        char method[16], path[1024], auth[128];
+        while (read_request(fd, &req, method, path, auth, &body) == 0) {
+            gt_buf_printf(&f->log, "%s %s auth=%s body=%s\n", method, path, auth,
+                          body.data ? body.data : "");
+            if (!answer(f, fd, method, path)) {
+                break;
+            }
+        }
+        gt_buf_fini(&req);
+        gt_buf_fini(&body);
+        close(fd);
+    }
+}
+
+static struct fake *fake_start(const struct exchange *script, size_t n)
+{
+    struct fake *f = gt_xcalloc(1, sizeof(*f));
+    f->script = script;
+    f->n_script = n;
+    gt_buf_init(&f->log);
+    f->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(f->listen_fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(f->listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(f->listen_fd, 8), 0);
+    socklen_t len = sizeof(sa);
+    assert_int_equal(getsockname(f->listen_fd, (struct sockaddr *)&sa, &len), 0);
+    f->port = ntohs(sa.sin_port);
+    assert_int_equal(pthread_create(&f->thread, NULL, serve, f), 0);
+    return f;
+}
+
+/* Stop the server and check every scripted request came, and nothing else. */
+static void fake_finish(struct fake *f)
+{
+    shutdown(f->listen_fd, SHUT_RDWR);
+    pthread_join(f->thread, NULL);
+    close(f->listen_fd);
+    if (f->failure[0]) {
+        fail_msg("%s\nlog:\n%s", f->failure, f->log.data ? f->log.data : "");
+    }
+    if (f->next != f->n_script) {
+        fail_msg("only %zu of %zu requests came; log:\n%s", f->next, f->n_script,
+                 f->log.data ? f->log.data : "");
+    }
+    gt_buf_fini(&f->log);
+    free(f);
+}
+
+struct run_result {
+    int rc;
+    char *out;
+    char *err;
+};
+
+/* gantry --server http://127.0.0.1:PORT --token tok ARGS... */
+static struct run_result run_cli(struct fake *f, const char *const *args)
+{
+    char server[64];
+    snprintf(server, sizeof(server), "http://127.0.0.1:%d", f->port);
+    char *argv[32] = {(char *)"gantry", (char *)"--server", server, (char *)"--token",
+                      (char *)"tok"};
+    int argc = 5;
+    for (size_t i = 0; args[i]; i++) {
+        argv[argc++] = (char *)args[i];
+    }
+    argv[argc] = NULL;
+    struct run_result r = {0};
+    size_t out_len, err_len;
+    FILE *out = open_memstream(&r.out, &out_len);
+    FILE *err = open_memstream(&r.err, &err_len);
+    r.rc = gt_cli_main(argc, argv, out, err);
+    fclose(out);
+    fclose(err);
+    return r;
+}
+
+static void run_result_free(struct run_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+static char *write_temp(const char *text)
+{
+    char *path = gt_xstrdup("/tmp/gantry-test-apply-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+#define JOBS "/apis/gantry.dev/v1/projects/detection/jobs"
+#define STATUS_422                                                                                 \
+    "{\"apiVersion\":\"v1\",\"kind\":\"Status\",\"status\":\"Failure\",\"code\":422,"              \
+    "\"reason\":\"Invalid\",\"message\":\"spec.replicaSpecs.Worker.replicas: must be >= 1\"}"
+
+static const char manifest[] = "apiVersion: gantry.dev/v1\n"
+                               "kind: Department\n"
+                               "metadata: {name: vision}\n"
+                               "spec: {quota: {nvidia.com/gpu: 8}}\n"
+                               "---\n"
+                               "apiVersion: gantry.dev/v1\n"
+                               "kind: Job\n"
+                               "metadata: {name: train, project: detection}\n"
+                               "spec:\n"
+                               "  replicaSpecs:\n"
+                               "    Worker: {replicas: 1, template: {command: [\"true\"]}}\n";
+
+static void test_apply_creates_then_updates(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", "/apis/gantry.dev/v1/departments/vision", 404,
+         "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\",\"message\":\"not found\"}",
+         NULL},
+        {"POST", "/apis/gantry.dev/v1/departments", 201, "{}", NULL},
+        {"GET", JOBS "/train", 200,
+         "{\"kind\":\"Job\",\"metadata\":{\"name\":\"train\",\"resourceVersion\":\"7\"}}", NULL},
+        {"PUT", JOBS "/train", 200, "{}", NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    char *path = write_temp(manifest);
+    struct run_result r = run_cli(f, (const char *[]){"apply", "-f", path, NULL});
+    assert_string_equal(r.err, "");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "department.gantry.dev/vision created\n"
+                               "job.gantry.dev/train configured\n");
+    /* Every request carries the token; PUT carries the resourceVersion read. */
+    assert_null(strstr(f->log.data, "auth= "));
+    assert_non_null(strstr(f->log.data, "POST /apis/gantry.dev/v1/departments auth=Bearer tok "
+                                        "body={\"apiVersion\":\"gantry.dev/v1\""));
+    const char *put = strstr(f->log.data, "PUT ");
+    assert_non_null(put);
+    assert_non_null(strstr(put, "\"resourceVersion\":\"7\""));
+    fake_finish(f);
+    unlink(path);
+    free(path);
+    run_result_free(&r);
+}
+
+static void test_apply_stops_at_first_error(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", "/apis/gantry.dev/v1/departments/vision", 200,
+         "{\"metadata\":{\"resourceVersion\":\"3\"}}", NULL},
+        {"PUT", "/apis/gantry.dev/v1/departments/vision", 200, "{}", NULL},
+        {"GET", JOBS "/train", 404, "{\"kind\":\"Status\",\"code\":404,\"message\":\"nf\"}", NULL},
+        {"POST", JOBS, 422, STATUS_422, NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    char *path = write_temp(manifest);
+    struct run_result r = run_cli(f, (const char *[]){"apply", "-f", path, NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.out, "department.gantry.dev/vision configured\n");
+    char *want = gt_xasprintf("error: job.gantry.dev \"train\" (document 2 of 2 in %s): "
+                              "spec.replicaSpecs.Worker.replicas: must be >= 1 (the 1 document "
+                              "before it was applied)\n",
+                              path);
+    assert_string_equal(r.err, want);
+    free(want);
+    fake_finish(f);
+    unlink(path);
+    free(path);
+    run_result_free(&r);
+}
+
+static void test_apply_rejects_before_sending(void **state)
+{
+    (void)state;
+    struct fake *f = fake_start(NULL, 0);
+    char *path = write_temp("kind: Job\nmetadata: {name: x}\n");
+    struct run_result r = run_cli(f, (const char *[]){"apply", "-f", path, NULL});
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "metadata.project: required (or pass -p PROJECT)"));
+    run_result_free(&r);
+
+    /* -p supplies the project; a different metadata.project is refused. */
+    FILE *fp = fopen(path, "w");
+    fputs("kind: Job\nmetadata: {name: x, project: a}\n", fp);
+    fclose(fp);
+    r = run_cli(f, (const char *[]){"apply", "-p", "b", "-f", path, NULL});
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "metadata.project \"a\" does not match -p \"b\""));
+    run_result_free(&r);
+
+    fp = fopen(path, "w");
+    fputs("kind: Job\nmetadata: [\n", fp);
+    fclose(fp);
+    r = run_cli(f, (const char *[]){"apply", "-f", path, NULL});
+    assert_int_equal(r.rc, 1);
+    assert_true(strncmp(r.err, "error: ", 7) == 0);
+    assert_non_null(strstr(r.err, path));
+    run_result_free(&r);
+    fake_finish(f);
+    unlink(path);
+    free(path);
+}
+
+#define JOB_LIST                                                                                   \
+    "{\"kind\":\"JobList\",\"metadata\":{\"resourceVersion\":\"42\"},\"items\":["                  \
+    "{\"kind\":\"Job\",\"metadata\":{\"name\":\"train\",\"project\":\"detection\"},"               \
+    "\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":2}}},"                                   \
+    "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"}]}}]}"
+
+static void test_get_table_json_name(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", JOBS "?labelSelector=team%3Dvision", 200, JOB_LIST, NULL},
+        {"GET", JOBS, 200, JOB_LIST, NULL},
+        {"GET", JOBS "/train", 200,
+         "{\"kind\":\"Job\",\"metadata\":{\"name\":\"train\",\"project\":\"detection\"}}", NULL},
+        {"GET", "/apis/gantry.dev/v1/nodes", 200,
+         "{\"kind\":\"NodeList\",\"metadata\":{\"resourceVersion\":\"1\"},\"items\":[]}", NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r =
+        run_cli(f, (const char *[]){"get", "jobs", "-p", "detection", "-l", "team=vision", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "NAME    STATUS    REPLICAS   AGE\n"
+                               "train   Created   2          <unknown>\n");
+    run_result_free(&r);
+
+    r = run_cli(f, (const char *[]){"get", "job", "--project=detection", "-o", "name", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "job.gantry.dev/train\n");
+    run_result_free(&r);
+
+    r = run_cli(f, (const char *[]){"get", "jobs", "train", "-p", "detection", "-o", "json", NULL});
+    assert_int_equal(r.rc, 0);
+    json_t *obj = json_loads(r.out, 0, NULL);
+    assert_non_null(obj);
+    assert_string_equal(json_string_value(json_object_get(obj, "kind")), "Job");
+    json_decref(obj);
+    run_result_free(&r);
+
+    r = run_cli(f, (const char *[]){"get", "no", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, "No resources found.\n");
+    run_result_free(&r);
+    fake_finish(f);
+}
+
+static void test_get_watch_streams_rows(void **state)
+{
+    (void)state;
+    static const char *const events[] = {
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a-much-longer-name\","
+        "\"project\":\"detection\"},\"spec\":{\"replicaSpecs\":{}}}}\n",
+        /* a line split across writes */
+        "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"name\":\"train\",",
+        "\"project\":\"detection\"},\"spec\":{},\"status\":{\"conditions\":"
+        "[{\"type\":\"Running\",\"status\":\"True\"}]}}}\n",
+        NULL,
+    };
+    static const struct exchange script[] = {
+        {"GET", JOBS, 200, JOB_LIST, NULL},
+        {"GET", JOBS "?watch=true&resourceVersion=42", 200, NULL, events},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r =
+        run_cli(f, (const char *[]){"get", "jobs", "-p", "detection", "-w", NULL});
+    assert_string_equal(r.err, "");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "NAME    STATUS    REPLICAS   AGE\n"
+                               "train   Created   2          <unknown>\n"
+                               "a-much-longer-name   <none>    0          <unknown>\n"
+                               "train                Running   0          <unknown>\n");
+    run_result_free(&r);
+    fake_finish(f);
+}
+
+static void test_watch_expired(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", JOBS, 200, JOB_LIST, NULL},
+        {"GET", JOBS "?watch=true&resourceVersion=42", 410,
+         "{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\",\"message\":\"too old "
+         "resource version: 42 (100)\"}",
+         NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r =
+        run_cli(f, (const char *[]){"get", "jobs", "-p", "detection", "-w", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.err, "error: too old resource version: 42 (100)\n");
+    run_result_free(&r);
+    fake_finish(f);
+}
+
+static void test_describe_with_events(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", JOBS "/train", 200,
+         "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"train\","
+         "\"project\":\"detection\"},\"spec\":{\"replicaSpecs\":{}}}",
+         NULL},
+        {"GET", "/apis/gantry.dev/v1/events?fieldSelector=involvedObject.name%3Dtrain", 200,
+         "{\"kind\":\"EventList\",\"items\":["
+         "{\"type\":\"Normal\",\"reason\":\"Created\",\"message\":\"job created\","
+         "\"involvedObject\":{\"kind\":\"Job\",\"name\":\"train\",\"project\":\"detection\"}},"
+         "{\"type\":\"Normal\",\"reason\":\"Other\",\"message\":\"another project\","
+         "\"involvedObject\":{\"kind\":\"Job\",\"name\":\"train\",\"project\":\"nlp\"}},"
+         "{\"type\":\"Normal\",\"reason\":\"Other\",\"message\":\"another kind\","
+         "\"involvedObject\":{\"kind\":\"Task\",\"name\":\"train\",\"project\":\"detection\"}}"
+         "]}",
+         NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r =
+        run_cli(f, (const char *[]){"describe", "job", "train", "-p", "detection", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_true(strncmp(r.out, "Name:              train\nProject:           detection\n", 52) ==
+                0);
+    assert_non_null(strstr(r.out, "\nSpec:\n  Replica Specs:  <none>\nEvents:\n  Type "));
+    assert_non_null(strstr(r.out, "job created"));
+    assert_null(strstr(r.out, "another"));
+    run_result_free(&r);
+    fake_finish(f);
+}
+
+static void test_delete_and_errors(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"DELETE", JOBS "/train", 200, "{}", NULL},
+        {"DELETE", JOBS "/ghost", 404,
+         "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\",\"message\":\"jobs "
+         "\\\"ghost\\\" not found\"}",
+         NULL},
+        {"GET", "/apis/gantry.dev/v1/nodes/n1", 401,
+         "{\"kind\":\"Status\",\"code\":401,\"reason\":\"Unauthorized\",\"message\":\"unknown "
+         "token\"}",
+         NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r =
+        run_cli(f, (const char *[]){"delete", "jobs", "train", "ghost", "-p", "detection", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.out, "job.gantry.dev \"train\" deleted\n");
+    assert_string_equal(r.err, "error: jobs \"ghost\" not found\n");
+    run_result_free(&r);
+
+    r = run_cli(f, (const char *[]){"get", "node", "n1", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.err, "error: unknown token\n");
+    run_result_free(&r);
+    fake_finish(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_apply_creates_then_updates),
+        cmocka_unit_test(test_apply_stops_at_first_error),
+        cmocka_unit_test(test_apply_rejects_before_sending),
+        cmocka_unit_test(test_get_table_json_name),
+        cmocka_unit_test(test_get_watch_streams_rows),
+        cmocka_unit_test(test_watch_expired),
+        cmocka_unit_test(test_describe_with_events),
+        cmocka_unit_test(test_delete_and_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
