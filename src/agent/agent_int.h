@@ -71,4 +71,103 @@ int gt_agent_file_write_atomic(const char *dir, const char *name, const void *da
 int gt_agent_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
                        struct gt_err *err);
 
+/* ---- the gantlet daemon (daemon.c, tasks.c, logserve.c, apiclient.c) ---- */
+
+#include <event2/http.h>
+#include <jansson.h>
+#include <limits.h>
+
+#include "agent/gantlet.h"
+
+/* HTTP client to gantryd (apiclient.c). */
+struct gt_apic;
+struct gt_apic_stream;
+/* A finished request: status 0 when no answer came (connection failed);
+ * body is the parsed JSON answer (borrowed for the call) or NULL. */
+typedef void gt_apic_done_fn(int status, json_t *body, void *arg);
+/* One watch event, parsed (borrowed for the call). */
+typedef void gt_apic_line_fn(json_t *event, void *arg);
+/* The stream ended (status 0: connection lost); the stream is freed
+ * right after, so the owner drops its pointer here. */
+typedef void gt_apic_end_fn(int status, void *arg);
+
+/* A client of url ("http://HOST:PORT") sending "Bearer token" (copied).
+ * GT_EINVAL for a bad URL. Free with gt_apic_free. */
+int gt_apic_new(struct event_base *base, const char *url, const char *token,
+                struct gt_apic **out, struct gt_err *err);
+void gt_apic_free(struct gt_apic *c);
+/* Send method path with body (borrowed, may be NULL); cb (may be NULL) runs
+ * on the loop once answered or failed. */
+void gt_apic_request(struct gt_apic *c, enum evhttp_cmd_type method, const char *path,
+                     const json_t *body, gt_apic_done_fn *cb, void *arg);
+/* GET path as a newline-delimited JSON stream on its own connection. */
+struct gt_apic_stream *gt_apic_stream_open(struct gt_apic *c, const char *path,
+                                           gt_apic_line_fn *line_cb, gt_apic_end_fn *end_cb,
+                                           void *arg);
+/* Stop a stream that has not ended; its end callback does not run. */
+void gt_apic_stream_close(struct gt_apic_stream *s);
+
+/* One task the agent knows, keyed by Task uid; its state directory is
+ * the truth, this is a cache of it. */
+struct gt_ltask {
+    struct gt_ltask *next;
+    char uid[128];
+    char name[64];
+    char project[64];
+    char dir[PATH_MAX + 160];
+    struct gt_task_local st;
+    pid_t invoker_pid; /* the gantry-shim process starting it, 0 when none */
+    pid_t host_pid;
+    int64_t start_ms; /* when the agent began starting it (wall clock) */
+    json_t *obj;      /* last Task object seen from gantryd (owned); NULL until seen */
+    int64_t retry_at_ms; /* no status write before this (monotonic) */
+    bool put_in_flight;
+    int gpus;        /* GPUs it holds on this node */
+    bool seen;       /* in the last full list */
+};
+
+/* The daemon's state, owned by gt_gantlet_run. */
+struct gt_gantlet {
+    const struct gt_gantlet_config *cfg;
+    struct event_base *base;
+    struct gt_apic *api;
+    char *token;
+    struct gt_gpu_set gpus;
+    struct gt_cgroup_sys cgsys;
+    bool have_cgroups;
+    char tasks_dir[PATH_MAX];
+    char shim[PATH_MAX];
+    char agent_url[300];
+    struct gt_ltask *tasks;
+    int64_t starts_total;
+    struct evhttp *http;
+    struct gt_apic_stream *watch;
+    char watch_rv[32];
+    bool registered;
+    bool listing;
+    bool stopping;
+    int backoff_ms;
+    struct event *heartbeat_ev, *poll_ev, *rewatch_ev;
+};
+
+/* tasks.c: the local task table. */
+
+/* Load every ROOT/tasks/<uid>/ left by an earlier agent. */
+void gt_gantlet_tasks_adopt(struct gt_gantlet *g);
+/* Act on one Task object from a list or watch (borrowed); deleted: it is gone. */
+void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted);
+/* After a full list: act on local tasks the list did not name (gone). Before
+ * this, gt_gantlet_tasks_unsee clears every task's seen mark. */
+void gt_gantlet_tasks_unsee(struct gt_gantlet *g);
+void gt_gantlet_tasks_gone(struct gt_gantlet *g);
+/* Check state directories for exits and reap children. */
+void gt_gantlet_tasks_poll(struct gt_gantlet *g);
+/* Tasks whose task is alive, and the GPUs they hold. */
+void gt_gantlet_tasks_count(const struct gt_gantlet *g, int *running, int *gpus);
+struct gt_ltask *gt_gantlet_task_find(const struct gt_gantlet *g, const char *uid);
+void gt_gantlet_tasks_free(struct gt_gantlet *g);
+
+/* logserve.c: the --listen server (logs, /healthz, /metrics). */
+int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
+
 #endif

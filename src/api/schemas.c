@@ -96,26 +96,52 @@ static const struct gt_field label_value = {
 static const struct gt_field annotation_value = {
     .name = "value", .type = GT_F_STRING, .max_len = 256 * 1024};
 
-static const struct gt_field metadata_fields[] = {
-    STR("name", REQ, DNS),
-    STR("project", DNS),
-    {.name = "labels",
-     .type = GT_F_MAP,
-     .max_len = 256,
-     .key_check = gt_check_label_key,
-     .elem = &label_value},
-    {.name = "annotations",
-     .type = GT_F_MAP,
-     .key_check = gt_check_label_key,
-     .elem = &annotation_value,
-     .check = gt_check_annotations},
-    STR("resourceVersion", .max_len = 20, .check = gt_check_digits),
-    STR("uid", .max_len = 128),
-    STR("creationTimestamp", TIME),
-    STR("deletionTimestamp", TIME),
-    OBJ("creator", creator_schema),
-    END,
-};
+/* DNS-1123 subdomain (Event names are "<object>.<hash>"): dot-separated
+ * DNS labels, at most 253 characters. */
+static int check_dns_subdomain(const json_t *v, struct gt_err *err)
+{
+    const char *s = json_string_value(v);
+    size_t n = strlen(s);
+    char label[254];
+    if (n == 0 || n > 253) {
+        return gt_err_set(err, GT_EINVAL, "must be a DNS-1123 subdomain of at most 253 characters");
+    }
+    for (const char *p = s;; p++) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        memcpy(label, p, len);
+        label[len] = '\0';
+        if (gt_api_check_name(label, NULL)) {
+            return gt_err_set(err, GT_EINVAL,
+                              "must be a DNS-1123 subdomain (dot-separated DNS-1123 labels)");
+        }
+        if (!dot) {
+            return 0;
+        }
+        p = dot;
+    }
+}
+
+#define METADATA_REST                                                                              \
+    STR("project", DNS),                                                                           \
+        {.name = "labels",                                                                         \
+         .type = GT_F_MAP,                                                                         \
+         .max_len = 256,                                                                           \
+         .key_check = gt_check_label_key,                                                          \
+         .elem = &label_value},                                                                    \
+        {.name = "annotations",                                                                    \
+         .type = GT_F_MAP,                                                                         \
+         .key_check = gt_check_label_key,                                                          \
+         .elem = &annotation_value,                                                                \
+         .check = gt_check_annotations},                                                           \
+        STR("resourceVersion", .max_len = 20, .check = gt_check_digits),                           \
+        STR("uid", .max_len = 128), STR("creationTimestamp", TIME),                                \
+        STR("deletionTimestamp", TIME), OBJ("creator", creator_schema), END
+
+static const struct gt_field metadata_fields[] = {STR("name", REQ, DNS), METADATA_REST};
+static const struct gt_field event_metadata_fields[] = {
+    STR("name", REQ, .max_len = 253, .check = check_dns_subdomain), METADATA_REST};
+static const struct gt_schema event_metadata_schema = {event_metadata_fields, NULL};
 static const struct gt_schema metadata_schema = {metadata_fields, NULL};
 
 #define ROOT_FIELDS STR("apiVersion", REQ), STR("kind", REQ), OBJ("metadata", metadata_schema, REQ)
@@ -602,6 +628,7 @@ static const struct gt_field task_spec_fields[] = {
     OBJ("stop", stop_schema),
     INT("priority", INT32_MIN, INT32_MAX),
     STR("department", DNS),
+    BOOL("privileged", .flags = GT_F_DEFAULT, .def_int = 0),
     END,
 };
 static const struct gt_schema task_spec_schema = {task_spec_fields, NULL};
@@ -643,7 +670,9 @@ static const struct gt_field event_source_fields[] = {STR("component", SHORT), E
 static const struct gt_schema event_source_schema = {event_source_fields, NULL};
 
 static const struct gt_field event_fields[] = {
-    ROOT_FIELDS,
+    STR("apiVersion", REQ),
+    STR("kind", REQ),
+    OBJ("metadata", event_metadata_schema, REQ),
     OBJ("involvedObject", involved_schema, REQ),
     STR("reason", REQ, .max_len = 128, .check = gt_check_camel_word),
     STR("message", MESSAGE),

@@ -34,11 +34,13 @@ int gt_cli_main(int argc, char **argv, FILE *out, FILE *err);
 
 /* ---- configuration (config.c) ---- */
 
-/* Where the client connects and with which bearer token. Both heap strings
- * owned by the struct; either may be NULL when nothing supplied it. */
+/* Where the client connects, with which bearer token, and the default
+ * project (from the file only). Heap strings owned by the struct; any may be
+ * NULL when nothing supplied it. */
 struct gt_cli_config {
     char *server;
     char *token;
+    char *project;
 };
 
 /* Path of the configuration file: $GANTRY_CONFIG, else
@@ -58,13 +60,20 @@ int gt_cli_config_resolve(const char *flag_server, const char *flag_token,
 /* Free cfg's strings; cfg may be reused. */
 void gt_cli_config_fini(struct gt_cli_config *cfg);
 
+/* The project of a command: flag_project (-p, borrowed) when given, else
+ * the configuration file's "project". *project is a new string or NULL when
+ * neither names one (caller frees). Returns 0, or GT_EBADREQ with err for
+ * an unreadable file as gt_cli_config_resolve. */
+int gt_cli_config_project(const char *flag_project, char **project, struct gt_err *err);
+
 /* Write the configuration file at path (borrowed) atomically: the parent
  * directory is created (mode 0700) if missing, the JSON
- * {"server": ..., "token": ...} is written to a temporary file of mode 0600
- * in the same directory, fsync'd, and renamed over path. token may be NULL
- * (then omitted). Returns 0 or -errno with err naming the file. */
+ * {"server": ..., "token": ..., "project": ...} is written to a temporary
+ * file of mode 0600 in the same directory, fsync'd, and renamed over path.
+ * token and project may be NULL (then omitted). Returns 0 or -errno with err
+ * naming the file. */
 int gt_cli_config_write(const char *path, const char *server, const char *token,
-                        struct gt_err *err);
+                        const char *project, struct gt_err *err);
 
 /* ---- kinds and paths (kinds.c) ---- */
 
@@ -173,5 +182,77 @@ bool gt_cli_event_matches(const json_t *event, const struct gt_kind_info *k, con
  * for 409, ...; GT_EINTERNAL for anything unmapped). body (len bytes, need
  * not be NUL-terminated) may be NULL. */
 int gt_cli_status_error(long http_status, const char *body, size_t len, struct gt_err *err);
+
+/* ---- the local cluster of `gantry up`, without processes (localcluster.c) ---- */
+
+/* Characters of a token made by gt_cli_up_token_new (hex of 32 bytes). */
+#define GT_CLI_TOKEN_LEN 64
+
+/* Default data directory: $XDG_DATA_HOME/gantry, else
+ * $HOME/.local/share/gantry; NULL when neither is set. Caller frees. */
+char *gt_cli_up_data_dir(void);
+
+/* The uid the local user's token maps to (tasks run as it): flag_uid
+ * (--uid) when >= 0, else 65534 (nobody) for root, else euid itself. */
+long gt_cli_up_task_uid(long euid, long flag_uid);
+
+/* A fresh random token: GT_CLI_TOKEN_LEN hex characters from getrandom,
+ * NUL-terminated in out. */
+void gt_cli_up_token_new(char out[GT_CLI_TOKEN_LEN + 1]);
+
+/* gantryd's token file (kube static-token lines): the admin token for user
+ * with uid in group gantry:admins, and the node token as user
+ * "system:node:<node>" (uid 65534) in group gantry:nodes. Caller frees. */
+char *gt_cli_up_token_file(const char *admin_token, const char *user, long uid,
+                           const char *node_token, const char *node);
+
+/* The Node name for a hostname: its first label in lower case with other
+ * characters turned into '-' (a DNS label), "localhost" if nothing is left.
+ * Caller frees. */
+char *gt_cli_up_node_name(const char *hostname);
+
+/* ---- run and logs, without the network (runjob.c) ---- */
+
+/* What `gantry run` submits. All strings borrowed; gpus, cpu and memory are
+ * quantities as typed (NULL: no limit). */
+struct gt_cli_run_opts {
+    const char *name;
+    const char *project;
+    const char *image; /* NULL: none */
+    const char *gpus;
+    const char *cpu;
+    const char *memory;
+    int argc; /* the command and its arguments, argc >= 1 */
+    char *const *argv;
+};
+
+/* A fresh job name "run-<8 hex>" from getrandom. Caller frees. */
+char *gt_cli_run_name_new(void);
+
+/* Build the one-task Job of o: replicaSpecs.Worker with replicas 1,
+ * restartPolicy Never, template.command = argv, resources.limits from the
+ * quantities, validated and made canonical by gt_api_validate. *job gets a
+ * new reference (caller json_decref()s). Returns 0, or gt_api_validate's
+ * error (a bad quantity or name) with err naming the field. */
+int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct gt_err *err);
+
+/* The exit status `gantry run` ends with for a terminal task (borrowed):
+ * 0 for Succeeded; 128+signal when killed by a signal; the exit code's low
+ * byte when non-zero; otherwise 1 with msg (len bytes) saying why
+ * ("task t ended Failed: NodeLost (...)"). msg is "" unless 1 was chosen
+ * that way. */
+int gt_cli_task_exit_status(const json_t *task, char *msg, size_t len);
+
+/* Name of the task whose log `gantry logs JOB` shows: JOB-<replica> when
+ * replica ("worker-1", any case) is given, else JOB-<type>-0 for the job's
+ * (job_obj, borrowed) Master, else Chief, else Worker, else first replica
+ * type; the suffix lower-cased. NULL with err (GT_EBADREQ) for a malformed
+ * replica or a job without replicas. Caller frees. */
+char *gt_cli_logs_task_name(const char *job, const json_t *job_obj, const char *replica,
+                            struct gt_err *err);
+
+/* API path of a task's log: .../projects/P/tasks/T/log with follow=true
+ * when follow and tailLines=N when tail_lines >= 0. Caller frees. */
+char *gt_cli_log_path(const char *project, const char *task, bool follow, long tail_lines);
 
 #endif

@@ -51,6 +51,45 @@ typedef int (*gt_cli_watch_fn)(const json_t *event, void *arg);
 int gt_cli_client_watch(struct gt_cli_client *c, const char *path, gt_cli_watch_fn fn, void *arg,
                         struct gt_err *err);
 
+/* Called with each chunk of a streamed answer (data, len bytes, borrowed,
+ * not NUL-terminated). Return 0 to go on, non-zero to end the stream. */
+typedef int (*gt_cli_stream_fn)(const char *data, size_t len, void *arg);
+
+/* GET path and hand the answer's body to fn as it arrives (task logs),
+ * until the server ends it (returns 0) or fn returns non-zero (returns
+ * that). Errors as gt_cli_client_request. */
+int gt_cli_client_stream(struct gt_cli_client *c, const char *path, gt_cli_stream_fn fn, void *arg,
+                         struct gt_err *err);
+
+/* Abort c's transfers, from now on, once fd (borrowed; -1: none) is
+ * readable: the call in progress returns -ECANCELED ("interrupted") within
+ * about a second. */
+void gt_cli_client_set_cancel_fd(struct gt_cli_client *c, int fd);
+
+/* ---- following a task (taskwatch.c) ---- */
+
+enum gt_cli_task_goal {
+    GT_CLI_TASK_STARTED, /* Running, or already past it (Terminating, Succeeded, Failed) */
+    GT_CLI_TASK_DONE,    /* Succeeded or Failed */
+};
+
+/* Has task (borrowed) reached goal? */
+bool gt_cli_task_reached(const json_t *task, enum gt_cli_task_goal goal);
+
+/* Wait by watch until task name in project (borrowed) reaches goal,
+ * including a task that does not exist yet. *task gets the object then (new
+ * reference, caller json_decref()s). Returns 0; GT_ENOTFOUND when the task
+ * is deleted first; or the watch's error (-ECANCELED when interrupted). */
+int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *name,
+                     enum gt_cli_task_goal goal, json_t **task, struct gt_err *err);
+
+/* Copy task name's log (gantryd's log endpoint) to out as it arrives,
+ * flushing each chunk; with follow, until the task has ended and its log
+ * is drained; tail_lines < 0 for the whole log. Returns 0 or the client's
+ * error. */
+int gt_cli_task_log_copy(struct gt_cli_client *c, const char *project, const char *name,
+                         bool follow, long tail_lines, FILE *out, struct gt_err *err);
+
 /* ---- commands (commands.c and cmd_*.c) ---- */
 
 /* What every command gets: the global flags and the lazily made client. */
@@ -117,5 +156,11 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
                         char **argv);
 int gt_cli_cmd_delete(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                       char **argv);
+int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
+int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                    char **argv);
+int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
+int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                    char **argv);
 
 #endif

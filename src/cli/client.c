@@ -5,10 +5,13 @@
  * PUT) reuse the connection. Answers are read whole into memory, bounded by
  * MAX_BODY_BYTES; watch streams are split into lines as they arrive by the
  * write callback and handed on one event at a time, so a watch never holds
- * more than one line. The bearer token travels only in the Authorization
- * header.
+ * more than one line; raw streams (task logs) are handed on chunk by chunk.
+ * The bearer token travels only in the Authorization header. A client may
+ * watch a cancel fd (a signalfd for SIGINT): once it is readable, the
+ * transfer in progress ends within about a second with -ECANCELED.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +30,7 @@ struct gt_cli_client {
     CURL *curl;
     char *server;
     struct curl_slist *headers;
+    int cancel_fd; /* borrowed; -1 none */
 };
 
 struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
@@ -36,6 +40,7 @@ struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
     c->curl = curl_easy_init();
     GT_ASSERT(c->curl);
     c->server = gt_xstrdup(server);
+    c->cancel_fd = -1;
     c->headers = curl_slist_append(NULL, "Accept: application/json");
     c->headers = curl_slist_append(c->headers, "Content-Type: application/json");
     /* No "Expect: 100-continue" round trip before large bodies. */
@@ -68,11 +73,16 @@ struct transfer {
     bool too_large;
     /* watch only */
     gt_cli_watch_fn fn;
+    gt_cli_stream_fn raw_fn; /* raw stream only */
     void *arg;
+    int cancel_fd;
+    bool cancelled;
     int stop_rc;     /* fn's non-zero answer, or an error below */
     size_t n_events; /* delivered so far */
     struct gt_err *err;
 };
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg);
 
 static bool is_error_answer(CURL *curl)
 {
@@ -144,6 +154,37 @@ static size_t on_watch_data(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
+static size_t on_raw_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct transfer *t = arg;
+    size_t n = size * nmemb;
+    if (is_error_answer(t->curl)) {
+        return on_data(data, size, nmemb, arg);
+    }
+    t->n_events++;
+    int rc = t->raw_fn(data, n, t->arg);
+    if (rc != 0) {
+        t->stop_rc = rc;
+        return 0;
+    }
+    return n;
+}
+
+/* libcurl's progress callback, called at least once a second: a non-zero
+ * answer aborts the transfer. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    struct transfer *t = arg;
+    struct pollfd pfd = {.fd = t->cancel_fd, .events = POLLIN};
+    if (t->cancel_fd >= 0 && poll(&pfd, 1, 0) > 0) {
+        t->cancelled = true;
+        return 1;
+    }
+    return 0;
+}
+
 static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 {
     struct transfer *t = arg;
@@ -171,6 +212,12 @@ static void prepare(struct gt_cli_client *c, const char *method, const char *pat
     curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
+    t->cancel_fd = c->cancel_fd;
+    if (c->cancel_fd >= 0) {
+        curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(curl, CURLOPT_XFERINFODATA, t);
+        curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    }
     if (strcmp(method, "GET") != 0) {
         curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
     }
@@ -190,11 +237,13 @@ static int finish(struct gt_cli_client *c, CURLcode cc, struct transfer *t, cons
     if (t->stop_rc != 0) {
         return t->stop_rc;
     }
+    if (t->cancelled) {
+        return gt_err_set(err, -ECANCELED, "interrupted");
+    }
     if (cc != CURLE_OK) {
         const char *why = *errbuf ? errbuf : curl_easy_strerror(cc);
         if (t->n_events > 0) {
-            return gt_err_set(err, -EIO, "lost the watch stream from gantryd at %s: %s", c->server,
-                              why);
+            return gt_err_set(err, -EIO, "lost the stream from gantryd at %s: %s", c->server, why);
         }
         return gt_err_set(err, -EIO, "cannot reach gantryd at %s: %s", c->server, why);
     }
@@ -246,4 +295,22 @@ int gt_cli_client_watch(struct gt_cli_client *c, const char *path, gt_cli_watch_
     }
     gt_buf_fini(&t.body);
     return rc;
+}
+
+int gt_cli_client_stream(struct gt_cli_client *c, const char *path, gt_cli_stream_fn fn, void *arg,
+                         struct gt_err *err)
+{
+    struct transfer t = {.raw_fn = fn, .arg = arg, .err = err};
+    gt_buf_init(&t.body);
+    char errbuf[CURL_ERROR_SIZE];
+    prepare(c, "GET", path, &t, errbuf);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_raw_data);
+    int rc = finish(c, curl_easy_perform(c->curl), &t, errbuf, err);
+    gt_buf_fini(&t.body);
+    return rc;
+}
+
+void gt_cli_client_set_cancel_fd(struct gt_cli_client *c, int fd)
+{
+    c->cancel_fd = fd;
 }

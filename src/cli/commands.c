@@ -53,6 +53,53 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_delete,
     },
     {
+        .name = "run",
+        .usage = "run [--gpus N] [--cpu Q] [--memory Q] [-p PROJECT] [--name NAME] [--image IMG] "
+                 "-- CMD [ARGS...]",
+        .summary = "Run a command as a one-task job, follow its output, exit with its status",
+        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
+                   "      --gpus N          whole GPUs (nvidia.com/gpu limit)\n"
+                   "      --cpu Q           CPU limit (2, 500m)\n"
+                   "      --memory Q        memory limit (16Gi)\n"
+                   "      --name NAME       job name (default: run-<8 hex>)\n"
+                   "      --image IMG       container image\n"
+                   "Ctrl-C stops following; the job keeps running.\n",
+        .run = gt_cli_cmd_run,
+    },
+    {
+        .name = "logs",
+        .usage = "logs JOB [--replica TYPE-INDEX] [-f] [--tail N] [-p PROJECT]",
+        .summary = "Print the log of one of a job's tasks",
+        .options = "  -p, --project NAME      project (default: the config file's \"project\")\n"
+                   "      --replica TYPE-N    which task (worker-1); default master-0, else "
+                   "worker-0\n"
+                   "  -f, --follow            follow the log until the task ends\n"
+                   "      --tail N            only the last N lines\n",
+        .run = gt_cli_cmd_logs,
+    },
+    {
+        .name = "up",
+        .usage = "up [--data-dir DIR] [--fake-gpus SPEC] [--uid N] [--listen ADDR:PORT]",
+        .summary = "Start a one-machine cluster (gantryd and gantlet) in the background",
+        .options = "      --data-dir DIR       store, tokens, pids, logs (default "
+                   "$XDG_DATA_HOME/gantry,\n"
+                   "                           else ~/.local/share/gantry)\n"
+                   "      --fake-gpus SPEC     fake GPUs for the node (8xA100-80GB)\n"
+                   "      --uid N              uid your tasks run as (default: yours; 65534 "
+                   "for root)\n"
+                   "      --listen ADDR:PORT   gantryd's address (default 127.0.0.1:8443); "
+                   "gantlet\n"
+                   "                           listens on the next port\n",
+        .run = gt_cli_cmd_up,
+    },
+    {
+        .name = "down",
+        .usage = "down [--data-dir DIR]",
+        .summary = "Stop the local cluster: its running tasks, then gantlet and gantryd",
+        .options = "      --data-dir DIR   as given to 'gantry up'\n",
+        .run = gt_cli_cmd_down,
+    },
+    {
         .name = "help",
         .usage = "help [COMMAND]",
         .summary = "Show help for gantry or one command",
@@ -66,6 +113,7 @@ static const char global_help[] =
     "  --token TOKEN    bearer token (else $GANTRY_TOKEN, else the config file)\n"
     "The config file is $GANTRY_CONFIG, else $XDG_CONFIG_HOME/gantry/config or\n"
     "~/.config/gantry/config: JSON {\"server\": URL, \"token\": TOKEN}.\n"
+    "`gantry up` writes it, with \"project\": \"default\" for run and logs.\n"
     "Kinds: departments (dept), projects (proj), priorityclasses (pc), nodes (no),\n"
     "jobs, tasks, events (ev).\n";
 

@@ -3,9 +3,11 @@
  *
  * Each setting is resolved on its own, first match wins: command-line flag,
  * environment ($GANTRY_SERVER, $GANTRY_TOKEN), configuration file. The file
- * is JSON, {"server": "http://127.0.0.1:7070", "token": "..."}, written by
- * `gantry up` through gt_cli_config_write: atomically and readable only by
- * its owner, since it holds a credential.
+ * is JSON, {"server": "http://127.0.0.1:7070", "token": "...", "project":
+ * "default"}, written by `gantry up` through gt_cli_config_write: atomically
+ * and readable only by its owner, since it holds a credential. "project" is
+ * the default project of commands that create work (`gantry run`); only the
+ * file and -p supply it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -76,6 +78,9 @@ static int load_file(const char *path, struct gt_cli_config *cfg, struct gt_err 
     if (rc == 0) {
         rc = take_field(root, "token", path, &cfg->token, err);
     }
+    if (rc == 0) {
+        rc = take_field(root, "project", path, &cfg->project, err);
+    }
 out:
     json_decref(root);
     return rc;
@@ -88,6 +93,7 @@ int gt_cli_config_resolve(const char *flag_server, const char *flag_token,
     const char *token = flag_token ? flag_token : env_nonempty("GANTRY_TOKEN");
     cfg->server = gt_xstrdup(server);
     cfg->token = gt_xstrdup(token);
+    cfg->project = NULL;
     int rc = 0;
     if (!cfg->server || !cfg->token) {
         char *path = gt_cli_config_path();
@@ -113,8 +119,29 @@ void gt_cli_config_fini(struct gt_cli_config *cfg)
 {
     free(cfg->server);
     free(cfg->token);
+    free(cfg->project);
     cfg->server = NULL;
     cfg->token = NULL;
+    cfg->project = NULL;
+}
+
+int gt_cli_config_project(const char *flag_project, char **project, struct gt_err *err)
+{
+    *project = NULL;
+    if (flag_project) {
+        *project = gt_xstrdup(flag_project);
+        return 0;
+    }
+    struct gt_cli_config cfg = {0};
+    char *path = gt_cli_config_path();
+    int rc = path ? load_file(path, &cfg, err) : 0;
+    free(path);
+    if (rc == 0) {
+        *project = cfg.project;
+        cfg.project = NULL;
+    }
+    gt_cli_config_fini(&cfg);
+    return rc;
 }
 
 /* mkdir -p of path's parent directories, mode 0700 for those created. */
@@ -153,7 +180,8 @@ static int write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
-int gt_cli_config_write(const char *path, const char *server, const char *token, struct gt_err *err)
+int gt_cli_config_write(const char *path, const char *server, const char *token,
+                        const char *project, struct gt_err *err)
 {
     int rc = make_parents(path, err);
     if (rc < 0) {
@@ -163,6 +191,9 @@ int gt_cli_config_write(const char *path, const char *server, const char *token,
     json_object_set_new(root, "server", json_string(server));
     if (token) {
         json_object_set_new(root, "token", json_string(token));
+    }
+    if (project) {
+        json_object_set_new(root, "project", json_string(project));
     }
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);

@@ -42,6 +42,11 @@ static const struct opt opts[] = {
     {"log-level", OPT_LOGLEVEL, OFF(log_level), "info", 0, 0, false, "debug, info, warn or error"},
     {"enable-fault-injection", OPT_BOOL, OFF(enable_fault_injection), "false", 0, 0, false,
      "serve POST /debug/fault (admins only), for tests"},
+    {"scheduler-policy", OPT_STR, OFF(scheduler_policy), NULL, 0, 0, false,
+     "scheduling policy by name (gantry, firstfit, fifo, ...); default gantry where known, "
+     "else firstfit"},
+    {"node-grace", OPT_INT, OFF(node_grace_s), "40", 1, 86400, false,
+     "seconds without a heartbeat after which a node is lost and its tasks fail"},
 };
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error"};

@@ -136,7 +136,8 @@ char *gt_encode_object(const json_t *obj, size_t *len)
     return text;
 }
 
-json_t *gt_render_json(const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev)
+json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kind, const char *text,
+                       size_t len, int64_t rev)
 {
     json_t *obj = json_loadb(text, len, 0, NULL);
     if (!json_is_object(obj)) {
@@ -152,19 +153,19 @@ json_t *gt_render_json(const struct gt_kind_info *kind, const char *text, size_t
     snprintf(rv, sizeof(rv), "%lld", (long long)rev);
     json_object_set_new(md, "resourceVersion", json_string(rv));
     if (kind->kind == GT_KIND_NODE) {
-        /* computed on reads, never stored; the agent issue fills it in */
+        /* computed on reads, never stored */
         json_t *st = json_object_get(obj, "status");
         if (!json_is_object(st)) {
             st = json_object();
             json_object_set_new(obj, "status", st);
         }
-        json_object_set_new(st, "allocated", json_object());
+        json_object_set_new(st, "allocated", gt_nodectl_allocated(s->ctl, gt_obj_name(obj)));
     }
     return obj;
 }
 
-void gt_render_object(struct gt_buf *out, const struct gt_kind_info *kind, const char *text,
-                      size_t len, int64_t rev)
+void gt_render_object(const struct gt_server *s, struct gt_buf *out,
+                      const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev)
 {
     if (kind->kind != GT_KIND_NODE && len > META_PREFIX_LEN + 1 &&
         !memcmp(text, META_PREFIX, META_PREFIX_LEN)) {
@@ -174,14 +175,14 @@ void gt_render_object(struct gt_buf *out, const struct gt_kind_info *kind, const
         gt_buf_append(out, text + META_PREFIX_LEN, len - META_PREFIX_LEN);
         return;
     }
-    json_t *obj = gt_render_json(kind, text, len, rev);
+    json_t *obj = gt_render_json(s, kind, text, len, rev);
     if (!obj) {
         gt_buf_puts(out, "null");
         return;
     }
-    char *s = json_dumps(obj, JSON_COMPACT);
-    gt_buf_puts(out, s);
-    free(s);
+    char *text_out = json_dumps(obj, JSON_COMPACT);
+    gt_buf_puts(out, text_out);
+    free(text_out);
     json_decref(obj);
 }
 
@@ -281,7 +282,7 @@ static void get_object(struct gt_req *r)
     gt_buf_init(&b);
     b.cap = kv.value_len + 48; /* the hot path: one allocation */
     b.data = gt_xmalloc(b.cap);
-    gt_render_object(&b, rt->kind, kv.value, kv.value_len, kv.mod_rev);
+    gt_render_object(r->s, &b, rt->kind, kv.value, kv.value_len, kv.mod_rev);
     gt_store_kv_fini(&kv);
     gt_req_reply(r, 200, b.data, b.len);
     gt_buf_fini(&b);
@@ -370,7 +371,7 @@ static int list_cb(const struct gt_store_kv *kv, void *arg)
     it->name = gt_xstrdup(slash ? slash + 1 : rest);
     struct gt_buf b;
     gt_buf_init(&b);
-    gt_render_object(&b, c->r->route.kind, kv->value, kv->value_len, kv->mod_rev);
+    gt_render_object(c->r->s, &b, c->r->route.kind, kv->value, kv->value_len, kv->mod_rev);
     it->len = b.len;
     it->text = gt_buf_take(&b);
     return 0;
@@ -515,6 +516,14 @@ static void serve_api(struct gt_req *r, enum evhttp_cmd_type cmd, const char *pa
     if (!strcmp(rt->sub, "binding")) {
         if (cmd == EVHTTP_REQ_POST) {
             gt_write_binding(r);
+        } else {
+            method_not_allowed(r, path);
+        }
+        return;
+    }
+    if (!strcmp(rt->sub, "log")) {
+        if (cmd == EVHTTP_REQ_GET) {
+            gt_logproxy_serve(r, q);
         } else {
             method_not_allowed(r, path);
         }

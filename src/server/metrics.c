@@ -82,4 +82,19 @@ void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out)
                           (long long)m->objects[k]);
         }
     }
+    render_hist(out, "gantry_scheduler_cycle_duration_seconds",
+                "Scheduler cycle latency, deciding and queueing its writes.", &m->cycle_seconds);
+    gt_buf_printf(out,
+                  "# HELP gantry_scheduler_binds_total Tasks bound by the scheduler.\n"
+                  "# TYPE gantry_scheduler_binds_total counter\n"
+                  "gantry_scheduler_binds_total %llu\n"
+                  "# HELP gantry_scheduler_preemptions_total Tasks stopped to make room.\n"
+                  "# TYPE gantry_scheduler_preemptions_total counter\n"
+                  "gantry_scheduler_preemptions_total %llu\n"
+                  "# HELP gantry_jobs_pending Jobs waiting after the last cycle, by reason.\n"
+                  "# TYPE gantry_jobs_pending gauge\n"
+                  "gantry_jobs_pending{reason=\"Quota\"} %lld\n"
+                  "gantry_jobs_pending{reason=\"Unschedulable\"} %lld\n",
+                  (unsigned long long)m->binds, (unsigned long long)m->preemptions,
+                  (long long)m->jobs_pending[0], (long long)m->jobs_pending[1]);
 }

@@ -80,6 +80,10 @@ static int set_sub(struct gt_route *r, const char *s, size_t len)
         memcpy(r->sub, "binding", 8);
         return 0;
     }
+    if (seg_is(s, len, "log") && r->kind->kind == GT_KIND_TASK) {
+        memcpy(r->sub, "log", 4);
+        return 0;
+    }
     return -1;
 }
 

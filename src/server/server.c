@@ -177,6 +177,7 @@ static int index_list_cb(const struct gt_store_kv *kv, void *arg)
     if (k) {
         s->metrics.objects[k->kind]++;
         index_put(s, k, kv->value, kv->value_len);
+        gt_ctl_load(s->ctl, k, kv);
     }
     return 0;
 }
@@ -192,12 +193,13 @@ static void index_event_cb(const struct gt_store_event *ev, void *arg)
         s->metrics.objects[k->kind]--;
         const char *name = strrchr(ev->key, '/') + 1;
         gt_server_access_delete(s->access, k->kind, name);
-        return;
+    } else {
+        if (ev->created) {
+            s->metrics.objects[k->kind]++;
+        }
+        index_put(s, k, ev->value, ev->value_len);
     }
-    if (ev->created) {
-        s->metrics.objects[k->kind]++;
-    }
-    index_put(s, k, ev->value, ev->value_len);
+    gt_ctl_event(s->ctl, k, ev);
 }
 
 static int start_index(struct gt_server *s, struct gt_err *err)
@@ -315,6 +317,7 @@ static int start(struct gt_server *s, struct gt_err *err)
     event_config_free(ec);
     GT_ASSERT(s->base);
     s->access = gt_server_access_new();
+    s->ctl = gt_ctl_new(s);
     rc = open_store(s, err);
     if (rc == 0) {
         rc = start_index(s, err);
@@ -323,6 +326,10 @@ static int start(struct gt_server *s, struct gt_err *err)
         return rc;
     }
     s->events = gt_events_new(s);
+    rc = gt_ctl_start(s->ctl, err);
+    if (rc) {
+        return rc;
+    }
     s->drain_timer = event_new(s->base, -1, EV_PERSIST, on_drain_timer, s);
     s->fault_timer = event_new(s->base, -1, EV_PERSIST, on_fault_timer, s);
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
@@ -345,6 +352,7 @@ static void stop(struct gt_server *s)
     gt_store_unwatch(s->index_watch);
     gt_events_free(s->events);
     gt_store_close(s->store);
+    gt_ctl_free(s->ctl);
     gt_server_access_free(s->access);
     gt_server_tokens_free(s->tokens);
     struct event *evs[] = {s->sig_term, s->sig_int, s->drain_timer, s->fault_timer};

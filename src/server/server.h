@@ -29,6 +29,8 @@ struct gt_server_config {
     int64_t max_body_bytes;      /* --max-body-bytes N: larger bodies get 413 */
     int64_t log_level;           /* --log-level debug|info|warn|error (enum gt_log_level) */
     bool enable_fault_injection; /* --enable-fault-injection: POST /debug/fault */
+    char *scheduler_policy; /* --scheduler-policy NAME (sched.h); NULL: gantry, else firstfit */
+    int64_t node_grace_s;   /* --node-grace SECONDS without heartbeat: node lost */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -70,6 +72,9 @@ int gt_server_tokens_load(const char *path, struct gt_server_tokens **out, struc
 /* The user of a token (borrowed), or NULL if unknown. */
 const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens *t,
                                                    const char *token);
+/* The user of the first gantry:nodes line (borrowed), or NULL: gantryd's
+ * credentials towards node agents. */
+const struct gt_server_user *gt_server_tokens_first_node(const struct gt_server_tokens *t);
 size_t gt_server_tokens_count(const struct gt_server_tokens *t);
 void gt_server_tokens_free(struct gt_server_tokens *t);
 
@@ -96,7 +101,7 @@ const char *gt_server_access_project_department(const struct gt_server_access *a
 struct gt_server_authz {
     enum gt_server_verb verb;
     enum gt_kind kind;
-    const char *sub;        /* "status", "binding" or NULL */
+    const char *sub;        /* "status", "binding", "log" or NULL */
     const char *name;       /* object name (cluster-scoped kinds), may be NULL for lists */
     const char *project;    /* project-scoped kinds: the project; Project: its name;
                                Event: involvedObject.project (NULL: a cluster object) */
@@ -129,7 +134,7 @@ struct gt_route {
     bool all_projects; /* project-scoped kind listed without a project */
     char project[64];  /* "" when none */
     char name[GT_ROUTE_NAME_MAX + 1];
-    char sub[16]; /* "", "status" or "binding" */
+    char sub[16]; /* "", "status", "binding" or "log" (tasks) */
 };
 
 /* Parse a request path (no query) into r. -GT_ENOTFOUND with err saying
@@ -208,12 +213,72 @@ struct gt_metrics {
     struct gt_histogram request_seconds;
     struct gt_histogram commit_seconds;
     int64_t objects[GT_KIND_COUNT];
+    struct gt_histogram cycle_seconds; /* scheduler cycles */
+    uint64_t binds, preemptions;       /* scheduler decisions applied */
+    int64_t jobs_pending[2];           /* waiting jobs by gt_sched_wait_reason, last cycle */
 };
 /* Count a finished request. */
 void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int http_code,
                         double seconds);
 /* Append the Prometheus text exposition of m to out. */
 void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out);
+
+/* ---- controllers' pure parts (jobs.c, nodes.c) ----
+ * Inputs are validated objects (borrowed); returned JSON is the caller's. */
+
+enum gt_task_phase {
+    GT_TASK_PENDING, /* also: no phase yet */
+    GT_TASK_BOUND,
+    GT_TASK_RUNNING,
+    GT_TASK_TERMINATING,
+    GT_TASK_SUCCEEDED,
+    GT_TASK_FAILED,
+};
+enum gt_task_phase gt_task_phase_of(const json_t *task);
+bool gt_task_phase_terminal(enum gt_task_phase p);
+/* Does the task hold its node's resources (Bound/Running/Terminating on a node)? */
+bool gt_task_holds(const json_t *task);
+/* What one task of template tmpl asks for (requests, each defaulting to its limit). */
+void gt_task_request(const json_t *tmpl, struct gt_resources *out);
+/* template.terminationGracePeriodSeconds, default 30. */
+int64_t gt_task_grace_s(const json_t *tmpl);
+/* "<job>-<lower(type)>-<index>". Caller frees. */
+char *gt_job_task_name(const char *job, const char *type, int64_t index);
+
+/* Admission: every template.runAsUser must equal creator_uid unless the
+ * project allows privileged tasks. 0 or GT_EINVAL naming the field. */
+int gt_job_check_run_as(const json_t *job, int64_t creator_uid, bool allow_privileged,
+                        struct gt_err *err);
+
+struct gt_job_task_opts {
+    const char *department; /* the project's department, may be NULL */
+    int32_t priority;       /* the job's priority class value */
+    bool privileged;        /* the project's allowPrivileged */
+};
+/* The Pending Tasks of a stored job (array of Task objects, without uid and
+ * creationTimestamp), named by gt_job_task_name, in replica-type order. */
+json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opts);
+/* Has the job a True Succeeded or Failed condition? */
+bool gt_job_finished(const json_t *job);
+/* The job's status from its tasks (those found, borrowed) at now_ms:
+ * conditions Created -> Queued (all tasks exist, none running; message
+ * wait_message if given) -> Running (some task running) -> Succeeded (all
+ * tasks, or every Master/Chief, succeeded) / Failed (a task failed, or one
+ * is gone); finished is sticky. Earlier conditions stay with status False;
+ * transition times, startTime and completionTime are kept from the old
+ * status when unchanged, so deriving twice gives equal JSON. */
+json_t *gt_job_derive_status(const json_t *job, json_t *const *tasks, size_t n_tasks,
+                             const char *wait_message, int64_t now_ms);
+
+/* A node's computed status.allocated from the tasks (borrowed) holding
+ * resources on it: {"resources": {cpu, memory, nvidia.com/gpu}, "gpus":
+ * [{index, uuid, milli, task: "<project>/<task>"}]}. Tasks that do not
+ * hold resources on node are skipped. */
+json_t *gt_node_allocated(const char *node, json_t *const *tasks, size_t n_tasks);
+/* Is a node lost at now_ms: Ready is True but its last heartbeat (the Ready
+ * condition's lastHeartbeatTime or status.lastHeartbeatTime, and never
+ * before since_ms, when gantryd started watching) is more than grace_ms old? */
+bool gt_node_lost(const json_t *node, int64_t now_ms, int64_t grace_ms, int64_t since_ms);
 
 /* ---- the daemon (server.c) ---- */
 

@@ -12,6 +12,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "sched/sched.h"
 #include "server/server.h"
 #include "store/store.h"
 
@@ -37,6 +38,8 @@ void gt_strmap_each(const struct gt_strmap *m, gt_strmap_fn fn, void *arg);
 
 struct gt_watch_stream;
 struct gt_events;
+struct gt_ctl;
+struct evkeyvalq;
 
 /* The daemon. */
 struct gt_server {
@@ -50,6 +53,7 @@ struct gt_server {
     struct gt_store_watch *index_watch; /* all keys: access index and object counts */
     struct gt_metrics metrics;
     struct gt_events *events;
+    struct gt_ctl *ctl;              /* controllers and the scheduler */
     struct gt_watch_stream *streams; /* open watch streams (doubly linked) */
     struct event *sig_term, *sig_int, *drain_timer, *fault_timer;
     struct gt_req *fault_req; /* /debug/fault waiting for in-flight writes to finish */
@@ -79,6 +83,7 @@ struct gt_req {
     int64_t stored_rev; /* mod_rev of the stored object the write replaces */
     int64_t submit_ns;  /* when the store write was queued */
     int retries;
+    bool soft_delete; /* DELETE became deletionTimestamp + spec.stop */
 };
 
 /* ---- http.c ---- */
@@ -94,10 +99,11 @@ void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len)
 void gt_req_free(struct gt_req *r);
 /* Append obj's stored text with metadata.resourceVersion = rev (and, for
  * Nodes, the computed status.allocated) to out. */
-void gt_render_object(struct gt_buf *out, const struct gt_kind_info *kind, const char *text,
-                      size_t len, int64_t rev);
+void gt_render_object(const struct gt_server *s, struct gt_buf *out,
+                      const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev);
 /* Same as a JSON value (caller json_decref()s), or NULL if text is bad. */
-json_t *gt_render_json(const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev);
+json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kind, const char *text,
+                       size_t len, int64_t rev);
 /* The project an object of kind belongs to for access: its metadata.project,
  * a Project's own name, an Event's involvedObject.project; NULL if none. */
 const char *gt_access_project_of(const struct gt_kind_info *kind, const json_t *obj);
@@ -135,6 +141,96 @@ void gt_events_record(struct gt_events *ev, const struct gt_kind_info *kind, con
                       const char *type, const char *reason, const char *message);
 /* Queue the writes of every pending increment now. */
 void gt_events_flush(struct gt_events *ev);
+
+/* ---- ctl.c: the controllers' cache of stored objects and their writes ---- */
+
+/* One cached stored object. */
+struct gt_cobj {
+    char *key;
+    json_t *obj;
+    int64_t rev; /* mod_rev */
+};
+
+struct gt_ctl {
+    struct gt_server *s;
+    struct gt_strmap objs[GT_KIND_COUNT]; /* key -> struct gt_cobj (no Events) */
+    struct gt_strmap inflight;            /* key -> count of controller writes in flight */
+    struct gt_strmap dirty_jobs;          /* job keys to reconcile this turn */
+    struct gt_strmap dirty_tasks;         /* task keys to reconcile this turn */
+    struct gt_strmap waits;               /* job key -> its last wait message (char *) */
+    struct gt_strmap in_model;            /* job keys added to the scheduler model */
+    struct event *kick;                   /* runs once per loop turn when something changed */
+    struct event *tick;                   /* every second: node lifecycle, a cycle */
+    bool want_cycle;
+    int64_t start_ms;
+    struct gt_sched_model *model;
+    const struct gt_sched_policy *policy;
+    struct gt_sched_decisions dec;
+};
+
+struct gt_ctl *gt_ctl_new(struct gt_server *s);
+/* Free after the store is closed (its callbacks may still reach the cache). */
+void gt_ctl_free(struct gt_ctl *c);
+/* Cache one stored object at start-up (before gt_ctl_start). */
+void gt_ctl_load(struct gt_ctl *c, const struct gt_kind_info *kind, const struct gt_store_kv *kv);
+/* Build the scheduler model from the cache and start the timers. */
+int gt_ctl_start(struct gt_ctl *c, struct gt_err *err);
+/* A store change (from the server's watch on all keys). */
+void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
+                  const struct gt_store_event *ev);
+/* The cached object at key (borrowed), or NULL. */
+const struct gt_cobj *gt_ctl_get(const struct gt_ctl *c, enum gt_kind kind, const char *key);
+/* Run the reconcilers and the scheduler at the end of this loop turn. */
+void gt_ctl_kick(struct gt_ctl *c);
+void gt_ctl_mark_job(struct gt_ctl *c, const char *project, const char *job);
+/* Is a controller write to key in flight? */
+bool gt_ctl_busy(const struct gt_ctl *c, const char *key);
+typedef void (*gt_ctl_done_fn)(struct gt_ctl *c, int rc, void *arg);
+/* Write obj (borrowed; NULL for DELETE) at key on the controllers' behalf,
+ * conditional on expected_rev (0: any; CREATE ignores it). done (may be
+ * NULL) runs when it is durable or failed; the owning job is reconciled
+ * again afterwards. Returns 0 or the immediate error (done not called). */
+int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, const json_t *obj,
+                 int64_t expected_rev, gt_ctl_done_fn done, void *arg);
+/* The project's allowPrivileged and department (borrowed, may be NULL). */
+bool gt_ctl_project_privileged(const struct gt_ctl *c, const char *project);
+const char *gt_ctl_project_department(const struct gt_ctl *c, const char *project);
+
+/* ---- jobctl.c: the job and task controllers ---- */
+void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key);
+void gt_jobctl_reconcile_task(struct gt_ctl *c, const char *key);
+/* Admission of a Job create by user: 0, or GT_EINVAL with err. */
+int gt_jobctl_admit(struct gt_ctl *c, const json_t *job, const struct gt_server_user *user,
+                    struct gt_err *err);
+/* DELETE of a Job or Task: if it must not go at once, turn stored (the
+ * stored object, modified in place) into its soft-deleted form and return
+ * true; false: delete now. */
+bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
+
+/* ---- feeder.c: the scheduler model, kept from the store, and the cycle ---- */
+int gt_feed_build(struct gt_ctl *c, struct gt_err *err);
+/* A cached object changed: old and now are the previous and current JSON
+ * (either NULL). */
+void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key, const json_t *old,
+                    const json_t *now);
+/* Add, re-sync or remove the job at key in the model as the cache says. */
+void gt_feed_sync_job(struct gt_ctl *c, const char *key);
+/* Node lost: free everything on it in the model at once. */
+void gt_feed_node_lost(struct gt_ctl *c, const json_t *node);
+/* Run one scheduling cycle and apply its decisions. */
+void gt_feed_cycle(struct gt_ctl *c);
+/* The wait message last recorded for a job key (borrowed), or NULL. */
+const char *gt_feed_wait(const struct gt_ctl *c, const char *job_key);
+
+/* ---- nodes.c ---- */
+/* Mark lost nodes and fail their tasks (every second). */
+void gt_nodectl_tick(struct gt_ctl *c);
+/* status.allocated of a node from the cache (new reference). */
+json_t *gt_nodectl_allocated(const struct gt_ctl *c, const char *node);
+
+/* ---- logproxy.c ---- */
+/* GET .../tasks/T/log: proxy to the node's agent. Replies itself. */
+void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q);
 
 /* ---- server.c ---- */
 /* Queue a store write on behalf of the server, counting it in flight;

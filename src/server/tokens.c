@@ -16,6 +16,7 @@
 
 struct gt_server_tokens {
     struct gt_strmap by_token;
+    const struct gt_server_user *first_node; /* first gantry:nodes line of the file */
 };
 
 static void user_free(void *p)
@@ -198,6 +199,9 @@ int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens
             goto bad;
         }
         gt_strmap_put(&t->by_token, u->token, u);
+        if (u->node && !t->first_node) {
+            t->first_node = u;
+        }
         continue;
     bad:
         gt_server_tokens_free(t);
@@ -244,6 +248,11 @@ const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens
                                                    const char *token)
 {
     return gt_strmap_get(&t->by_token, token);
+}
+
+const struct gt_server_user *gt_server_tokens_first_node(const struct gt_server_tokens *t)
+{
+    return t->first_node;
 }
 
 size_t gt_server_tokens_count(const struct gt_server_tokens *t)

@@ -99,7 +99,7 @@ static bool stream_visible(const struct gt_watch_stream *ws, const json_t *obj)
 static void stream_send(struct gt_watch_stream *ws, const char *type, const char *value, size_t len,
                         int64_t rev)
 {
-    json_t *obj = gt_render_json(ws->kind, value, len, rev);
+    json_t *obj = gt_render_json(ws->s, ws->kind, value, len, rev);
     if (!obj || !stream_visible(ws, obj)) {
         json_decref(obj);
         return;

@@ -156,7 +156,7 @@ static void reply_stored(struct gt_req *r, int http_code, const char *text, size
 {
     struct gt_buf b;
     gt_buf_init(&b);
-    gt_render_object(&b, r->route.kind, text, len, rev);
+    gt_render_object(r->s, &b, r->route.kind, text, len, rev);
     gt_buf_puts(&b, "\n");
     gt_req_reply(r, http_code, b.data, b.len);
     gt_buf_fini(&b);
@@ -214,6 +214,10 @@ void gt_write_create(struct gt_req *r)
         return;
     }
     if (rt->kind->kind == GT_KIND_JOB) {
+        if (gt_jobctl_admit(r->s->ctl, obj, r->user, &err)) {
+            gt_req_error_err(r, &err);
+            return;
+        }
         set_created_condition(obj);
     }
     r->obj = json_incref(obj);
@@ -274,6 +278,12 @@ static int merge_update(struct gt_req *r, json_t *stored)
         }
         if (rt->kind->kind == GT_KIND_NODE && json_is_object(st)) {
             json_object_del(st, "allocated"); /* computed on reads */
+        }
+        if (rt->kind->kind == GT_KIND_TASK && gt_task_phase_terminal(gt_task_phase_of(stored))) {
+            json_decref(st);
+            gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has ended (%s); its status never changes",
+                         rt->name, json_string_value(gt_json_path(stored, "status.phase")));
+            return -1;
         }
         if (gt_api_validate_status(rt->kind->kind, st, &err)) {
             json_decref(st);
@@ -386,6 +396,11 @@ void gt_write_update(struct gt_req *r)
     if (authorize_write(r, GT_VERB_UPDATE, r->body, rt->name)) {
         return;
     }
+    if (rt->kind->kind == GT_KIND_TASK && !strcmp(rt->sub, "status") && !r->user->node) {
+        gt_req_error(r, GT_EFORBIDDEN,
+                     "user \"%s\" cannot update tasks/status: only node agents may", r->user->name);
+        return;
+    }
     int64_t rev = 0;
     if (body_rev(r, &rev)) {
         return;
@@ -408,6 +423,14 @@ static void delete_attempt(struct gt_req *r)
         json_decref(stored);
         return;
     }
+    if (gt_jobctl_soft_delete(r->s->ctl, r->route.kind->kind, stored)) {
+        r->soft_delete = true;
+        json_decref(r->obj);
+        r->obj = stored;
+        submit(r, GT_STORE_UPDATE, r->stored_rev);
+        return;
+    }
+    r->soft_delete = false;
     json_decref(stored);
     submit(r, GT_STORE_DELETE, r->stored_rev);
 }
@@ -544,14 +567,15 @@ static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
     gt_server_write_done(r->s, rc, r->submit_ns);
     enum wop op = wop_of(r);
     if (rc == 0) {
-        if (op == W_DELETE) {
+        if (op == W_DELETE && !r->soft_delete) {
             reply_stored(r, 200, r->value, strlen(r->value), r->stored_rev);
             return;
         }
         if (op == W_CREATE) {
             record_created(r);
         }
-        reply_stored(r, op == W_UPDATE ? 200 : 201, r->value, strlen(r->value), rev);
+        reply_stored(r, op == W_UPDATE || op == W_DELETE ? 200 : 201, r->value, strlen(r->value),
+                     rev);
         return;
     }
     if (rc == GT_ECONFLICT && op != W_CREATE && !r->client_rv && r->retries < MAX_RETRIES) {

@@ -381,7 +381,7 @@ static void test_config_precedence(void **state)
     resolve(NULL, NULL, NULL, NULL);
 
     struct gt_err err = {0};
-    assert_int_equal(gt_cli_config_write(e->path, "http://file:1/", "file-token", &err), 0);
+    assert_int_equal(gt_cli_config_write(e->path, "http://file:1/", "file-token", NULL, &err), 0);
     struct stat st;
     assert_int_equal(stat(e->path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
@@ -398,16 +398,25 @@ static void test_config_precedence(void **state)
     resolve(NULL, NULL, "http://file:1", "env-token");
 
     /* Rewriting replaces the file whole. */
-    assert_int_equal(gt_cli_config_write(e->path, "http://new:4", NULL, &err), 0);
+    assert_int_equal(gt_cli_config_write(e->path, "http://new:4", NULL, "research", &err), 0);
     unsetenv("GANTRY_TOKEN");
     resolve(NULL, NULL, "http://new:4", NULL);
+
+    /* The project: -p first, else the file's. */
+    char *project = NULL;
+    assert_int_equal(gt_cli_config_project(NULL, &project, &err), 0);
+    assert_string_equal(project, "research");
+    free(project);
+    assert_int_equal(gt_cli_config_project("vision", &project, &err), 0);
+    assert_string_equal(project, "vision");
+    free(project);
 }
 
 static void test_config_bad_file(void **state)
 {
     struct cfg_env *e = *state;
     struct gt_err err = {0};
-    assert_int_equal(gt_cli_config_write(e->path, "http://x:1", "t", &err), 0);
+    assert_int_equal(gt_cli_config_write(e->path, "http://x:1", "t", NULL, &err), 0);
     FILE *f = fopen(e->path, "w");
     assert_non_null(f);
     fputs("{\"server\": 7}", f);

@@ -504,6 +504,114 @@ static void test_delete_and_errors(void **state)
     fake_finish(f);
 }
 
+#define TASKS "/apis/gantry.dev/v1/projects/detection/tasks"
+#define WATCH_X TASKS "?watch=true&resourceVersion=0&fieldSelector=metadata.name%3Dx-worker-0"
+#define TASK_EVENT(type, status)                                                                   \
+    "{\"type\":\"" type "\",\"object\":{\"metadata\":{\"name\":\"x-worker-0\","                    \
+    "\"project\":\"detection\"},\"spec\":{},\"status\":" status "}}\n"
+
+static void test_run_follows_and_exits_with_task_status(void **state)
+{
+    (void)state;
+    static const char *const started[] = {
+        TASK_EVENT("ADDED", "{\"phase\":\"Pending\"}"),
+        TASK_EVENT("MODIFIED", "{\"phase\":\"Bound\"}"),
+        TASK_EVENT("MODIFIED", "{\"phase\":\"Running\",\"startTime\":\"2026-01-01T00:00:00Z\"}"),
+        NULL,
+    };
+    static const char *const log[] = {"0,1 GPU-a,GPU-b\n", "65534\n", NULL};
+    static const char *const done[] = {
+        TASK_EVENT("ADDED", "{\"phase\":\"Running\"}"),
+        TASK_EVENT("MODIFIED", "{\"phase\":\"Failed\",\"exitCode\":3,\"reason\":\"Error\"}"),
+        NULL,
+    };
+    static const struct exchange script[] = {
+        {"POST", JOBS, 201, "{}", NULL},
+        {"GET", WATCH_X, 200, NULL, started},
+        {"GET", TASKS "/x-worker-0/log?follow=true", 200, NULL, log},
+        {"GET", WATCH_X, 200, NULL, done},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r =
+        run_cli(f, (const char *[]){"run", "-p", "detection", "--name", "x", "--gpus", "2",
+                                    "--memory", "1Gi", "--", "sh", "-c", "echo hi", NULL});
+    assert_string_equal(r.err, "job.gantry.dev/x created\n");
+    assert_string_equal(r.out, "0,1 GPU-a,GPU-b\n65534\n");
+    assert_int_equal(r.rc, 3);
+    assert_non_null(strstr(f->log.data, "\"command\":[\"sh\",\"-c\",\"echo hi\"]"));
+    assert_non_null(strstr(f->log.data, "\"limits\":{\"nvidia.com/gpu\":2,\"memory\":\"1Gi\"}"));
+    run_result_free(&r);
+    fake_finish(f);
+}
+
+static void test_run_task_lost_before_start(void **state)
+{
+    (void)state;
+    /* Failed while Bound (no startTime): no log is read, exit 1 with why. */
+    static const char *const lost[] = {
+        TASK_EVENT("ADDED", "{\"phase\":\"Failed\",\"reason\":\"NodeLost\"}"),
+        NULL,
+    };
+    static const struct exchange script[] = {
+        {"POST", JOBS, 201, "{}", NULL},
+        {"GET", WATCH_X, 200, NULL, lost},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r =
+        run_cli(f, (const char *[]){"run", "-p", "detection", "--name", "x", "--", "true", NULL});
+    assert_string_equal(r.err, "job.gantry.dev/x created\n"
+                               "error: task x-worker-0 ended Failed: NodeLost\n");
+    assert_int_equal(r.rc, 1);
+    run_result_free(&r);
+
+    /* A bad quantity is refused before anything is sent. */
+    r = run_cli(f, (const char *[]){"run", "-p", "detection", "--cpu", "x", "--", "true", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_non_null(strstr(r.err, "limits.cpu"));
+    run_result_free(&r);
+    r = run_cli(f, (const char *[]){"run", "-p", "detection", NULL});
+    assert_int_equal(r.rc, 2);
+    run_result_free(&r);
+    fake_finish(f);
+}
+
+static void test_logs_picks_task(void **state)
+{
+    (void)state;
+    static const char *const log[] = {"line 1\n", "line 2\n", NULL};
+    static const struct exchange script[] = {
+        {"GET", JOBS "/train", 200,
+         "{\"kind\":\"Job\",\"spec\":{\"replicaSpecs\":{\"Worker\":{},\"Master\":{}}}}", NULL},
+        {"GET", TASKS "/train-master-0/log?tailLines=2", 200, NULL, log},
+        {"GET", TASKS "/train-worker-1/log?follow=true", 200, NULL, log},
+        {"GET", TASKS "/train-worker-0/log", 404,
+         "{\"kind\":\"Status\",\"code\":404,\"message\":\"tasks \\\"train-worker-0\\\" not "
+         "found\"}",
+         NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r =
+        run_cli(f, (const char *[]){"logs", "train", "-p", "detection", "--tail", "2", NULL});
+    assert_string_equal(r.err, "");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "line 1\nline 2\n");
+    run_result_free(&r);
+    r = run_cli(f, (const char *[]){"logs", "train", "-f", "--replica", "worker-1", "-p",
+                                    "detection", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "line 1\nline 2\n");
+    run_result_free(&r);
+    r = run_cli(f,
+                (const char *[]){"logs", "train", "--replica=worker-0", "-p", "detection", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.err, "error: tasks \"train-worker-0\" not found\n");
+    run_result_free(&r);
+    r = run_cli(f, (const char *[]){"logs", "train", "--tail", "-3", "-p", "detection", NULL});
+    assert_int_equal(r.rc, 2);
+    run_result_free(&r);
+    fake_finish(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -515,6 +623,9 @@ int main(void)
         cmocka_unit_test(test_watch_expired),
         cmocka_unit_test(test_describe_with_events),
         cmocka_unit_test(test_delete_and_errors),
+        cmocka_unit_test(test_run_follows_and_exits_with_task_status),
+        cmocka_unit_test(test_run_task_lost_before_start),
+        cmocka_unit_test(test_logs_picks_task),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

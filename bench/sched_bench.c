@@ -1,0 +1,299 @@
+/*
+ * Scheduler benchmark (issue 4, point 3): one thread, no store. 8-GPU nodes
+ * in two PCIe groups of four, pre-filled to 70 % with randomly placed tasks
+ * of a Philly-like mix; 100,000 pending tasks in 3 departments and 3
+ * priorities, topped up by arrivals so 100,000 stay pending; 1 % of running
+ * tasks end per cycle. Timed: the 200 cycles after the first; tasks/s =
+ * tasks bound / (wall time of those cycles plus their model updates).
+ * With preemption, 10 % of arrivals are of a higher priority class that
+ * may preempt; their victims exit (requeued) before the next cycle.
+ *
+ * Usage: sched_bench NODES PREEMPT(0|1) SEED; prints one line:
+ * tasks_per_s cycle_ms_p99 frag_pct mem_kb_per_1k_pending binds preempts
+ */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sched/sched.h"
+
+#define GIB (1024LL * 1024 * 1024)
+#define PENDING_TASKS 100000
+#define TIMED_CYCLES 200
+
+struct job {
+    int n_tasks, gpus;
+    bool live, running;
+};
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static struct job *jobs;
+static size_t n_jobs, cap_jobs;
+static int *running; /* indices of running jobs */
+static size_t n_running, running_tasks, pending_tasks;
+
+/* A Philly-like job: mostly 1 GPU; some 2, 4, 8 and 16/32-GPU gangs of
+ * 8-GPU tasks. */
+static void add_job(struct gt_sched_model *m, int64_t now, bool preempt)
+{
+    int r = (int)(rnd() % 100), tasks = 1, gpus = 1;
+    if (r >= 70 && r < 80) {
+        gpus = 2;
+    } else if (r >= 80 && r < 90) {
+        gpus = 4;
+    } else if (r >= 90 && r < 96) {
+        gpus = 8;
+    } else if (r >= 96 && r < 98) {
+        gpus = 8, tasks = 2;
+    } else if (r >= 98) {
+        gpus = 8, tasks = 4;
+    }
+    if (n_jobs == cap_jobs) {
+        cap_jobs = cap_jobs ? cap_jobs * 2 : 1024;
+        jobs = gt_xrealloc(jobs, cap_jobs * sizeof(*jobs));
+    }
+    static const char *const depts[] = {"cv", "nlp", "rl"};
+    int prio = (int)(rnd() % 100);
+    const char *cls = preempt && prio < 10 ? "top" : prio < 55 ? "mid" : "low";
+    char id[32];
+    snprintf(id, sizeof(id), "j%zu", n_jobs);
+    struct gt_sched_group_spec g = {
+        .name = "w",
+        .replicas = tasks,
+        .req = {.cpu_milli = 4000, .memory_bytes = 16 * GIB, .gpus = gpus}};
+    struct gt_sched_job_spec spec = {.id = id,
+                                     .department = depts[rnd() % 3],
+                                     .project = "bench",
+                                     .priority_class = cls,
+                                     .arrival_ms = now,
+                                     .groups = &g,
+                                     .n_groups = 1};
+    if (gt_sched_job_add(m, &spec, NULL) != 0) {
+        abort();
+    }
+    jobs[n_jobs++] = (struct job){.n_tasks = tasks, .gpus = gpus, .live = true};
+    pending_tasks += (size_t)tasks;
+}
+
+static size_t job_of(const char *task_id)
+{
+    return (size_t)strtoul(task_id + 1, NULL, 10);
+}
+
+/* Apply a cycle's decisions to the bench's own bookkeeping. */
+static void note_binds(const struct gt_sched_decisions *d)
+{
+    for (size_t i = 0; i < d->n_binds; i++) {
+        struct job *j = &jobs[job_of(d->binds[i].task_id)];
+        pending_tasks--;
+        running_tasks++;
+        if (!j->running) {
+            j->running = true;
+            running[n_running++] = (int)job_of(d->binds[i].task_id);
+        }
+    }
+}
+
+static void end_job(struct gt_sched_model *m, size_t slot, bool requeue)
+{
+    size_t idx = (size_t)running[slot];
+    struct job *j = &jobs[idx];
+    char id[32], task[48];
+    snprintf(id, sizeof(id), "j%zu", idx);
+    for (int t = 0; t < j->n_tasks; t++) {
+        snprintf(task, sizeof(task), "j%zu-w-%d", idx, t);
+        if (gt_sched_task_exit(m, task, requeue, NULL) == 0) {
+            running_tasks--;
+            pending_tasks += requeue;
+        }
+    }
+    if (!requeue) {
+        if (gt_sched_job_remove(m, id, NULL) != 0) {
+            abort();
+        }
+        j->live = false;
+    }
+    j->running = false;
+    running[slot] = running[--n_running];
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: sched_bench NODES PREEMPT SEED\n");
+        return 2;
+    }
+    int n_nodes = atoi(argv[1]);
+    bool preempt = atoi(argv[2]) != 0;
+    rng_state = strtoull(argv[3], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;
+    struct gt_sched_model *m = gt_sched_model_new();
+    gt_sched_model_set_seed(m, rng_state);
+    enum gt_sched_preemption pol = preempt ? GT_SCHED_PREEMPT_LOWER : GT_SCHED_PREEMPT_NEVER;
+    gt_sched_priority_class_set(m, "low", 10, pol, true, NULL);
+    gt_sched_priority_class_set(m, "mid", 50, pol, false, NULL);
+    gt_sched_priority_class_set(m, "top", 100, pol, false, NULL);
+    int64_t total_milli = (int64_t)n_nodes * 8000;
+    struct gt_sched_res g = {.cpu_milli = (int64_t)n_nodes * 128000 / 3,
+                             .memory_bytes = (int64_t)n_nodes * 1024 * GIB / 3,
+                             .gpu_milli = total_milli / 3};
+    struct gt_sched_res l = {.cpu_milli = (int64_t)n_nodes * 128000,
+                             .memory_bytes = (int64_t)n_nodes * 1024 * GIB,
+                             .gpu_milli = total_milli};
+    gt_sched_department_set(m, "cv", &g, &l, NULL);
+    gt_sched_department_set(m, "nlp", &g, &l, NULL);
+    gt_sched_department_set(m, "rl", &g, &l, NULL);
+    struct gt_sched_gpu_spec gpus[8];
+    for (int i = 0; i < 8; i++) {
+        gpus[i] =
+            (struct gt_sched_gpu_spec){.index = i, .group = i / 4, .numa = i / 4, .healthy = true};
+    }
+    for (int i = 0; i < n_nodes; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "node-%05d", i);
+        struct gt_sched_node_spec ns = {.name = name,
+                                        .cpu_milli = 128000,
+                                        .memory_bytes = 1024 * GIB,
+                                        .ready = true,
+                                        .gpus = gpus,
+                                        .n_gpus = 8};
+        gt_sched_node_add(m, &ns, NULL);
+    }
+    running = gt_xcalloc((size_t)n_nodes * 8 + 1, sizeof(*running));
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    struct gt_sched_cycle_opts opts = {.max_waits = 100};
+    /* Prefill to 70 % with random placement. */
+    const struct gt_sched_policy *rnd_pol = gt_sched_policy_by_name("fifo/random");
+    int64_t now = 0;
+    while (true) {
+        struct gt_sched_res used = {0};
+        int64_t u = 0;
+        for (int i = 0; i < 3; i++) {
+            gt_sched_department_get(m, i == 0 ? "cv" : i == 1 ? "nlp" : "rl", NULL, NULL, &used);
+            u += used.gpu_milli;
+        }
+        if (u >= total_milli * 7 / 10) {
+            break;
+        }
+        size_t before = n_jobs;
+        while (pending_tasks < 2000) {
+            add_job(m, now, false);
+        }
+        (void)before;
+        gt_sched_cycle_ex(m, now, rnd_pol, &opts, &d);
+        note_binds(&d);
+        if (d.n_binds == 0) {
+            break;
+        }
+    }
+    /* Top up to 100,000 pending, measuring the memory it takes. */
+    struct mallinfo2 mi0 = mallinfo2();
+    size_t p0 = pending_tasks;
+    while (pending_tasks < PENDING_TASKS) {
+        add_job(m, now, preempt);
+    }
+    struct mallinfo2 mi1 = mallinfo2();
+    double mem_kb_per_1k =
+        (double)(mi1.uordblks - mi0.uordblks) / 1024.0 / ((double)(pending_tasks - p0) / 1000.0);
+    const struct gt_sched_policy *gantry = gt_sched_policy_by_name("gantry");
+    double cycle_ms[TIMED_CYCLES], busy_s = 0;
+    size_t binds = 0, preempts = 0;
+    char **evict = NULL;
+    size_t n_evict = 0, cap_evict = 0;
+    for (int c = 0; c <= TIMED_CYCLES; c++) {
+        now += 1000;
+        double t0 = now_s();
+        /* Model updates: victims exit, 1 % of running tasks end, arrivals. */
+        for (size_t i = 0; i < n_evict; i++) {
+            if (gt_sched_task_exit(m, evict[i], true, NULL) == 0) {
+                struct job *j = &jobs[job_of(evict[i])];
+                running_tasks--;
+                pending_tasks++;
+                if (j->running) {
+                    for (size_t s = 0; s < n_running; s++) {
+                        if ((size_t)running[s] == job_of(evict[i])) {
+                            j->running = false;
+                            running[s] = running[--n_running];
+                            break;
+                        }
+                    }
+                }
+            }
+            free(evict[i]);
+        }
+        n_evict = 0;
+        size_t to_end = running_tasks / 100, ended = 0;
+        while (ended < to_end && n_running > 0) {
+            size_t slot = rnd() % n_running;
+            ended += (size_t)jobs[running[slot]].n_tasks;
+            end_job(m, slot, false);
+        }
+        while (pending_tasks < PENDING_TASKS) {
+            add_job(m, now, preempt);
+        }
+        double t1 = now_s();
+        gt_sched_cycle_ex(m, now, gantry, &opts, &d);
+        double t2 = now_s();
+        note_binds(&d);
+        for (size_t i = 0; i < d.n_preempts; i++) {
+            if (n_evict == cap_evict) {
+                cap_evict = cap_evict ? cap_evict * 2 : 64;
+                evict = gt_xrealloc(evict, cap_evict * sizeof(*evict));
+            }
+            evict[n_evict++] = gt_xstrdup(d.preempts[i].task_id);
+        }
+        if (c > 0) {
+            cycle_ms[c - 1] = (t2 - t1) * 1000;
+            busy_s += t2 - t0;
+            binds += d.n_binds;
+            preempts += d.n_preempts;
+        }
+    }
+    for (size_t i = 0; i < n_evict; i++) {
+        free(evict[i]);
+    }
+    free(evict);
+    qsort(cycle_ms, TIMED_CYCLES, sizeof(double), cmp_double);
+    /* Fragmentation: free GPUs on nodes that cannot host an 8-GPU task. */
+    size_t free_all = 0, free_frag = 0;
+    for (int i = 0; i < n_nodes; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "node-%05d", i);
+        struct gt_sched_node_info ni;
+        gt_sched_node_get(m, name, &ni);
+        free_all += ni.n_gpus_free;
+        free_frag += ni.n_gpus_free < 8 ? ni.n_gpus_free : 0;
+    }
+    printf("%.0f %.3f %.1f %.1f %zu %zu\n", (double)binds / busy_s,
+           cycle_ms[TIMED_CYCLES * 99 / 100],
+           free_all ? 100.0 * (double)free_frag / (double)free_all : 0.0, mem_kb_per_1k, binds,
+           preempts);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+    free(running);
+    free(jobs);
+    return 0;
+}

@@ -1,0 +1,378 @@
+/*
+ * gantlet's control loop (docs/agent.md): register the Node, then every
+ * heartbeat list this node's Tasks fresh, reconcile the local tasks with
+ * them (which kills what gantryd no longer runs here) and only then write
+ * the Node status with Ready=True; between lists a watch stream delivers
+ * changes as they happen. A lost or expired watch is re-listed with
+ * backoff. Exits are found by polling the state directories (and at once
+ * on SIGCHLD, since the agent is the shims' child subreaper). SIGTERM ends
+ * the loop and leaves every task to its shim.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "agent/agent_int.h"
+
+#define POLL_MS 150
+#define BACKOFF_MIN_MS 200
+#define BACKOFF_MAX_MS 10000
+#define API "/apis/gantry.dev/v1"
+
+static int64_t mem_total_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    long long kb = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "MemTotal: %lld kB", &kb) == 1) {
+            break;
+        }
+    }
+    if (f) {
+        fclose(f);
+    }
+    return (int64_t)kb * 1024;
+}
+
+static json_t *resources_json(const struct gt_gantlet *g)
+{
+    char cpu[32], mem[32];
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return json_pack("{s:s, s:s, s:I}", "cpu",
+                     gt_quantity_format((int64_t)(ncpu > 0 ? ncpu : 1) * 1000, GT_QTY_MILLI, 0, cpu,
+                                        sizeof(cpu)),
+                     "memory",
+                     gt_quantity_format(mem_total_bytes(), GT_QTY_UNIT, 1, mem, sizeof(mem)),
+                     "nvidia.com/gpu", (json_int_t)g->gpus.n_gpus);
+}
+
+static json_t *node_status(const struct gt_gantlet *g)
+{
+    char ts[32];
+    gt_time_format(gt_now_ms(), ts, sizeof(ts));
+    json_t *gpus = json_array();
+    for (size_t i = 0; i < g->gpus.n_gpus; i++) {
+        const struct gt_gpu *d = &g->gpus.gpus[i];
+        json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:I, s:i, s:s, s:s}", "index",
+                                              d->index, "uuid", d->uuid, "model", d->model,
+                                              "memoryBytes", (json_int_t)d->memory_bytes,
+                                              "numaNode", d->numa_node, "group", d->group, "health",
+                                              d->healthy ? "Healthy" : "Unhealthy"));
+    }
+    char host[256];
+    const char *colon = strrchr(g->cfg->listen, ':');
+    snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - g->cfg->listen) : 0, g->cfg->listen);
+    return json_pack("{s:o, s:o, s:o, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s, s:s, s:s, s:s}], s:s}",
+                     "capacity", resources_json(g), "allocatable", resources_json(g), "gpus", gpus,
+                     "addresses", "type", "InternalIP", "address", host, "type", "AgentURL",
+                     "address", g->agent_url, "conditions", "type", "Ready", "status", "True",
+                     "reason", "AgentReady", "lastHeartbeatTime", ts, "lastHeartbeatTime", ts);
+}
+
+static void backoff_next(struct gt_gantlet *g)
+{
+    g->backoff_ms = g->backoff_ms ? g->backoff_ms * 2 : BACKOFF_MIN_MS;
+    if (g->backoff_ms > BACKOFF_MAX_MS) {
+        g->backoff_ms = BACKOFF_MAX_MS;
+    }
+}
+
+static void schedule_rewatch(struct gt_gantlet *g, int delay_ms)
+{
+    struct timeval tv = {delay_ms / 1000, (delay_ms % 1000) * 1000};
+    evtimer_add(g->rewatch_ev, &tv);
+}
+
+/* ---- watch ---- */
+
+static void watch_event(json_t *ev, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *obj = json_object_get(ev, "object");
+    if (!type || !json_is_object(obj)) {
+        return;
+    }
+    const char *rv = json_string_value(gt_json_path(obj, "metadata.resourceVersion"));
+    if (rv && strcmp(type, "ERROR") != 0) {
+        snprintf(g->watch_rv, sizeof(g->watch_rv), "%s", rv);
+    }
+    g->backoff_ms = 0;
+    gt_gantlet_task_observe(g, obj, !strcmp(type, "DELETED"));
+}
+
+static void watch_end(int status, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    g->watch = NULL;
+    if (g->stopping) {
+        return;
+    }
+    gt_log_warn("task watch ended; listing again", "status=%d", status);
+    backoff_next(g);
+    schedule_rewatch(g, status == 410 ? 0 : g->backoff_ms);
+}
+
+static void watch_open(struct gt_gantlet *g)
+{
+    char *path = gt_xasprintf(API "/tasks?fieldSelector=spec.nodeName%%3D%s&watch=true"
+                                  "&resourceVersion=%s",
+                              g->cfg->name, g->watch_rv);
+    g->watch = gt_apic_stream_open(g->api, path, watch_event, watch_end, g);
+    free(path);
+}
+
+/* ---- list, reconcile, heartbeat ---- */
+
+static void heartbeat_done(int status, json_t *body, void *arg)
+{
+    (void)arg;
+    if (status != 200 && status != 201) {
+        const char *msg = json_string_value(json_object_get(body, "message"));
+        gt_log_warn("node status write failed", "status=%d message=\"%s\"", status, msg ? msg : "");
+    }
+}
+
+static void list_done(int status, json_t *body, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    g->listing = false;
+    json_t *items = json_object_get(body, "items");
+    if (status != 200 || !json_is_array(items)) {
+        gt_log_warn("cannot list this node's tasks", "status=%d", status);
+        backoff_next(g);
+        schedule_rewatch(g, g->backoff_ms);
+        return;
+    }
+    gt_gantlet_tasks_unsee(g);
+    size_t i;
+    json_t *t;
+    json_array_foreach(items, i, t)
+    {
+        gt_gantlet_task_observe(g, t, false);
+    }
+    gt_gantlet_tasks_gone(g);
+    /* reconciled: what gantryd failed is dead, so the node may say Ready */
+    json_t *st = json_pack("{s:o}", "status", node_status(g));
+    char *path = gt_xasprintf(API "/nodes/%s/status", g->cfg->name);
+    gt_apic_request(g->api, EVHTTP_REQ_PUT, path, st, heartbeat_done, g);
+    free(path);
+    json_decref(st);
+    const char *rv = json_string_value(gt_json_path(body, "metadata.resourceVersion"));
+    if (!g->watch && rv) {
+        snprintf(g->watch_rv, sizeof(g->watch_rv), "%s", rv);
+        watch_open(g);
+    }
+}
+
+static void list_start(struct gt_gantlet *g)
+{
+    if (g->listing) {
+        return;
+    }
+    g->listing = true;
+    char *path = gt_xasprintf(API "/tasks?fieldSelector=spec.nodeName%%3D%s", g->cfg->name);
+    gt_apic_request(g->api, EVHTTP_REQ_GET, path, NULL, list_done, g);
+    free(path);
+}
+
+static void register_done(int status, json_t *body, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    if (status == 201 || status == 200 || status == 409) {
+        g->registered = true;
+        g->backoff_ms = 0;
+        gt_log_info("node registered", "node=%s gpus=%zu", g->cfg->name, g->gpus.n_gpus);
+        list_start(g);
+        return;
+    }
+    const char *msg = json_string_value(json_object_get(body, "message"));
+    gt_log_warn("cannot register the node", "status=%d message=\"%s\"", status, msg ? msg : "");
+    backoff_next(g);
+    schedule_rewatch(g, g->backoff_ms);
+}
+
+static void register_start(struct gt_gantlet *g)
+{
+    json_t *node = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "gantry.dev/v1", "kind", "Node",
+                             "metadata", "name", g->cfg->name);
+    gt_apic_request(g->api, EVHTTP_REQ_POST, API "/nodes", node, register_done, g);
+    json_decref(node);
+}
+
+static void sync_now(struct gt_gantlet *g)
+{
+    if (!g->registered) {
+        register_start(g);
+    } else {
+        list_start(g);
+    }
+}
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sync_now(arg);
+}
+
+static void on_rewatch(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    sync_now(arg);
+}
+
+static void on_poll(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gt_gantlet_tasks_poll(arg);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct gt_gantlet *g = arg;
+    if (sig == SIGCHLD) {
+        gt_gantlet_tasks_poll(g);
+        return;
+    }
+    gt_log_info("stopping; tasks keep running under their shims", "signal=%d", (int)sig);
+    g->stopping = true;
+    event_base_loopbreak(g->base);
+}
+
+/* ---- setup ---- */
+
+static int find_shim(struct gt_gantlet *g, struct gt_err *err)
+{
+    if (g->cfg->shim) {
+        snprintf(g->shim, sizeof(g->shim), "%s", g->cfg->shim);
+    } else {
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n < 0) {
+            return gt_err_set(err, -errno, "/proc/self/exe: %s", strerror(errno));
+        }
+        exe[n] = '\0';
+        snprintf(g->shim, sizeof(g->shim), "%s/gantry-shim", dirname(exe));
+    }
+    if (access(g->shim, X_OK) < 0) {
+        return gt_err_set(err, -errno, "shim %s: %s", g->shim, strerror(errno));
+    }
+    return 0;
+}
+
+static int mkdirs(const char *path)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof(p), "%s", path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+                return -errno;
+            }
+            *s = '/';
+        }
+    }
+    return mkdir(p, 0711) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+static void discover_gpus(struct gt_gantlet *g)
+{
+    struct gt_err err = {0};
+    if (g->cfg->fake_gpus) {
+        if (gt_gpu_discover_fake(&g->gpus, g->cfg->fake_gpus, g->cfg->name, &err) < 0) {
+            gt_log_error("bad --fake-gpus; no GPUs", "err=\"%s\"", err.msg);
+        }
+    } else if (gt_gpu_discover_nvml(&g->gpus, g->cfg->nvml_lib, &err) < 0) {
+        gt_log_info("no GPUs: NVML unavailable", "err=\"%s\"", err.msg);
+    }
+}
+
+static int setup(struct gt_gantlet *g, struct gt_err *err)
+{
+    int rc = gt_gantlet_token_read(g->cfg->token_file, &g->token, err);
+    rc = rc < 0 ? rc : find_shim(g, err);
+    if (rc < 0) {
+        return rc;
+    }
+    snprintf(g->tasks_dir, sizeof(g->tasks_dir), "%s/tasks", g->cfg->root);
+    if ((rc = mkdirs(g->tasks_dir)) < 0) {
+        return gt_err_set(err, rc, "%s: %s", g->tasks_dir, strerror(-rc));
+    }
+    struct gt_err cgerr = {0};
+    g->have_cgroups = gt_cgroup_sys_detect(&g->cgsys, &cgerr) == 0;
+    if (!g->have_cgroups) {
+        gt_log_warn("no cgroups; tasks cannot be killed as a whole", "err=\"%s\"", cgerr.msg);
+    }
+    discover_gpus(g);
+    /* shims double-fork away; as subreaper the agent inherits and reaps them */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    g->base = event_base_new();
+    rc = gt_apic_new(g->base, g->cfg->server, g->token, &g->api, err);
+    rc = rc < 0 ? rc : gt_gantlet_http_start(g, err);
+    return rc;
+}
+
+int gt_gantlet_run(const struct gt_gantlet_config *cfg)
+{
+    struct gt_gantlet *g = gt_xcalloc(1, sizeof(*g));
+    g->cfg = cfg;
+    gt_log_set_level((enum gt_log_level)cfg->log_level);
+    signal(SIGPIPE, SIG_IGN);
+    struct gt_err err = {0};
+    int status = 1;
+    if (setup(g, &err) < 0) {
+        gt_log_error("gantlet cannot start", "err=\"%s\"", err.msg);
+        goto out;
+    }
+    gt_gantlet_tasks_adopt(g);
+    struct event *sigs[3];
+    const int signums[3] = {SIGTERM, SIGINT, SIGCHLD};
+    for (int i = 0; i < 3; i++) {
+        sigs[i] = evsignal_new(g->base, signums[i], on_signal, g);
+        evsignal_add(sigs[i], NULL);
+    }
+    g->heartbeat_ev = event_new(g->base, -1, EV_PERSIST, on_heartbeat, g);
+    g->poll_ev = event_new(g->base, -1, EV_PERSIST, on_poll, g);
+    g->rewatch_ev = evtimer_new(g->base, on_rewatch, g);
+    struct timeval hb = {cfg->heartbeat_s, 0}, poll = {0, POLL_MS * 1000};
+    event_add(g->heartbeat_ev, &hb);
+    event_add(g->poll_ev, &poll);
+    gt_log_info("gantlet started", "node=%s server=%s listen=%s root=%s", cfg->name, cfg->server,
+                g->agent_url, cfg->root);
+    sync_now(g);
+    event_base_dispatch(g->base);
+    status = 0;
+    gt_apic_stream_close(g->watch);
+    for (int i = 0; i < 3; i++) {
+        event_free(sigs[i]);
+    }
+    event_free(g->heartbeat_ev);
+    event_free(g->poll_ev);
+    event_free(g->rewatch_ev);
+out:
+    if (g->http) {
+        evhttp_free(g->http);
+    }
+    gt_apic_free(g->api);
+    if (g->base) {
+        event_base_free(g->base);
+    }
+    gt_gantlet_tasks_free(g);
+    gt_gpu_set_fini(&g->gpus);
+    free(g->token);
+    free(g);
+    return status;
+}

@@ -1,0 +1,126 @@
+/*
+ * gantlet, the node agent daemon (docs/agent.md is the protocol it follows
+ * with gantryd): its configuration, the pure decisions it takes (a Task
+ * object turned into a shim spec, an exit record turned into a Task status,
+ * what to do with a task given its local and remote state, where a log's
+ * last N lines start) and the daemon entry point. The pure parts take no
+ * locks, keep no state and do no network I/O, so unit tests drive them
+ * directly.
+ */
+#ifndef GT_GANTLET_H
+#define GT_GANTLET_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agent/agent.h"
+#include "agent/shim.h"
+
+/* ---- configuration (gantlet_config.c): one declarative table ---- */
+
+struct gt_gantlet_config {
+    char *server;         /* gantryd base URL, "http://host:port" */
+    char *token_file;     /* the agent's token: first line, bare or token,user,uid,"groups" */
+    char *name;           /* node name */
+    char *listen;         /* ADDR:PORT for logs, /healthz, /metrics */
+    char *fake_gpus;      /* NULL: NVML */
+    char *nvml_lib;       /* NULL: GT_NVML_LIBRARY */
+    char *root;           /* state root: ROOT/tasks/<uid>/ */
+    char *shim;           /* NULL: gantry-shim next to the gantlet binary */
+    char **storage_roots; /* n_storage_roots allowed volume roots, owned */
+    size_t n_storage_roots;
+    int64_t heartbeat_s;
+    int64_t log_max_bytes; /* per task log file before rotation */
+    int64_t log_level;     /* enum gt_log_level */
+};
+
+/* Parse argv (flags --name VALUE or --name=VALUE) and envp (GANTLET_<NAME>)
+ * into cfg (caller's storage, zeroed here). *help is set on --help. Returns
+ * 0 or GT_EINVAL with err naming the flag. Free with gt_gantlet_config_fini. */
+int gt_gantlet_config_parse(struct gt_gantlet_config *cfg, int argc, char *const *argv,
+                            char *const *envp, bool *help, struct gt_err *err);
+void gt_gantlet_config_fini(struct gt_gantlet_config *cfg);
+/* Print the flags, their defaults and help to f. */
+void gt_gantlet_config_usage(FILE *f);
+
+/* Read the token from the first line of path: "token,user,uid,..." or a
+ * bare token. *token is a new string (caller frees). 0 or negative + err. */
+int gt_gantlet_token_read(const char *path, char **token, struct gt_err *err);
+
+/* ---- pure decisions (taskspec.c) ---- */
+
+/* Default pids limit of a task cgroup. */
+#define GT_GANTLET_PIDS_MAX 4096
+/* PATH given to a task whose env has none. */
+#define GT_GANTLET_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* What the agent adds to a Task to make a shim spec. */
+struct gt_task_spec_params {
+    const char *state_dir;         /* ROOT/tasks/<uid>, absolute */
+    const struct gt_gpu_set *gpus; /* node GPUs, for device minors (borrowed, may be NULL) */
+    int64_t log_max_bytes;
+    int log_keep_files;
+};
+
+/* Build the shim spec of a Task object (borrowed) into spec (caller's
+ * storage; gt_shim_spec_fini frees it): argv = command + args, env =
+ * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent), uid =
+ * runAsUser else creator uid (0 only with spec.privileged), cwd =
+ * workingDir else STATE_DIR/work, limits from resources.limits (else
+ * requests), log in STATE_DIR/log. GT_EINVAL with err saying why. */
+int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
+                       struct gt_shim_spec *spec, struct gt_err *err);
+
+/* The reason a stop request is reported with: "Deleted" (or none) is
+ * "Killed", anything else as is. Returns a borrowed string. */
+const char *gt_task_stop_reason(const char *stop_reason);
+
+/* A terminal Task status for an exit record: prev (the Task's current
+ * status, borrowed, may be NULL) keeps boundTime/startTime/hostPid; phase
+ * Succeeded for exit 0 without a stop, else Failed with reason OOMKilled,
+ * Error, or the stop's reason. Returns a new object (caller decrefs). */
+json_t *gt_task_exit_status(const json_t *prev, const struct gt_shim_exit *ex);
+
+/* What the agent knows locally about one task. */
+struct gt_task_local {
+    bool known;            /* a state directory exists */
+    bool started;          /* the task's host pid is known */
+    bool exited;           /* exit.json exists */
+    bool reported;         /* the terminal status is recorded in gantryd */
+    bool running_reported; /* phase Running was written by this agent process */
+    bool stop_sent;        /* the shim was asked to stop */
+    bool killing;          /* being killed because its Task is gone or terminal */
+};
+
+/* Actions for one task, a bit set. */
+enum {
+    GT_TA_START = 1 << 0,            /* write the spec, start the shim */
+    GT_TA_REPORT_RUNNING = 1 << 1,   /* PUT phase Running */
+    GT_TA_STOP = 1 << 2,             /* gt_shim_stop with the spec's stop */
+    GT_TA_REPORT_EXIT = 1 << 3,      /* PUT the terminal status from exit.json */
+    GT_TA_KILL = 1 << 4,             /* SIGKILL its cgroup; remove once exited */
+    GT_TA_REMOVE = 1 << 5,           /* remove the state directory */
+    GT_TA_MARK_REPORTED = 1 << 6,    /* gantryd already has a terminal status */
+    GT_TA_REPORT_UNSTARTED = 1 << 7, /* stopped before it started: PUT Failed */
+};
+
+/* Decide what to do with a task from its local state and its Task object
+ * (borrowed; NULL when gantryd has no such Task). Returns GT_TA_* bits. */
+unsigned gt_task_decide(const struct gt_task_local *l, const json_t *task);
+
+/* Tail of a log read backwards in pieces: the last n lines start just
+ * after the n-th '\n' counted from the end, not counting a '\n' that is the
+ * log's very last byte (is_last: data ends the whole log). Scans
+ * data[0..len) backwards counting at most n - *newlines more '\n' into
+ * *newlines; returns the offset after the one that reached n, or 0 when
+ * the piece ran out first (then continue with the piece before it). */
+size_t gt_log_tail_offset(const char *data, size_t len, int64_t n, bool is_last, int64_t *newlines);
+
+/* ---- the daemon (daemon.c) ---- */
+
+/* Run gantlet until SIGTERM/SIGINT. Returns the process exit status. */
+int gt_gantlet_run(const struct gt_gantlet_config *cfg);
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * gantlet's --listen server (evhttp): GET /v1/tasks/{uid}/log
+ * [?follow=true&tailLines=N] for the agent's own bearer token only, plus
+ * /healthz and /metrics. A log is the shim's rotated files read oldest
+ * first (task.log.K .. task.log.1, task.log); tailLines counts over their
+ * concatenation. Following polls every 100 ms, moves to the new task.log
+ * when the shim rotates, and ends once exit.json exists and the file is
+ * drained. Each stream owns its open files and is freed when it ends or
+ * its connection closes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/keyvalq_struct.h>
+
+#include "agent/agent_int.h"
+
+#define KEEP_FILES 3
+#define MAX_FILES (KEEP_FILES + 2)
+#define FOLLOW_MS 100
+#define OUT_HIGH_BYTES (1 << 20)
+#define BLOCK_BYTES 65536
+
+struct logstream {
+    struct evhttp_request *req;
+    struct evhttp_connection *conn;
+    char dir[PATH_MAX + 160]; /* the task's state directory */
+    int fds[MAX_FILES];       /* oldest first; the last is task.log */
+    int n_fds, cur;
+    bool follow;
+    struct event *tick;
+};
+
+static void stream_free(struct logstream *ls)
+{
+    for (int i = 0; i < ls->n_fds; i++) {
+        if (ls->fds[i] >= 0) {
+            close(ls->fds[i]);
+        }
+    }
+    event_free(ls->tick);
+    free(ls);
+}
+
+static void on_close(struct evhttp_connection *conn, void *arg)
+{
+    (void)conn;
+    stream_free(arg);
+}
+
+static void stream_end(struct logstream *ls)
+{
+    evhttp_connection_set_closecb(ls->conn, NULL, NULL);
+    evhttp_send_reply_end(ls->req);
+    stream_free(ls);
+}
+
+/* Position the stream at the start of the last n lines (n < 0: everything). */
+static void tail_seek(struct logstream *ls, int64_t n)
+{
+    if (n < 0) {
+        return;
+    }
+    int64_t seen = 0;
+    char *buf = gt_xmalloc(BLOCK_BYTES);
+    for (int i = ls->n_fds - 1; i >= 0; i--) {
+        off_t end = lseek(ls->fds[i], 0, SEEK_END);
+        for (off_t pos = end; pos > 0;) {
+            size_t len = pos > BLOCK_BYTES ? BLOCK_BYTES : (size_t)pos;
+            pos -= (off_t)len;
+            if (pread(ls->fds[i], buf, len, pos) != (ssize_t)len) {
+                break;
+            }
+            bool last = i == ls->n_fds - 1 && pos + (off_t)len == end;
+            size_t off = gt_log_tail_offset(buf, len, n, last, &seen);
+            if (seen >= n) {
+                lseek(ls->fds[i], pos + (off_t)off, SEEK_SET);
+                ls->cur = i;
+                free(buf);
+                return;
+            }
+        }
+        lseek(ls->fds[i], 0, SEEK_SET);
+    }
+    ls->cur = 0;
+    free(buf);
+}
+
+static bool same_file(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+           a.st_dev == b.st_dev;
+}
+
+static void schedule(struct logstream *ls, int ms)
+{
+    struct timeval tv = {0, ms * 1000};
+    evtimer_add(ls->tick, &tv);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct logstream *ls = arg;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(ls->conn);
+    if (evbuffer_get_length(bufferevent_get_output(bev)) > OUT_HIGH_BYTES) {
+        schedule(ls, 10);
+        return;
+    }
+    char exit_path[PATH_MAX + 200], log_path[PATH_MAX + 200];
+    snprintf(exit_path, sizeof(exit_path), "%s/exit.json", ls->dir);
+    snprintf(log_path, sizeof(log_path), "%s/log/task.log", ls->dir);
+    bool exited = access(exit_path, F_OK) == 0; /* checked before the last read */
+    struct evbuffer *out = evbuffer_new();
+    size_t sent = 0;
+    while (sent < OUT_HIGH_BYTES && ls->cur < ls->n_fds) {
+        char buf[BLOCK_BYTES];
+        ssize_t r = read(ls->fds[ls->cur], buf, sizeof(buf));
+        if (r > 0) {
+            evbuffer_add(out, buf, (size_t)r);
+            sent += (size_t)r;
+            continue;
+        }
+        if (ls->cur < ls->n_fds - 1) {
+            ls->cur++;
+            continue;
+        }
+        /* drained the newest file: rotated meanwhile? then read on in the new one */
+        int cur = ls->fds[ls->cur];
+        if (ls->follow && !same_file(cur, log_path)) {
+            int nfd = open(log_path, O_RDONLY | O_CLOEXEC);
+            if (nfd >= 0) {
+                close(cur);
+                ls->fds[ls->cur] = nfd;
+                continue;
+            }
+        }
+        break;
+    }
+    if (sent) {
+        evhttp_send_reply_chunk(ls->req, out);
+    }
+    evbuffer_free(out);
+    if (sent >= OUT_HIGH_BYTES) {
+        schedule(ls, 1);
+    } else if (!ls->follow || exited) {
+        stream_end(ls);
+    } else {
+        schedule(ls, FOLLOW_MS);
+    }
+}
+
+static void open_files(struct logstream *ls)
+{
+    for (int k = KEEP_FILES; k >= 0; k--) {
+        char p[PATH_MAX + 200];
+        if (k) {
+            snprintf(p, sizeof(p), "%s/log/task.log.%d", ls->dir, k);
+        } else {
+            snprintf(p, sizeof(p), "%s/log/task.log", ls->dir);
+        }
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ls->fds[ls->n_fds++] = fd;
+        }
+    }
+}
+
+static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const char *uid,
+                      const char *query)
+{
+    struct gt_ltask *t = gt_gantlet_task_find(g, uid);
+    if (!t) {
+        evhttp_send_error(req, 404, "no such task on this node");
+        return;
+    }
+    struct evkeyvalq q;
+    evhttp_parse_query_str(query ? query : "", &q);
+    const char *follow = evhttp_find_header(&q, "follow");
+    const char *tail = evhttp_find_header(&q, "tailLines");
+    int64_t tail_n = -1;
+    if (tail && *tail) {
+        char *end;
+        tail_n = strtoll(tail, &end, 10);
+        if (*end || tail_n < 0) {
+            evhttp_clear_headers(&q);
+            evhttp_send_error(req, 400, "tailLines: not a non-negative integer");
+            return;
+        }
+    }
+    struct logstream *ls = gt_xcalloc(1, sizeof(*ls));
+    ls->req = req;
+    ls->conn = evhttp_request_get_connection(req);
+    ls->follow = follow && (!strcmp(follow, "true") || !strcmp(follow, "1"));
+    evhttp_clear_headers(&q);
+    snprintf(ls->dir, sizeof(ls->dir), "%s", t->dir);
+    open_files(ls);
+    tail_seek(ls, tail_n);
+    ls->tick = evtimer_new(g->base, on_tick, ls);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "text/plain; charset=utf-8");
+    evhttp_send_reply_start(req, 200, "OK");
+    evhttp_connection_set_closecb(ls->conn, on_close, ls);
+    if (ls->n_fds == 0 && !ls->follow) {
+        stream_end(ls);
+        return;
+    }
+    schedule(ls, 0);
+}
+
+static void serve_metrics(struct gt_gantlet *g, struct evhttp_request *req)
+{
+    int running, used;
+    gt_gantlet_tasks_count(g, &running, &used);
+    int unhealthy = 0;
+    for (size_t i = 0; i < g->gpus.n_gpus; i++) {
+        unhealthy += !g->gpus.gpus[i].healthy;
+    }
+    int free_gpus = (int)g->gpus.n_gpus - used - unhealthy;
+    struct evbuffer *b = evbuffer_new();
+    evbuffer_add_printf(b,
+                        "# TYPE gantlet_tasks_running gauge\ngantlet_tasks_running %d\n"
+                        "# TYPE gantlet_task_starts_total counter\ngantlet_task_starts_total "
+                        "%lld\n# TYPE gantlet_gpus gauge\ngantlet_gpus{state=\"free\"} %d\n"
+                        "gantlet_gpus{state=\"allocated\"} %d\n"
+                        "gantlet_gpus{state=\"unhealthy\"} %d\n",
+                        running, (long long)g->starts_total, free_gpus > 0 ? free_gpus : 0, used,
+                        unhealthy);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "text/plain; version=0.0.4");
+    evhttp_send_reply(req, 200, "OK", b);
+    evbuffer_free(b);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+    const char *path = evhttp_uri_get_path(u);
+    if (!path) {
+        evhttp_send_error(req, 400, "bad path");
+        return;
+    }
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+        evhttp_send_error(req, 405, "only GET");
+        return;
+    }
+    if (!strcmp(path, "/healthz")) {
+        struct evbuffer *b = evbuffer_new();
+        evbuffer_add_printf(b, "ok\n");
+        evhttp_send_reply(req, 200, "OK", b);
+        evbuffer_free(b);
+        return;
+    }
+    if (!strcmp(path, "/metrics")) {
+        serve_metrics(g, req);
+        return;
+    }
+    char uid[128];
+    int n = 0;
+    if (sscanf(path, "/v1/tasks/%127[^/]/log%n", uid, &n) != 1 || path[n] != '\0') {
+        evhttp_send_error(req, 404, "not found");
+        return;
+    }
+    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0) {
+        evhttp_send_error(req, 401, "a bearer token is required");
+        return;
+    }
+    if (strcmp(auth + 7, g->token) != 0) {
+        evhttp_send_error(req, 403, "only the node's token may read logs here");
+        return;
+    }
+    serve_log(g, req, uid, evhttp_uri_get_query(u));
+}
+
+int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err)
+{
+    const char *listen = g->cfg->listen;
+    const char *colon = strrchr(listen, ':');
+    char *end;
+    long port = colon ? strtol(colon + 1, &end, 10) : -1;
+    if (!colon || *end || port < 0 || port > 65535) {
+        return gt_err_set(err, GT_EINVAL, "--listen %s: not ADDR:PORT", listen);
+    }
+    char *addr = gt_xstrndup(listen, (size_t)(colon - listen));
+    g->http = evhttp_new(g->base);
+    evhttp_set_gencb(g->http, on_request, g);
+    struct evhttp_bound_socket *s =
+        evhttp_bind_socket_with_handle(g->http, addr, (ev_uint16_t)port);
+    if (!s) {
+        int rc = gt_err_set(err, -EADDRINUSE, "--listen %s: cannot bind", listen);
+        free(addr);
+        return rc;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int bound = (int)port;
+    if (getsockname(evhttp_bound_socket_get_fd(s), (struct sockaddr *)&ss, &sl) == 0) {
+        bound = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    }
+    snprintf(g->agent_url, sizeof(g->agent_url), "http://%s:%d", addr, bound);
+    free(addr);
+    return 0;
+}

@@ -1,0 +1,519 @@
+/*
+ * gantlet's local tasks: one state directory ROOT/tasks/<uid>/ per task
+ * ever started here (the shim's files, see shim.h, plus the agent's own
+ * task.json with the Task's name and project, and a `reported` marker once
+ * gantryd holds its terminal status). The directory is created exactly
+ * once, before the shim starts, so a task is never started twice, also
+ * across agent restarts; it goes when the Task object is gone (or when a
+ * task gantryd already failed is killed). gt_task_decide says what to do;
+ * this file does it. Status writes are keyed by uid, so a task removed
+ * while its write is in flight is simply not found when the answer comes.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent_int.h"
+#include "api/api.h"
+
+extern char **environ;
+
+/* An adopted task without a shim after this long never started. */
+#define START_LOST_MS 10000
+#define RETRY_MS 1000
+
+static bool file_exists(const char *dir, const char *name)
+{
+    char p[PATH_MAX + 200];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    return access(p, F_OK) == 0;
+}
+
+struct gt_ltask *gt_gantlet_task_find(const struct gt_gantlet *g, const char *uid)
+{
+    for (struct gt_ltask *t = g->tasks; t; t = t->next) {
+        if (!strcmp(t->uid, uid)) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+static struct gt_ltask *task_add(struct gt_gantlet *g, const char *uid)
+{
+    struct gt_ltask *t = gt_xcalloc(1, sizeof(*t));
+    /* uids are validated short strings and tasks_dir is bounded at start */
+    int n = snprintf(t->uid, sizeof(t->uid), "%s", uid);
+    int m = snprintf(t->dir, sizeof(t->dir), "%s/%s", g->tasks_dir, uid);
+    GT_ASSERT(n >= 0 && (size_t)n < sizeof(t->uid) && m >= 0 && (size_t)m < sizeof(t->dir));
+    t->st.known = true;
+    t->next = g->tasks;
+    g->tasks = t;
+    return t;
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void task_remove(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    gt_log_info("task state removed", "task=%s uid=%s", t->name, t->uid);
+    for (struct gt_ltask **p = &g->tasks; *p; p = &(*p)->next) {
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    }
+    json_decref(t->obj);
+    free(t);
+}
+
+void gt_gantlet_tasks_free(struct gt_gantlet *g)
+{
+    while (g->tasks) {
+        struct gt_ltask *t = g->tasks;
+        g->tasks = t->next;
+        json_decref(t->obj);
+        free(t);
+    }
+}
+
+/* Record a start that never happened as the task's exit (exit code 127). */
+static void exit_synthesize(struct gt_ltask *t, const char *why)
+{
+    struct gt_shim_exit ex = {.exit_code = 127, .finished_at_ms = gt_now_ms()};
+    snprintf(ex.error, sizeof(ex.error), "%s", why);
+    char *text = gt_shim_exit_to_json(&ex);
+    struct gt_err err = {0};
+    if (gt_agent_file_write_atomic(t->dir, "exit.json", text, strlen(text), true, &err) < 0) {
+        gt_log_error("cannot record a failed start", "task=%s err=\"%s\"", t->name, err.msg);
+    }
+    free(text);
+    t->st.exited = true;
+    gt_log_warn("task did not start", "task=%s reason=\"%s\"", t->name, why);
+}
+
+static void load_meta(struct gt_ltask *t)
+{
+    char p[PATH_MAX + 200], *text = NULL;
+    size_t len;
+    snprintf(p, sizeof(p), "%s/task.json", t->dir);
+    if (gt_agent_file_read(p, 65536, &text, &len, NULL) < 0) {
+        return;
+    }
+    json_t *m = json_loadb(text, len, 0, NULL);
+    free(text);
+    const char *name = json_string_value(json_object_get(m, "name"));
+    const char *project = json_string_value(json_object_get(m, "project"));
+    snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
+    snprintf(t->project, sizeof(t->project), "%s", project ? project : "");
+    t->gpus = (int)json_integer_value(json_object_get(m, "gpus"));
+    json_decref(m);
+}
+
+void gt_gantlet_tasks_adopt(struct gt_gantlet *g)
+{
+    DIR *d = opendir(g->tasks_dir);
+    if (!d) {
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || gt_gantlet_task_find(g, e->d_name)) {
+            continue;
+        }
+        struct gt_ltask *t = task_add(g, e->d_name);
+        load_meta(t);
+        t->st.exited = file_exists(t->dir, "exit.json");
+        t->st.reported = file_exists(t->dir, "reported");
+        t->st.started = gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0;
+        t->start_ms = gt_now_ms();
+        gt_log_info("task adopted", "task=%s uid=%s pid=%d exited=%d reported=%d", t->name, t->uid,
+                    (int)t->host_pid, t->st.exited, t->st.reported);
+    }
+    closedir(d);
+}
+
+/* ---- status writes ---- */
+
+struct put_ctx {
+    struct gt_gantlet *g;
+    char uid[128];
+    unsigned action;
+};
+
+static void put_done(int status, json_t *body, void *arg)
+{
+    struct put_ctx *k = arg;
+    struct gt_ltask *t = gt_gantlet_task_find(k->g, k->uid);
+    bool ok = status == 200 || status == 201;
+    if (t) {
+        t->put_in_flight = false;
+        if (ok && json_is_object(body)) {
+            json_decref(t->obj);
+            t->obj = json_incref(body);
+        }
+        if (k->action == GT_TA_REPORT_RUNNING && ok) {
+            t->st.running_reported = true;
+        } else if (k->action == GT_TA_REPORT_EXIT && (ok || status == 409 || status == 404)) {
+            /* 409: the status is already terminal; 404: the Task is gone */
+            t->st.reported = true;
+            gt_agent_file_write_atomic(t->dir, "reported", "", 0, true, NULL);
+        } else if (!ok) {
+            t->retry_at_ms = gt_mono_ms() + RETRY_MS;
+        }
+    }
+    if (!ok) {
+        const char *msg = json_string_value(json_object_get(body, "message"));
+        gt_log_warn("task status write failed", "uid=%s status=%d message=\"%s\"", k->uid, status,
+                    msg ? msg : "");
+    }
+    free(k);
+}
+
+static void put_status(struct gt_gantlet *g, struct gt_ltask *t, json_t *status, unsigned action)
+{
+    json_t *body = json_pack("{s:o}", "status", status);
+    char *path =
+        gt_xasprintf("/apis/gantry.dev/v1/projects/%s/tasks/%s/status", t->project, t->name);
+    struct put_ctx *k = gt_xcalloc(1, sizeof(*k));
+    k->g = g;
+    k->action = action;
+    snprintf(k->uid, sizeof(k->uid), "%s", t->uid);
+    t->put_in_flight = true;
+    gt_apic_request(g->api, EVHTTP_REQ_PUT, path, body, put_done, k);
+    free(path);
+    json_decref(body);
+}
+
+static json_t *status_copy(const struct gt_ltask *t)
+{
+    json_t *st = json_object_get(t->obj, "status");
+    return json_is_object(st) ? json_deep_copy(st) : json_object();
+}
+
+static void report_running(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    json_t *st = status_copy(t);
+    char ts[32], p[PATH_MAX + 200], *text = NULL;
+    size_t len;
+    int64_t started = t->start_ms;
+    snprintf(p, sizeof(p), "%s/started", t->dir);
+    if (gt_agent_file_read(p, 64, &text, &len, NULL) == 0) {
+        started = strtoll(text, NULL, 10);
+        free(text);
+    }
+    json_object_set_new(st, "phase", json_string("Running"));
+    json_object_set_new(st, "startTime", json_string(gt_time_format(started, ts, sizeof(ts))));
+    json_object_set_new(st, "hostPid", json_integer(t->host_pid));
+    put_status(g, t, st, GT_TA_REPORT_RUNNING);
+}
+
+static void report_exit(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    struct gt_shim_exit ex;
+    struct gt_err err = {0};
+    if (gt_shim_exit_read(t->dir, &ex, &err) < 0) {
+        gt_log_error("cannot read the exit record", "task=%s err=\"%s\"", t->name, err.msg);
+        t->retry_at_ms = gt_mono_ms() + RETRY_MS;
+        return;
+    }
+    json_t *prev = json_object_get(t->obj, "status");
+    json_t *st = gt_task_exit_status(prev, &ex);
+    gt_log_info("task exited", "task=%s uid=%s exit=%d reason=%s", t->name, t->uid, ex.exit_code,
+                json_string_value(json_object_get(st, "reason")));
+    put_status(g, t, st, GT_TA_REPORT_EXIT);
+}
+
+/* ---- start, stop, kill ---- */
+
+static int write_meta(struct gt_ltask *t, const json_t *task, struct gt_err *err)
+{
+    json_t *m = json_pack("{s:s, s:s, s:I}", "name", t->name, "project", t->project, "gpus",
+                          (json_int_t)t->gpus);
+    (void)task;
+    char *text = gt_json_dumps(m);
+    json_decref(m);
+    int rc = gt_agent_file_write_atomic(t->dir, "task.json", text, strlen(text), true, err);
+    free(text);
+    return rc;
+}
+
+static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task, struct gt_err *err)
+{
+    struct gt_task_spec_params p = {.state_dir = t->dir,
+                                    .gpus = &g->gpus,
+                                    .log_max_bytes = g->cfg->log_max_bytes,
+                                    .log_keep_files = 3};
+    struct gt_shim_spec spec;
+    int rc = gt_task_spec_build(task, &p, &spec, err);
+    if (rc < 0) {
+        return rc;
+    }
+    char sub[PATH_MAX + 200];
+    snprintf(sub, sizeof(sub), "%s/log", t->dir);
+    if (mkdir(sub, 0700) < 0 && errno != EEXIST) {
+        rc = gt_err_set(err, -errno, "mkdir %s: %s", sub, strerror(errno));
+    }
+    if (rc == 0 && !json_object_get(gt_json_path(task, "spec.template"), "workingDir")) {
+        if ((mkdir(spec.cwd, 0700) < 0 && errno != EEXIST) ||
+            chown(spec.cwd, spec.uid, spec.gid) < 0) {
+            rc = gt_err_set(err, -errno, "working directory %s: %s", spec.cwd, strerror(errno));
+        }
+    }
+    if (rc == 0) {
+        char *text = gt_shim_spec_to_json(&spec);
+        rc = gt_agent_file_write_atomic(t->dir, "spec.json", text, strlen(text), true, err);
+        free(text);
+    }
+    gt_shim_spec_fini(&spec);
+    return rc;
+}
+
+static void task_start(struct gt_gantlet *g, json_t *task)
+{
+    const char *uid = json_string_value(gt_json_path(task, "metadata.uid"));
+    char dir[PATH_MAX + 160];
+    snprintf(dir, sizeof(dir), "%s/%s", g->tasks_dir, uid);
+    /* the state directory is the start's one-time token */
+    if (mkdir(dir, 0711) < 0) {
+        gt_log_error("cannot create the task state directory", "uid=%s err=\"%s\"", uid,
+                     strerror(errno));
+        return;
+    }
+    struct gt_ltask *t = task_add(g, uid);
+    snprintf(t->name, sizeof(t->name), "%s", gt_obj_name(task));
+    snprintf(t->project, sizeof(t->project), "%s", gt_obj_project(task));
+    t->gpus = (int)json_array_size(gt_json_path(task, "spec.gpus"));
+    t->obj = json_incref(task);
+    t->start_ms = gt_now_ms();
+    t->seen = true;
+    struct gt_err err = {0};
+    if (write_meta(t, task, &err) < 0 || prepare(g, t, task, &err) < 0) {
+        exit_synthesize(t, err.msg);
+        return;
+    }
+    char *argv[] = {g->shim, "--state-dir", t->dir, NULL};
+    pid_t pid;
+    int rc = posix_spawn(&pid, g->shim, NULL, NULL, argv, environ);
+    if (rc != 0) {
+        exit_synthesize(t, "cannot run gantry-shim");
+        return;
+    }
+    t->invoker_pid = pid;
+    g->starts_total++;
+    gt_log_info("task starting", "task=%s uid=%s gpus=%d", t->name, t->uid, t->gpus);
+}
+
+static void task_stop(struct gt_ltask *t)
+{
+    json_t *stop = gt_json_path(t->obj, "spec.stop");
+    const char *reason = json_string_value(json_object_get(stop, "reason"));
+    json_t *grace = json_object_get(stop, "gracePeriodSeconds");
+    json_t *tgrace = gt_json_path(t->obj, "spec.template.terminationGracePeriodSeconds");
+    int64_t grace_ms = json_is_integer(grace)    ? json_integer_value(grace) * 1000
+                       : json_is_integer(tgrace) ? json_integer_value(tgrace) * 1000
+                                                 : 30000;
+    struct gt_err err = {0};
+    t->st.stop_sent = true;
+    if (gt_shim_stop(t->dir, reason ? reason : "Deleted", grace_ms, &err) < 0) {
+        gt_log_warn("cannot stop the task", "task=%s err=\"%s\"", t->name, err.msg);
+    } else {
+        gt_log_info("task stopping", "task=%s reason=%s grace_ms=%lld", t->name,
+                    reason ? reason : "Deleted", (long long)grace_ms);
+    }
+}
+
+/* Kill a task gantryd no longer wants here (gone, or failed as NodeLost):
+ * everything in its cgroup now, then its state goes once the shim has
+ * recorded the exit. */
+static void task_kill(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    struct gt_err err = {0};
+    t->st.killing = true;
+    gt_log_info("killing a task gantryd no longer runs here", "task=%s uid=%s", t->name, t->uid);
+    gt_shim_stop(t->dir, "NodeLost", 0, NULL);
+    if (g->have_cgroups) {
+        struct gt_cgroup cg;
+        char rel[200];
+        snprintf(rel, sizeof(rel), "gantry/%s", t->uid);
+        if (gt_cgroup_init(&cg, &g->cgsys, rel, &err) == 0 && gt_cgroup_kill_all(&cg, &err) < 0) {
+            gt_log_error("cannot kill the task's cgroup", "task=%s err=\"%s\"", t->name, err.msg);
+        }
+        gt_cgroup_fini(&cg);
+    }
+    pid_t shim;
+    if (!file_exists(t->dir, "exit.json") &&
+        (gt_shim_read_pid(t->dir, "shim.pid", &shim, NULL) < 0 || kill(shim, 0) < 0)) {
+        t->st.exited = true; /* no shim left to record it */
+    }
+}
+
+static void report_unstarted(struct gt_gantlet *g, json_t *task)
+{
+    struct gt_ltask tmp = {0};
+    snprintf(tmp.uid, sizeof(tmp.uid), "%s", json_string_value(gt_json_path(task, "metadata.uid")));
+    snprintf(tmp.name, sizeof(tmp.name), "%s", gt_obj_name(task));
+    snprintf(tmp.project, sizeof(tmp.project), "%s", gt_obj_project(task));
+    tmp.obj = task;
+    json_t *st = status_copy(&tmp);
+    char ts[32];
+    json_object_set_new(st, "phase", json_string("Failed"));
+    json_object_set_new(st, "reason",
+                        json_string(gt_task_stop_reason(
+                            json_string_value(gt_json_path(task, "spec.stop.reason")))));
+    json_object_set_new(st, "finishTime", json_string(gt_time_format(gt_now_ms(), ts, sizeof(ts))));
+    put_status(g, &tmp, st, GT_TA_REPORT_UNSTARTED);
+}
+
+/* Apply gt_task_decide's actions; t may be freed (GT_TA_REMOVE). */
+static void task_act(struct gt_gantlet *g, struct gt_ltask *t, json_t *task, unsigned a)
+{
+    if (a & GT_TA_START) {
+        task_start(g, task);
+        return;
+    }
+    if (a & GT_TA_REPORT_UNSTARTED) {
+        report_unstarted(g, task);
+        return;
+    }
+    if (!t) {
+        return;
+    }
+    if (a & GT_TA_KILL) {
+        task_kill(g, t);
+    }
+    if (a & GT_TA_STOP) {
+        task_stop(t);
+    }
+    if (a & GT_TA_MARK_REPORTED) {
+        t->st.reported = true;
+        gt_agent_file_write_atomic(t->dir, "reported", "", 0, true, NULL);
+    }
+    bool can_put = !t->put_in_flight && gt_mono_ms() >= t->retry_at_ms;
+    if ((a & GT_TA_REPORT_EXIT) && can_put) {
+        report_exit(g, t);
+    } else if ((a & GT_TA_REPORT_RUNNING) && can_put) {
+        report_running(g, t);
+    }
+    if ((a & GT_TA_REMOVE) && !t->put_in_flight) {
+        task_remove(g, t);
+    }
+}
+
+void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted)
+{
+    const char *uid = json_string_value(gt_json_path(task, "metadata.uid"));
+    if (!uid || strchr(uid, '/') || !strcmp(uid, ".") || !strcmp(uid, "..")) {
+        return;
+    }
+    struct gt_ltask *t = gt_gantlet_task_find(g, uid);
+    struct gt_task_local none = {0};
+    if (t) {
+        t->seen = true;
+        if (!deleted) {
+            json_decref(t->obj);
+            t->obj = json_incref(task);
+        }
+        if (!t->name[0]) {
+            snprintf(t->name, sizeof(t->name), "%s", gt_obj_name(task));
+            snprintf(t->project, sizeof(t->project), "%s", gt_obj_project(task));
+        }
+    }
+    unsigned a = gt_task_decide(t ? &t->st : &none, deleted ? NULL : task);
+    task_act(g, t, task, a);
+}
+
+void gt_gantlet_tasks_unsee(struct gt_gantlet *g)
+{
+    for (struct gt_ltask *t = g->tasks; t; t = t->next) {
+        t->seen = false;
+    }
+}
+
+void gt_gantlet_tasks_gone(struct gt_gantlet *g)
+{
+    struct gt_ltask *t = g->tasks;
+    while (t) {
+        struct gt_ltask *next = t->next;
+        if (!t->seen) {
+            json_decref(t->obj);
+            t->obj = NULL;
+            task_act(g, t, NULL, gt_task_decide(&t->st, NULL));
+        }
+        t = next;
+    }
+}
+
+/* ---- exits ---- */
+
+static void invoker_done(struct gt_ltask *t, int wstatus)
+{
+    t->invoker_pid = 0;
+    if (gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0) {
+        t->st.started = true;
+    } else if (!file_exists(t->dir, "exit.json")) {
+        exit_synthesize(t, WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0
+                               ? "gantry-shim started no task"
+                               : "gantry-shim failed (see shim.log)");
+    }
+}
+
+void gt_gantlet_tasks_poll(struct gt_gantlet *g)
+{
+    int wstatus;
+    pid_t pid;
+    /* shims are re-parented here (child subreaper): reap them all */
+    while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
+        for (struct gt_ltask *t = g->tasks; t; t = t->next) {
+            if (t->invoker_pid == pid) {
+                invoker_done(t, wstatus);
+                break;
+            }
+        }
+    }
+    struct gt_ltask *t = g->tasks;
+    while (t) {
+        struct gt_ltask *next = t->next;
+        if (!t->st.exited && t->invoker_pid == 0) {
+            t->st.exited = file_exists(t->dir, "exit.json");
+            if (!t->st.started && !t->st.exited) {
+                t->st.started = gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0;
+                if (!t->st.started && !file_exists(t->dir, "shim.pid") &&
+                    gt_now_ms() - t->start_ms > START_LOST_MS) {
+                    exit_synthesize(t, "the agent restarted while starting the task");
+                }
+            }
+        }
+        /* act only on tasks whose Task object was seen (adopted ones wait for the list) */
+        if (t->obj || t->st.killing) {
+            task_act(g, t, t->obj, gt_task_decide(&t->st, t->obj));
+        }
+        t = next;
+    }
+}
+
+void gt_gantlet_tasks_count(const struct gt_gantlet *g, int *running, int *gpus)
+{
+    *running = 0;
+    *gpus = 0;
+    for (const struct gt_ltask *t = g->tasks; t; t = t->next) {
+        if (!t->st.exited) {
+            ++*running;
+            *gpus += t->gpus;
+        }
+    }
+}

@@ -1,0 +1,304 @@
+/*
+ * gantlet's pure decisions (see gantlet.h): a Task object becomes the
+ * shim's spec, an exit record becomes the Task's terminal status, and the
+ * local and remote states of a task decide what the agent does next. No
+ * I/O beyond a passwd lookup for the task user's primary group.
+ */
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/gantlet.h"
+#include "api/api.h"
+
+static const char *str_at(const json_t *obj, const char *path)
+{
+    return json_string_value(gt_json_path(obj, path));
+}
+
+/* Names the agent sets itself: a template env entry of the same name is dropped. */
+static const char *const agent_env[] = {
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",   "NVIDIA_VISIBLE_DEVICES", "GANTRY_JOB",
+    "GANTRY_TASK",          "GANTRY_REPLICA_TYPE", "GANTRY_REPLICA_INDEX",
+};
+
+static bool is_agent_env(const char *name)
+{
+    for (size_t i = 0; i < GT_ARRAY_LEN(agent_env); i++) {
+        if (!strcmp(name, agent_env[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+struct strvec {
+    char **v;
+    size_t n, cap;
+};
+
+static void strvec_push(struct strvec *sv, char *s)
+{
+    if (sv->n + 2 > sv->cap) {
+        sv->cap = sv->cap ? sv->cap * 2 : 16;
+        sv->v = gt_xrealloc(sv->v, sv->cap * sizeof(*sv->v));
+    }
+    sv->v[sv->n++] = s;
+    sv->v[sv->n] = NULL;
+}
+
+static void build_argv(const json_t *tmpl, struct gt_shim_spec *spec)
+{
+    struct strvec sv = {0};
+    const char *parts[] = {"command", "args"};
+    for (size_t p = 0; p < GT_ARRAY_LEN(parts); p++) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(json_object_get(tmpl, parts[p]), i, v)
+        {
+            strvec_push(&sv, gt_xstrdup(json_string_value(v)));
+        }
+    }
+    spec->argv = sv.v;
+    spec->n_argv = sv.n;
+}
+
+static void build_env(const json_t *task, const json_t *tmpl, struct gt_shim_spec *spec)
+{
+    struct strvec sv = {0};
+    bool has_path = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(tmpl, "env"), i, v)
+    {
+        const char *name = json_string_value(json_object_get(v, "name"));
+        const char *val = json_string_value(json_object_get(v, "value"));
+        if (!name || is_agent_env(name)) {
+            continue;
+        }
+        has_path = has_path || !strcmp(name, "PATH");
+        strvec_push(&sv, gt_xasprintf("%s=%s", name, val ? val : ""));
+    }
+    if (!has_path) {
+        strvec_push(&sv, gt_xstrdup("PATH=" GT_GANTLET_DEFAULT_PATH));
+    }
+    struct gt_buf idx, uuids;
+    gt_buf_init(&idx);
+    gt_buf_init(&uuids);
+    json_array_foreach(gt_json_path(task, "spec.gpus"), i, v)
+    {
+        const char *uuid = json_string_value(json_object_get(v, "uuid"));
+        gt_buf_printf(&idx, "%s%lld", i ? "," : "",
+                      (long long)json_integer_value(json_object_get(v, "index")));
+        gt_buf_printf(&uuids, "%s%s", i ? "," : "", uuid ? uuid : "");
+    }
+    strvec_push(&sv, gt_xasprintf("CUDA_VISIBLE_DEVICES=%s", idx.len ? idx.data : ""));
+    strvec_push(&sv, gt_xstrdup("CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+    strvec_push(&sv, gt_xasprintf("NVIDIA_VISIBLE_DEVICES=%s", uuids.len ? uuids.data : ""));
+    gt_buf_fini(&idx);
+    gt_buf_fini(&uuids);
+    const char *job = str_at(task, "spec.job");
+    const char *rtype = str_at(task, "spec.replicaType");
+    strvec_push(&sv, gt_xasprintf("GANTRY_JOB=%s", job ? job : ""));
+    strvec_push(&sv, gt_xasprintf("GANTRY_TASK=%s", gt_obj_name(task)));
+    strvec_push(&sv, gt_xasprintf("GANTRY_REPLICA_TYPE=%s", rtype ? rtype : ""));
+    strvec_push(
+        &sv, gt_xasprintf("GANTRY_REPLICA_INDEX=%lld",
+                          (long long)json_integer_value(gt_json_path(task, "spec.replicaIndex"))));
+    spec->env = sv.v;
+    spec->n_env = sv.n;
+}
+
+static int build_user(const json_t *task, const json_t *tmpl, struct gt_shim_spec *spec,
+                      struct gt_err *err)
+{
+    json_t *uid = json_object_get(tmpl, "runAsUser");
+    if (!json_is_integer(uid)) {
+        uid = gt_json_path(task, "metadata.creator.uid");
+    }
+    if (!json_is_integer(uid) || json_integer_value(uid) < 0 ||
+        json_integer_value(uid) > (json_int_t)UINT32_MAX - 1) {
+        return gt_err_set(err, GT_EINVAL, "task has neither runAsUser nor a creator uid");
+    }
+    spec->privileged = json_is_true(gt_json_path(task, "spec.privileged"));
+    spec->uid = (uid_t)json_integer_value(uid);
+    if (spec->uid == 0 && !spec->privileged) {
+        return gt_err_set(err, GT_EINVAL, "uid 0: the task is not privileged");
+    }
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    spec->gid = getpwuid_r(spec->uid, &pw, buf, sizeof(buf), &res) == 0 && res ? pw.pw_gid
+                                                                               : (gid_t)spec->uid;
+    return 0;
+}
+
+static int build_limits(const json_t *task, const json_t *tmpl, const struct gt_task_spec_params *p,
+                        struct gt_shim_spec *spec, struct gt_err *err)
+{
+    struct gt_resources lim = {0}, req = {0};
+    json_t *res = json_object_get(tmpl, "resources");
+    if (gt_api_resources(json_object_get(res, "limits"), &lim, err) < 0 ||
+        gt_api_resources(json_object_get(res, "requests"), &req, err) < 0) {
+        gt_err_prefix(err, "spec.template.resources");
+        return GT_EINVAL;
+    }
+    spec->limits.cpu_milli = lim.cpu_milli ? lim.cpu_milli : req.cpu_milli;
+    spec->limits.memory_bytes = lim.memory_bytes ? lim.memory_bytes : req.memory_bytes;
+    spec->limits.pids_max = GT_GANTLET_PIDS_MAX;
+    json_t *gpus = gt_json_path(task, "spec.gpus");
+    spec->minors = gt_xcalloc(json_array_size(gpus) + 1, sizeof(int));
+    size_t i;
+    json_t *v;
+    json_array_foreach(gpus, i, v)
+    {
+        json_int_t index = json_integer_value(json_object_get(v, "index"));
+        for (size_t g = 0; p->gpus && g < p->gpus->n_gpus; g++) {
+            if (p->gpus->gpus[g].index == index && p->gpus->gpus[g].minor >= 0) {
+                spec->minors[spec->limits.n_gpu_minors++] = p->gpus->gpus[g].minor;
+            }
+        }
+    }
+    spec->limits.gpu_minors = spec->minors;
+    return 0;
+}
+
+int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
+                       struct gt_shim_spec *spec, struct gt_err *err)
+{
+    memset(spec, 0, sizeof(*spec));
+    const json_t *tmpl = gt_json_path(task, "spec.template");
+    const char *uid = str_at(task, "metadata.uid");
+    if (!json_is_object(tmpl) || !uid || !gt_obj_name(task)) {
+        return gt_err_set(err, GT_EINVAL, "task without spec.template, name or uid");
+    }
+    if (json_object_get(tmpl, "image")) {
+        return gt_err_set(err, GT_EINVAL, "spec.template.image: images are not supported yet");
+    }
+    build_argv(tmpl, spec);
+    if (spec->n_argv == 0) {
+        gt_shim_spec_fini(spec);
+        return gt_err_set(err, GT_EINVAL, "spec.template.command: required");
+    }
+    build_env(task, tmpl, spec);
+    int rc = build_user(task, tmpl, spec, err);
+    rc = rc < 0 ? rc : build_limits(task, tmpl, p, spec, err);
+    if (rc < 0) {
+        gt_shim_spec_fini(spec);
+        return rc;
+    }
+    const char *wd = json_string_value(json_object_get(tmpl, "workingDir"));
+    spec->cwd = wd ? gt_xstrdup(wd) : gt_xasprintf("%s/work", p->state_dir);
+    spec->hostname = gt_xstrdup(gt_obj_name(task));
+    spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC;
+    spec->cgroup_path = gt_xasprintf("gantry/%s", uid);
+    spec->log_dir = gt_xasprintf("%s/log", p->state_dir);
+    spec->log_max_bytes = p->log_max_bytes;
+    spec->log_keep_files = p->log_keep_files;
+    json_t *grace = json_object_get(tmpl, "terminationGracePeriodSeconds");
+    spec->stop_grace_ms = json_is_integer(grace) ? json_integer_value(grace) * 1000 : 30000;
+    return 0;
+}
+
+const char *gt_task_stop_reason(const char *stop_reason)
+{
+    return !stop_reason || !*stop_reason || !strcmp(stop_reason, "Deleted") ? "Killed"
+                                                                            : stop_reason;
+}
+
+json_t *gt_task_exit_status(const json_t *prev, const struct gt_shim_exit *ex)
+{
+    json_t *st = json_is_object(prev) ? json_deep_copy(prev) : json_object();
+    const char *reason;
+    if (ex->stop_requested) {
+        reason = gt_task_stop_reason(ex->stop_reason);
+    } else if (ex->oom_killed) {
+        reason = "OOMKilled";
+    } else if (ex->exit_code == 0) {
+        reason = "Completed";
+    } else {
+        reason = "Error";
+    }
+    bool ok = !ex->stop_requested && !ex->oom_killed && ex->exit_code == 0;
+    char ts[32];
+    json_object_set_new(st, "phase", json_string(ok ? "Succeeded" : "Failed"));
+    json_object_set_new(st, "reason", json_string(reason));
+    json_object_set_new(st, "exitCode", json_integer(ex->exit_code));
+    json_object_set_new(st, "signal", json_integer(ex->signal));
+    if (ex->error[0]) {
+        json_object_set_new(st, "message", json_string(ex->error));
+    } else {
+        json_object_del(st, "message");
+    }
+    if (ex->started_at_ms > 0 && !json_object_get(st, "startTime")) {
+        json_object_set_new(st, "startTime",
+                            json_string(gt_time_format(ex->started_at_ms, ts, sizeof(ts))));
+    }
+    int64_t fin = ex->finished_at_ms > 0 ? ex->finished_at_ms : gt_now_ms();
+    json_object_set_new(st, "finishTime", json_string(gt_time_format(fin, ts, sizeof(ts))));
+    return st;
+}
+
+static bool phase_terminal(const char *phase)
+{
+    return phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+}
+
+unsigned gt_task_decide(const struct gt_task_local *l, const json_t *task)
+{
+    const char *phase = task ? str_at(task, "status.phase") : NULL;
+    bool stop = task && json_is_object(gt_json_path(task, "spec.stop"));
+    if (!task || phase_terminal(phase)) {
+        if (!l->known) {
+            return 0;
+        }
+        if (!l->exited) {
+            return l->killing ? 0 : GT_TA_KILL;
+        }
+        if (!task || l->killing) {
+            return GT_TA_REMOVE;
+        }
+        /* keep the logs of a finished task until its Task object goes */
+        return l->reported ? 0 : GT_TA_MARK_REPORTED;
+    }
+    if (!phase || !strcmp(phase, "Pending")) {
+        return 0;
+    }
+    if (!l->known) {
+        if (stop) {
+            return GT_TA_REPORT_UNSTARTED;
+        }
+        return !strcmp(phase, "Bound") ? GT_TA_START : 0;
+    }
+    if (l->killing) {
+        return 0;
+    }
+    if (l->exited) {
+        return l->reported ? 0 : GT_TA_REPORT_EXIT;
+    }
+    unsigned a = 0;
+    if (stop && !l->stop_sent && l->started) {
+        a |= GT_TA_STOP;
+    }
+    if (l->started && !l->running_reported && !strcmp(phase, "Bound")) {
+        a |= GT_TA_REPORT_RUNNING;
+    }
+    return a;
+}
+
+size_t gt_log_tail_offset(const char *data, size_t len, int64_t n, bool is_last, int64_t *newlines)
+{
+    if (n <= *newlines) {
+        return len;
+    }
+    size_t i = len;
+    if (is_last && i > 0 && data[i - 1] == '\n') {
+        i--;
+    }
+    while (i > 0) {
+        i--;
+        if (data[i] == '\n' && ++*newlines == n) {
+            return i + 1;
+        }
+    }
+    return 0;
+}

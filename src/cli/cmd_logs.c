@@ -1,0 +1,103 @@
+/*
+ * `gantry logs JOB [--replica worker-1] [-f] [--tail N] [-p PROJECT]`: print
+ * the log of one of a job's tasks (see gt_cli_logs_task_name for which),
+ * through gantryd's log endpoint; -f follows it until the task has ended.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "cli/cli_int.h"
+
+enum { OPT_REPLICA = 1000, OPT_TAIL };
+
+struct logs_flags {
+    const char *project;
+    const char *replica;
+    bool follow;
+    long tail_lines;
+    bool bad_tail;
+};
+
+static int on_logs_opt(int opt, const char *value, void *arg)
+{
+    struct logs_flags *f = arg;
+    char *end;
+    switch (opt) {
+    case 'p':
+        f->project = value;
+        break;
+    case 'f':
+        f->follow = true;
+        break;
+    case OPT_REPLICA:
+        f->replica = value;
+        break;
+    default:
+        GT_ASSERT(opt == OPT_TAIL);
+        errno = 0;
+        f->tail_lines = strtol(value, &end, 10);
+        f->bad_tail = errno != 0 || end == value || *end || f->tail_lines < 0;
+        break;
+    }
+    return 0;
+}
+
+int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
+{
+    static const struct option long_opts[] = {
+        {"project", required_argument, NULL, 'p'},
+        {"follow", no_argument, NULL, 'f'},
+        {"replica", required_argument, NULL, OPT_REPLICA},
+        {"tail", required_argument, NULL, OPT_TAIL},
+        {NULL, 0, NULL, 0},
+    };
+    struct logs_flags f = {.tail_lines = -1};
+    int first;
+    int rc = gt_cli_parse_opts(ctx, cmd, argc, argv, "p:f", long_opts, on_logs_opt, &f, &first);
+    if (rc != 0) {
+        return rc;
+    }
+    if (f.bad_tail) {
+        return gt_cli_usage_error(ctx, cmd, "--tail: want a number of lines >= 0");
+    }
+    if (argc - first != 1) {
+        return gt_cli_usage_error(ctx, cmd, argc - first < 1 ? "name a job" : "too many arguments");
+    }
+    const char *job = argv[first];
+    struct gt_err err = {0};
+    char *project = NULL;
+    if (gt_cli_config_project(f.project, &project, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
+    }
+    if (!project) {
+        return gt_cli_usage_error(ctx, cmd, "no project: pass -p PROJECT");
+    }
+    struct gt_cli_client *client;
+    json_t *job_obj = NULL;
+    char *task = NULL;
+    if (gt_cli_ctx_client(ctx, &client) != 0) {
+        rc = GT_CLI_EXIT_FAIL;
+        goto out;
+    }
+    if (!f.replica) {
+        char *path = gt_cli_kind_path(gt_kind_get(GT_KIND_JOB), project, job);
+        rc = gt_cli_client_request(client, "GET", path, NULL, &job_obj, &err);
+        free(path);
+        if (rc != 0) {
+            rc = gt_cli_fail(ctx, &err);
+            goto out;
+        }
+    }
+    task = gt_cli_logs_task_name(job, job_obj, f.replica, &err);
+    if (!task) {
+        rc = gt_cli_fail(ctx, &err);
+        goto out;
+    }
+    rc = gt_cli_task_log_copy(client, project, task, f.follow, f.tail_lines, ctx->out, &err);
+    rc = rc == 0 ? GT_CLI_EXIT_OK : gt_cli_fail(ctx, &err);
+out:
+    free(task);
+    json_decref(job_obj);
+    free(project);
+    return rc;
+}

@@ -1,0 +1,178 @@
+/*
+ * `gantry run [--gpus N] [--cpu Q] [--memory Q] [-p PROJECT] [--name NAME]
+ * [--image IMG] -- CMD ARGS...`: submit a one-task Job, follow its log to
+ * standard output and exit with the task's exit status (see
+ * gt_cli_task_exit_status).
+ *
+ * Ctrl-C after the submit stops following only: the job keeps running and
+ * nothing is deleted. SIGINT is blocked and read from a signalfd that the
+ * HTTP client polls, so no handler or global flag is needed; the previous
+ * signal mask is restored before returning.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "cli/cli_int.h"
+
+enum { EXIT_INTERRUPTED = 130, OPT_GPUS = 1000, OPT_CPU, OPT_MEMORY, OPT_NAME, OPT_IMAGE };
+
+struct run_flags {
+    const char *project;
+    struct gt_cli_run_opts o;
+};
+
+static int on_run_opt(int opt, const char *value, void *arg)
+{
+    struct run_flags *f = arg;
+    switch (opt) {
+    case 'p':
+        f->project = value;
+        break;
+    case OPT_GPUS:
+        f->o.gpus = value;
+        break;
+    case OPT_CPU:
+        f->o.cpu = value;
+        break;
+    case OPT_MEMORY:
+        f->o.memory = value;
+        break;
+    case OPT_NAME:
+        f->o.name = value;
+        break;
+    default:
+        GT_ASSERT(opt == OPT_IMAGE);
+        f->o.image = value;
+        break;
+    }
+    return 0;
+}
+
+/* Follow the submitted job's task to its end; returns the exit status. */
+static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const char *project,
+                       const char *job)
+{
+    char *name = gt_xasprintf("%s-worker-0", job);
+    struct gt_err err = {0};
+    json_t *task = NULL;
+    int rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_STARTED, &task, &err);
+    bool ran = rc == 0 && (gt_json_path(task, "status.startTime") ||
+                           !gt_cli_task_reached(task, GT_CLI_TASK_DONE));
+    if (ran) {
+        struct gt_err log_err = {0};
+        int log_rc = gt_cli_task_log_copy(client, project, name, true, -1, ctx->out, &log_err);
+        if (log_rc == -ECANCELED) {
+            rc = log_rc;
+        } else if (log_rc < 0) {
+            fprintf(ctx->err, "warning: cannot follow the log of task %s: %s\n", name, log_err.msg);
+        }
+    }
+    if (rc == 0 && !gt_cli_task_reached(task, GT_CLI_TASK_DONE)) {
+        json_decref(task);
+        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_DONE, &task, &err);
+    }
+    int status;
+    if (rc == -ECANCELED) {
+        fprintf(ctx->err,
+                "stopped following; job %s keeps running (gantry logs -f %s -p %s, "
+                "gantry delete job %s -p %s)\n",
+                job, job, project, job, project);
+        status = EXIT_INTERRUPTED;
+    } else if (rc < 0) {
+        status = gt_cli_fail(ctx, &err);
+    } else {
+        char msg[512];
+        status = gt_cli_task_exit_status(task, msg, sizeof(msg));
+        if (msg[0]) {
+            fprintf(ctx->err, "error: %s\n", msg);
+        }
+    }
+    json_decref(task);
+    free(name);
+    return status;
+}
+
+/* Submit job, then follow it with SIGINT routed to a signalfd. */
+static int submit_and_follow(struct gt_cli_ctx *ctx, struct gt_cli_client *client, json_t *job)
+{
+    const char *name = gt_obj_name(job);
+    const char *project = gt_obj_project(job);
+    sigset_t mask, old_mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    /* Blocked before the submit, so a Ctrl-C right after it is not lost. */
+    GT_ASSERT(sigprocmask(SIG_BLOCK, &mask, &old_mask) == 0);
+    int sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    GT_ASSERT(sig_fd >= 0);
+    struct gt_err err = {0};
+    char *path = gt_cli_kind_path(gt_kind_get(GT_KIND_JOB), project, NULL);
+    int status;
+    if (gt_cli_client_request(client, "POST", path, job, NULL, &err) != 0) {
+        status = gt_cli_fail(ctx, &err);
+    } else {
+        fprintf(ctx->err, "job.gantry.dev/%s created\n", name);
+        gt_cli_client_set_cancel_fd(client, sig_fd);
+        status = follow_task(ctx, client, project, name);
+        gt_cli_client_set_cancel_fd(client, -1);
+    }
+    free(path);
+    /* Drop a pending SIGINT already answered by stopping, then unblock. */
+    struct signalfd_siginfo si;
+    while (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+    }
+    close(sig_fd);
+    GT_ASSERT(sigprocmask(SIG_SETMASK, &old_mask, NULL) == 0);
+    return status;
+}
+
+int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
+{
+    static const struct option long_opts[] = {
+        {"project", required_argument, NULL, 'p'},
+        {"gpus", required_argument, NULL, OPT_GPUS},
+        {"cpu", required_argument, NULL, OPT_CPU},
+        {"memory", required_argument, NULL, OPT_MEMORY},
+        {"name", required_argument, NULL, OPT_NAME},
+        {"image", required_argument, NULL, OPT_IMAGE},
+        {NULL, 0, NULL, 0},
+    };
+    struct run_flags f = {0};
+    int first;
+    int rc = gt_cli_parse_opts(ctx, cmd, argc, argv, "p:", long_opts, on_run_opt, &f, &first);
+    if (rc != 0) {
+        return rc;
+    }
+    if (first >= argc) {
+        return gt_cli_usage_error(ctx, cmd, "name the command to run after --");
+    }
+    struct gt_err err = {0};
+    char *project = NULL;
+    if (gt_cli_config_project(f.project, &project, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
+    }
+    if (!project) {
+        return gt_cli_usage_error(ctx, cmd, "no project: pass -p PROJECT (or run 'gantry up')");
+    }
+    char *name = f.o.name ? NULL : gt_cli_run_name_new();
+    f.o.name = f.o.name ? f.o.name : name;
+    f.o.project = project;
+    f.o.argc = argc - first;
+    f.o.argv = argv + first;
+    json_t *job = NULL;
+    struct gt_cli_client *client;
+    if (gt_cli_run_job_build(&f.o, &job, &err) != 0) {
+        rc = gt_cli_fail(ctx, &err);
+    } else if (gt_cli_ctx_client(ctx, &client) != 0) {
+        rc = GT_CLI_EXIT_FAIL;
+    } else {
+        rc = submit_and_follow(ctx, client, job);
+    }
+    json_decref(job);
+    free(name);
+    free(project);
+    return rc;
+}

@@ -1,0 +1,649 @@
+/*
+ * `gantry up` and `gantry down`: a one-machine cluster in the background.
+ *
+ * up starts gantryd and one gantlet (both found next to the gantry binary)
+ * as daemons in their own sessions, logs in DATA_DIR/logs/, pids in
+ * DATA_DIR/{gantryd,gantlet}.pid, and DATA_DIR/up.json saying where the
+ * server is and what the node is called. Each up makes fresh tokens
+ * (DATA_DIR/tokens for gantryd, DATA_DIR/node-token, the bare node token, for
+ * gantlet), waits until the node is Ready, writes the client configuration
+ * and creates Department and Project "default" when they are missing. An up
+ * that finds gantryd alive and healthy says so and changes nothing.
+ *
+ * down stops the tasks first, through the API: it deletes every Bound or
+ * Running task on the node (their jobs end Failed, reason Killed) and waits
+ * up to STOP_TASKS_S for the agent to record their exits, so no task process
+ * outlives the cluster; then it SIGTERMs gantlet, then gantryd, each
+ * SIGKILLed after STOP_DAEMON_S, and removes the pid files. Jobs and the
+ * store stay in the data directory for the next up.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli_int.h"
+
+enum {
+    OPT_DATA_DIR = 1000,
+    OPT_FAKE_GPUS,
+    OPT_UID,
+    OPT_LISTEN,
+    START_S = 15,
+    READY_S = 60,
+    STOP_TASKS_S = 45,
+    STOP_DAEMON_S = 15,
+    POLL_MS = 50,
+};
+
+#define DEFAULT_LISTEN "127.0.0.1:8443"
+
+struct up_flags {
+    const char *data_dir;
+    const char *fake_gpus;
+    const char *listen;
+    long uid;
+    bool bad_uid;
+};
+
+static int on_up_opt(int opt, const char *value, void *arg)
+{
+    struct up_flags *f = arg;
+    char *end;
+    switch (opt) {
+    case OPT_DATA_DIR:
+        f->data_dir = value;
+        break;
+    case OPT_FAKE_GPUS:
+        f->fake_gpus = value;
+        break;
+    case OPT_LISTEN:
+        f->listen = value;
+        break;
+    default:
+        GT_ASSERT(opt == OPT_UID);
+        errno = 0;
+        f->uid = strtol(value, &end, 10);
+        f->bad_uid = errno != 0 || end == value || *end || f->uid < 0 || f->uid > UINT_MAX - 1;
+        break;
+    }
+    return 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int mkdir_p(const char *dir, struct gt_err *err)
+{
+    char *d = gt_xstrdup(dir);
+    int rc = 0;
+    for (char *p = d + 1;; p++) {
+        if (*p != '/' && *p != '\0') {
+            continue;
+        }
+        char c = *p;
+        *p = '\0';
+        if (mkdir(d, 0700) != 0 && errno != EEXIST) {
+            rc = gt_err_set(err, -errno, "create %s: %s", d, strerror(errno));
+            break;
+        }
+        *p = c;
+        if (!c) {
+            break;
+        }
+    }
+    free(d);
+    return rc;
+}
+
+/* Write text to path, mode 0600, replacing it. */
+static int write_private(const char *path, const char *text, struct gt_err *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    size_t len = strlen(text);
+    if (fd < 0 || fchmod(fd, 0600) != 0 || write(fd, text, len) != (ssize_t)len) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+        }
+        return gt_err_set(err, -e, "write %s: %s", path, strerror(e));
+    }
+    close(fd);
+    return 0;
+}
+
+/* The pid in dir/name.pid if that process is alive, else 0. */
+static pid_t live_pid(const char *dir, const char *name)
+{
+    char *path = gt_xasprintf("%s/%s.pid", dir, name);
+    FILE *f = fopen(path, "re");
+    free(path);
+    long pid = 0;
+    if (!f) {
+        return 0;
+    }
+    if (fscanf(f, "%ld", &pid) != 1 || pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno != EPERM)) {
+        pid = 0;
+    }
+    fclose(f);
+    return (pid_t)pid;
+}
+
+/* Read DATA_DIR/up.json; *state is a new reference or NULL when absent. */
+static json_t *read_state(const char *dir)
+{
+    char *path = gt_xasprintf("%s/up.json", dir);
+    json_t *state = json_load_file(path, 0, NULL);
+    free(path);
+    return state;
+}
+
+/* Start argv[0] as a daemon in its own session, stdin /dev/null, stdout and
+ * stderr appended to log_path; its pid goes to pid_path. */
+static int spawn(char *const *argv, const char *log_path, const char *pid_path, pid_t *pid,
+                 struct gt_err *err)
+{
+    int log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (log_fd < 0 || null_fd < 0) {
+        int e = errno;
+        if (log_fd >= 0) {
+            close(log_fd);
+        }
+        return gt_err_set(err, -e, "open %s: %s", log_path, strerror(e));
+    }
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+        if (setsid() < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
+            _exit(127);
+        }
+        execv(argv[0], argv);
+        static const char msg[] = "gantry up: exec failed\n";
+        (void)!write(2, msg, sizeof(msg) - 1);
+        _exit(127);
+    }
+    int e = errno;
+    close(log_fd);
+    close(null_fd);
+    if (p < 0) {
+        return gt_err_set(err, -e, "fork: %s", strerror(e));
+    }
+    *pid = p;
+    char text[32];
+    snprintf(text, sizeof(text), "%ld\n", (long)p);
+    return write_private(pid_path, text, err);
+}
+
+/* Has our child pid exited? Reaps it. */
+static bool child_gone(pid_t pid)
+{
+    int st;
+    return waitpid(pid, &st, WNOHANG) == pid;
+}
+
+static bool healthz_ok(struct gt_cli_client *c)
+{
+    struct gt_err err = {0};
+    return gt_cli_client_request(c, "GET", "/healthz", NULL, NULL, &err) == 0;
+}
+
+static bool node_ready(const json_t *node)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(gt_json_path(node, "status.conditions"), i, c)
+    {
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *status = json_string_value(json_object_get(c, "status"));
+        if (type && status && strcmp(type, "Ready") == 0) {
+            return strcmp(status, "True") == 0;
+        }
+    }
+    return false;
+}
+
+/* Poll until the node is Ready (*node: its object, new reference). */
+static int wait_node_ready(struct gt_cli_client *c, const char *name, pid_t agent, json_t **node,
+                           const char *agent_log, struct gt_err *err)
+{
+    char *path = gt_cli_kind_path(gt_kind_get(GT_KIND_NODE), NULL, name);
+    int64_t deadline = gt_mono_ms() + READY_S * 1000;
+    int rc = 0;
+    for (;;) {
+        json_t *obj = NULL;
+        struct gt_err e = {0};
+        if (gt_cli_client_request(c, "GET", path, NULL, &obj, &e) == 0 && node_ready(obj)) {
+            *node = obj;
+            break;
+        }
+        json_decref(obj);
+        if (child_gone(agent)) {
+            rc = gt_err_set(err, GT_EINTERNAL, "gantlet exited; see %s", agent_log);
+            break;
+        }
+        if (gt_mono_ms() > deadline) {
+            rc = gt_err_set(err, GT_EINTERNAL, "node %s not Ready after %d s; see %s", name,
+                            READY_S, agent_log);
+            break;
+        }
+        sleep_ms(POLL_MS * 2);
+    }
+    free(path);
+    return rc;
+}
+
+/* Create kind/name from body unless it exists. */
+static int ensure(struct gt_cli_ctx *ctx, struct gt_cli_client *c, enum gt_kind kind, json_t *body,
+                  struct gt_err *err)
+{
+    const struct gt_kind_info *k = gt_kind_get(kind);
+    const char *name = gt_obj_name(body);
+    char *path = gt_cli_kind_path(k, NULL, name);
+    int rc = gt_cli_client_request(c, "GET", path, NULL, NULL, err);
+    if (rc == GT_ENOTFOUND) {
+        gt_err_clear(err);
+        char *coll = gt_cli_kind_path(k, NULL, NULL);
+        rc = gt_cli_client_request(c, "POST", coll, body, NULL, err);
+        free(coll);
+        if (rc == 0) {
+            char res[64];
+            fprintf(ctx->err, "%s/%s created\n", gt_cli_kind_resource(k, res, sizeof(res)), name);
+        }
+    }
+    free(path);
+    json_decref(body);
+    return rc;
+}
+
+/* Department "default" with a quota of the node's allocatable GPUs, CPU
+ * and memory; Project "default" with the local user as admin. */
+static int ensure_defaults(struct gt_cli_ctx *ctx, struct gt_cli_client *c, const json_t *node,
+                           const char *user, struct gt_err *err)
+{
+    json_t *quota = json_object();
+    static const char *const res[] = {"nvidia.com/gpu", "cpu", "memory"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(res); i++) {
+        json_t *v = json_object_get(gt_json_path(node, "status.allocatable"), res[i]);
+        if (v) {
+            json_object_set(quota, res[i], v);
+        }
+    }
+    json_t *dept = json_pack("{s:s, s:s, s:{s:s}, s:{s:o, s:[s]}}", "apiVersion", GT_API_VERSION,
+                             "kind", "Department", "metadata", "name", "default", "spec", "quota",
+                             quota, "admins", user);
+    int rc = ensure(ctx, c, GT_KIND_DEPARTMENT, dept, err);
+    if (rc == 0) {
+        json_t *proj =
+            json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:[{s:s, s:s}]}}", "apiVersion", GT_API_VERSION,
+                      "kind", "Project", "metadata", "name", "default", "spec", "department",
+                      "default", "members", "user", user, "role", "admin");
+        rc = ensure(ctx, c, GT_KIND_PROJECT, proj, err);
+    }
+    return rc;
+}
+
+/* Files and names of one local cluster. */
+struct cluster {
+    char *dir, *logs, *tokens, *node_token, *gantryd_pid, *gantlet_pid, *gantryd_log, *gantlet_log,
+        *store, *agent_root, *gantryd, *gantlet;
+    char *node, *user, *server, *agent_listen;
+};
+
+static void cluster_fini(struct cluster *cl)
+{
+    char **all[] = {&cl->dir,         &cl->logs,        &cl->tokens,      &cl->node_token,
+                    &cl->gantryd_pid, &cl->gantlet_pid, &cl->gantryd_log, &cl->gantlet_log,
+                    &cl->store,       &cl->agent_root,  &cl->gantryd,     &cl->gantlet,
+                    &cl->node,        &cl->user,        &cl->server,      &cl->agent_listen};
+    for (size_t i = 0; i < GT_ARRAY_LEN(all); i++) {
+        free(*all[i]);
+        *all[i] = NULL;
+    }
+}
+
+/* Fill the paths under dir (NULL: the default). */
+static int cluster_init(struct cluster *cl, const char *dir, struct gt_err *err)
+{
+    *cl = (struct cluster){0};
+    cl->dir = dir ? gt_xstrdup(dir) : gt_cli_up_data_dir();
+    if (!cl->dir) {
+        return gt_err_set(err, GT_EBADREQ, "no data directory: pass --data-dir or set HOME");
+    }
+    cl->logs = gt_xasprintf("%s/logs", cl->dir);
+    cl->tokens = gt_xasprintf("%s/tokens", cl->dir);
+    cl->node_token = gt_xasprintf("%s/node-token", cl->dir);
+    cl->gantryd_pid = gt_xasprintf("%s/gantryd.pid", cl->dir);
+    cl->gantlet_pid = gt_xasprintf("%s/gantlet.pid", cl->dir);
+    cl->gantryd_log = gt_xasprintf("%s/gantryd.log", cl->logs);
+    cl->gantlet_log = gt_xasprintf("%s/gantlet.log", cl->logs);
+    cl->store = gt_xasprintf("%s/store", cl->dir);
+    cl->agent_root = gt_xasprintf("%s/agent", cl->dir);
+    return 0;
+}
+
+/* gantryd and gantlet next to this program. */
+static int find_binaries(struct cluster *cl, struct gt_err *err)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+        return gt_err_set(err, -errno, "readlink /proc/self/exe: %s", strerror(errno));
+    }
+    self[n] = '\0';
+    *strrchr(self, '/') = '\0';
+    cl->gantryd = gt_xasprintf("%s/gantryd", self);
+    cl->gantlet = gt_xasprintf("%s/gantlet", self);
+    const char *const bins[] = {cl->gantryd, cl->gantlet};
+    for (size_t i = 0; i < 2; i++) {
+        if (access(bins[i], X_OK) != 0) {
+            return gt_err_set(err, GT_ENOTFOUND,
+                              "%s: %s (gantry up runs the binaries next to "
+                              "gantry)",
+                              bins[i], strerror(errno));
+        }
+    }
+    return 0;
+}
+
+/* "ADDR:PORT+1" for the agent. */
+static char *next_port(const char *listen)
+{
+    const char *colon = strrchr(listen, ':');
+    long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+    if (!colon || port <= 0 || port >= 65535) {
+        return NULL;
+    }
+    return gt_xasprintf("%.*s:%ld", (int)(colon - listen), listen, port + 1);
+}
+
+static char *user_name(void)
+{
+    struct passwd *pw = getpwuid(getuid());
+    return pw ? gt_xstrdup(pw->pw_name) : gt_xasprintf("uid%ld", (long)getuid());
+}
+
+/* Write tokens, start both daemons, wait for the node; *admin gets the
+ * admin token. */
+static int start_cluster(struct cluster *cl, const struct up_flags *f, char *admin, json_t **node,
+                         struct gt_err *err)
+{
+    char node_tok[GT_CLI_TOKEN_LEN + 1];
+    gt_cli_up_token_new(admin);
+    gt_cli_up_token_new(node_tok);
+    long uid = gt_cli_up_task_uid((long)geteuid(), f->bad_uid ? -1 : f->uid);
+    char *tokens = gt_cli_up_token_file(admin, cl->user, uid, node_tok, cl->node);
+    char *node_tok_line = gt_xasprintf("%s\n", node_tok);
+    json_t *state = json_pack("{s:s, s:s}", "server", cl->server, "node", cl->node);
+    char *state_text = json_dumps(state, JSON_INDENT(2));
+    char *state_path = gt_xasprintf("%s/up.json", cl->dir);
+    int rc = write_private(cl->tokens, tokens, err);
+    rc = rc ? rc : write_private(cl->node_token, node_tok_line, err);
+    rc = rc ? rc : write_private(state_path, state_text, err);
+    free(tokens);
+    free(node_tok_line);
+    free(state_text);
+    free(state_path);
+    json_decref(state);
+    if (rc < 0) {
+        return rc;
+    }
+    pid_t server_pid, agent_pid;
+    char *const server_argv[] = {cl->gantryd, "--data-dir", cl->store,         "--token-file",
+                                 cl->tokens,  "--listen",   (char *)f->listen, NULL};
+    rc = spawn(server_argv, cl->gantryd_log, cl->gantryd_pid, &server_pid, err);
+    if (rc < 0) {
+        return rc;
+    }
+    struct gt_cli_client *c = gt_cli_client_new(cl->server, admin);
+    int64_t deadline = gt_mono_ms() + START_S * 1000;
+    while (!healthz_ok(c)) {
+        if (child_gone(server_pid) || gt_mono_ms() > deadline) {
+            rc = gt_err_set(err, GT_EINTERNAL, "gantryd did not start; see %s", cl->gantryd_log);
+            goto out;
+        }
+        sleep_ms(POLL_MS);
+    }
+    char *agent_argv[16] = {cl->gantlet,      "--server", cl->server,    "--token-file",
+                            cl->node_token,   "--name",   cl->node,      "--listen",
+                            cl->agent_listen, "--root",   cl->agent_root};
+    if (f->fake_gpus) {
+        agent_argv[11] = "--fake-gpus";
+        agent_argv[12] = (char *)f->fake_gpus;
+    }
+    rc = spawn(agent_argv, cl->gantlet_log, cl->gantlet_pid, &agent_pid, err);
+    if (rc == 0) {
+        rc = wait_node_ready(c, cl->node, agent_pid, node, cl->gantlet_log, err);
+    }
+out:
+    gt_cli_client_free(c);
+    return rc;
+}
+
+int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
+{
+    static const struct option long_opts[] = {
+        {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+        {"fake-gpus", required_argument, NULL, OPT_FAKE_GPUS},
+        {"uid", required_argument, NULL, OPT_UID},
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {NULL, 0, NULL, 0},
+    };
+    struct up_flags f = {.uid = -1, .listen = DEFAULT_LISTEN};
+    int first;
+    int rc = gt_cli_parse_opts(ctx, cmd, argc, argv, "", long_opts, on_up_opt, &f, &first);
+    if (rc != 0) {
+        return rc;
+    }
+    if (f.bad_uid) {
+        return gt_cli_usage_error(ctx, cmd, "--uid: want a uid number");
+    }
+    if (first != argc) {
+        return gt_cli_usage_error(ctx, cmd, "unexpected argument %s", argv[first]);
+    }
+    struct gt_err err = {0};
+    struct cluster cl;
+    char admin[GT_CLI_TOKEN_LEN + 1];
+    json_t *node = NULL;
+    char host[256] = "localhost";
+    if (cluster_init(&cl, f.data_dir, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
+    }
+    if (live_pid(cl.dir, "gantryd")) {
+        json_t *state = read_state(cl.dir);
+        const char *server = json_string_value(json_object_get(state, "server"));
+        struct gt_cli_client *c = server ? gt_cli_client_new(server, NULL) : NULL;
+        bool ok = c && healthz_ok(c);
+        gt_cli_client_free(c);
+        if (ok) {
+            fprintf(ctx->err, "gantry is already up at %s (data dir %s)\n", server, cl.dir);
+        }
+        json_decref(state);
+        if (ok) {
+            cluster_fini(&cl);
+            return GT_CLI_EXIT_OK;
+        }
+    }
+    gethostname(host, sizeof(host) - 1);
+    cl.node = gt_cli_up_node_name(host);
+    cl.user = user_name();
+    cl.server = gt_xasprintf("http://%s", f.listen);
+    cl.agent_listen = next_port(f.listen);
+    if (!cl.agent_listen) {
+        rc = gt_cli_usage_error(ctx, cmd, "--listen %s: want ADDR:PORT", f.listen);
+        cluster_fini(&cl);
+        return rc;
+    }
+    rc = find_binaries(&cl, &err);
+    rc = rc ? rc : mkdir_p(cl.logs, &err);
+    /* Tasks run as another uid with working directories under the agent's
+     * root in here: others may pass through, not list. */
+    if (rc == 0 && chmod(cl.dir, 0711) != 0) {
+        rc = gt_err_set(&err, -errno, "chmod %s: %s", cl.dir, strerror(errno));
+    }
+    rc = rc ? rc : start_cluster(&cl, &f, admin, &node, &err);
+    char *cfg_path = gt_cli_config_path();
+    if (rc == 0 && !cfg_path) {
+        rc = gt_err_set(&err, GT_EBADREQ, "no config path: set GANTRY_CONFIG or HOME");
+    }
+    rc = rc ? rc : gt_cli_config_write(cfg_path, cl.server, admin, "default", &err);
+    if (rc == 0) {
+        struct gt_cli_client *c = gt_cli_client_new(cl.server, admin);
+        rc = ensure_defaults(ctx, c, node, cl.user, &err);
+        gt_cli_client_free(c);
+    }
+    if (rc == 0) {
+        fprintf(ctx->err,
+                "gantry is up: server %s, node %s, data dir %s\n"
+                "config written to %s (project \"default\"); stop with 'gantry down'\n",
+                cl.server, cl.node, cl.dir, cfg_path);
+    }
+    free(cfg_path);
+    json_decref(node);
+    cluster_fini(&cl);
+    return rc == 0 ? GT_CLI_EXIT_OK : gt_cli_fail(ctx, &err);
+}
+
+/* Delete the node's Bound/Running tasks and wait until none is left
+ * unfinished, at most STOP_TASKS_S. Best effort: failures are noted. */
+static void stop_tasks(struct gt_cli_ctx *ctx, const char *server, const char *token,
+                       const char *node)
+{
+    struct gt_cli_client *c = gt_cli_client_new(server, token);
+    char *sel = gt_xasprintf("spec.nodeName=%s", node);
+    char *sel_q = gt_cli_url_escape(sel);
+    char *path = gt_xasprintf(GT_API_GROUP_PREFIX "/tasks?fieldSelector=%s", sel_q);
+    int64_t deadline = gt_mono_ms() + STOP_TASKS_S * 1000;
+    bool first = true;
+    for (;;) {
+        json_t *list = NULL;
+        struct gt_err err = {0};
+        if (gt_cli_client_request(c, "GET", path, NULL, &list, &err) != 0) {
+            fprintf(ctx->err, "warning: cannot list the node's tasks: %s\n", err.msg);
+            break;
+        }
+        size_t i, n_live = 0;
+        json_t *t;
+        json_array_foreach(json_object_get(list, "items"), i, t)
+        {
+            if (gt_cli_task_reached(t, GT_CLI_TASK_DONE)) {
+                continue;
+            }
+            n_live++;
+            if (first) {
+                char *tp =
+                    gt_cli_kind_path(gt_kind_get(GT_KIND_TASK), gt_obj_project(t), gt_obj_name(t));
+                if (gt_cli_client_request(c, "DELETE", tp, NULL, NULL, &err) == 0) {
+                    fprintf(ctx->err, "stopping task %s/%s\n", gt_obj_project(t), gt_obj_name(t));
+                }
+                free(tp);
+            }
+        }
+        json_decref(list);
+        first = false;
+        if (n_live == 0) {
+            break;
+        }
+        if (gt_mono_ms() > deadline) {
+            fprintf(ctx->err, "warning: %zu task(s) still running after %d s\n", n_live,
+                    STOP_TASKS_S);
+            break;
+        }
+        sleep_ms(POLL_MS * 4);
+    }
+    free(path);
+    free(sel_q);
+    free(sel);
+    gt_cli_client_free(c);
+}
+
+/* SIGTERM dir/name.pid's process, SIGKILL it after STOP_DAEMON_S, remove the
+ * pid file. */
+static void stop_daemon(struct gt_cli_ctx *ctx, const char *dir, const char *name)
+{
+    pid_t pid = live_pid(dir, name);
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        int64_t deadline = gt_mono_ms() + STOP_DAEMON_S * 1000;
+        while (kill(pid, 0) == 0 && gt_mono_ms() < deadline) {
+            sleep_ms(POLL_MS);
+        }
+        if (kill(pid, 0) == 0) {
+            fprintf(ctx->err, "%s did not stop after %d s: killing it\n", name, STOP_DAEMON_S);
+            kill(pid, SIGKILL);
+        }
+        fprintf(ctx->err, "stopped %s (pid %ld)\n", name, (long)pid);
+    }
+    char *path = gt_xasprintf("%s/%s.pid", dir, name);
+    unlink(path);
+    free(path);
+}
+
+/* The admin token: the first field of the token file's first line. */
+static char *admin_token(const char *tokens_path)
+{
+    FILE *f = fopen(tokens_path, "re");
+    char line[256];
+    char *tok = NULL;
+    if (f && fgets(line, sizeof(line), f)) {
+        line[strcspn(line, ",\n")] = '\0';
+        tok = gt_xstrdup(line);
+    }
+    if (f) {
+        fclose(f);
+    }
+    return tok;
+}
+
+int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
+{
+    static const struct option long_opts[] = {
+        {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+        {NULL, 0, NULL, 0},
+    };
+    struct up_flags f = {.uid = -1};
+    int first;
+    int rc = gt_cli_parse_opts(ctx, cmd, argc, argv, "", long_opts, on_up_opt, &f, &first);
+    if (rc != 0) {
+        return rc;
+    }
+    if (first != argc) {
+        return gt_cli_usage_error(ctx, cmd, "unexpected argument %s", argv[first]);
+    }
+    struct gt_err err = {0};
+    struct cluster cl;
+    if (cluster_init(&cl, f.data_dir, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
+    }
+    pid_t server = live_pid(cl.dir, "gantryd");
+    pid_t agent = live_pid(cl.dir, "gantlet");
+    json_t *state = read_state(cl.dir);
+    const char *url = json_string_value(json_object_get(state, "server"));
+    const char *node = json_string_value(json_object_get(state, "node"));
+    char *token = admin_token(cl.tokens);
+    if (server && agent && url && node && token) {
+        stop_tasks(ctx, url, token, node);
+    }
+    stop_daemon(ctx, cl.dir, "gantlet");
+    stop_daemon(ctx, cl.dir, "gantryd");
+    if (!server && !agent) {
+        fprintf(ctx->err, "gantry is not running (data dir %s)\n", cl.dir);
+    } else {
+        fprintf(ctx->err, "gantry is down\n");
+    }
+    free(token);
+    json_decref(state);
+    cluster_fini(&cl);
+    return GT_CLI_EXIT_OK;
+}

@@ -1,0 +1,176 @@
+/*
+ * The network-free halves of `gantry run` and `gantry logs`: the one-task
+ * Job that `run` submits, the exit status a finished Task maps to, and which
+ * Task `logs` reads. Kept apart from the commands so unit tests can check
+ * them without a server.
+ *
+ * A Job's tasks are named `<job>-<type>-<index>` with the replica type in
+ * lower case ("train-worker-0"), as the job controller names them.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "cli/cli.h"
+#include "common/jsonutil.h"
+
+char *gt_cli_run_name_new(void)
+{
+    uint32_t r = 0;
+    while (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        GT_ASSERT(errno == EINTR);
+    }
+    return gt_xasprintf("run-%08x", r);
+}
+
+/* Add limits[res] = value (a quantity as typed) when value is non-NULL. */
+static void add_limit(json_t *limits, const char *res, const char *value)
+{
+    if (value) {
+        json_object_set_new(limits, res, json_string(value));
+    }
+}
+
+int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct gt_err *err)
+{
+    *job = NULL;
+    json_t *command = json_array();
+    for (int i = 0; i < o->argc; i++) {
+        json_array_append_new(command, json_string(o->argv[i]));
+    }
+    json_t *tmpl = json_pack("{s:o}", "command", command);
+    if (o->image) {
+        json_object_set_new(tmpl, "image", json_string(o->image));
+    }
+    json_t *limits = json_object();
+    add_limit(limits, "nvidia.com/gpu", o->gpus);
+    add_limit(limits, "cpu", o->cpu);
+    add_limit(limits, "memory", o->memory);
+    if (json_object_size(limits) > 0) {
+        json_object_set_new(tmpl, "resources", json_pack("{s:o}", "limits", limits));
+    } else {
+        json_decref(limits);
+    }
+    json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:{s:i, s:s, s:o}}}}", "apiVersion",
+                            GT_API_VERSION, "kind", "Job", "metadata", "name", o->name, "project",
+                            o->project, "spec", "replicaSpecs", "Worker", "replicas", 1,
+                            "restartPolicy", "Never", "template", tmpl);
+    GT_ASSERT(obj);
+    int rc = gt_api_validate(GT_KIND_JOB, obj, err);
+    if (rc < 0) {
+        json_decref(obj);
+        return rc;
+    }
+    *job = obj;
+    return 0;
+}
+
+int gt_cli_task_exit_status(const json_t *task, char *msg, size_t len)
+{
+    const json_t *status = json_object_get(task, "status");
+    const char *phase = json_string_value(json_object_get(status, "phase"));
+    const char *name = gt_obj_name(task);
+    msg[0] = '\0';
+    if (phase && strcmp(phase, "Succeeded") == 0) {
+        return 0;
+    }
+    json_int_t sig = json_integer_value(json_object_get(status, "signal"));
+    const json_t *code = json_object_get(status, "exitCode");
+    if (sig > 0 && sig < 128) {
+        return 128 + (int)sig;
+    }
+    if (json_is_integer(code) && json_integer_value(code) != 0) {
+        /* What a shell would see: the low byte of the status. */
+        int v = (int)(json_integer_value(code) & 0xff);
+        return v ? v : 1;
+    }
+    const char *reason = json_string_value(json_object_get(status, "reason"));
+    const char *why = json_string_value(json_object_get(status, "message"));
+    snprintf(msg, len, "task %s %s%s%s%s%s", name ? name : "?", phase ? "ended " : "did not finish",
+             phase ? phase : "", reason ? ": " : "", reason ? reason : "", why && *why ? " (" : "");
+    if (why && *why) {
+        size_t n = strlen(msg);
+        snprintf(msg + n, len - n, "%s)", why);
+    }
+    return 1;
+}
+
+/* Is s "<type>-<index>": letters, one '-', digits? */
+static bool is_replica_word(const char *s)
+{
+    const char *dash = strchr(s, '-');
+    if (!dash || dash == s || !dash[1] || strchr(dash + 1, '-')) {
+        return false;
+    }
+    for (const char *p = s; p < dash; p++) {
+        if (!isalpha((unsigned char)*p)) {
+            return false;
+        }
+    }
+    for (const char *p = dash + 1; *p; p++) {
+        if (!isdigit((unsigned char)*p)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The replica type a job's logs show by default: Master, else Chief, else
+ * Worker, else the first one the Job names. */
+static const char *default_type(const json_t *specs)
+{
+    static const char *const preferred[] = {"Master", "Chief", "Worker"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(preferred); i++) {
+        if (json_object_get(specs, preferred[i])) {
+            return preferred[i];
+        }
+    }
+    void *it = json_object_iter((json_t *)specs);
+    return it ? json_object_iter_key(it) : NULL;
+}
+
+char *gt_cli_logs_task_name(const char *job, const json_t *job_obj, const char *replica,
+                            struct gt_err *err)
+{
+    char *name;
+    if (replica) {
+        if (!is_replica_word(replica)) {
+            gt_err_set(err, GT_EBADREQ, "--replica %s: want TYPE-INDEX, e.g. worker-1", replica);
+            return NULL;
+        }
+        name = gt_xasprintf("%s-%s", job, replica);
+    } else {
+        const char *type = default_type(gt_json_path(job_obj, "spec.replicaSpecs"));
+        if (!type) {
+            gt_err_set(err, GT_EBADREQ, "job %s has no replicas", job);
+            return NULL;
+        }
+        name = gt_xasprintf("%s-%s-0", job, type);
+    }
+    for (char *p = name + strlen(job); *p; p++) {
+        *p = (char)tolower((unsigned char)*p);
+    }
+    return name;
+}
+
+char *gt_cli_log_path(const char *project, const char *task, bool follow, long tail_lines)
+{
+    char *p = gt_cli_url_escape(project);
+    char *t = gt_cli_url_escape(task);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_buf_printf(&b, GT_API_GROUP_PREFIX "/projects/%s/tasks/%s/log", p, t);
+    const char *sep = "?";
+    if (follow) {
+        gt_buf_puts(&b, "?follow=true");
+        sep = "&";
+    }
+    if (tail_lines >= 0) {
+        gt_buf_printf(&b, "%stailLines=%ld", sep, tail_lines);
+    }
+    free(p);
+    free(t);
+    return gt_buf_take(&b);
+}

@@ -1,0 +1,105 @@
+/*
+ * Following one Task: wait (by watch) until it has started or finished, and
+ * copy its log to the output as it is written. Shared by `gantry run` and
+ * `gantry logs`.
+ *
+ * The wait watches the project's tasks with a field selector on the name
+ * from resourceVersion=0, so the current state comes first and a task the
+ * job controller has not created yet simply arrives later as ADDED.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli_int.h"
+
+struct wait_state {
+    enum gt_cli_task_goal goal;
+    json_t *task; /* last seen, owned */
+    bool deleted;
+};
+
+static bool phase_in(const char *phase, const char *const *set)
+{
+    for (; phase && *set; set++) {
+        if (strcmp(phase, *set) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool gt_cli_task_reached(const json_t *task, enum gt_cli_task_goal goal)
+{
+    static const char *const started[] = {"Running", "Terminating", "Succeeded", "Failed", NULL};
+    static const char *const done[] = {"Succeeded", "Failed", NULL};
+    const char *phase = json_string_value(gt_json_path(task, "status.phase"));
+    return phase_in(phase, goal == GT_CLI_TASK_STARTED ? started : done);
+}
+
+static int on_task_event(const json_t *event, void *arg)
+{
+    struct wait_state *w = arg;
+    const char *type = json_string_value(json_object_get(event, "type"));
+    json_t *obj = json_object_get(event, "object");
+    if (!type || !json_is_object(obj)) {
+        return 0;
+    }
+    json_decref(w->task);
+    w->task = json_incref(obj);
+    if (strcmp(type, "DELETED") == 0) {
+        w->deleted = true;
+        return 1;
+    }
+    return gt_cli_task_reached(obj, w->goal) ? 1 : 0;
+}
+
+int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *name,
+                     enum gt_cli_task_goal goal, json_t **task, struct gt_err *err)
+{
+    *task = NULL;
+    const struct gt_kind_info *k = gt_kind_get(GT_KIND_TASK);
+    char *coll = gt_cli_kind_path(k, project, NULL);
+    char *sel = gt_xasprintf("metadata.name=%s", name);
+    char *sel_q = gt_cli_url_escape(sel);
+    char *path = gt_xasprintf("%s?watch=true&resourceVersion=0&fieldSelector=%s", coll, sel_q);
+    struct wait_state w = {.goal = goal};
+    int rc;
+    /* A stream the server ends cleanly (restart, timeout) is started again. */
+    while ((rc = gt_cli_client_watch(c, path, on_task_event, &w, err)) == 0) {
+    }
+    if (rc == 1 && w.deleted) {
+        rc = gt_err_set(err, GT_ENOTFOUND, "task %s was deleted", name);
+    } else if (rc == 1) {
+        rc = 0;
+        *task = w.task;
+        w.task = NULL;
+    }
+    json_decref(w.task);
+    free(path);
+    free(sel_q);
+    free(sel);
+    free(coll);
+    return rc;
+}
+
+static int copy_chunk(const char *data, size_t len, void *arg)
+{
+    FILE *out = arg;
+    if (fwrite(data, 1, len, out) != len || fflush(out) != 0) {
+        return -EIO;
+    }
+    return 0;
+}
+
+int gt_cli_task_log_copy(struct gt_cli_client *c, const char *project, const char *name,
+                         bool follow, long tail_lines, FILE *out, struct gt_err *err)
+{
+    char *path = gt_cli_log_path(project, name, follow, tail_lines);
+    int rc = gt_cli_client_stream(c, path, copy_chunk, out, err);
+    if (rc == -EIO && !err->msg[0]) {
+        gt_err_set(err, rc, "cannot write the log to the output");
+    }
+    free(path);
+    return rc;
+}

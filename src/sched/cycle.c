@@ -1,0 +1,510 @@
+/*
+ * One scheduling cycle: the part every policy shares (DESIGN.md
+ * "Scheduling").
+ *
+ * 1. Order: the gantry order merges the departments' pending queues (no
+ *    sort of all pending jobs): priority band by band, highest first; inside
+ *    a band the department heads compete by aging tier (one tier per
+ *    aging_tier_ms waited, higher first), then the department's dominant
+ *    share (max over resources of used/guarantee, lower first, recomputed
+ *    after every bind), then arrival and id. Other orders sort the queued
+ *    jobs with their comparison, ties by arrival and id.
+ * 2. Admit each job's gang against its department (admit below).
+ * 3. Place the gang with the policy's placement, all of it or none.
+ * 4. A job that does not start may preempt (gantry, srtf) or, if it is the
+ *    first such job (gantry), reserve the GPUs it waits for (backfill).
+ *    Head-of-line orders (fifo, sjf) stop at the first job that does not
+ *    start.
+ * Once no avail GPU is left and no queued job asks for less than a whole
+ * GPU, only jobs holding a reservation can still start: the cycle tries
+ * those and stops considering the rest (they may still get a wait reason).
+ *
+ * Admission, precisely: a gang (its use summed, checked) is admitted when
+ * (a) its department stays within its limit in every resource, and (b) for
+ * every resource where the department would go above its guarantee, the
+ * departments' claims still fit in the pool: claim(d) = max(used(d),
+ * min(guarantee(d), used(d) + pending(d))), i.e. what d uses, or for a
+ * department below its guarantee, its use plus its own pending demand up to
+ * its guarantee; the pool is the allocatable cpu/memory and healthy GPUs of
+ * Ready, uncordoned nodes. So a department borrows only capacity that no
+ * other department's guarantee claims for work it has waiting. (When the
+ * claims would not fit even counting only what departments use, the cluster
+ * is simply too small for the gang: that is left to placement, which says
+ * Unschedulable rather than Quota.) Use includes
+ * every bound, running or terminating task and every bind made earlier in
+ * this cycle (binds are applied as they are made).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched_int.h"
+
+/* At most this many jobs try to preempt per cycle: each try scans the
+ * cluster's nodes once per task that does not fit. */
+#define MAX_PREEMPTORS_PER_CYCLE 16
+
+struct cycle {
+    struct gt_sched_model *m;
+    int64_t now_ms;
+    const struct gt_sched_policy *policy;
+    struct gt_sched_decisions *out;
+    size_t waits_left;
+    struct gt_sched_task **pending; /* scratch */
+    size_t cap_pending;
+    size_t n_preemptors;
+    bool head_done; /* the head job has had its chance to reserve */
+    bool full;      /* only reservation holders can start now */
+    bool stop;      /* head-of-line: nothing more starts */
+    const char *blocked_by;
+    /* per department (model->depts order): the smallest gang GPU request
+     * its admission refused this cycle; use only grows within a cycle, so
+     * larger requests are refused without the O(departments) check */
+    int64_t *refused_gpu_milli;
+};
+
+void gt_sched_model_set_aging(struct gt_sched_model *m, int64_t tier_ms)
+{
+    m->aging_tier_ms = tier_ms > 0 ? tier_ms : 0;
+}
+
+void gt_sched_model_set_seed(struct gt_sched_model *m, uint64_t seed)
+{
+    m->rng = seed ? seed : 0x9e3779b97f4a7c15ULL;
+}
+
+static void add_wait(struct cycle *c, const struct gt_sched_job *job,
+                     enum gt_sched_wait_reason reason, char *message)
+{
+    if (c->waits_left == 0) {
+        free(message);
+        return;
+    }
+    c->waits_left--;
+    gt_sched_decisions_add_wait(c->out, job, reason, message);
+}
+
+/* Would the departments' claims on resource r fit the pool with add more
+ * used by dept (and add less pending)? protect: count what other departments
+ * claim for their pending work within their guarantee. */
+static bool claims_fit(const struct gt_sched_model *m, const struct gt_sched_dept *dept, int r,
+                       int64_t add, bool protect)
+{
+    int64_t pool[GT_SCHED_N_RES];
+    gt_sched_res_unpack(&m->pool, pool);
+    __int128 claims = 0;
+    for (size_t i = 0; i < m->n_depts; i++) {
+        const struct gt_sched_dept *d = m->depts[i];
+        int64_t used[GT_SCHED_N_RES], g[GT_SCHED_N_RES];
+        gt_sched_res_unpack(&d->used, used);
+        gt_sched_res_unpack(&d->guarantee, g);
+        __int128 u = used[r], p = protect ? d->pending[r] : 0;
+        if (d == dept) {
+            u += add;
+            p = p > add ? p - add : 0;
+        }
+        __int128 want = u + p < g[r] ? u + p : g[r];
+        claims += u > want ? u : want;
+    }
+    return claims <= pool[r];
+}
+
+static const char *const res_names[GT_SCHED_N_RES] = {"cpu_milli", "memory_bytes", "storage_bytes",
+                                                      "gpu_milli"};
+
+/* The admission rule of the file comment; why gets the reason. */
+static bool admit(const struct gt_sched_model *m, const struct gt_sched_dept *dept,
+                  const struct gt_sched_res *add, struct gt_buf *why)
+{
+    if (!gt_sched_dept_admits(dept, add, why)) {
+        return false;
+    }
+    int64_t used[GT_SCHED_N_RES], a[GT_SCHED_N_RES], g[GT_SCHED_N_RES];
+    gt_sched_res_unpack(&dept->used, used);
+    gt_sched_res_unpack(add, a);
+    gt_sched_res_unpack(&dept->guarantee, g);
+    for (int r = 0; r < GT_SCHED_N_RES; r++) {
+        /* storage is quota-only: no pool to borrow from, the limit rules */
+        if (r == 2 || a[r] == 0 || (__int128)used[r] + a[r] <= g[r] ||
+            claims_fit(m, dept, r, a[r], true) || !claims_fit(m, dept, r, a[r], false)) {
+            continue;
+        }
+        if (why) {
+            gt_buf_printf(why,
+                          "department %s: needs %s %lld above its guarantee %lld (using %lld); "
+                          "no idle capacity to borrow",
+                          dept->name, res_names[r], (long long)a[r], (long long)g[r],
+                          (long long)used[r]);
+        }
+        return false;
+    }
+    return true;
+}
+
+/* Collect job's PENDING tasks into c->pending; how many. */
+static size_t collect(struct cycle *c, struct gt_sched_job *job)
+{
+    if (job->n_pending > c->cap_pending) {
+        c->cap_pending = job->n_pending;
+        c->pending = gt_xrealloc(c->pending, c->cap_pending * sizeof(*c->pending));
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < job->n_tasks && n < job->n_pending; i++) {
+        if (job->tasks[i].state == GT_SCHED_TASK_PENDING) {
+            c->pending[n++] = &job->tasks[i];
+        }
+    }
+    GT_ASSERT(n == job->n_pending && n > 0);
+    return n;
+}
+
+/* Place pending[0..n): the gang first, then any further task that its
+ * department admits. How many were placed (bound). */
+static size_t place_gang(struct cycle *c, struct gt_sched_job *job, size_t n, size_t need,
+                         struct gt_sched_pick *pick)
+{
+    size_t placed = 0;
+    for (size_t i = 0; i < n && placed + (n - i) >= need; i++) {
+        struct gt_sched_task *t = c->pending[i];
+        /* The gang was admitted as its first tasks; a group with a larger
+         * request placed instead must still keep the limit. */
+        if (placed >= need ? !admit(c->m, job->dept, &t->group->use, NULL)
+                           : !gt_sched_dept_admits(job->dept, &t->group->use, NULL)) {
+            continue;
+        }
+        if (c->policy->place(c->m, t, c->now_ms, pick)) {
+            gt_sched_task_take(t, pick->node, pick->shares, pick->n, c->now_ms);
+            placed++;
+        } else if (placed < need && c->policy->head_of_line) {
+            break;
+        }
+    }
+    return placed;
+}
+
+static bool may_preempt(const struct cycle *c, const struct gt_sched_job *job)
+{
+    return c->policy->preempt && job->preemption != GT_SCHED_PREEMPT_NEVER &&
+           c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE;
+}
+
+/* Nothing more can start or preempt and no more waits are wanted. */
+static bool cycle_done(const struct cycle *c)
+{
+    return c->waits_left == 0 &&
+           (c->stop || (c->full && !(c->policy->preempt && c->m->n_preemptor_queued > 0 &&
+                                     c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE)));
+}
+
+/* The job did not start: preempt or reserve if the policy does, and say
+ * why it waits. */
+static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, size_t placed)
+{
+    size_t gang = need ? need : 1;
+    bool made = false;
+    if (job->resv && job->resv->preempted && gt_sched_resv_waiting(job)) {
+        add_wait(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
+                 gt_xasprintf("waiting for preempted tasks to exit from its %zu reserved GPUs",
+                              job->resv->n));
+        return;
+    }
+    if (may_preempt(c, job)) {
+        c->n_preemptors++;
+        made =
+            gt_sched_reserve_for(c->m, job, c->pending, gang, true, c->policy, c->now_ms, c->out);
+    }
+    if (!made && c->policy->reserve && !c->head_done) {
+        c->head_done = true;
+        made =
+            gt_sched_reserve_for(c->m, job, c->pending, gang, false, c->policy, c->now_ms, c->out);
+    }
+    if (c->waits_left > 0) {
+        add_wait(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
+                 made ? gt_xasprintf("no node fits its gang of %zu now; holds a reservation of "
+                                     "%zu GPUs until the tasks on them exit",
+                                     gang, job->resv->n)
+                      : gt_xasprintf("no node fits: gang needs %zu more task%s placed together, "
+                                     "%zu fit on ready nodes within the quota",
+                                     gang, gang == 1 ? "" : "s", placed));
+    }
+}
+
+/* Is there anything left a job without a reservation could use? */
+static bool cluster_full(const struct gt_sched_model *m)
+{
+    return m->n_light_queued == 0 && gt_sched_idx_first(&m->idx[GT_SCHED_IDX_AVAIL], 1) < 0;
+}
+
+/* Try to start job (it has pending tasks). */
+static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sched_pick *pick)
+{
+    job->seen_cycle = c->m->n_cycles;
+    if (c->stop || (c->full && !job->resv && !may_preempt(c, job))) {
+        if (c->waits_left > 0) {
+            add_wait(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
+                     c->stop ? gt_xasprintf("blocked behind job %s (head of line)", c->blocked_by)
+                             : gt_xasprintf("no free GPUs left this cycle"));
+        }
+        return;
+    }
+    size_t n = collect(c, job);
+    /* The gang still missing; DONE tasks (finished, or lost and not yet
+     * restarted) cannot be placed, so they do not count against it. */
+    size_t need = job->min_available > job->n_holding ? job->min_available - job->n_holding : 0;
+    need = need > n ? n : need;
+
+    /* Admission: the gang (or, if the gang is complete, the next task). */
+    struct gt_sched_res gang = {0};
+    bool overflow = false;
+    for (size_t i = 0; i < (need ? need : 1); i++) {
+        overflow = overflow || gt_sched_res_add(&gang, &c->pending[i]->group->use) < 0;
+    }
+    int64_t *refused = &c->refused_gpu_milli[job->dept->vec_index];
+    if (!overflow && gang.gpu_milli > 0 && gang.gpu_milli >= *refused) {
+        if (c->waits_left > 0) {
+            add_wait(c, job, GT_SCHED_WAIT_QUOTA,
+                     gt_xasprintf("department %s: no quota for %lld gpu_milli this cycle",
+                                  job->dept->name, (long long)gang.gpu_milli));
+        }
+        if (c->policy->head_of_line) {
+            c->stop = true;
+            c->blocked_by = job->id;
+        }
+        return;
+    }
+    struct gt_buf why;
+    gt_buf_init(&why);
+    if (overflow || !admit(c->m, job->dept, &gang, &why)) {
+        if (!overflow && gang.gpu_milli > 0 && gang.gpu_milli < *refused) {
+            *refused = gang.gpu_milli;
+        }
+        if (overflow) {
+            gt_buf_printf(&why, "department %s: gang request overflows", job->dept->name);
+        }
+        add_wait(c, job, GT_SCHED_WAIT_QUOTA, gt_buf_take(&why));
+        if (c->policy->head_of_line) {
+            c->stop = true;
+            c->blocked_by = job->id;
+        }
+        return;
+    }
+    gt_buf_fini(&why);
+
+    size_t placed = place_gang(c, job, n, need, pick);
+    if (placed == 0 || placed < need) {
+        for (size_t i = 0; i < n; i++) {
+            if (c->pending[i]->node) {
+                gt_sched_task_release(c->pending[i], true);
+            }
+        }
+        not_started(c, job, need, placed);
+        if (c->policy->head_of_line) {
+            c->stop = true;
+            c->blocked_by = job->id;
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (c->pending[i]->node) {
+                gt_sched_decisions_add_bind(c->out, c->pending[i]);
+            }
+        }
+        gt_sched_resv_drop(job, c->m);
+    }
+    c->full = c->full || cluster_full(c->m);
+}
+
+static int job_cmp(const void *a, const void *b, void *arg)
+{
+    const struct cycle *c = arg;
+    const struct gt_sched_job *x = *(const struct gt_sched_job *const *)a;
+    const struct gt_sched_job *y = *(const struct gt_sched_job *const *)b;
+    int r = c->policy->order(x, y, c->now_ms);
+    if (r != 0) {
+        return r;
+    }
+    if (x->arrival_ms != y->arrival_ms) {
+        return x->arrival_ms < y->arrival_ms ? -1 : 1;
+    }
+    return strcmp(x->id, y->id);
+}
+
+/* Sorted orders: every queued job, sorted. */
+static void run_sorted(struct cycle *c, struct gt_sched_pick *pick)
+{
+    struct gt_sched_model *m = c->m;
+    size_t n = 0, cap = 0;
+    struct gt_sched_job **order = NULL;
+    for (size_t d = 0; d < m->n_depts; d++) {
+        for (size_t b = 0; b < m->depts[d]->n_bands; b++) {
+            for (struct gt_sched_job *j = m->depts[d]->bands[b].head; j; j = j->queue_next) {
+                if (n == cap) {
+                    cap = cap ? cap * 2 : 64;
+                    order = gt_xrealloc(order, cap * sizeof(*order));
+                }
+                order[n++] = j;
+            }
+        }
+    }
+    if (n > 1) {
+        qsort_r(order, n, sizeof(*order), job_cmp, c);
+    }
+    for (size_t i = 0; i < n && !cycle_done(c); i++) {
+        if (order[i]->n_pending > 0) {
+            schedule_job(c, order[i], pick);
+        }
+    }
+    free(order);
+}
+
+/* A department's dominant share: max over resources of used/guarantee
+ * (any use of a resource without guarantee counts as very large). */
+static double dominant_share(const struct gt_sched_dept *d)
+{
+    int64_t u[GT_SCHED_N_RES], g[GT_SCHED_N_RES];
+    gt_sched_res_unpack(&d->used, u);
+    gt_sched_res_unpack(&d->guarantee, g);
+    double share = 0;
+    for (int r = 0; r < GT_SCHED_N_RES; r++) {
+        double s = u[r] <= 0 ? 0 : g[r] > 0 ? (double)u[r] / (double)g[r] : 1e18;
+        share = s > share ? s : share;
+    }
+    return share;
+}
+
+static int64_t aging_tier(const struct cycle *c, const struct gt_sched_job *j)
+{
+    int64_t tier_ms = c->m->aging_tier_ms;
+    return tier_ms > 0 && c->now_ms > j->arrival_ms ? (c->now_ms - j->arrival_ms) / tier_ms : 0;
+}
+
+/* Does job a (of department da) go before b (of db) inside one band? */
+static bool gantry_before(const struct cycle *c, const struct gt_sched_job *a,
+                          const struct gt_sched_job *b)
+{
+    int64_t ta = aging_tier(c, a), tb = aging_tier(c, b);
+    if (ta != tb) {
+        return ta > tb;
+    }
+    double sa = dominant_share(a->dept), sb = dominant_share(b->dept);
+    if (sa != sb) {
+        return sa < sb;
+    }
+    if (a->arrival_ms != b->arrival_ms) {
+        return a->arrival_ms < b->arrival_ms;
+    }
+    return strcmp(a->id, b->id) < 0;
+}
+
+static int cmp_desc_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x < y) - (x > y);
+}
+
+/* The gantry order: merge the department queues band by band. */
+static void run_gantry(struct cycle *c, struct gt_sched_pick *pick)
+{
+    struct gt_sched_model *m = c->m;
+    size_t n_values = 0, cap = 0;
+    int32_t *values = NULL;
+    for (size_t d = 0; d < m->n_depts; d++) {
+        for (size_t b = 0; b < m->depts[d]->n_bands; b++) {
+            if (n_values == cap) {
+                cap = cap ? cap * 2 : 16;
+                values = gt_xrealloc(values, cap * sizeof(*values));
+            }
+            values[n_values++] = m->depts[d]->bands[b].value;
+        }
+    }
+    if (n_values > 1) {
+        qsort(values, n_values, sizeof(*values), cmp_desc_i32);
+    }
+    struct gt_sched_job **cur = gt_xcalloc(m->n_depts + 1, sizeof(*cur));
+    for (size_t v = 0; v < n_values; v++) {
+        if (v > 0 && values[v] == values[v - 1]) {
+            continue;
+        }
+        for (size_t d = 0; d < m->n_depts; d++) {
+            struct gt_sched_band *b = gt_sched_dept_band(m->depts[d], values[v]);
+            cur[d] = b ? b->head : NULL;
+        }
+        for (;;) {
+            if (cycle_done(c)) {
+                goto done;
+            }
+            size_t best = m->n_depts;
+            for (size_t d = 0; d < m->n_depts; d++) {
+                /* A department refused even one GPU: none of its whole-GPU
+                 * jobs can start (light jobs keep it in). */
+                if (cur[d] && c->waits_left == 0 && m->n_light_queued == 0 &&
+                    c->refused_gpu_milli[d] <= 1000) {
+                    cur[d] = NULL;
+                }
+                if (cur[d] && (best == m->n_depts || gantry_before(c, cur[d], cur[best]))) {
+                    best = d;
+                }
+            }
+            if (best == m->n_depts) {
+                break;
+            }
+            struct gt_sched_job *job = cur[best];
+            cur[best] = job->queue_next;
+            schedule_job(c, job, pick);
+        }
+    }
+done:
+    free(cur);
+    free(values);
+}
+
+int gt_sched_cycle_ex(struct gt_sched_model *m, int64_t now_ms,
+                      const struct gt_sched_policy *policy, const struct gt_sched_cycle_opts *opts,
+                      struct gt_sched_decisions *out)
+{
+    GT_ASSERT(m && policy && out);
+    gt_sched_decisions_reset(out);
+    m->n_cycles++;
+    /* Head-of-line reservations are remade every cycle. */
+    for (size_t i = m->n_resv; i-- > 0;) {
+        if (!m->resv[i]->resv->preempted) {
+            gt_sched_resv_drop(m->resv[i], m);
+        }
+    }
+    struct cycle c = {.m = m,
+                      .now_ms = now_ms,
+                      .policy = policy,
+                      .out = out,
+                      .waits_left = opts ? opts->max_waits : SIZE_MAX};
+    c.full = cluster_full(m);
+    c.refused_gpu_milli = gt_xcalloc(m->n_depts + 1, sizeof(*c.refused_gpu_milli));
+    for (size_t i = 0; i < m->n_depts; i++) {
+        c.refused_gpu_milli[i] = INT64_MAX;
+    }
+    struct gt_sched_pick *pick = gt_xcalloc(1, sizeof(*pick));
+    if (policy->order) {
+        run_sorted(&c, pick);
+    } else {
+        run_gantry(&c, pick);
+    }
+    /* Reservation holders not reached (the cluster filled first). */
+    size_t n_holders = m->n_resv;
+    struct gt_sched_job **holders = gt_xcalloc(n_holders + 1, sizeof(*holders));
+    if (n_holders > 0) {
+        memcpy(holders, m->resv, n_holders * sizeof(*holders));
+    }
+    for (size_t i = 0; i < n_holders && !c.stop; i++) {
+        if (holders[i]->seen_cycle != m->n_cycles && holders[i]->n_pending > 0) {
+            schedule_job(&c, holders[i], pick);
+        }
+    }
+    free(holders);
+    free(pick);
+    free(c.pending);
+    free(c.refused_gpu_milli);
+    return 0;
+}
+
+int gt_sched_cycle(struct gt_sched_model *m, int64_t now_ms, const struct gt_sched_policy *policy,
+                   struct gt_sched_decisions *out)
+{
+    return gt_sched_cycle_ex(m, now_ms, policy, NULL, out);
+}

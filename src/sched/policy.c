@@ -1,0 +1,151 @@
+/*
+ * The policy table: every order times every placement, as const data.
+ *
+ * Orders (ties always go by arrival, then id):
+ * - fifo: arrival; strictly head-of-line (the first job that does not start
+ *   blocks all behind it), no preemption, no backfill: the papers' baseline.
+ * - sjf: shortest runtime estimate first (the simulator's oracle; unknown
+ *   last); head-of-line like fifo.
+ * - srtf: shortest remaining time first (estimate less the time served,
+ *   attained GPU-ms over the job's GPUs); skips jobs that do not fit and
+ *   preempts by the gantry rules.
+ * - tiresias: 2D least attained service: attained GPU-ms discretised into
+ *   queues by tiresias_thresholds, FIFO inside a queue; skips jobs that do
+ *   not fit; no preemption.
+ * - gantry (the default): priority, then aging, then the department's
+ *   dominant share, then arrival (merged from the department queues, see
+ *   cycle.c); backfill, preemption and head-of-line reservations.
+ * Placements: gantry, bestfit, random (place.c) and firstfit (firstfit.c).
+ * "ORDER" alone means ORDER/gantry; "firstfit" is firstfit's own policy.
+ */
+#include <string.h>
+
+#include "sched/sched_int.h"
+
+static int cmp_i64(int64_t a, int64_t b)
+{
+    return (a > b) - (a < b);
+}
+
+static int fifo_order(const struct gt_sched_job *a, const struct gt_sched_job *b, int64_t now_ms)
+{
+    (void)now_ms;
+    return cmp_i64(a->arrival_ms, b->arrival_ms);
+}
+
+static int64_t estimate(const struct gt_sched_job *j)
+{
+    return j->runtime_estimate_ms > 0 ? j->runtime_estimate_ms : INT64_MAX;
+}
+
+static int sjf_order(const struct gt_sched_job *a, const struct gt_sched_job *b, int64_t now_ms)
+{
+    (void)now_ms;
+    return cmp_i64(estimate(a), estimate(b));
+}
+
+/* Oracle remaining time: the estimate less the wall time served so far. */
+static int64_t remaining(const struct gt_sched_job *j)
+{
+    int64_t est = estimate(j);
+    if (est == INT64_MAX) {
+        return est;
+    }
+    int64_t gpu_milli = 0;
+    for (size_t g = 0; g < j->n_groups; g++) {
+        int64_t part;
+        if (gt_mul_i64(j->groups[g].use.gpu_milli, j->groups[g].replicas, &part) < 0 ||
+            gt_add_i64(gpu_milli, part, &gpu_milli) < 0) {
+            return est;
+        }
+    }
+    /* attained is GPU-ms; served wall ms = attained * 1000 / gpu_milli. */
+    int64_t served = gpu_milli > 0 ? (int64_t)((__int128)j->attained_gpu_ms * 1000 / gpu_milli)
+                                   : j->attained_gpu_ms;
+    return served >= est ? 0 : est - served;
+}
+
+static int srtf_order(const struct gt_sched_job *a, const struct gt_sched_job *b, int64_t now_ms)
+{
+    (void)now_ms;
+    return cmp_i64(remaining(a), remaining(b));
+}
+
+/* Tiresias' queue thresholds in GPU-ms: 1 and 10 GPU-hours. */
+static const int64_t tiresias_thresholds[] = {3600LL * 1000, 36000LL * 1000};
+
+static int tiresias_queue(const struct gt_sched_job *j)
+{
+    int q = 0;
+    while (q < (int)GT_ARRAY_LEN(tiresias_thresholds) &&
+           j->attained_gpu_ms >= tiresias_thresholds[q]) {
+        q++;
+    }
+    return q;
+}
+
+static int tiresias_order(const struct gt_sched_job *a, const struct gt_sched_job *b,
+                          int64_t now_ms)
+{
+    (void)now_ms;
+    return tiresias_queue(a) - tiresias_queue(b);
+}
+
+#define ORDER_ROW(oname, ofn, hol, pre, res)                                                       \
+    {.name = oname,                                                                                \
+     .order = ofn,                                                                                 \
+     .place = gt_sched_place_gantry,                                                               \
+     .head_of_line = hol,                                                                          \
+     .preempt = pre,                                                                               \
+     .reserve = res},                                                                              \
+        {.name = oname "/gantry",                                                                  \
+         .order = ofn,                                                                             \
+         .place = gt_sched_place_gantry,                                                           \
+         .head_of_line = hol,                                                                      \
+         .preempt = pre,                                                                           \
+         .reserve = res},                                                                          \
+        {.name = oname "/bestfit",                                                                 \
+         .order = ofn,                                                                             \
+         .place = gt_sched_place_bestfit,                                                          \
+         .head_of_line = hol,                                                                      \
+         .preempt = pre,                                                                           \
+         .reserve = res},                                                                          \
+        {.name = oname "/random",                                                                  \
+         .order = ofn,                                                                             \
+         .place = gt_sched_place_random,                                                           \
+         .head_of_line = hol,                                                                      \
+         .preempt = pre,                                                                           \
+         .reserve = res},                                                                          \
+    {                                                                                              \
+        .name = oname "/firstfit", .order = ofn, .place = gt_sched_place_firstfit,                 \
+        .head_of_line = hol, .preempt = pre, .reserve = res                                        \
+    }
+
+static const struct gt_sched_policy policies[] = {
+    ORDER_ROW("gantry", NULL, false, true, true),
+    ORDER_ROW("fifo", fifo_order, true, false, false),
+    ORDER_ROW("sjf", sjf_order, true, false, false),
+    ORDER_ROW("srtf", srtf_order, false, true, false),
+    ORDER_ROW("tiresias", tiresias_order, false, false, false),
+};
+
+const struct gt_sched_policy *gt_sched_policy_by_name(const char *name)
+{
+    if (!name) {
+        return NULL;
+    }
+    if (strcmp(name, "firstfit") == 0) {
+        return gt_sched_policy_firstfit();
+    }
+    for (size_t i = 0; i < GT_ARRAY_LEN(policies); i++) {
+        if (strcmp(policies[i].name, name) == 0) {
+            return &policies[i];
+        }
+    }
+    return NULL;
+}
+
+const char *gt_sched_policy_name(const struct gt_sched_policy *policy)
+{
+    return policy->name;
+}

@@ -1,0 +1,439 @@
+/*
+ * Preemption and reservations (DESIGN.md Scheduling, steps 4 and 5).
+ *
+ * gt_sched_reserve_for simulates: for each task of the gang that does not
+ * fit, it finds the node where the cheapest set of candidate jobs, once
+ * gone, lets the task fit, removes those jobs whole (gang-level: every task
+ * they hold, on any node) with gt_sched_task_unhold, and places the task
+ * with the policy's own placement. Only if the whole gang then fits is
+ * anything decided: the GPUs the gang would take are reserved for the job
+ * (reserved_by), and when preempting, every task of every victim job gets a
+ * preempt decision. The model's holdings are then restored exactly.
+ *
+ * Candidates when preempting: jobs of the preemptor's department with a
+ * strictly lower priority; and, only when the preemptor's department stays
+ * within its GPU guarantee with the gang (a reclaim), jobs of other
+ * departments whose department stays at or above its GPU guarantee without
+ * them (they lose borrowed capacity only). Jobs already being evicted and
+ * the preemptor itself are never candidates. Cost, compared in order:
+ * highest victim priority, GPUs the victims hold, work lost (sum of
+ * GPU-ms since bind), so the lowest-priority, smallest, newest go first.
+ * When only waiting (the head job's backfill reservation) every holding job
+ * is a candidate and the cost puts the earliest deadline end first.
+ *
+ * A reservation lasts until its job binds or is removed, a GPU of it
+ * vanishes, or (preemption) the victims have exited and the job still
+ * cannot bind; a head-of-line one is remade every cycle. A preemptor whose
+ * victims are still exiting never preempts again, so nothing loops.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched_int.h"
+
+void gt_sched_resv_drop(struct gt_sched_job *job, struct gt_sched_model *m)
+{
+    struct gt_sched_resv *r = job->resv;
+    if (!r) {
+        return;
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        struct gt_sched_gpu *g = gt_sched_node_gpu(r->node[i], r->gpu_index[i]);
+        if (g && g->reserved_by == job) {
+            g->reserved_by = NULL;
+        }
+    }
+    for (size_t i = 0; i < r->n; i++) {
+        if (i == 0 || r->node[i] != r->node[i - 1]) {
+            gt_sched_node_reindex(r->node[i], false);
+        }
+    }
+    for (size_t i = 0; i < m->n_resv; i++) {
+        if (m->resv[i] == job) {
+            memmove(&m->resv[i], &m->resv[i + 1], (m->n_resv - i - 1) * sizeof(*m->resv));
+            m->n_resv--;
+            break;
+        }
+    }
+    free(r->node);
+    free(r->gpu_index);
+    free(r);
+    job->resv = NULL;
+}
+
+bool gt_sched_resv_waiting(const struct gt_sched_job *job)
+{
+    const struct gt_sched_resv *r = job->resv;
+    for (size_t i = 0; r && i < r->n; i++) {
+        const struct gt_sched_gpu *g = gt_sched_node_gpu(r->node[i], r->gpu_index[i]);
+        if (g->state != GT_SCHED_GPU_FREE) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* What removing one candidate job costs and when its tasks end. */
+struct cand {
+    struct gt_sched_job *job;
+    int32_t priority;
+    int64_t gpus, work_ms, end_ms;
+    size_t gpus_here;
+    int64_t cpu_here, mem_here;
+};
+
+struct cost {
+    int64_t a, b, c; /* compared in order, smaller is cheaper */
+};
+
+static int cost_cmp(const struct cost *x, const struct cost *y)
+{
+    if (x->a != y->a) {
+        return x->a < y->a ? -1 : 1;
+    }
+    if (x->b != y->b) {
+        return x->b < y->b ? -1 : 1;
+    }
+    return (x->c > y->c) - (x->c < y->c);
+}
+
+struct attempt {
+    struct gt_sched_model *m;
+    struct gt_sched_job *job;
+    bool preempt, reclaim;
+    int64_t now_ms;
+    /* victim jobs chosen so far, and the tasks unheld for them */
+    struct gt_sched_job **victims;
+    size_t n_victims, cap_victims;
+    struct saved {
+        struct gt_sched_task *task;
+        struct gt_sched_node *node;
+        struct gt_sched_gpu_share *shares;
+        size_t n;
+    } * saved;
+    size_t n_saved, cap_saved;
+};
+
+static bool is_victim(const struct attempt *a, const struct gt_sched_job *j)
+{
+    for (size_t i = 0; i < a->n_victims; i++) {
+        if (a->victims[i] == j) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
+{
+    if (v == a->job || v->n_holding == 0 || is_victim(a, v)) {
+        return false;
+    }
+    for (size_t i = 0; i < v->n_tasks; i++) {
+        if (v->tasks[i].evicting) {
+            return false;
+        }
+    }
+    if (!a->preempt) {
+        return true;
+    }
+    if (v->dept == a->job->dept) {
+        return v->priority < a->job->priority;
+    }
+    if (!a->reclaim) {
+        return false;
+    }
+    int64_t held = 0;
+    for (size_t i = 0; i < v->n_tasks; i++) {
+        held += v->tasks[i].node ? v->tasks[i].group->use.gpu_milli : 0;
+    }
+    return v->dept->used.gpu_milli - held >= v->dept->guarantee.gpu_milli;
+}
+
+/* Fill c's job-wide figures. */
+static void cand_fill(struct cand *c, const struct attempt *a)
+{
+    const struct gt_sched_job *v = c->job;
+    c->priority = v->priority;
+    c->gpus = c->work_ms = 0;
+    c->end_ms = 0;
+    for (size_t i = 0; i < v->n_tasks; i++) {
+        const struct gt_sched_task *t = &v->tasks[i];
+        if (!t->node) {
+            continue;
+        }
+        int64_t g = (int64_t)t->n_gpus, age = a->now_ms > t->bound_ms ? a->now_ms - t->bound_ms : 0;
+        c->gpus += g;
+        int64_t w;
+        if (gt_mul_i64(age, g > 0 ? g : 1, &w) < 0 || gt_add_i64(c->work_ms, w, &c->work_ms) < 0) {
+            c->work_ms = INT64_MAX;
+        }
+        int64_t end;
+        if (v->active_deadline_ms <= 0 ||
+            gt_add_i64(t->bound_ms, v->active_deadline_ms, &end) < 0) {
+            end = INT64_MAX;
+        }
+        c->end_ms = end > c->end_ms ? end : c->end_ms;
+    }
+}
+
+static struct cost cand_cost(const struct attempt *a, const struct cand *c)
+{
+    if (a->preempt) {
+        return (struct cost){c->priority, c->gpus, c->work_ms};
+    }
+    return (struct cost){c->end_ms, c->gpus, c->work_ms};
+}
+
+static int cand_sort_cmp(const void *x, const void *y, void *arg)
+{
+    const struct cand *p = x, *q = y;
+    struct cost cp = cand_cost(arg, p), cq = cand_cost(arg, q);
+    int r = cost_cmp(&cp, &cq);
+    if (r == 0 && p->job->arrival_ms != q->job->arrival_ms) {
+        r = p->job->arrival_ms > q->job->arrival_ms ? -1 : 1; /* newest first */
+    }
+    return r ? r : strcmp(p->job->id, q->job->id);
+}
+
+/* The cheapest victim set on node for a task asking req; n chosen into
+ * *n_out (a prefix of cands, sorted), cost into *cost_out. false if none. */
+static bool node_victims(const struct attempt *a, const struct gt_sched_node *node,
+                         const struct gt_sched_task_req *req, struct cand **cands, size_t *cap,
+                         size_t *n_out, struct cost *cost_out)
+{
+    size_t k = (size_t)req->gpus, usable = 0, healthy = 0, n = 0;
+    for (size_t i = 0; i < node->n_gpus; i++) {
+        const struct gt_sched_gpu *g = &node->gpus[i];
+        healthy += g->healthy;
+        usable += gt_sched_gpu_avail(g, a->job);
+    }
+    if (healthy < k || req->cpu_milli > node->cpu_milli_alloc ||
+        req->memory_bytes > node->memory_bytes_alloc) {
+        return false;
+    }
+    for (const struct gt_sched_task *t = node->task_head; t; t = t->node_next) {
+        size_t j = 0;
+        while (j < n && (*cands)[j].job != t->job) {
+            j++;
+        }
+        if (j == n) {
+            if (!eligible(a, t->job)) {
+                continue;
+            }
+            if (n == *cap) {
+                *cap = *cap ? *cap * 2 : 16;
+                *cands = gt_xrealloc(*cands, *cap * sizeof(**cands));
+            }
+            (*cands)[n++] = (struct cand){.job = t->job};
+        }
+        struct cand *c = &(*cands)[j];
+        c->cpu_here += t->group->req.cpu_milli;
+        c->mem_here += t->group->req.memory_bytes;
+        for (size_t g = 0; g < t->n_gpus; g++) {
+            const struct gt_sched_gpu *gpu = gt_sched_node_gpu(node, t->gpus[g].index);
+            /* A GPU frees only if whole (a shared one may keep others) and
+             * is usable by the job once free. */
+            c->gpus_here += t->gpus[g].milli == 1000 && gpu->healthy &&
+                            (!gpu->reserved_by || gpu->reserved_by == a->job);
+        }
+    }
+    for (size_t j = 0; j < n; j++) {
+        cand_fill(&(*cands)[j], a);
+    }
+    if (n > 1) {
+        qsort_r(*cands, n, sizeof(**cands), cand_sort_cmp, (void *)a);
+    }
+    int64_t cpu_free = node->cpu_milli_alloc - node->cpu_milli_used;
+    int64_t mem_free = node->memory_bytes_alloc - node->memory_bytes_used;
+    struct cost total = {INT64_MIN, 0, 0};
+    size_t used = 0;
+    while (usable < k || cpu_free < req->cpu_milli || mem_free < req->memory_bytes) {
+        if (used == n) {
+            return false;
+        }
+        const struct cand *c = &(*cands)[used++];
+        usable += c->gpus_here;
+        cpu_free += c->cpu_here;
+        mem_free += c->mem_here;
+        struct cost cc = cand_cost(a, c);
+        total.a = cc.a > total.a ? cc.a : total.a;
+        total.b = cc.b > INT64_MAX - total.b ? INT64_MAX : total.b + cc.b;
+        total.c = cc.c > INT64_MAX - total.c ? INT64_MAX : total.c + cc.c;
+    }
+    *n_out = used;
+    *cost_out = total;
+    return used > 0;
+}
+
+/* Unhold every task victim holds, remembering it. */
+static void take_victim(struct attempt *a, struct gt_sched_job *victim)
+{
+    if (a->n_victims == a->cap_victims) {
+        a->cap_victims = a->cap_victims ? a->cap_victims * 2 : 8;
+        a->victims = gt_xrealloc(a->victims, a->cap_victims * sizeof(*a->victims));
+    }
+    a->victims[a->n_victims++] = victim;
+    for (size_t i = 0; i < victim->n_tasks; i++) {
+        struct gt_sched_task *t = &victim->tasks[i];
+        if (!t->node) {
+            continue;
+        }
+        if (a->n_saved == a->cap_saved) {
+            a->cap_saved = a->cap_saved ? a->cap_saved * 2 : 16;
+            a->saved = gt_xrealloc(a->saved, a->cap_saved * sizeof(*a->saved));
+        }
+        struct saved *s = &a->saved[a->n_saved++];
+        s->task = t;
+        s->node = t->node;
+        s->n = t->n_gpus;
+        s->shares = gt_xcalloc(t->n_gpus, sizeof(*s->shares));
+        memcpy(s->shares, t->gpus, t->n_gpus * sizeof(*s->shares));
+        gt_sched_task_unhold(t);
+    }
+}
+
+/* Choose and remove the victims that let task fit; false if none do. */
+static bool free_room(struct attempt *a, const struct gt_sched_task *task)
+{
+    struct cand *cands = NULL;
+    size_t cap = 0, best_n = 0;
+    struct cost best_cost = {0};
+    struct gt_sched_node *best = NULL;
+    struct gt_sched_job **best_jobs = NULL;
+    for (size_t i = 0; i < a->m->n_nodes; i++) {
+        struct gt_sched_node *node = a->m->nodes[i];
+        size_t n;
+        struct cost c;
+        if (!node->ready || node->unschedulable || !node->task_head ||
+            !node_victims(a, node, &task->group->req, &cands, &cap, &n, &c)) {
+            continue;
+        }
+        if (!best || cost_cmp(&c, &best_cost) < 0) {
+            best = node;
+            best_cost = c;
+            best_n = n;
+            best_jobs = gt_xrealloc(best_jobs, n * sizeof(*best_jobs));
+            for (size_t j = 0; j < n; j++) {
+                best_jobs[j] = cands[j].job;
+            }
+        }
+    }
+    for (size_t j = 0; best && j < best_n; j++) {
+        take_victim(a, best_jobs[j]);
+    }
+    free(best_jobs);
+    free(cands);
+    return best != NULL;
+}
+
+/* Record job's reservation on the GPUs its simulated tasks hold. */
+static void reserve(struct attempt *a, struct gt_sched_task **tasks, size_t n_tasks)
+{
+    struct gt_sched_resv *r = gt_xcalloc(1, sizeof(*r));
+    size_t cap = 0;
+    for (size_t i = 0; i < n_tasks; i++) {
+        const struct gt_sched_task *t = tasks[i];
+        for (size_t g = 0; t->group->req.gpus > 0 && g < t->n_gpus; g++) {
+            if (r->n == cap) {
+                cap = cap ? cap * 2 : 8;
+                r->node = gt_xrealloc(r->node, cap * sizeof(*r->node));
+                r->gpu_index = gt_xrealloc(r->gpu_index, cap * sizeof(*r->gpu_index));
+            }
+            r->node[r->n] = t->node;
+            r->gpu_index[r->n++] = t->gpus[g].index;
+        }
+    }
+    r->due_ms = a->now_ms;
+    for (size_t v = 0; v < a->n_victims; v++) {
+        struct cand c = {.job = a->victims[v]};
+        cand_fill(&c, a);
+        r->due_ms = c.end_ms > r->due_ms ? c.end_ms : r->due_ms;
+    }
+    r->preempted = a->preempt;
+    a->job->resv = r;
+}
+
+static void add_preempts(struct attempt *a, const struct gt_sched_policy *policy,
+                         struct gt_sched_decisions *out)
+{
+    for (size_t v = 0; v < a->n_victims; v++) {
+        struct gt_sched_job *victim = a->victims[v];
+        for (size_t i = 0; i < victim->n_tasks; i++) {
+            struct gt_sched_task *t = &victim->tasks[i];
+            if (!t->node) {
+                continue;
+            }
+            t->evicting = true;
+            char *why = victim->dept == a->job->dept
+                            ? gt_xasprintf("preempted by job %s (priority %d over %d, policy %s)",
+                                           a->job->id, (int)a->job->priority, (int)victim->priority,
+                                           policy->name)
+                            : gt_xasprintf("reclaimed: department %s needs its guarantee for "
+                                           "job %s; department %s is above its own",
+                                           a->job->dept->name, a->job->id, victim->dept->name);
+            gt_sched_decisions_add_preempt(out, t, why);
+        }
+    }
+}
+
+bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
+                          struct gt_sched_task **tasks, size_t need, bool preempt,
+                          const struct gt_sched_policy *policy, int64_t now_ms,
+                          struct gt_sched_decisions *out)
+{
+    gt_sched_resv_drop(job, m);
+    struct attempt a = {.m = m, .job = job, .preempt = preempt, .now_ms = now_ms};
+    /* A reclaim only restores the preemptor's guarantee. */
+    int64_t gang = 0;
+    for (size_t i = 0; i < need; i++) {
+        gang += tasks[i]->group->use.gpu_milli; /* bounded: job_add checked the sum */
+    }
+    a.reclaim = job->dept->used.gpu_milli + gang <= job->dept->guarantee.gpu_milli;
+    size_t placed = 0;
+    struct gt_sched_pick *pick = gt_xcalloc(1, sizeof(*pick));
+    for (; placed < need; placed++) {
+        const struct gt_sched_task *t = tasks[placed];
+        if (!policy->place(m, t, now_ms, pick) &&
+            (!free_room(&a, t) || !policy->place(m, t, now_ms, pick))) {
+            break;
+        }
+        gt_sched_task_hold(tasks[placed], pick->node, pick->shares, pick->n);
+    }
+    free(pick);
+    bool ok = placed == need && a.n_victims > 0;
+    if (ok) {
+        reserve(&a, tasks, need);
+    }
+    while (placed-- > 0) {
+        gt_sched_task_unhold(tasks[placed]);
+    }
+    while (a.n_saved-- > 0) {
+        struct saved *s = &a.saved[a.n_saved];
+        gt_sched_task_hold(s->task, s->node, s->shares, s->n);
+        free(s->shares);
+    }
+    if (ok) {
+        struct gt_sched_resv *r = job->resv;
+        for (size_t i = 0; i < r->n; i++) {
+            gt_sched_node_gpu(r->node[i], r->gpu_index[i])->reserved_by = job;
+        }
+        for (size_t i = 0; i < r->n; i++) {
+            if (i == 0 || r->node[i] != r->node[i - 1]) {
+                gt_sched_node_reindex(r->node[i], false);
+            }
+        }
+        if (m->n_resv == m->cap_resv) {
+            m->cap_resv = m->cap_resv ? m->cap_resv * 2 : 8;
+            m->resv = gt_xrealloc(m->resv, m->cap_resv * sizeof(*m->resv));
+        }
+        m->resv[m->n_resv++] = job;
+        if (preempt) {
+            add_preempts(&a, policy, out);
+        }
+        gt_sched_decisions_add_reserve(out, job);
+    }
+    free(a.saved);
+    free(a.victims);
+    return ok;
+}

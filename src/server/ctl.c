@@ -1,0 +1,393 @@
+/*
+ * The controllers' shell: an in-memory cache of every stored object but
+ * Events (filled from the server's list at start-up and kept current by
+ * its watch on all keys), the bookkeeping of controller writes, and the two
+ * triggers that run the reconcilers: a "kick" event made active by any
+ * change, so that the job/task controllers and one scheduling cycle run at
+ * most once per loop turn, and a one-second tick (node lifecycle, and a
+ * cycle at least once a second).
+ *
+ * Controllers are level-triggered: each reconcile reads the cache and
+ * writes what differs, conditional on the cached revision; a conflict
+ * needs no handling because the newer object arrives through the watch
+ * and triggers another reconcile. Everything runs on the loop thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server_int.h"
+
+static const char marker[] = "";
+#define MARK ((void *)marker)
+
+static void cobj_free(void *p)
+{
+    struct gt_cobj *o = p;
+    if (o) {
+        free(o->key);
+        json_decref(o->obj);
+        free(o);
+    }
+}
+
+const struct gt_cobj *gt_ctl_get(const struct gt_ctl *c, enum gt_kind kind, const char *key)
+{
+    return gt_strmap_get(&c->objs[kind], key);
+}
+
+bool gt_ctl_busy(const struct gt_ctl *c, const char *key)
+{
+    return gt_strmap_get(&c->inflight, key) != NULL;
+}
+
+static const json_t *project_obj(const struct gt_ctl *c, const char *project)
+{
+    char key[96];
+    snprintf(key, sizeof(key), "/projects/%s", project ? project : "");
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_PROJECT, key);
+    return o ? o->obj : NULL;
+}
+
+bool gt_ctl_project_privileged(const struct gt_ctl *c, const char *project)
+{
+    return json_is_true(gt_json_path(project_obj(c, project), "spec.allowPrivileged"));
+}
+
+const char *gt_ctl_project_department(const struct gt_ctl *c, const char *project)
+{
+    return json_string_value(gt_json_path(project_obj(c, project), "spec.department"));
+}
+
+void gt_ctl_kick(struct gt_ctl *c)
+{
+    if (c->kick) {
+        event_active(c->kick, EV_TIMEOUT, 0); /* no-op while already active */
+    }
+}
+
+void gt_ctl_mark_job(struct gt_ctl *c, const char *project, const char *job)
+{
+    if (!project || !job) {
+        return;
+    }
+    char *key = gt_xasprintf("/jobs/%s/%s", project, job);
+    gt_strmap_put(&c->dirty_jobs, key, MARK);
+    free(key);
+    gt_ctl_kick(c);
+}
+
+static void mark_task_job(struct gt_ctl *c, const json_t *task)
+{
+    gt_ctl_mark_job(c, gt_obj_project(task), json_string_value(gt_json_path(task, "spec.job")));
+}
+
+/* ---- writes ---- */
+
+struct wctx {
+    struct gt_ctl *c;
+    char *key;
+    enum gt_kind kind;
+    gt_ctl_done_fn done;
+    void *arg;
+    int64_t submit_ns;
+};
+
+static void inflight_add(struct gt_ctl *c, const char *key, intptr_t d)
+{
+    intptr_t n = (intptr_t)gt_strmap_get(&c->inflight, key) + d;
+    if (n > 0) {
+        gt_strmap_put(&c->inflight, key, (void *)n);
+    } else {
+        gt_strmap_del(&c->inflight, key);
+    }
+}
+
+static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
+{
+    (void)rev;
+    struct wctx *w = arg;
+    struct gt_ctl *c = w->c;
+    gt_server_write_done(c->s, rc, w->submit_ns);
+    inflight_add(c, w->key, -1);
+    if (rc && rc != GT_ECONFLICT && rc != GT_EEXISTS && rc != GT_ENOTFOUND) {
+        gt_log_warn("controller write failed", "key=%s err=\"%s\"", w->key,
+                    err && err->msg[0] ? err->msg : gt_errcode_str(rc));
+    }
+    if (w->done) {
+        w->done(c, rc, w->arg);
+    }
+    const struct gt_cobj *o = gt_ctl_get(c, w->kind, w->key);
+    if (w->kind == GT_KIND_TASK) {
+        gt_strmap_put(&c->dirty_tasks, w->key, MARK);
+        if (o) {
+            mark_task_job(c, o->obj);
+        }
+    } else if (w->kind == GT_KIND_JOB) {
+        gt_strmap_put(&c->dirty_jobs, w->key, MARK);
+    }
+    gt_ctl_kick(c);
+    free(w->key);
+    free(w);
+}
+
+static enum gt_kind kind_of_key(const char *key)
+{
+    if (!strncmp(key, "/tasks/", 7)) {
+        return GT_KIND_TASK;
+    }
+    if (!strncmp(key, "/jobs/", 6)) {
+        return GT_KIND_JOB;
+    }
+    return !strncmp(key, "/nodes/", 7) ? GT_KIND_NODE : GT_KIND_EVENT;
+}
+
+int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, const json_t *obj,
+                 int64_t expected_rev, gt_ctl_done_fn done, void *arg)
+{
+    size_t len = 0;
+    char *text = obj ? gt_encode_object(obj, &len) : NULL;
+    struct wctx *w = gt_xcalloc(1, sizeof(*w));
+    w->c = c;
+    w->key = gt_xstrdup(key);
+    w->kind = kind_of_key(key);
+    w->done = done;
+    w->arg = arg;
+    w->submit_ns = gt_now_ns();
+    int rc = gt_server_write(c->s, op, key, text, len, op == GT_STORE_CREATE ? 0 : expected_rev,
+                             write_done, w);
+    free(text);
+    if (rc) {
+        free(w->key);
+        free(w);
+        return rc;
+    }
+    inflight_add(c, key, 1);
+    return 0;
+}
+
+/* ---- the cache ---- */
+
+static void cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, const char *value,
+                      size_t len, int64_t rev, json_t **old)
+{
+    *old = NULL;
+    json_t *obj = json_loadb(value, len, 0, NULL);
+    if (!obj) {
+        return;
+    }
+    struct gt_cobj *o = gt_xcalloc(1, sizeof(*o));
+    o->key = gt_xstrdup(key);
+    o->obj = obj;
+    o->rev = rev;
+    struct gt_cobj *was = gt_strmap_put(&c->objs[kind], key, o);
+    if (was) {
+        *old = json_incref(was->obj);
+        cobj_free(was);
+    }
+}
+
+void gt_ctl_load(struct gt_ctl *c, const struct gt_kind_info *kind, const struct gt_store_kv *kv)
+{
+    if (kind->kind == GT_KIND_EVENT) {
+        return;
+    }
+    json_t *old = NULL;
+    cache_put(c, kind->kind, kv->key, kv->value, kv->value_len, kv->mod_rev, &old);
+    json_decref(old);
+}
+
+void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
+                  const struct gt_store_event *ev)
+{
+    enum gt_kind k = kind->kind;
+    if (k == GT_KIND_EVENT) {
+        return;
+    }
+    json_t *old = NULL;
+    if (ev->type == GT_STORE_EV_DELETE) {
+        struct gt_cobj *was = gt_strmap_del(&c->objs[k], ev->key);
+        if (was) {
+            old = json_incref(was->obj);
+            cobj_free(was);
+        }
+    } else {
+        cache_put(c, k, ev->key, ev->value, ev->value_len, ev->mod_rev, &old);
+    }
+    const struct gt_cobj *now = gt_ctl_get(c, k, ev->key);
+    const json_t *cur = now ? now->obj : NULL;
+    gt_feed_change(c, k, ev->key, old, cur);
+    if (k == GT_KIND_JOB) {
+        gt_strmap_put(&c->dirty_jobs, ev->key, MARK);
+    } else if (k == GT_KIND_TASK) {
+        if (cur) {
+            gt_strmap_put(&c->dirty_tasks, ev->key, MARK);
+        }
+        mark_task_job(c, cur ? cur : old);
+    }
+    json_decref(old);
+    gt_ctl_kick(c);
+}
+
+/* ---- the triggers ---- */
+
+struct keys {
+    char **v;
+    size_t n, cap;
+};
+
+static int collect_cb(const char *key, void *val, void *arg)
+{
+    (void)val;
+    struct keys *k = arg;
+    if (k->n == k->cap) {
+        k->cap = k->cap ? k->cap * 2 : 16;
+        k->v = gt_xrealloc(k->v, k->cap * sizeof(*k->v));
+    }
+    k->v[k->n++] = gt_xstrdup(key);
+    return 0;
+}
+
+/* Take the keys of a dirty set, emptying it (reconcilers may refill it). */
+static void take_keys(struct gt_strmap *m, struct keys *k)
+{
+    gt_strmap_each(m, collect_cb, k);
+    gt_strmap_fini(m, NULL);
+    gt_strmap_init(m);
+}
+
+static void free_keys(struct keys *k)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        free(k->v[i]);
+    }
+    free(k->v);
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct gt_ctl *c = arg;
+    if (c->s->draining || c->s->failed) {
+        return;
+    }
+    struct keys tasks = {0}, jobs = {0};
+    take_keys(&c->dirty_tasks, &tasks);
+    for (size_t i = 0; i < tasks.n; i++) {
+        gt_jobctl_reconcile_task(c, tasks.v[i]);
+    }
+    take_keys(&c->dirty_jobs, &jobs);
+    for (size_t i = 0; i < jobs.n; i++) {
+        gt_jobctl_reconcile_job(c, jobs.v[i]);
+        gt_feed_sync_job(c, jobs.v[i]);
+    }
+    free_keys(&tasks);
+    free_keys(&jobs);
+    if (c->want_cycle) {
+        c->want_cycle = false;
+        gt_feed_cycle(c);
+    }
+}
+
+static int retry_job_cb(const char *key, void *val, void *arg)
+{
+    struct gt_ctl *c = arg;
+    const struct gt_cobj *o = val;
+    if (!gt_strmap_get(&c->in_model, key) && !gt_job_finished(o->obj)) {
+        gt_strmap_put(&c->dirty_jobs, key, MARK);
+    }
+    return 0;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct gt_ctl *c = arg;
+    if (c->s->draining || c->s->failed) {
+        return;
+    }
+    gt_nodectl_tick(c);
+    /* jobs that could not enter the model yet (department or tasks missing) */
+    gt_strmap_each(&c->objs[GT_KIND_JOB], retry_job_cb, c);
+    c->want_cycle = true;
+    gt_ctl_kick(c);
+}
+
+struct gt_ctl *gt_ctl_new(struct gt_server *s)
+{
+    struct gt_ctl *c = gt_xcalloc(1, sizeof(*c));
+    c->s = s;
+    for (int k = 0; k < GT_KIND_COUNT; k++) {
+        gt_strmap_init(&c->objs[k]);
+    }
+    gt_strmap_init(&c->inflight);
+    gt_strmap_init(&c->dirty_jobs);
+    gt_strmap_init(&c->dirty_tasks);
+    gt_strmap_init(&c->waits);
+    gt_strmap_init(&c->in_model);
+    c->model = gt_sched_model_new();
+    gt_sched_decisions_init(&c->dec);
+    return c;
+}
+
+int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
+{
+    const char *name = c->s->cfg->scheduler_policy;
+    c->policy = gt_sched_policy_by_name(name ? name : "gantry");
+    if (!c->policy && !name) {
+        c->policy = gt_sched_policy_by_name("firstfit");
+    }
+    if (!c->policy) {
+        return gt_err_set(err, GT_EINVAL, "--scheduler-policy %s: unknown policy", name);
+    }
+    c->start_ms = gt_now_ms();
+    int rc = gt_feed_build(c, err);
+    if (rc) {
+        return rc;
+    }
+    c->kick = event_new(c->s->base, -1, 0, on_kick, c);
+    c->tick = event_new(c->s->base, -1, EV_PERSIST, on_tick, c);
+    struct timeval tv = {.tv_sec = 1, .tv_usec = 0};
+    evtimer_add(c->tick, &tv);
+    /* reconcile everything once: work may have been left half done */
+    struct keys jobs = {0}, tasks = {0};
+    gt_strmap_each(&c->objs[GT_KIND_JOB], collect_cb, &jobs);
+    gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, &tasks);
+    for (size_t i = 0; i < jobs.n; i++) {
+        gt_strmap_put(&c->dirty_jobs, jobs.v[i], MARK);
+    }
+    for (size_t i = 0; i < tasks.n; i++) {
+        gt_strmap_put(&c->dirty_tasks, tasks.v[i], MARK);
+    }
+    free_keys(&jobs);
+    free_keys(&tasks);
+    c->want_cycle = true;
+    gt_ctl_kick(c);
+    gt_log_info("scheduler started", "policy=%s", gt_sched_policy_name(c->policy));
+    return 0;
+}
+
+void gt_ctl_free(struct gt_ctl *c)
+{
+    if (!c) {
+        return;
+    }
+    if (c->kick) {
+        event_free(c->kick);
+    }
+    if (c->tick) {
+        event_free(c->tick);
+    }
+    for (int k = 0; k < GT_KIND_COUNT; k++) {
+        gt_strmap_fini(&c->objs[k], cobj_free);
+    }
+    gt_strmap_fini(&c->inflight, NULL);
+    gt_strmap_fini(&c->dirty_jobs, NULL);
+    gt_strmap_fini(&c->dirty_tasks, NULL);
+    gt_strmap_fini(&c->waits, free);
+    gt_strmap_fini(&c->in_model, NULL);
+    gt_sched_decisions_fini(&c->dec);
+    gt_sched_model_free(c->model);
+    free(c);
+}

@@ -1,0 +1,561 @@
+/*
+ * The scheduler feeder: gantryd's struct gt_sched_model (src/sched), built
+ * from the controllers' cache at start-up and kept current from store
+ * changes, and the cycle that runs on it.
+ *
+ * Model ids: a job is "<project>/<job>", its tasks "<project>/<task>"
+ * (the job controller names tasks "<job>-<lower(type)>-<index>", which is
+ * what gt_sched_job_add calls them when groups are named lower(type)). A
+ * job enters the model once all its tasks exist; a finished or deleted job
+ * leaves it once none of its tasks holds resources. A task's model state
+ * follows its stored phase: Pending -> PENDING, Bound -> BOUND (restored
+ * with gt_sched_task_bind), Running -> RUNNING, Terminating or stopped ->
+ * TERMINATING, Succeeded/Failed -> DONE (resources freed).
+ *
+ * Bind decisions are written as the Task binding (spec.nodeName, spec.gpus,
+ * status.phase Bound, boundTime), conditional on the cached revision; a
+ * failed write reverts the bind with gt_sched_task_exit(requeue). Preempt
+ * decisions become spec.stop{reason: Preempted}. Wait reasons become a
+ * folded "Waiting" Event on the job and its Queued condition's message.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server_int.h"
+
+static const char marker[] = "";
+
+/* "/tasks/p/n" or "/jobs/p/n" -> "p/n" (borrowed, points into key) */
+static const char *model_id(const char *key)
+{
+    const char *s = strchr(key + 1, '/');
+    return s ? s + 1 : key;
+}
+
+static void res_of(const json_t *map, struct gt_sched_res *r, const struct gt_sched_res *dflt)
+{
+    struct gt_resources x = {0};
+    gt_api_resources(map, &x, NULL);
+    r->cpu_milli = json_object_get(map, "cpu") || !dflt ? x.cpu_milli : dflt->cpu_milli;
+    r->memory_bytes = json_object_get(map, "memory") || !dflt ? x.memory_bytes : dflt->memory_bytes;
+    r->storage_bytes =
+        json_object_get(map, "storage") || !dflt ? x.storage_bytes : dflt->storage_bytes;
+    r->gpu_milli = json_object_get(map, "nvidia.com/gpu") || !dflt ? x.gpu * 1000 + x.gpu_milli
+                                                                   : dflt->gpu_milli;
+}
+
+static void sync_department(struct gt_ctl *c, const char *name, const json_t *d)
+{
+    struct gt_sched_res g = {0}, l = {0};
+    res_of(gt_json_path(d, "spec.quota"), &g, NULL);
+    res_of(gt_json_path(d, "spec.limit"), &l, &g);
+    struct gt_err err = {0};
+    if (gt_sched_department_set(c->model, name, &g, &l, &err)) {
+        gt_log_warn("department not scheduled", "name=%s err=\"%s\"", name, err.msg);
+    }
+}
+
+static void sync_pc(struct gt_ctl *c, const json_t *pc)
+{
+    const char *pol = json_string_value(json_object_get(pc, "preemptionPolicy"));
+    struct gt_err err = {0};
+    gt_sched_priority_class_set(
+        c->model, gt_obj_name(pc), (int32_t)json_integer_value(json_object_get(pc, "value")),
+        pol && !strcmp(pol, "Never") ? GT_SCHED_PREEMPT_NEVER : GT_SCHED_PREEMPT_LOWER,
+        json_is_true(json_object_get(pc, "globalDefault")), &err);
+}
+
+/* ---- nodes ---- */
+
+static bool node_ready(const json_t *node)
+{
+    size_t i;
+    json_t *cnd;
+    json_array_foreach(gt_json_path(node, "status.conditions"), i, cnd)
+    {
+        const char *t = json_string_value(json_object_get(cnd, "type"));
+        const char *st = json_string_value(json_object_get(cnd, "status"));
+        if (t && st && !strcmp(t, "Ready")) {
+            return !strcmp(st, "True");
+        }
+    }
+    return false;
+}
+
+static void sync_node(struct gt_ctl *c, const json_t *node, bool force_not_ready)
+{
+    json_t *gpus = gt_json_path(node, "status.gpus");
+    size_t n = json_array_size(gpus);
+    if (n > GT_SCHED_MAX_NODE_GPUS) {
+        n = GT_SCHED_MAX_NODE_GPUS;
+    }
+    struct gt_sched_gpu_spec *g = gt_xcalloc(n ? n : 1, sizeof(*g));
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = json_array_get(gpus, i);
+        const char *grp = json_string_value(json_object_get(x, "group"));
+        g[i].index = (int32_t)json_integer_value(json_object_get(x, "index"));
+        g[i].group =
+            grp ? (int32_t)(gt_fnv1a(grp, strlen(grp), 0xcbf29ce484222325ULL) & 0x7fffffff) : 0;
+        g[i].numa = (int32_t)json_integer_value(json_object_get(x, "numaNode"));
+        const char *h = json_string_value(json_object_get(x, "health"));
+        g[i].healthy = !h || !strcmp(h, "Healthy");
+    }
+    struct gt_resources alloc = {0};
+    gt_api_resources(gt_json_path(node, "status.allocatable"), &alloc, NULL);
+    struct gt_sched_node_spec spec = {
+        .name = gt_obj_name(node),
+        .cpu_milli = alloc.cpu_milli,
+        .memory_bytes = alloc.memory_bytes,
+        .ready = !force_not_ready && node_ready(node),
+        .unschedulable = json_is_true(gt_json_path(node, "spec.unschedulable")),
+        .gpus = g,
+        .n_gpus = n,
+    };
+    struct gt_err err = {0};
+    int rc = gt_sched_node_update(c->model, &spec, &err);
+    if (rc == GT_ENOTFOUND) {
+        rc = gt_sched_node_add(c->model, &spec, &err);
+    }
+    if (rc) {
+        gt_log_warn("node not scheduled", "node=%s err=\"%s\"", spec.name, err.msg);
+    }
+    free(g);
+}
+
+void gt_feed_node_lost(struct gt_ctl *c, const json_t *node)
+{
+    struct gt_err err = {0};
+    if (gt_sched_node_remove(c->model, gt_obj_name(node), &err) == 0) {
+        sync_node(c, node, true);
+    }
+    c->want_cycle = true;
+}
+
+/* ---- tasks ---- */
+
+static enum gt_sched_task_state desired_state(const json_t *task)
+{
+    enum gt_task_phase p = gt_task_phase_of(task);
+    bool stop = gt_json_path(task, "spec.stop") != NULL;
+    switch (p) {
+    case GT_TASK_BOUND:
+        return stop ? GT_SCHED_TASK_TERMINATING : GT_SCHED_TASK_BOUND;
+    case GT_TASK_RUNNING:
+        return stop ? GT_SCHED_TASK_TERMINATING : GT_SCHED_TASK_RUNNING;
+    case GT_TASK_TERMINATING:
+        return GT_SCHED_TASK_TERMINATING;
+    case GT_TASK_SUCCEEDED:
+    case GT_TASK_FAILED:
+        return GT_SCHED_TASK_DONE;
+    default:
+        return GT_SCHED_TASK_PENDING;
+    }
+}
+
+static int restore_bind(struct gt_ctl *c, const char *id, const json_t *task)
+{
+    json_t *gpus = gt_json_path(task, "spec.gpus");
+    size_t n = json_array_size(gpus);
+    struct gt_sched_gpu_share *sh = gt_xcalloc(n ? n : 1, sizeof(*sh));
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = json_array_get(gpus, i);
+        json_t *m = json_object_get(x, "milli");
+        sh[i].index = (int32_t)json_integer_value(json_object_get(x, "index"));
+        sh[i].milli = m ? (int32_t)json_integer_value(m) : 1000;
+    }
+    int64_t bound_ms = 0;
+    const char *bt = json_string_value(gt_json_path(task, "status.boundTime"));
+    if (!bt || gt_time_parse(bt, &bound_ms)) {
+        bound_ms = gt_now_ms();
+    }
+    struct gt_err err = {0};
+    int rc =
+        gt_sched_task_bind(c->model, id, json_string_value(gt_json_path(task, "spec.nodeName")), sh,
+                           n, bound_ms, &err);
+    if (rc) {
+        gt_log_warn("task binding not restored", "task=%s err=\"%s\"", id, err.msg);
+    }
+    free(sh);
+    return rc;
+}
+
+/* Bring the model's task id to the state its stored object says. */
+static void sync_task(struct gt_ctl *c, const char *id, const json_t *task)
+{
+    struct gt_sched_task_info ti;
+    if (gt_sched_task_get(c->model, id, &ti)) {
+        return;
+    }
+    enum gt_sched_task_state want = task ? desired_state(task) : GT_SCHED_TASK_DONE;
+    enum gt_sched_task_state cur = ti.state;
+    if (cur == want) {
+        return;
+    }
+    struct gt_err err = {0};
+    if (want == GT_SCHED_TASK_DONE || want == GT_SCHED_TASK_PENDING) {
+        if (cur != GT_SCHED_TASK_PENDING && cur != GT_SCHED_TASK_DONE) {
+            gt_sched_task_exit(c->model, id, want == GT_SCHED_TASK_PENDING, &err);
+            c->want_cycle = true;
+        } else if (cur == GT_SCHED_TASK_DONE) {
+            gt_sched_task_set_state(c->model, id, GT_SCHED_TASK_PENDING, &err);
+        }
+        return;
+    }
+    if (cur == GT_SCHED_TASK_DONE) {
+        gt_sched_task_set_state(c->model, id, GT_SCHED_TASK_PENDING, &err);
+        cur = GT_SCHED_TASK_PENDING;
+    }
+    if (cur == GT_SCHED_TASK_PENDING) {
+        if (restore_bind(c, id, task)) {
+            return;
+        }
+        cur = GT_SCHED_TASK_BOUND;
+    }
+    if (want != cur && !(cur == GT_SCHED_TASK_TERMINATING)) {
+        gt_sched_task_set_state(c->model, id, want, &err);
+    }
+}
+
+/* ---- jobs ---- */
+
+static bool job_tasks(struct gt_ctl *c, const json_t *job, json_t **tasks, size_t max, size_t *n,
+                      bool *any_holds)
+{
+    const char *type;
+    json_t *rs;
+    bool all = true;
+    *n = 0;
+    *any_holds = false;
+    json_object_foreach(gt_json_path(job, "spec.replicaSpecs"), type, rs)
+    {
+        json_int_t reps = json_integer_value(json_object_get(rs, "replicas"));
+        for (json_int_t i = 0; i < reps; i++) {
+            char *name = gt_job_task_name(gt_obj_name(job), type, i);
+            char *key = gt_xasprintf("/tasks/%s/%s", gt_obj_project(job), name);
+            const struct gt_cobj *t = gt_ctl_get(c, GT_KIND_TASK, key);
+            if (!t) {
+                all = false;
+            } else {
+                *any_holds |= gt_task_holds(t->obj);
+                if (*n < max) {
+                    tasks[(*n)++] = t->obj;
+                }
+            }
+            free(key);
+            free(name);
+        }
+    }
+    return all;
+}
+
+static int add_job(struct gt_ctl *c, const char *id, const json_t *job)
+{
+    json_t *specs = gt_json_path(job, "spec.replicaSpecs");
+    size_t ng = json_object_size(specs);
+    struct gt_sched_group_spec *g = gt_xcalloc(ng ? ng : 1, sizeof(*g));
+    char(*names)[16] = gt_xcalloc(ng ? ng : 1, sizeof(*names));
+    size_t k = 0;
+    const char *type;
+    json_t *rs;
+    json_object_foreach(specs, type, rs)
+    {
+        for (size_t i = 0; type[i] && i + 1 < sizeof(names[k]); i++) {
+            names[k][i] = (char)tolower((unsigned char)type[i]);
+        }
+        struct gt_resources r;
+        gt_task_request(json_object_get(rs, "template"), &r);
+        g[k] = (struct gt_sched_group_spec){
+            .name = names[k],
+            .replicas = (int32_t)json_integer_value(json_object_get(rs, "replicas")),
+            .req = {.cpu_milli = r.cpu_milli,
+                    .memory_bytes = r.memory_bytes,
+                    .gpus = r.gpu,
+                    .gpu_milli = r.gpu_milli}};
+        k++;
+    }
+    int64_t arrival = 0;
+    const char *ct = json_string_value(gt_json_path(job, "metadata.creationTimestamp"));
+    if (!ct || gt_time_parse(ct, &arrival)) {
+        arrival = gt_now_ms();
+    }
+    json_t *sp = gt_json_path(job, "spec.runPolicy.schedulingPolicy");
+    json_t *dl = gt_json_path(job, "spec.runPolicy.activeDeadlineSeconds");
+    struct gt_sched_job_spec spec = {
+        .id = id,
+        .department = gt_ctl_project_department(c, gt_obj_project(job)),
+        .project = gt_obj_project(job),
+        .priority_class = json_string_value(json_object_get(sp, "priorityClass")),
+        .arrival_ms = arrival,
+        .min_available = (int32_t)json_integer_value(json_object_get(sp, "minAvailable")),
+        .groups = g,
+        .n_groups = k,
+        .active_deadline_ms = dl ? json_integer_value(dl) * 1000 : 0,
+    };
+    struct gt_err err = {0};
+    int rc = spec.department ? gt_sched_job_add(c->model, &spec, &err) : GT_ENOTFOUND;
+    if (rc && rc != GT_ENOTFOUND) {
+        gt_log_warn("job not scheduled", "job=%s err=\"%s\"", id, err.msg);
+    }
+    free(names);
+    free(g);
+    return rc;
+}
+
+#define FEED_MAX_TASKS 5000
+
+void gt_feed_sync_job(struct gt_ctl *c, const char *key)
+{
+    const char *id = model_id(key);
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
+    bool in = gt_strmap_get(&c->in_model, key) != NULL;
+    json_t **tasks = gt_xcalloc(FEED_MAX_TASKS, sizeof(*tasks));
+    size_t n = 0;
+    bool holds = false;
+    bool all = o && job_tasks(c, o->obj, tasks, FEED_MAX_TASKS, &n, &holds);
+    bool active =
+        o && !gt_job_finished(o->obj) && !gt_json_path(o->obj, "metadata.deletionTimestamp");
+    if (!in && all && (active || holds) && add_job(c, id, o->obj) == 0) {
+        gt_strmap_put(&c->in_model, key, (void *)marker);
+        in = true;
+        c->want_cycle = true;
+    }
+    if (in) {
+        char tid[600];
+        for (size_t i = 0; i < n; i++) {
+            snprintf(tid, sizeof(tid), "%s/%s", gt_obj_project(tasks[i]), gt_obj_name(tasks[i]));
+            sync_task(c, tid, tasks[i]);
+        }
+        if (!active && !holds) {
+            struct gt_err err = {0};
+            if (gt_sched_job_remove(c->model, id, &err) == 0) {
+                gt_strmap_del(&c->in_model, key);
+                free(gt_strmap_del(&c->waits, key));
+            }
+        }
+    }
+    free(tasks);
+}
+
+void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key, const json_t *old,
+                    const json_t *now)
+{
+    struct gt_err err = {0};
+    switch (kind) {
+    case GT_KIND_DEPARTMENT:
+        if (now) {
+            sync_department(c, gt_obj_name(now), now);
+        } else if (old) {
+            gt_sched_department_remove(c->model, gt_obj_name(old), &err);
+        }
+        break;
+    case GT_KIND_PRIORITYCLASS:
+        if (now) {
+            sync_pc(c, now);
+        }
+        break;
+    case GT_KIND_NODE:
+        if (now) {
+            sync_node(c, now, false);
+        } else if (old) {
+            gt_sched_node_remove(c->model, gt_obj_name(old), &err);
+        }
+        break;
+    case GT_KIND_TASK:
+        /* a task that vanished releases what it held; others sync with their job */
+        sync_task(c, model_id(key), now);
+        break;
+    default:
+        return;
+    }
+    c->want_cycle = true;
+}
+
+static int dept_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    const struct gt_cobj *o = val;
+    sync_department(arg, gt_obj_name(o->obj), o->obj);
+    return 0;
+}
+
+static int pc_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    sync_pc(arg, ((const struct gt_cobj *)val)->obj);
+    return 0;
+}
+
+static int node_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    sync_node(arg, ((const struct gt_cobj *)val)->obj, false);
+    return 0;
+}
+
+static int job_cb(const char *key, void *val, void *arg)
+{
+    (void)val;
+    gt_feed_sync_job(arg, key);
+    return 0;
+}
+
+int gt_feed_build(struct gt_ctl *c, struct gt_err *err)
+{
+    (void)err;
+    gt_strmap_each(&c->objs[GT_KIND_DEPARTMENT], dept_cb, c);
+    gt_strmap_each(&c->objs[GT_KIND_PRIORITYCLASS], pc_cb, c);
+    gt_strmap_each(&c->objs[GT_KIND_NODE], node_cb, c);
+    gt_strmap_each(&c->objs[GT_KIND_JOB], job_cb, c);
+    return 0;
+}
+
+/* ---- the cycle ---- */
+
+struct bind_ctx {
+    char *task_id;
+    char *node;
+};
+
+static void bind_done(struct gt_ctl *c, int rc, void *arg)
+{
+    struct bind_ctx *b = arg;
+    if (rc) {
+        struct gt_sched_task_info ti;
+        struct gt_err err = {0};
+        if (gt_sched_task_get(c->model, b->task_id, &ti) == 0 && ti.state == GT_SCHED_TASK_BOUND &&
+            ti.node && !strcmp(ti.node, b->node)) {
+            gt_sched_task_exit(c->model, b->task_id, true, &err);
+            c->want_cycle = true;
+        }
+    }
+    free(b->task_id);
+    free(b->node);
+    free(b);
+}
+
+static const char *gpu_uuid(const json_t *node, int32_t index)
+{
+    size_t i;
+    json_t *g;
+    json_array_foreach(gt_json_path(node, "status.gpus"), i, g)
+    {
+        if (json_integer_value(json_object_get(g, "index")) == index) {
+            return json_string_value(json_object_get(g, "uuid"));
+        }
+    }
+    return NULL;
+}
+
+static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b)
+{
+    char *key = gt_xasprintf("/tasks/%s", b->task_id);
+    char *nkey = gt_xasprintf("/nodes/%s", b->node);
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
+    const struct gt_cobj *n = gt_ctl_get(c, GT_KIND_NODE, nkey);
+    struct gt_err err = {0};
+    if (!o || !n || gt_ctl_busy(c, key) || gt_task_phase_of(o->obj) != GT_TASK_PENDING ||
+        gt_json_path(o->obj, "spec.stop") || gt_json_path(o->obj, "metadata.deletionTimestamp")) {
+        gt_sched_task_exit(c->model, b->task_id, true, &err);
+        free(key);
+        free(nkey);
+        return;
+    }
+    json_t *t = json_deep_copy(o->obj);
+    json_t *spec = json_object_get(t, "spec");
+    json_object_set_new(spec, "nodeName", json_string(b->node));
+    json_t *gpus = json_array();
+    for (size_t i = 0; i < b->n_gpus; i++) {
+        json_t *g = json_pack("{s:i, s:i}", "index", b->gpus[i].index, "milli", b->gpus[i].milli);
+        const char *uuid = gpu_uuid(n->obj, b->gpus[i].index);
+        if (uuid) {
+            json_object_set_new(g, "uuid", json_string(uuid));
+        }
+        json_array_append_new(gpus, g);
+    }
+    json_object_set_new(spec, "gpus", gpus);
+    json_t *st = json_object_get(t, "status");
+    if (!json_is_object(st)) {
+        st = json_object();
+        json_object_set_new(t, "status", st);
+    }
+    char ts[32];
+    gt_time_format(gt_now_ms(), ts, sizeof(ts));
+    json_object_set_new(st, "phase", json_string("Bound"));
+    json_object_set_new(st, "boundTime", json_string(ts));
+    struct bind_ctx *bc = gt_xcalloc(1, sizeof(*bc));
+    bc->task_id = gt_xstrdup(b->task_id);
+    bc->node = gt_xstrdup(b->node);
+    if (gt_ctl_write(c, GT_STORE_UPDATE, key, t, o->rev, bind_done, bc)) {
+        bind_done(c, GT_ESTORE, bc);
+    } else {
+        c->s->metrics.binds++;
+    }
+    json_decref(t);
+    free(key);
+    free(nkey);
+}
+
+static void apply_preempt(struct gt_ctl *c, const struct gt_sched_preempt *p)
+{
+    char *key = gt_xasprintf("/tasks/%s", p->task_id);
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
+    if (o && !gt_ctl_busy(c, key) && !gt_json_path(o->obj, "spec.stop") &&
+        !gt_task_phase_terminal(gt_task_phase_of(o->obj))) {
+        json_t *t = json_deep_copy(o->obj);
+        json_t *spec = json_object_get(t, "spec");
+        json_object_set_new(
+            spec, "stop",
+            json_pack("{s:s, s:I}", "reason", "Preempted", "gracePeriodSeconds",
+                      (json_int_t)gt_task_grace_s(json_object_get(spec, "template"))));
+        if (gt_ctl_write(c, GT_STORE_UPDATE, key, t, o->rev, NULL, NULL) == 0) {
+            c->s->metrics.preemptions++;
+            gt_log_info("task preempted", "task=%s why=\"%s\"", p->task_id,
+                        p->reason ? p->reason : "");
+        }
+        json_decref(t);
+    }
+    free(key);
+}
+
+static void apply_wait(struct gt_ctl *c, const struct gt_sched_wait *w)
+{
+    char *key = gt_xasprintf("/jobs/%s", w->job_id);
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
+    const char *msg = w->message ? w->message : gt_sched_wait_reason_str(w->reason);
+    const char *was = gt_strmap_get(&c->waits, key);
+    if (o && (!was || strcmp(was, msg))) {
+        free(gt_strmap_put(&c->waits, key, gt_xstrdup(msg)));
+        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Normal", "Waiting", msg);
+        gt_strmap_put(&c->dirty_jobs, key, (void *)marker);
+    }
+    if (w->reason < 2) {
+        c->s->metrics.jobs_pending[w->reason]++;
+    }
+    free(key);
+}
+
+const char *gt_feed_wait(const struct gt_ctl *c, const char *job_key)
+{
+    return gt_strmap_get(&c->waits, job_key);
+}
+
+void gt_feed_cycle(struct gt_ctl *c)
+{
+    int64_t t0 = gt_now_ns();
+    gt_sched_cycle(c->model, gt_now_ms(), c->policy, &c->dec);
+    for (size_t i = 0; i < c->dec.n_binds; i++) {
+        apply_bind(c, &c->dec.binds[i]);
+    }
+    for (size_t i = 0; i < c->dec.n_preempts; i++) {
+        apply_preempt(c, &c->dec.preempts[i]);
+    }
+    c->s->metrics.jobs_pending[0] = c->s->metrics.jobs_pending[1] = 0;
+    for (size_t i = 0; i < c->dec.n_waits; i++) {
+        apply_wait(c, &c->dec.waits[i]);
+    }
+    gt_histogram_observe(&c->s->metrics.cycle_seconds, (double)(gt_now_ns() - t0) / 1e9);
+    if (c->dec.n_waits && c->dirty_jobs.n) {
+        gt_ctl_kick(c);
+    }
+}

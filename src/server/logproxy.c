@@ -1,0 +1,208 @@
+/*
+ * The task log proxy: GET /apis/gantry.dev/v1/projects/P/tasks/T/log
+ * ?follow=&tailLines= for anyone who may read project P, forwarded with an
+ * evhttp client to the agent of the task's node (its status.addresses
+ * AgentURL) at /v1/tasks/<task uid>/log, authenticated with the first
+ * gantry:nodes token of gantryd's token file, and streamed back chunk by
+ * chunk as it arrives (docs/agent.md "Logs").
+ *
+ * A proxy lives until the agent's answer ends or the client goes away,
+ * whichever comes first; the other side is then closed. The upstream
+ * connection is freed from a fresh loop turn, never from its own callback.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "server/server_int.h"
+
+#define UPSTREAM_TIMEOUT_S (24 * 3600) /* a followed log may be quiet for long */
+
+struct proxy {
+    struct gt_req *r;
+    struct evhttp_connection *up_conn;
+    struct evhttp_request *up_req;
+    struct evhttp_connection *client_conn;
+    bool started;
+};
+
+static void free_conn_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    evhttp_connection_free(arg);
+}
+
+static void proxy_free(struct proxy *p)
+{
+    event_base_once(p->r->s->base, -1, EV_TIMEOUT, free_conn_cb, p->up_conn, NULL);
+    gt_metrics_request(&p->r->s->metrics, GT_MV_GET, 200,
+                       (double)(gt_now_ns() - p->r->start_ns) / 1e9);
+    gt_req_free(p->r);
+    free(p);
+}
+
+static void on_client_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    struct proxy *p = arg;
+    if (!evhttp_request_get_connection(p->r->req)) {
+        evhttp_send_reply_end(p->r->req);
+    }
+    if (p->up_req) {
+        evhttp_cancel_request(p->up_req); /* no done callback after this */
+        p->up_req = NULL;
+    }
+    proxy_free(p);
+}
+
+static void start(struct proxy *p, int code)
+{
+    struct evkeyvalq *h = evhttp_request_get_output_headers(p->r->req);
+    evhttp_add_header(h, "Content-Type", "text/plain; charset=utf-8");
+    evhttp_send_reply_start(p->r->req, code, NULL);
+    p->client_conn = evhttp_request_get_connection(p->r->req);
+    evhttp_connection_set_closecb(p->client_conn, on_client_close, p);
+    p->started = true;
+}
+
+static void on_chunk(struct evhttp_request *up, void *arg)
+{
+    struct proxy *p = arg;
+    if (!p->started) {
+        start(p, evhttp_request_get_response_code(up));
+    }
+    evhttp_send_reply_chunk(p->r->req, evhttp_request_get_input_buffer(up));
+}
+
+static void on_done(struct evhttp_request *up, void *arg)
+{
+    struct proxy *p = arg;
+    p->up_req = NULL;
+    if (p->started) {
+        if (up && evbuffer_get_length(evhttp_request_get_input_buffer(up))) {
+            evhttp_send_reply_chunk(p->r->req, evhttp_request_get_input_buffer(up));
+        }
+        evhttp_connection_set_closecb(p->client_conn, NULL, NULL);
+        evhttp_send_reply_end(p->r->req);
+        proxy_free(p);
+        return;
+    }
+    int code = up ? evhttp_request_get_response_code(up) : 0;
+    struct gt_req *r = p->r;
+    event_base_once(r->s->base, -1, EV_TIMEOUT, free_conn_cb, p->up_conn, NULL);
+    free(p);
+    if (code <= 0) {
+        gt_req_error(r, GT_EINTERNAL, "node agent did not answer the log request");
+        return;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(up);
+    size_t len = evbuffer_get_length(in);
+    gt_req_reply(r, code, (const char *)evbuffer_pullup(in, -1), len);
+}
+
+static const char *agent_url(const json_t *node)
+{
+    size_t i;
+    json_t *a;
+    json_array_foreach(gt_json_path(node, "status.addresses"), i, a)
+    {
+        const char *t = json_string_value(json_object_get(a, "type"));
+        if (t && !strcmp(t, "AgentURL")) {
+            return json_string_value(json_object_get(a, "address"));
+        }
+    }
+    return NULL;
+}
+
+/* The agent path with the checked query, or NULL after replying 400. */
+static char *agent_path(struct gt_req *r, const char *uid, const struct evkeyvalq *q)
+{
+    const char *follow = evhttp_find_header(q, "follow");
+    const char *tail = evhttp_find_header(q, "tailLines");
+    int64_t n = 0;
+    if (follow && strcmp(follow, "true") && strcmp(follow, "false") && strcmp(follow, "")) {
+        gt_req_error(r, GT_EBADREQ, "follow: must be true or false");
+        return NULL;
+    }
+    if (tail && gt_parse_rev(tail, &n)) {
+        gt_req_error(r, GT_EBADREQ, "tailLines: must be a non-negative integer");
+        return NULL;
+    }
+    bool f = follow && !strcmp(follow, "true");
+    return tail ? gt_xasprintf("/v1/tasks/%s/log?follow=%s&tailLines=%lld", uid,
+                               f ? "true" : "false", (long long)n)
+                : gt_xasprintf("/v1/tasks/%s/log?follow=%s", uid, f ? "true" : "false");
+}
+
+static void connect_agent(struct gt_req *r, const char *url, const char *path, const char *token)
+{
+    struct evhttp_uri *u = evhttp_uri_parse(url);
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    int port = u ? evhttp_uri_get_port(u) : -1;
+    if (!host) {
+        evhttp_uri_free(u);
+        gt_req_error(r, GT_EINTERNAL, "node agent URL \"%.200s\" is not usable", url);
+        return;
+    }
+    struct proxy *p = gt_xcalloc(1, sizeof(*p));
+    p->r = r;
+    p->up_conn = evhttp_connection_base_new(r->s->base, NULL, host, port > 0 ? port : 80);
+    evhttp_connection_set_timeout(p->up_conn, UPSTREAM_TIMEOUT_S);
+    p->up_req = evhttp_request_new(on_done, p);
+    evhttp_request_set_chunked_cb(p->up_req, on_chunk);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(p->up_req);
+    char *auth = gt_xasprintf("Bearer %s", token);
+    evhttp_add_header(h, "Authorization", auth);
+    evhttp_add_header(h, "Host", host);
+    free(auth);
+    evhttp_uri_free(u);
+    if (evhttp_make_request(p->up_conn, p->up_req, EVHTTP_REQ_GET, path) != 0) {
+        /* the request was freed by libevent */
+        evhttp_connection_free(p->up_conn);
+        free(p);
+        gt_req_error(r, GT_EINTERNAL, "cannot reach the node agent");
+    }
+}
+
+void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
+{
+    const struct gt_route *rt = &r->route;
+    if (!gt_server_can_read_project(r->s->access, r->user, rt->project)) {
+        gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot read tasks in project %s", r->user->name,
+                     rt->project);
+        return;
+    }
+    char *key = gt_route_key(rt->kind, rt->project, rt->name);
+    const struct gt_cobj *t = gt_ctl_get(r->s->ctl, GT_KIND_TASK, key);
+    free(key);
+    if (!t) {
+        gt_req_error(r, GT_ENOTFOUND, "tasks \"%s\" not found", rt->name);
+        return;
+    }
+    const char *node = json_string_value(gt_json_path(t->obj, "spec.nodeName"));
+    const char *uid = json_string_value(gt_json_path(t->obj, "metadata.uid"));
+    if (!node || !*node || !uid) {
+        gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has not been scheduled to a node yet",
+                     rt->name);
+        return;
+    }
+    key = gt_xasprintf("/nodes/%s", node);
+    const struct gt_cobj *n = gt_ctl_get(r->s->ctl, GT_KIND_NODE, key);
+    free(key);
+    const char *url = n ? agent_url(n->obj) : NULL;
+    const struct gt_server_user *nu = gt_server_tokens_first_node(r->s->tokens);
+    if (!url || !nu) {
+        gt_req_error(r, GT_ESTORE, "no way to reach node %s's agent (%s)", node,
+                     url ? "gantryd has no gantry:nodes token" : "no AgentURL address");
+        return;
+    }
+    char *path = agent_path(r, uid, q);
+    if (path) {
+        connect_agent(r, url, path, nu->token);
+        free(path);
+    }
+}

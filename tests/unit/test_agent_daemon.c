@@ -1,0 +1,327 @@
+/*
+ * gantlet's pure decisions: the shim spec built from a Task (argv, env,
+ * uid rules, limits, device minors), the terminal status built from an
+ * exit record, what to do with a task given its local and remote states,
+ * the tail of a log read backwards in pieces, and the token file.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "agent/gantlet.h"
+#include "test_agent_util.h"
+
+static json_t *task_json(const char *extra_tmpl, const char *extra_spec)
+{
+    char *text = gt_xasprintf(
+        "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Task\","
+        "\"metadata\":{\"name\":\"train-worker-1\",\"project\":\"p\",\"uid\":\"u-1\","
+        "\"creator\":{\"user\":\"alice\",\"uid\":1001}},"
+        "\"spec\":{\"job\":\"train\",\"replicaType\":\"Worker\",\"replicaIndex\":1,"
+        "\"nodeName\":\"n1\",\"gpus\":[{\"index\":2,\"uuid\":\"GPU-a\"},{\"index\":5,\"uuid\":"
+        "\"GPU-b\"}]%s,"
+        "\"template\":{\"command\":[\"python\"],\"args\":[\"train.py\",\"--lr\"],"
+        "\"env\":[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"CUDA_VISIBLE_DEVICES\",\"value\":"
+        "\"9\"}],"
+        "\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1Gi\"},\"limits\":{\"cpu\":"
+        "\"500m\"}}%s}},\"status\":{\"phase\":\"Bound\"}}",
+        extra_spec ? extra_spec : "", extra_tmpl ? extra_tmpl : "");
+    json_t *t = json_loads(text, 0, NULL);
+    free(text);
+    assert_non_null(t);
+    return t;
+}
+
+static const char *env_get(const struct gt_shim_spec *s, const char *name)
+{
+    size_t n = strlen(name);
+    const char *found = NULL;
+    for (size_t i = 0; i < s->n_env; i++) {
+        if (!strncmp(s->env[i], name, n) && s->env[i][n] == '=') {
+            assert_null(found); /* each name once */
+            found = s->env[i] + n + 1;
+        }
+    }
+    return found;
+}
+
+static const struct gt_task_spec_params params = {
+    .state_dir = "/var/lib/gantlet/tasks/u-1", .log_max_bytes = 1000, .log_keep_files = 3};
+
+static void spec_from_task(void **state)
+{
+    (void)state;
+    struct gt_gpu gpus[6];
+    memset(gpus, 0, sizeof(gpus));
+    for (int i = 0; i < 6; i++) {
+        gpus[i].index = i;
+        gpus[i].minor = 10 + i;
+    }
+    struct gt_gpu_set set = {.gpus = gpus, .n_gpus = 6};
+    struct gt_task_spec_params p = params;
+    p.gpus = &set;
+    json_t *t = task_json(NULL, NULL);
+    struct gt_shim_spec s;
+    struct gt_err err = {0};
+    assert_int_equal(gt_task_spec_build(t, &p, &s, &err), 0);
+    assert_int_equal(s.n_argv, 3);
+    assert_string_equal(s.argv[0], "python");
+    assert_string_equal(s.argv[2], "--lr");
+    assert_string_equal(env_get(&s, "A"), "1");
+    assert_string_equal(env_get(&s, "CUDA_VISIBLE_DEVICES"), "2,5");
+    assert_string_equal(env_get(&s, "NVIDIA_VISIBLE_DEVICES"), "GPU-a,GPU-b");
+    assert_string_equal(env_get(&s, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
+    assert_string_equal(env_get(&s, "GANTRY_JOB"), "train");
+    assert_string_equal(env_get(&s, "GANTRY_TASK"), "train-worker-1");
+    assert_string_equal(env_get(&s, "GANTRY_REPLICA_TYPE"), "Worker");
+    assert_string_equal(env_get(&s, "GANTRY_REPLICA_INDEX"), "1");
+    assert_string_equal(env_get(&s, "PATH"), GT_GANTLET_DEFAULT_PATH);
+    assert_int_equal(s.uid, 1001);
+    assert_false(s.privileged);
+    assert_string_equal(s.cwd, "/var/lib/gantlet/tasks/u-1/work");
+    assert_string_equal(s.log_dir, "/var/lib/gantlet/tasks/u-1/log");
+    assert_string_equal(s.cgroup_path, "gantry/u-1");
+    assert_string_equal(s.hostname, "train-worker-1");
+    assert_int_equal(s.limits.cpu_milli, 500);           /* limit wins */
+    assert_int_equal(s.limits.memory_bytes, 1073741824); /* else the request */
+    assert_int_equal(s.limits.pids_max, GT_GANTLET_PIDS_MAX);
+    assert_int_equal(s.limits.n_gpu_minors, 2);
+    assert_int_equal(s.limits.gpu_minors[0], 12);
+    assert_int_equal(s.limits.gpu_minors[1], 15);
+    assert_int_equal(s.stop_grace_ms, 30000);
+    assert_int_equal(s.namespaces, GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC);
+    /* the spec round-trips through the shim's own parser */
+    char *text = gt_shim_spec_to_json(&s);
+    struct gt_shim_spec back;
+    assert_int_equal(gt_shim_spec_parse(text, strlen(text), &back, &err), 0);
+    assert_int_equal(back.uid, 1001);
+    gt_shim_spec_fini(&back);
+    free(text);
+    gt_shim_spec_fini(&s);
+    json_decref(t);
+}
+
+static void spec_user_rules(void **state)
+{
+    (void)state;
+    struct gt_shim_spec s;
+    struct gt_err err = {0};
+    json_t *t = task_json(",\"runAsUser\":4242,\"workingDir\":\"/data\","
+                          "\"terminationGracePeriodSeconds\":5",
+                          NULL);
+    assert_int_equal(gt_task_spec_build(t, &params, &s, &err), 0);
+    assert_int_equal(s.uid, 4242);
+    assert_string_equal(s.cwd, "/data");
+    assert_int_equal(s.stop_grace_ms, 5000);
+    gt_shim_spec_fini(&s);
+    json_decref(t);
+
+    t = task_json(",\"runAsUser\":0", NULL);
+    assert_int_equal(gt_task_spec_build(t, &params, &s, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "uid 0"));
+    json_decref(t);
+
+    t = task_json(",\"runAsUser\":0", ",\"privileged\":true");
+    assert_int_equal(gt_task_spec_build(t, &params, &s, NULL), 0);
+    assert_int_equal(s.uid, 0);
+    assert_true(s.privileged);
+    gt_shim_spec_fini(&s);
+    json_decref(t);
+
+    t = task_json(NULL, NULL);
+    json_object_del(gt_json_path(t, "metadata"), "creator");
+    assert_int_equal(gt_task_spec_build(t, &params, &s, NULL), GT_EINVAL);
+    json_decref(t);
+}
+
+static void exit_status(void **state)
+{
+    (void)state;
+    json_t *prev = json_pack("{s:s, s:s, s:i}", "phase", "Running", "boundTime",
+                             "2026-01-01T00:00:00Z", "hostPid", 77);
+    struct gt_shim_exit ex = {.exit_code = 0, .finished_at_ms = 1000};
+    json_t *st = gt_task_exit_status(prev, &ex);
+    assert_string_equal(json_string_value(json_object_get(st, "phase")), "Succeeded");
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "Completed");
+    assert_string_equal(json_string_value(json_object_get(st, "boundTime")),
+                        "2026-01-01T00:00:00Z");
+    assert_int_equal(json_integer_value(json_object_get(st, "hostPid")), 77);
+    assert_string_equal(json_string_value(json_object_get(st, "finishTime")),
+                        "1970-01-01T00:00:01Z");
+    json_decref(st);
+    ex = (struct gt_shim_exit){.exit_code = 137, .signal = 9, .oom_killed = true};
+    st = gt_task_exit_status(prev, &ex);
+    assert_string_equal(json_string_value(json_object_get(st, "phase")), "Failed");
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "OOMKilled");
+    assert_int_equal(json_integer_value(json_object_get(st, "signal")), 9);
+    json_decref(st);
+    ex = (struct gt_shim_exit){.exit_code = 3};
+    st = gt_task_exit_status(NULL, &ex);
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "Error");
+    json_decref(st);
+    /* a stopped task fails with the stop's reason even when it exits 0 */
+    ex = (struct gt_shim_exit){.exit_code = 0, .stop_requested = true};
+    snprintf(ex.stop_reason, sizeof(ex.stop_reason), "Deleted");
+    st = gt_task_exit_status(prev, &ex);
+    assert_string_equal(json_string_value(json_object_get(st, "phase")), "Failed");
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "Killed");
+    json_decref(st);
+    snprintf(ex.stop_reason, sizeof(ex.stop_reason), "Preempted");
+    st = gt_task_exit_status(prev, &ex);
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "Preempted");
+    json_decref(st);
+    json_decref(prev);
+}
+
+static json_t *remote(const char *phase, bool stop)
+{
+    json_t *t = json_pack("{s:{s:s}, s:{s:s}, s:{}}", "metadata", "uid", "u", "status", "phase",
+                          phase, "spec");
+    if (stop) {
+        json_object_set_new(json_object_get(t, "spec"), "stop",
+                            json_pack("{s:s}", "reason", "Deleted"));
+    }
+    return t;
+}
+
+static void decide(void **state)
+{
+    (void)state;
+    struct gt_task_local none = {0}, live = {.known = true, .started = true},
+                         starting = {.known = true},
+                         exited = {.known = true, .started = true, .exited = true},
+                         done = {.known = true, .exited = true, .reported = true};
+    json_t *bound = remote("Bound", false), *running = remote("Running", false),
+           *stopping = remote("Running", true), *bound_stop = remote("Bound", true),
+           *failed = remote("Failed", false), *pending = remote("Pending", false);
+    assert_int_equal(gt_task_decide(&none, bound), GT_TA_START);
+    assert_int_equal(gt_task_decide(&none, pending), 0);
+    assert_int_equal(gt_task_decide(&none, running), 0); /* never started here: no start */
+    assert_int_equal(gt_task_decide(&none, bound_stop), GT_TA_REPORT_UNSTARTED);
+    assert_int_equal(gt_task_decide(&none, NULL), 0);      /* deleted while unknown */
+    assert_int_equal(gt_task_decide(&starting, bound), 0); /* never twice */
+    assert_int_equal(gt_task_decide(&live, bound), GT_TA_REPORT_RUNNING);
+    struct gt_task_local reported_running = live;
+    reported_running.running_reported = true;
+    assert_int_equal(gt_task_decide(&reported_running, bound), 0);
+    assert_int_equal(gt_task_decide(&live, running), 0);
+    assert_int_equal(gt_task_decide(&live, stopping), GT_TA_STOP);
+    struct gt_task_local stop_sent = live;
+    stop_sent.stop_sent = true;
+    assert_int_equal(gt_task_decide(&stop_sent, stopping), 0);
+    assert_int_equal(gt_task_decide(&exited, running), GT_TA_REPORT_EXIT);
+    assert_int_equal(gt_task_decide(&exited, stopping), GT_TA_REPORT_EXIT);
+    assert_int_equal(gt_task_decide(&exited, failed), GT_TA_MARK_REPORTED);
+    assert_int_equal(gt_task_decide(&done, failed), 0); /* logs stay */
+    assert_int_equal(gt_task_decide(&done, NULL), GT_TA_REMOVE);
+    /* gantryd failed it (NodeLost) or it is gone, but it still runs: kill */
+    assert_int_equal(gt_task_decide(&live, failed), GT_TA_KILL);
+    assert_int_equal(gt_task_decide(&live, NULL), GT_TA_KILL);
+    struct gt_task_local killing = live;
+    killing.killing = true;
+    assert_int_equal(gt_task_decide(&killing, failed), 0);
+    killing.exited = true;
+    assert_int_equal(gt_task_decide(&killing, failed), GT_TA_REMOVE);
+    json_decref(bound);
+    json_decref(running);
+    json_decref(stopping);
+    json_decref(bound_stop);
+    json_decref(failed);
+    json_decref(pending);
+}
+
+static size_t tail_of(const char *s, int64_t n)
+{
+    int64_t seen = 0;
+    size_t off = gt_log_tail_offset(s, strlen(s), n, true, &seen);
+    return seen >= n ? off : 0;
+}
+
+static void log_tail(void **state)
+{
+    (void)state;
+    assert_int_equal(tail_of("a\nb\nc\n", 2), 2);
+    assert_int_equal(tail_of("a\nb\nc", 2), 2); /* an unterminated last line counts */
+    assert_int_equal(tail_of("a\nb\nc\n", 1), 4);
+    assert_int_equal(tail_of("a\nb\nc\n", 5), 0);
+    assert_int_equal(tail_of("a\nb\nc\n", 0), 6);
+    /* across pieces: newest "c\nd\n", older "a\nb\n" */
+    int64_t seen = 0;
+    assert_int_equal(gt_log_tail_offset("c\nd\n", 4, 3, true, &seen), 0);
+    assert_int_equal(seen, 1);
+    assert_int_equal(gt_log_tail_offset("a\nb\n", 4, 3, false, &seen), 2);
+    assert_int_equal(seen, 3);
+}
+
+static void token_file(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir("token");
+    char *path = gt_xasprintf("%s/t", dir);
+    char *tok = NULL;
+    FILE *f = fopen(path, "w");
+    fputs("  node-token,node-n1,0,\"gantry:nodes\"\nother\n", f);
+    fclose(f);
+    assert_int_equal(gt_gantlet_token_read(path, &tok, NULL), 0);
+    assert_string_equal(tok, "node-token");
+    free(tok);
+    f = fopen(path, "w");
+    fputs("bare-token\n", f);
+    fclose(f);
+    assert_int_equal(gt_gantlet_token_read(path, &tok, NULL), 0);
+    assert_string_equal(tok, "bare-token");
+    free(tok);
+    f = fopen(path, "w");
+    fclose(f);
+    assert_true(gt_gantlet_token_read(path, &tok, NULL) < 0);
+    test_rm_rf(dir);
+    free(path);
+    free(dir);
+}
+
+static void config_table(void **state)
+{
+    (void)state;
+    struct gt_gantlet_config cfg;
+    bool help;
+    struct gt_err err = {0};
+    char *argv[] = {"gantlet",
+                    "--server",
+                    "http://h:1",
+                    "--token-file=/t",
+                    "--name",
+                    "n1",
+                    "--storage-root",
+                    "/a",
+                    "--storage-root",
+                    "/b",
+                    "--heartbeat",
+                    "3",
+                    NULL};
+    char *envp[] = {"GANTLET_LISTEN=0.0.0.0:9", "GANTLET_STORAGE_ROOT=/env", NULL};
+    assert_int_equal(gt_gantlet_config_parse(&cfg, 12, argv, envp, &help, &err), 0);
+    assert_string_equal(cfg.listen, "0.0.0.0:9");
+    assert_string_equal(cfg.token_file, "/t");
+    assert_int_equal(cfg.heartbeat_s, 3);
+    assert_int_equal(cfg.n_storage_roots, 2); /* flags replace the environment's list */
+    assert_string_equal(cfg.storage_roots[1], "/b");
+    assert_string_equal(cfg.root, "/var/lib/gantlet");
+    gt_gantlet_config_fini(&cfg);
+    char *bad[] = {"gantlet", "--server", "x", "--token-file", "/t", NULL};
+    assert_int_equal(gt_gantlet_config_parse(&cfg, 5, bad, NULL, &help, &err), GT_EINVAL);
+    gt_gantlet_config_fini(&cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(spec_from_task), cmocka_unit_test(spec_user_rules),
+        cmocka_unit_test(exit_status),    cmocka_unit_test(decide),
+        cmocka_unit_test(log_tail),       cmocka_unit_test(token_file),
+        cmocka_unit_test(config_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

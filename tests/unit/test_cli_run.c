@@ -1,0 +1,277 @@
+/*
+ * The network-free parts of `gantry run`, `gantry logs` and `gantry up`:
+ * the Job that run submits (flags to JSON, quantities validated and made
+ * canonical), the exit status of a finished Task, which Task logs reads,
+ * the log path, and up's tokens, token file, uid rule, node name and data
+ * directory.
+ */
+#include <ctype.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cli/cli.h"
+
+static json_t *json_of(const char *text)
+{
+    json_error_t jerr;
+    json_t *v = json_loads(text, 0, &jerr);
+    if (!v) {
+        fail_msg("bad test JSON: %s: %s", jerr.text, text);
+    }
+    return v;
+}
+
+static void assert_json_at(const json_t *obj, const char *path, const char *want)
+{
+    json_t *v = gt_json_path(obj, path);
+    char *got = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : gt_xstrdup("(absent)");
+    if (strcmp(got, want) != 0) {
+        fail_msg("%s: got %s, want %s", path, got, want);
+    }
+    free(got);
+}
+
+static void test_run_job_from_flags(void **state)
+{
+    (void)state;
+    char *argv[] = {"sh", "-c", "echo $CUDA_VISIBLE_DEVICES", NULL};
+    struct gt_cli_run_opts o = {.name = "train",
+                                .project = "vision",
+                                .gpus = "2",
+                                .cpu = "0.5",
+                                .memory = "16384Mi",
+                                .argc = 3,
+                                .argv = argv};
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), 0);
+    assert_json_at(job, "kind", "\"Job\"");
+    assert_json_at(job, "metadata.name", "\"train\"");
+    assert_json_at(job, "metadata.project", "\"vision\"");
+    assert_json_at(job, "spec.replicaSpecs.Worker.replicas", "1");
+    assert_json_at(job, "spec.replicaSpecs.Worker.restartPolicy", "\"Never\"");
+    assert_json_at(job, "spec.replicaSpecs.Worker.template.command",
+                   "[\"sh\",\"-c\",\"echo $CUDA_VISIBLE_DEVICES\"]");
+    /* Canonical quantities, as gt_api_validate writes them. */
+    assert_json_at(job, "spec.replicaSpecs.Worker.template.resources.limits",
+                   "{\"nvidia.com/gpu\":2,\"cpu\":\"500m\",\"memory\":\"16Gi\"}");
+    assert_int_equal(json_object_size(json_object_get(job, "spec")), 2 /* + runPolicy */);
+    json_decref(job);
+
+    /* No flags: no resources at all; an image is passed on. */
+    o = (struct gt_cli_run_opts){
+        .name = "x", .project = "p", .image = "busybox:1", .argc = 1, .argv = argv};
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), 0);
+    assert_json_at(job, "spec.replicaSpecs.Worker.template.resources", "(absent)");
+    assert_json_at(job, "spec.replicaSpecs.Worker.template.image", "\"busybox:1\"");
+    json_decref(job);
+}
+
+static void test_run_job_rejects_bad_values(void **state)
+{
+    (void)state;
+    char *argv[] = {"true", NULL};
+    struct gt_cli_run_opts o = {
+        .name = "x", .project = "p", .cpu = "lots", .argc = 1, .argv = argv};
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), GT_EINVAL);
+    assert_null(job);
+    assert_non_null(strstr(err.msg, "resources.limits.cpu"));
+
+    o.cpu = NULL;
+    o.gpus = "-1";
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "nvidia.com/gpu"));
+
+    o.gpus = NULL;
+    o.name = "Not_A_Name";
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "metadata.name"));
+}
+
+static void test_run_name_is_fresh(void **state)
+{
+    (void)state;
+    char *a = gt_cli_run_name_new();
+    char *b = gt_cli_run_name_new();
+    assert_int_equal(strlen(a), 12);
+    assert_true(strncmp(a, "run-", 4) == 0);
+    for (const char *p = a + 4; *p; p++) {
+        assert_true(isxdigit((unsigned char)*p) && !isupper((unsigned char)*p));
+    }
+    assert_string_not_equal(a, b);
+    free(a);
+    free(b);
+}
+
+static int exit_of(const char *status_json, char *msg, size_t len)
+{
+    char *text =
+        gt_xasprintf("{\"metadata\":{\"name\":\"t-worker-0\"},\"status\":%s}", status_json);
+    json_t *task = json_of(text);
+    int rc = gt_cli_task_exit_status(task, msg, len);
+    json_decref(task);
+    free(text);
+    return rc;
+}
+
+static void test_task_exit_status(void **state)
+{
+    (void)state;
+    char msg[512];
+    assert_int_equal(exit_of("{\"phase\":\"Succeeded\",\"exitCode\":0}", msg, sizeof(msg)), 0);
+    assert_string_equal(msg, "");
+    assert_int_equal(
+        exit_of("{\"phase\":\"Failed\",\"exitCode\":3,\"reason\":\"Error\"}", msg, sizeof(msg)), 3);
+    assert_string_equal(msg, "");
+    /* Killed by a signal: 128 + signal, as a shell reports it. */
+    assert_int_equal(exit_of("{\"phase\":\"Failed\",\"signal\":9,\"exitCode\":137,"
+                             "\"reason\":\"OOMKilled\"}",
+                             msg, sizeof(msg)),
+                     137);
+    assert_int_equal(exit_of("{\"phase\":\"Failed\",\"signal\":15}", msg, sizeof(msg)), 143);
+    /* No exit code: 1 and a reason. */
+    assert_int_equal(exit_of("{\"phase\":\"Failed\",\"reason\":\"NodeLost\",\"message\":\"no "
+                             "heartbeat\"}",
+                             msg, sizeof(msg)),
+                     1);
+    assert_string_equal(msg, "task t-worker-0 ended Failed: NodeLost (no heartbeat)");
+    /* An exit code whose low byte is 0 still fails. */
+    assert_int_equal(exit_of("{\"phase\":\"Failed\",\"exitCode\":256}", msg, sizeof(msg)), 1);
+    assert_int_equal(
+        exit_of("{\"phase\":\"Failed\",\"exitCode\":0,\"reason\":\"Killed\"}", msg, sizeof(msg)),
+        1);
+    assert_string_equal(msg, "task t-worker-0 ended Failed: Killed");
+}
+
+static void test_logs_task_name(void **state)
+{
+    (void)state;
+    struct gt_err err = {0};
+    json_t *both = json_of("{\"spec\":{\"replicaSpecs\":{\"Worker\":{},\"Master\":{}}}}");
+    json_t *workers = json_of("{\"spec\":{\"replicaSpecs\":{\"Worker\":{}}}}");
+    json_t *ps = json_of("{\"spec\":{\"replicaSpecs\":{\"PS\":{}}}}");
+    json_t *none = json_of("{\"spec\":{\"replicaSpecs\":{}}}");
+    char *n = gt_cli_logs_task_name("train", both, NULL, &err);
+    assert_string_equal(n, "train-master-0");
+    free(n);
+    n = gt_cli_logs_task_name("train", workers, NULL, &err);
+    assert_string_equal(n, "train-worker-0");
+    free(n);
+    n = gt_cli_logs_task_name("train", ps, NULL, &err);
+    assert_string_equal(n, "train-ps-0");
+    free(n);
+    /* --replica wins, in any case; the job object is not needed. */
+    n = gt_cli_logs_task_name("Run-1", NULL, "Worker-12", &err);
+    assert_string_equal(n, "Run-1-worker-12");
+    free(n);
+    assert_null(gt_cli_logs_task_name("train", NULL, "worker", &err));
+    assert_non_null(strstr(err.msg, "want TYPE-INDEX"));
+    assert_null(gt_cli_logs_task_name("train", NULL, "worker-1-2", &err));
+    assert_null(gt_cli_logs_task_name("train", NULL, "-1", &err));
+    gt_err_clear(&err);
+    assert_null(gt_cli_logs_task_name("train", none, NULL, &err));
+    assert_int_equal(err.code, GT_EBADREQ);
+    json_decref(both);
+    json_decref(workers);
+    json_decref(ps);
+    json_decref(none);
+}
+
+static void test_log_path(void **state)
+{
+    (void)state;
+    char *p = gt_cli_log_path("vision", "t-worker-0", true, 20);
+    assert_string_equal(p, "/apis/gantry.dev/v1/projects/vision/tasks/t-worker-0/log"
+                           "?follow=true&tailLines=20");
+    free(p);
+    p = gt_cli_log_path("vision", "t-worker-0", false, -1);
+    assert_string_equal(p, "/apis/gantry.dev/v1/projects/vision/tasks/t-worker-0/log");
+    free(p);
+    p = gt_cli_log_path("v", "t", false, 0);
+    assert_string_equal(p, "/apis/gantry.dev/v1/projects/v/tasks/t/log?tailLines=0");
+    free(p);
+}
+
+static void test_up_tokens_and_uid(void **state)
+{
+    (void)state;
+    char a[GT_CLI_TOKEN_LEN + 1], b[GT_CLI_TOKEN_LEN + 1];
+    gt_cli_up_token_new(a);
+    gt_cli_up_token_new(b);
+    assert_int_equal(strlen(a), 64);
+    assert_int_equal(strspn(a, "0123456789abcdef"), 64);
+    assert_string_not_equal(a, b);
+
+    char *file = gt_cli_up_token_file("AAA", "alice", 1000, "NNN", "gpu1");
+    assert_string_equal(file, "AAA,alice,1000,\"gantry:admins\"\n"
+                              "NNN,system:node:gpu1,65534,\"gantry:nodes\"\n");
+    free(file);
+
+    /* Root's tasks never run as root, unless --uid says so. */
+    assert_int_equal(gt_cli_up_task_uid(0, -1), 65534);
+    assert_int_equal(gt_cli_up_task_uid(0, 1234), 1234);
+    assert_int_equal(gt_cli_up_task_uid(1000, -1), 1000);
+    assert_int_equal(gt_cli_up_task_uid(1000, 0), 0);
+}
+
+static void test_up_node_name_and_data_dir(void **state)
+{
+    (void)state;
+    char *n = gt_cli_up_node_name("GPU-Box_01.example.com");
+    assert_string_equal(n, "gpu-box-01");
+    free(n);
+    n = gt_cli_up_node_name("-_.x");
+    assert_string_equal(n, "localhost");
+    free(n);
+    n = gt_cli_up_node_name("");
+    assert_string_equal(n, "localhost");
+    free(n);
+
+    char *saved_home = gt_xstrdup(getenv("HOME"));
+    char *saved_xdg = gt_xstrdup(getenv("XDG_DATA_HOME"));
+    setenv("XDG_DATA_HOME", "/xdg", 1);
+    char *d = gt_cli_up_data_dir();
+    assert_string_equal(d, "/xdg/gantry");
+    free(d);
+    unsetenv("XDG_DATA_HOME");
+    setenv("HOME", "/home/u", 1);
+    d = gt_cli_up_data_dir();
+    assert_string_equal(d, "/home/u/.local/share/gantry");
+    free(d);
+    unsetenv("HOME");
+    assert_null(gt_cli_up_data_dir());
+    if (saved_home) {
+        setenv("HOME", saved_home, 1);
+    }
+    if (saved_xdg) {
+        setenv("XDG_DATA_HOME", saved_xdg, 1);
+    }
+    free(saved_home);
+    free(saved_xdg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_job_from_flags),
+        cmocka_unit_test(test_run_job_rejects_bad_values),
+        cmocka_unit_test(test_run_name_is_fresh),
+        cmocka_unit_test(test_task_exit_status),
+        cmocka_unit_test(test_logs_task_name),
+        cmocka_unit_test(test_log_path),
+        cmocka_unit_test(test_up_tokens_and_uid),
+        cmocka_unit_test(test_up_node_name_and_data_dir),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,667 @@
+/*
+ * Unit tests for the gantry scheduler's rules (src/sched policies other than
+ * firstfit): admission with guarantee, limit and borrowing; priority order;
+ * gang all-or-nothing for whole-cluster gangs; topology-aware placement;
+ * preemption (victim choice, gang-level, reclaim, never looping, Never
+ * policy) with reservations; and a property test over random events.
+ * Everything goes through sched/sched.h; the model checker runs after every
+ * cycle.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sched/sched.h"
+
+#define GIB (1024LL * 1024 * 1024)
+
+static void check_model(const struct gt_sched_model *m)
+{
+    struct gt_err err = {0};
+    if (gt_sched_model_check(m, &err) != 0) {
+        fail_msg("model check: %s", err.msg);
+    }
+}
+
+/* A node with n_gpus healthy GPUs in PCIe groups of four. */
+static void add_node(struct gt_sched_model *m, const char *name, int n_gpus)
+{
+    struct gt_sched_gpu_spec gpus[16];
+    for (int i = 0; i < n_gpus; i++) {
+        gpus[i] =
+            (struct gt_sched_gpu_spec){.index = i, .group = i / 4, .numa = i / 4, .healthy = true};
+    }
+    struct gt_sched_node_spec spec = {.name = name,
+                                      .cpu_milli = 64000,
+                                      .memory_bytes = 512 * GIB,
+                                      .ready = true,
+                                      .gpus = gpus,
+                                      .n_gpus = (size_t)n_gpus};
+    assert_int_equal(gt_sched_node_add(m, &spec, NULL), 0);
+}
+
+/* A department: GPU guarantee and limit in whole GPUs, plenty of the rest. */
+static void add_dept(struct gt_sched_model *m, const char *name, int64_t guarantee_gpus,
+                     int64_t limit_gpus)
+{
+    struct gt_sched_res g = {
+        .cpu_milli = 1000000, .memory_bytes = 100000 * GIB, .gpu_milli = guarantee_gpus * 1000};
+    struct gt_sched_res l = g;
+    l.gpu_milli = limit_gpus * 1000;
+    assert_int_equal(gt_sched_department_set(m, name, &g, &l, NULL), 0);
+}
+
+static void add_classes(struct gt_sched_model *m)
+{
+    assert_int_equal(gt_sched_priority_class_set(m, "low", 10, GT_SCHED_PREEMPT_LOWER, true, NULL),
+                     0);
+    assert_int_equal(
+        gt_sched_priority_class_set(m, "high", 100, GT_SCHED_PREEMPT_LOWER, false, NULL), 0);
+    assert_int_equal(
+        gt_sched_priority_class_set(m, "polite", 100, GT_SCHED_PREEMPT_NEVER, false, NULL), 0);
+}
+
+static int add_job(struct gt_sched_model *m, const char *id, const char *dept, const char *pclass,
+                   int64_t arrival_ms, int replicas, int64_t gpus)
+{
+    struct gt_sched_group_spec g = {
+        .name = "worker",
+        .replicas = replicas,
+        .req = {.cpu_milli = 1000, .memory_bytes = GIB, .gpus = gpus},
+    };
+    struct gt_sched_job_spec spec = {.id = id,
+                                     .department = dept,
+                                     .priority_class = pclass,
+                                     .arrival_ms = arrival_ms,
+                                     .groups = &g,
+                                     .n_groups = 1};
+    return gt_sched_job_add(m, &spec, NULL);
+}
+
+static void run(struct gt_sched_model *m, const char *policy, int64_t now_ms,
+                struct gt_sched_decisions *d)
+{
+    const struct gt_sched_policy *p = gt_sched_policy_by_name(policy);
+    assert_non_null(p);
+    assert_int_equal(gt_sched_cycle(m, now_ms, p, d), 0);
+    check_model(m);
+}
+
+static size_t binds_of(const struct gt_sched_decisions *d, const char *job)
+{
+    size_t n = 0, len = strlen(job);
+    for (size_t i = 0; i < d->n_binds; i++) {
+        n += strncmp(d->binds[i].task_id, job, len) == 0 && d->binds[i].task_id[len] == '-';
+    }
+    return n;
+}
+
+static size_t preempts_of(const struct gt_sched_decisions *d, const char *job)
+{
+    size_t n = 0, len = strlen(job);
+    for (size_t i = 0; i < d->n_preempts; i++) {
+        n += strncmp(d->preempts[i].task_id, job, len) == 0 && d->preempts[i].task_id[len] == '-';
+    }
+    return n;
+}
+
+static const struct gt_sched_wait *find_wait(const struct gt_sched_decisions *d, const char *job)
+{
+    for (size_t i = 0; i < d->n_waits; i++) {
+        if (strcmp(d->waits[i].job_id, job) == 0) {
+            return &d->waits[i];
+        }
+    }
+    return NULL;
+}
+
+/* The caller applies preemptions: every victim exits and is requeued. */
+static void apply_preempts(struct gt_sched_model *m, const struct gt_sched_decisions *d)
+{
+    for (size_t i = 0; i < d->n_preempts; i++) {
+        assert_int_equal(gt_sched_task_exit(m, d->preempts[i].task_id, true, NULL), 0);
+    }
+}
+
+/* ---- names ---- */
+
+static void test_policy_names(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"gantry",       "fifo",          "sjf",
+                                        "srtf",         "tiresias",      "firstfit",
+                                        "fifo/bestfit", "gantry/random", "tiresias/firstfit"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const struct gt_sched_policy *p = gt_sched_policy_by_name(names[i]);
+        assert_non_null(p);
+        assert_string_equal(gt_sched_policy_name(p), names[i]);
+    }
+    assert_null(gt_sched_policy_by_name("fifo/nope"));
+    assert_null(gt_sched_policy_by_name("lifo"));
+}
+
+/* ---- admission ---- */
+
+/* A limit check must count the incoming request, not only current use. */
+static void test_cap_counts_request(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 4, 4);
+    assert_int_equal(add_job(m, "a", "cv", NULL, 1, 1, 3), 0);
+    assert_int_equal(add_job(m, "b", "cv", NULL, 2, 1, 2), 0); /* 3 + 2 > 4 */
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(binds_of(&d, "a"), 1);
+    assert_int_equal(binds_of(&d, "b"), 0);
+    const struct gt_sched_wait *w = find_wait(&d, "b");
+    assert_non_null(w);
+    assert_int_equal(w->reason, GT_SCHED_WAIT_QUOTA);
+    struct gt_sched_res used;
+    assert_int_equal(gt_sched_department_get(m, "cv", NULL, NULL, &used), 0);
+    assert_int_equal(used.gpu_milli, 3000);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* A negative request is rejected, so it can never create headroom. */
+static void test_negative_request_rejected(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_dept(m, "cv", 4, 4);
+    assert_int_equal(add_job(m, "neg", "cv", NULL, 1, 1, -4), GT_EINVAL);
+    struct gt_sched_group_spec g = {.name = "w", .replicas = 1, .req = {.cpu_milli = -1}};
+    struct gt_sched_job_spec spec = {.id = "neg2", .department = "cv", .groups = &g, .n_groups = 1};
+    assert_int_equal(gt_sched_job_add(m, &spec, NULL), GT_EINVAL);
+    g.req = (struct gt_sched_task_req){.memory_bytes = -GIB};
+    assert_int_equal(gt_sched_job_add(m, &spec, NULL), GT_EINVAL);
+    struct gt_sched_task_info ti;
+    assert_int_equal(gt_sched_task_get(m, "neg-worker-0", &ti), GT_ENOTFOUND);
+    gt_sched_model_free(m);
+}
+
+/* Borrowing: idle guaranteed capacity may be borrowed up to the limit, but
+ * not capacity whose owner has work waiting for it. */
+static void test_borrowing(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 4, 8);
+    add_dept(m, "nlp", 4, 8);
+    assert_int_equal(add_job(m, "cv1", "cv", NULL, 1, 6, 1), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(binds_of(&d, "cv1"), 6); /* borrows 2 of nlp's idle 4 */
+    /* nlp now waits for 3 GPUs within its guarantee: cv may not borrow more. */
+    assert_int_equal(add_job(m, "nlp1", "nlp", NULL, 20, 1, 3), 0);
+    assert_int_equal(add_job(m, "cv2", "cv", NULL, 21, 1, 1), 0);
+    run(m, "gantry/bestfit", 30, &d);
+    assert_int_equal(binds_of(&d, "cv2"), 0);
+    assert_int_equal(find_wait(&d, "cv2")->reason, GT_SCHED_WAIT_QUOTA);
+    /* nlp1 fits only by reclaiming: cv runs above its guarantee. */
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* ---- order ---- */
+
+static void test_priority_and_fairness_order(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 4);
+    add_dept(m, "cv", 4, 8);
+    add_dept(m, "nlp", 4, 8);
+    assert_int_equal(add_job(m, "cv-running", "cv", "low", 0, 1, 2), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 1, &d);
+    assert_int_equal(d.n_binds, 1);
+    /* Equal priority: nlp (share 0) goes before cv's older job. */
+    assert_int_equal(add_job(m, "cv-old", "cv", "low", 5, 1, 1), 0);
+    assert_int_equal(add_job(m, "nlp-new", "nlp", "low", 9, 1, 1), 0);
+    /* Higher priority first, even arriving last. */
+    assert_int_equal(add_job(m, "cv-high", "cv", "high", 10, 1, 1), 0);
+    run(m, "gantry", 20, &d);
+    assert_int_equal(d.n_binds, 2);
+    assert_int_equal(binds_of(&d, "cv-high"), 1);
+    assert_int_equal(binds_of(&d, "nlp-new"), 1);
+    /* fifo would have taken cv-old, strictly by arrival. */
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* fifo and sjf are strictly head-of-line: nothing passes a blocked head. */
+static void test_head_of_line(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 4);
+    add_dept(m, "cv", 8, 8);
+    assert_int_equal(add_job(m, "big", "cv", NULL, 1, 1, 8), 0);
+    assert_int_equal(add_job(m, "small", "cv", NULL, 2, 1, 1), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "fifo", 10, &d);
+    assert_int_equal(d.n_binds, 0);
+    assert_non_null(strstr(find_wait(&d, "small")->message, "big"));
+    run(m, "tiresias", 10, &d); /* skips the job that does not fit */
+    assert_int_equal(binds_of(&d, "small"), 1);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* ---- gang ---- */
+
+/* Two gangs each wanting the whole cluster: one starts whole, the other
+ * holds nothing, cycle after cycle (no deadlock, no partial hold). */
+static void test_two_whole_cluster_gangs(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_node(m, "n2", 8);
+    add_dept(m, "cv", 32, 32);
+    assert_int_equal(add_job(m, "g1", "cv", NULL, 1, 4, 4), 0);
+    assert_int_equal(add_job(m, "g2", "cv", NULL, 1, 4, 4), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    for (int i = 0; i < 3; i++) {
+        run(m, "gantry", 10 + i, &d);
+        if (i == 0) {
+            assert_int_equal(binds_of(&d, "g1"), 4);
+        } else {
+            assert_int_equal(d.n_binds, 0);
+        }
+        assert_int_equal(binds_of(&d, "g2"), 0);
+        struct gt_sched_task_info ti;
+        for (int t = 0; t < 4; t++) {
+            char id[32];
+            snprintf(id, sizeof(id), "g2-worker-%d", t);
+            assert_int_equal(gt_sched_task_get(m, id, &ti), 0);
+            assert_null(ti.node);
+        }
+    }
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* ---- topology ---- */
+
+/* A 4-GPU task goes into one PCIe group; a 2-GPU task goes where the
+ * smallest block fits, keeping the whole free group. */
+static void test_topology(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 8, 8);
+    assert_int_equal(add_job(m, "one", "cv", NULL, 1, 1, 2), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(d.n_binds, 1);
+    int group = d.binds[0].gpus[0].index / 4;
+    assert_int_equal(d.binds[0].gpus[1].index / 4, group);
+    assert_int_equal(add_job(m, "two", "cv", NULL, 2, 1, 2), 0);
+    assert_int_equal(add_job(m, "four", "cv", NULL, 3, 1, 4), 0);
+    run(m, "gantry", 20, &d);
+    assert_int_equal(d.n_binds, 2);
+    for (size_t b = 0; b < d.n_binds; b++) {
+        int g0 = d.binds[b].gpus[0].index / 4;
+        for (size_t i = 1; i < d.binds[b].n_gpus; i++) {
+            assert_int_equal(d.binds[b].gpus[i].index / 4, g0);
+        }
+    }
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* ---- preemption ---- */
+
+/* Two 2-GPU tasks of a high-priority job can preempt one 8-GPU low task;
+ * the victims' GPUs are reserved until they exit, then the job binds. */
+static void test_preempt_frees_enough(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 8, 16);
+    assert_int_equal(add_job(m, "low", "cv", "low", 1, 1, 8), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(binds_of(&d, "low"), 1);
+    assert_int_equal(add_job(m, "high", "cv", "high", 20, 2, 2), 0);
+    run(m, "gantry", 30, &d);
+    assert_int_equal(preempts_of(&d, "low"), 1);
+    assert_true(d.n_reserves >= 1);
+    assert_string_equal(d.reserves[0].job_id, "high");
+    /* Victim still exiting: no second preemption, nothing bound. */
+    run(m, "gantry", 40, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(d.n_binds, 0);
+    assert_non_null(find_wait(&d, "high"));
+    /* A low job arriving meanwhile cannot take the reserved GPUs. */
+    assert_int_equal(gt_sched_task_exit(m, "low-worker-0", true, NULL), 0);
+    assert_int_equal(add_job(m, "sneak", "cv", "low", 41, 1, 1), 0);
+    run(m, "gantry", 50, &d);
+    assert_int_equal(binds_of(&d, "high"), 2);
+    assert_int_equal(binds_of(&d, "low"), 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* Never equal priority in a department; Never-policy jobs never preempt. */
+static void test_preempt_rules(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 4);
+    add_dept(m, "cv", 8, 8);
+    assert_int_equal(add_job(m, "r", "cv", "high", 1, 1, 4), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(add_job(m, "peer", "cv", "high", 20, 1, 4), 0);
+    run(m, "gantry", 30, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(gt_sched_job_remove(m, "peer", NULL), 0);
+    /* A low job running, a polite (Never) high job waiting: no preemption. */
+    assert_int_equal(gt_sched_task_exit(m, "r-worker-0", false, NULL), 0);
+    assert_int_equal(add_job(m, "lowr", "cv", "low", 40, 1, 4), 0);
+    run(m, "gantry", 50, &d);
+    assert_int_equal(binds_of(&d, "lowr"), 1);
+    assert_int_equal(add_job(m, "polite", "cv", "polite", 60, 1, 4), 0);
+    run(m, "srtf", 70, &d);
+    assert_int_equal(d.n_preempts, 0);
+    run(m, "gantry", 80, &d);
+    assert_int_equal(d.n_preempts, 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* Reclaim: a department under its guarantee takes back what another
+ * borrows, never below the borrower's own guarantee; a job that can never
+ * fit triggers no reclaim at all, cycle after cycle. */
+static void test_reclaim_and_no_loop(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 4, 8);
+    add_dept(m, "nlp", 4, 8);
+    for (int i = 0; i < 8; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "b%d", i);
+        assert_int_equal(add_job(m, id, "nlp", "low", i, 1, 1), 0);
+    }
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(d.n_binds, 8); /* nlp borrows all of cv's idle 4 */
+    /* Never fits: 16 GPUs on an 8-GPU cluster, within cv's limit? No: and
+     * bigger than any node. Nothing is preempted, however often. */
+    assert_int_equal(add_job(m, "huge", "cv", "low", 20, 1, 16), 0);
+    for (int i = 0; i < 3; i++) {
+        run(m, "gantry", 30 + i, &d);
+        assert_int_equal(d.n_preempts, 0);
+    }
+    assert_int_equal(gt_sched_job_remove(m, "huge", NULL), 0);
+    /* cv wants 3 (within its guarantee): exactly 3 borrowers go, newest
+     * first, and nlp stays at or above its guarantee of 4. */
+    assert_int_equal(add_job(m, "own", "cv", "low", 40, 1, 3), 0);
+    run(m, "gantry", 50, &d);
+    assert_int_equal(d.n_preempts, 3);
+    assert_int_equal(preempts_of(&d, "b7") + preempts_of(&d, "b6") + preempts_of(&d, "b5"), 3);
+    apply_preempts(m, &d);
+    run(m, "gantry", 60, &d);
+    assert_int_equal(binds_of(&d, "own"), 1);
+    assert_int_equal(d.n_preempts, 0);
+    /* The requeued borrowers may not borrow back what cv now uses. */
+    run(m, "gantry", 70, &d);
+    assert_int_equal(d.n_binds, 0);
+    assert_int_equal(d.n_preempts, 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* ---- property test ---- */
+
+struct rng {
+    uint64_t s;
+};
+
+static uint64_t rnd(struct rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 2685821657736338717ULL;
+}
+
+enum { P_NODES = 8, P_JOBS = 64, P_DEPTS = 3 };
+static const char *const p_depts[P_DEPTS] = {"cv", "nlp", "rl"};
+static const char *const p_classes[3] = {"low", "high", "polite"};
+
+static void p_node(struct gt_sched_model *m, struct rng *r, int i, bool add)
+{
+    char name[16];
+    snprintf(name, sizeof(name), "n%d", i);
+    struct gt_sched_gpu_spec gpus[8];
+    for (int g = 0; g < 8; g++) {
+        gpus[g] = (struct gt_sched_gpu_spec){
+            .index = g, .group = g / 4, .numa = g / 4, .healthy = rnd(r) % 20 != 0};
+    }
+    struct gt_sched_node_spec spec = {.name = name,
+                                      .cpu_milli = 64000,
+                                      .memory_bytes = 512 * GIB,
+                                      .ready = rnd(r) % 10 != 0,
+                                      .unschedulable = rnd(r) % 10 == 0,
+                                      .gpus = gpus,
+                                      .n_gpus = 8};
+    assert_int_equal(add ? gt_sched_node_add(m, &spec, NULL) : gt_sched_node_update(m, &spec, NULL),
+                     0);
+}
+
+static void p_quota(struct gt_sched_model *m, struct rng *r, const char *dept)
+{
+    int64_t g = (int64_t)(rnd(r) % 24), l = g + (int64_t)(rnd(r) % 24);
+    add_dept(m, dept, g, l);
+}
+
+/* Every decision checked against the model; folded into *digest. */
+static void p_check(struct gt_sched_model *m, const struct gt_sched_decisions *d,
+                    const struct gt_sched_res before[P_DEPTS], uint64_t *digest)
+{
+    for (int i = 0; i < P_DEPTS; i++) {
+        struct gt_sched_res lim, used;
+        assert_int_equal(gt_sched_department_get(m, p_depts[i], NULL, &lim, &used), 0);
+        assert_true(used.gpu_milli <= lim.gpu_milli || used.gpu_milli <= before[i].gpu_milli);
+    }
+    for (size_t b = 0; b < d->n_binds; b++) {
+        struct gt_sched_task_info ti;
+        assert_int_equal(gt_sched_task_get(m, d->binds[b].task_id, &ti), 0);
+        assert_int_equal(ti.state, GT_SCHED_TASK_BOUND);
+        assert_string_equal(ti.node, d->binds[b].node);
+        for (size_t g = 0; g < d->binds[b].n_gpus; g++) {
+            struct gt_sched_gpu_info gi;
+            assert_int_equal(gt_sched_gpu_get(m, ti.node, d->binds[b].gpus[g].index, &gi), 0);
+            assert_true(gi.healthy && gi.used_milli <= 1000);
+            *digest = (*digest ^ (uint64_t)d->binds[b].gpus[g].index) * 1099511628211ULL;
+        }
+        /* The whole job holds its gang: no job partly bound. */
+        char job[16];
+        snprintf(job, sizeof(job), "%s", ti.job);
+        size_t holding = 0;
+        for (int t = 0; t < 4; t++) {
+            char id[40];
+            snprintf(id, sizeof(id), "%s-worker-%d", job, t);
+            struct gt_sched_task_info tj;
+            holding += gt_sched_task_get(m, id, &tj) == 0 && tj.node;
+        }
+        assert_true(holding >= 1);
+        for (const char *p = d->binds[b].task_id; *p; p++) {
+            *digest = (*digest ^ (unsigned char)*p) * 1099511628211ULL;
+        }
+    }
+    for (size_t i = 0; i < d->n_preempts; i++) {
+        struct gt_sched_task_info ti;
+        assert_int_equal(gt_sched_task_get(m, d->preempts[i].task_id, &ti), 0);
+        assert_non_null(ti.node);
+        *digest = (*digest ^ 0x9e37) * 1099511628211ULL;
+    }
+    for (size_t i = 0; i < d->n_reserves; i++) {
+        for (size_t g = 0; g < d->reserves[i].n_gpus; g++) {
+            struct gt_sched_gpu_info gi;
+            assert_int_equal(
+                gt_sched_gpu_get(m, d->reserves[i].node, d->reserves[i].gpu_index[g], &gi), 0);
+        }
+    }
+}
+
+static uint64_t p_run(uint64_t seed, long events, size_t *n_binds, size_t *n_preempts)
+{
+    struct rng r = {seed};
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    for (int i = 0; i < P_DEPTS; i++) {
+        add_dept(m, p_depts[i], 8, 24);
+    }
+    bool up[P_NODES];
+    for (int i = 0; i < P_NODES; i++) {
+        p_node(m, &r, i, true);
+        up[i] = true;
+    }
+    bool live[P_JOBS] = {false};
+    int gang[P_JOBS] = {0};
+    char *evict[256];
+    size_t n_evict = 0;
+    uint64_t digest = 14695981039346656037ULL;
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    static const char *const pols[] = {"gantry", "gantry", "srtf", "fifo/bestfit",
+                                       "tiresias/random"};
+    for (long step = 0; step < events; step++) {
+        int64_t now = step * 1000;
+        int ev = (int)(rnd(&r) % 100), j = (int)(rnd(&r) % P_JOBS), ni = (int)(rnd(&r) % P_NODES);
+        char id[16], task[40];
+        snprintf(id, sizeof(id), "j%d", j);
+        snprintf(task, sizeof(task), "j%d-worker-%d", j, (int)(rnd(&r) % 4));
+        if (ev < 20 && !live[j]) { /* arrival */
+            static const int64_t sizes[] = {1, 1, 1, 2, 4, 8, 16};
+            gang[j] = (int)(rnd(&r) % 4) + 1;
+            int64_t gpus = sizes[rnd(&r) % 7];
+            live[j] = add_job(m, id, p_depts[rnd(&r) % P_DEPTS], p_classes[rnd(&r) % 3], now,
+                              gang[j], gpus) == 0;
+            assert_true(live[j]);
+        } else if (ev < 40 && live[j]) { /* completion or failure of a task */
+            struct gt_sched_task_info ti;
+            if (gt_sched_task_get(m, task, &ti) == 0 && ti.node) {
+                assert_int_equal(gt_sched_task_exit(m, task, rnd(&r) % 2, NULL), 0);
+            } else if (gt_sched_task_get(m, task, &ti) == 0 && ti.state == GT_SCHED_TASK_DONE) {
+                assert_int_equal(gt_sched_task_set_state(m, task, GT_SCHED_TASK_PENDING, NULL), 0);
+            }
+        } else if (ev < 45 && live[j]) { /* job deleted */
+            for (int t = 0; t < gang[j]; t++) {
+                snprintf(task, sizeof(task), "j%d-worker-%d", j, t);
+                (void)gt_sched_task_exit(m, task, false, NULL);
+            }
+            assert_int_equal(gt_sched_job_remove(m, id, NULL), 0);
+            live[j] = false;
+        } else if (ev < 48) { /* node lost or back */
+            char name[16];
+            snprintf(name, sizeof(name), "n%d", ni);
+            if (up[ni]) {
+                assert_int_equal(gt_sched_node_remove(m, name, NULL), 0);
+            } else {
+                p_node(m, &r, ni, true);
+            }
+            up[ni] = !up[ni];
+        } else if (ev < 52 && up[ni]) { /* health, readiness, cordon */
+            p_node(m, &r, ni, false);
+        } else if (ev < 55) {
+            p_quota(m, &r, p_depts[rnd(&r) % P_DEPTS]);
+        } else if (ev < 57) {
+            assert_int_equal(gt_sched_priority_class_set(m, "high", (int32_t)(rnd(&r) % 200),
+                                                         GT_SCHED_PREEMPT_LOWER, false, NULL),
+                             0);
+        } else if (ev < 70) { /* preempted victims exit */
+            for (size_t i = 0; i < n_evict; i++) {
+                (void)gt_sched_task_exit(m, evict[i], true, NULL);
+                free(evict[i]);
+            }
+            n_evict = 0;
+        } else {
+            struct gt_sched_res before[P_DEPTS];
+            for (int i = 0; i < P_DEPTS; i++) {
+                assert_int_equal(gt_sched_department_get(m, p_depts[i], NULL, NULL, &before[i]), 0);
+            }
+            run(m, pols[rnd(&r) % 5], now, &d);
+            p_check(m, &d, before, &digest);
+            *n_binds += d.n_binds;
+            *n_preempts += d.n_preempts;
+            for (size_t i = 0; i < d.n_preempts && n_evict < 256; i++) {
+                evict[n_evict++] = gt_xstrdup(d.preempts[i].task_id);
+            }
+        }
+        check_model(m);
+    }
+    for (size_t i = 0; i < n_evict; i++) {
+        free(evict[i]);
+    }
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+    return digest;
+}
+
+/* 100,000 random events (GT_SCHED_PROP_EVENTS to change), same seed twice:
+ * every invariant after every step, and the same decisions. */
+static void test_property(void **state)
+{
+    (void)state;
+    const char *env = getenv("GT_SCHED_PROP_EVENTS");
+    long events = env ? strtol(env, NULL, 10) : 100000;
+    uint64_t seed = 0x6a6e7472792026ULL;
+    printf("test_property: seed=0x%llx events=%ld\n", (unsigned long long)seed, events);
+    size_t b1 = 0, p1 = 0, b2 = 0, p2 = 0;
+    uint64_t a = p_run(seed, events, &b1, &p1);
+    uint64_t b = p_run(seed, events, &b2, &p2);
+    printf("test_property: binds=%zu preempts=%zu digest=%016llx\n", b1, p1, (unsigned long long)a);
+    assert_true(a == b && b1 == b2 && p1 == p2);
+    assert_true(events < 1000 || (b1 > 100 && p1 > 0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_policy_names),
+        cmocka_unit_test(test_cap_counts_request),
+        cmocka_unit_test(test_negative_request_rejected),
+        cmocka_unit_test(test_borrowing),
+        cmocka_unit_test(test_priority_and_fairness_order),
+        cmocka_unit_test(test_head_of_line),
+        cmocka_unit_test(test_two_whole_cluster_gangs),
+        cmocka_unit_test(test_topology),
+        cmocka_unit_test(test_preempt_frees_enough),
+        cmocka_unit_test(test_preempt_rules),
+        cmocka_unit_test(test_reclaim_and_no_loop),
+        cmocka_unit_test(test_property),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
