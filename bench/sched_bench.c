@@ -146,8 +146,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: sched_bench NODES PREEMPT SEED\n");
         return 2;
     }
-    int n_nodes = atoi(argv[1]);
-    bool preempt = atoi(argv[2]) != 0;
+    int n_nodes = (int)strtol(argv[1], NULL, 10);
+    bool preempt = strtol(argv[2], NULL, 10) != 0;
     rng_state = strtoull(argv[3], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;
     struct gt_sched_model *m = gt_sched_model_new();
     gt_sched_model_set_seed(m, rng_state);

@@ -1,0 +1,138 @@
+"""`gantry up`, `gantry run`, `gantry logs` and `gantry down` end to end.
+
+A local cluster (gantryd and gantlet with 8 fake GPUs, started by `gantry
+up` from the build directory) in a temporary data directory, with
+GANTRY_CONFIG in a temporary directory too, so nothing touches HOME.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gantry_e2e import BUILD, GANTRY, free_port  # noqa: E402
+
+GANTLET = os.path.join(BUILD, "gantlet")
+GANTRYD = os.path.join(BUILD, "gantryd")
+
+
+@unittest.skipUnless(os.access(GANTLET, os.X_OK) and os.access(GANTRYD, os.X_OK),
+                     "needs gantryd and gantlet in the build directory")
+class UpRunDown(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gantry-up-")
+        # Tasks run as another uid (65534 under root) below the data directory.
+        os.chmod(cls.tmp, 0o711)
+        cls.data = os.path.join(cls.tmp, "data")
+        cls.env = dict(os.environ, GANTRY_CONFIG=os.path.join(cls.tmp, "config"),
+                       XDG_DATA_HOME=os.path.join(cls.tmp, "xdg"))
+        cls.env.pop("GANTRY_SERVER", None)
+        cls.env.pop("GANTRY_TOKEN", None)
+        cls.port = free_port()
+        r = cls.gantry("up", "--data-dir", cls.data, "--fake-gpus", "8xA100-80GB",
+                       "--listen", "127.0.0.1:%d" % cls.port, timeout=120)
+        if r.returncode != 0:
+            logs = os.path.join(cls.data, "logs")
+            for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+                with open(os.path.join(logs, name), errors="replace") as f:
+                    sys.stderr.write("--- %s\n%s\n" % (name, f.read()[-4000:]))
+            cls.gantry("down", "--data-dir", cls.data)
+            raise AssertionError("gantry up failed: %s" % r.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gantry("down", "--data-dir", cls.data, timeout=120)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def gantry(cls, *args, timeout=60):
+        return subprocess.run([GANTRY] + list(args), env=cls.env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    def node(self):
+        r = self.gantry("get", "nodes", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        items = json.loads(r.stdout)["items"]
+        self.assertEqual(len(items), 1)
+        return items[0]
+
+    def test_1_up_is_idempotent_and_configures(self):
+        r = self.gantry("up", "--data-dir", self.data, "--listen", "127.0.0.1:%d" % self.port)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("already up", r.stderr)
+        with open(self.env["GANTRY_CONFIG"]) as f:
+            cfg = json.load(f)
+        self.assertEqual(cfg["server"], "http://127.0.0.1:%d" % self.port)
+        self.assertEqual(cfg["project"], "default")
+        self.assertEqual(os.stat(self.env["GANTRY_CONFIG"]).st_mode & 0o777, 0o600)
+        self.assertEqual(os.stat(os.path.join(self.data, "tokens")).st_mode & 0o777, 0o600)
+        r = self.gantry("get", "department", "default", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["spec"]["quota"]["nvidia.com/gpu"], 8)
+        r = self.gantry("get", "project", "default", "-o", "json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["spec"]["department"], "default")
+
+    def test_2_run_gets_its_gpus(self):
+        r = self.gantry("run", "--gpus", "2", "--", "sh", "-c",
+                        "echo $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES; id -u")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"job\.gantry\.dev/run-[0-9a-f]{8} created")
+        lines = r.stdout.split("\n")
+        indices, uuids = lines[0].split(" ")
+        indices, uuids = indices.split(","), uuids.split(",")
+        self.assertEqual(len(indices), 2)
+        by_index = {str(g["index"]): g["uuid"] for g in self.node()["status"]["gpus"]}
+        self.assertEqual(uuids, [by_index[i] for i in indices])
+        self.assertNotEqual(int(lines[1]), 0)
+        # Afterwards nothing is allocated.
+        allocated = self.node()["status"].get("allocated") or {}
+        self.assertFalse(allocated.get("gpus"), allocated)
+
+    def test_3_run_exit_status_and_logs(self):
+        r = self.gantry("run", "--name", "three", "--", "sh", "-c", "echo a; echo b; exit 3")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(r.stdout, "a\nb\n")
+        r = self.gantry("logs", "three", "--tail", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "b\n")
+        # The task is PID 1 of its namespace, which ignores SIGTERM: a child dies of it.
+        r = self.gantry("run", "--", "sh", "-c", "sh -c 'kill -TERM $$'")
+        self.assertEqual(r.returncode, 128 + signal.SIGTERM, r.stderr)
+
+    def test_9_down_stops_everything(self):
+        pids = []
+        for name in ("gantryd", "gantlet"):
+            with open(os.path.join(self.data, name + ".pid")) as f:
+                pids.append(int(f.read()))
+        proc = subprocess.Popen([GANTRY, "run", "--name", "sleeper", "--", "sleep", "300"],
+                                env=self.env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            r = self.gantry("get", "task", "sleeper-worker-0", "-p", "default", "-o", "json")
+            if r.returncode == 0 and json.loads(r.stdout).get("status", {}).get("hostPid"):
+                break
+            time.sleep(0.2)
+        host_pid = json.loads(r.stdout)["status"]["hostPid"]
+        r = self.gantry("down", "--data-dir", self.data, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        proc.wait(timeout=30)
+        for pid in pids + [host_pid]:
+            self.assertFalse(os.path.exists("/proc/%d" % pid) and
+                             not re.search(r"State:\s+Z", open("/proc/%d/status" % pid).read()),
+                             "pid %d survived gantry down" % pid)
+        self.assertFalse(os.path.exists(os.path.join(self.data, "gantryd.pid")))
+        r = self.gantry("down", "--data-dir", self.data)
+        self.assertIn("not running", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
