@@ -5,7 +5,7 @@ BUILD_FUZZ ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 
-.PHONY: all deps demo test test-asan bench fuzz clean format
+.PHONY: all deps demo test test-asan bench fuzz results results-check clean format
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -39,6 +39,12 @@ fuzz: deps
 	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD_FUZZ)/corpus-$$n tests/fuzz/corpus/$$n \
 	        2>$(BUILD_FUZZ)/fuzz-$$n.log || { tail -30 $(BUILD_FUZZ)/fuzz-$$n.log; exit 1; }; \
 	done
+
+results: deps all
+	@BUILD=$(BUILD) scripts/results
+
+results-check: deps all
+	@BUILD=$(BUILD) scripts/results --check
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
