@@ -12,6 +12,7 @@
  * tasks_per_s cycle_ms_p99 frag_pct mem_kb_per_1k_pending binds preempts
  */
 #include <malloc.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,10 +22,13 @@
 
 #define GIB (1024LL * 1024 * 1024)
 #define PENDING_TASKS 100000
+#ifndef TIMED_CYCLES
 #define TIMED_CYCLES 200
+#endif
 
 struct job {
     int n_tasks, gpus;
+    int slot; /* in running[] while running */
     bool live, running;
 };
 
@@ -97,16 +101,30 @@ static size_t job_of(const char *task_id)
     return (size_t)strtoul(task_id + 1, NULL, 10);
 }
 
+static void running_add(size_t idx)
+{
+    jobs[idx].running = true;
+    jobs[idx].slot = (int)n_running;
+    running[n_running++] = (int)idx;
+}
+
+static void running_del(size_t idx)
+{
+    int slot = jobs[idx].slot;
+    jobs[idx].running = false;
+    running[slot] = running[--n_running];
+    jobs[running[slot]].slot = slot;
+}
+
 /* Apply a cycle's decisions to the bench's own bookkeeping. */
 static void note_binds(const struct gt_sched_decisions *d)
 {
     for (size_t i = 0; i < d->n_binds; i++) {
-        struct job *j = &jobs[job_of(d->binds[i].task_id)];
+        size_t idx = job_of(d->binds[i].task_id);
         pending_tasks--;
         running_tasks++;
-        if (!j->running) {
-            j->running = true;
-            running[n_running++] = (int)job_of(d->binds[i].task_id);
+        if (!jobs[idx].running) {
+            running_add(idx);
         }
     }
 }
@@ -130,8 +148,7 @@ static void end_job(struct gt_sched_model *m, size_t slot, bool requeue)
         }
         j->live = false;
     }
-    j->running = false;
-    running[slot] = running[--n_running];
+    running_del(idx);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -185,30 +202,59 @@ int main(int argc, char **argv)
     struct gt_sched_decisions d;
     gt_sched_decisions_init(&d);
     struct gt_sched_cycle_opts opts = {.max_waits = 100};
-    /* Prefill to 70 % with random placement. */
-    const struct gt_sched_policy *rnd_pol = gt_sched_policy_by_name("fifo/random");
-    int64_t now = 0;
-    while (true) {
-        struct gt_sched_res used = {0};
-        int64_t u = 0;
-        for (int i = 0; i < 3; i++) {
-            gt_sched_department_get(m, i == 0 ? "cv" : i == 1 ? "nlp" : "rl", NULL, NULL, &used);
-            u += used.gpu_milli;
+    /* Prefill to 70 % with randomly placed tasks, bound directly (the
+     * bench picks random nodes with room; no cycle, so setup is fast). */
+    uint8_t *node_free = gt_xcalloc((size_t)n_nodes, sizeof(*node_free));
+    memset(node_free, 0xff, (size_t)n_nodes);
+    int64_t now = 0, used_milli = 0;
+    while (used_milli < total_milli * 7 / 10) {
+        add_job(m, now, false);
+        size_t idx = n_jobs - 1;
+        struct job *j = &jobs[idx];
+        int where[4] = {-1, -1, -1, -1};
+        for (int t = 0; t < j->n_tasks; t++) {
+            where[t] = -1;
+            for (int tries = 0; tries < 64 && where[t] < 0; tries++) {
+                int node = (int)(rnd() % (uint64_t)n_nodes);
+                bool taken = false;
+                for (int u = 0; u < t; u++) {
+                    taken = taken || where[u] == node;
+                }
+                if (!taken && __builtin_popcount(node_free[node]) >= j->gpus) {
+                    where[t] = node;
+                }
+            }
+            if (where[t] < 0) {
+                break;
+            }
         }
-        if (u >= total_milli * 7 / 10) {
-            break;
+        if (where[j->n_tasks - 1] < 0) {
+            continue; /* stays pending */
         }
-        size_t before = n_jobs;
-        while (pending_tasks < 2000) {
-            add_job(m, now, false);
+        for (int t = 0; t < j->n_tasks; t++) {
+            struct gt_sched_gpu_share sh[8];
+            int n = 0;
+            for (int gi = 0; gi < 8 && n < j->gpus; gi++) {
+                if (node_free[where[t]] & (1u << gi)) {
+                    node_free[where[t]] &= (uint8_t) ~(1u << gi);
+                    sh[n++] = (struct gt_sched_gpu_share){.index = gi, .milli = 1000};
+                }
+            }
+            char name[32], task[48];
+            snprintf(name, sizeof(name), "node-%05d", where[t]);
+            snprintf(task, sizeof(task), "j%zu-w-%d", idx, t);
+            struct gt_err err = {0};
+            if (gt_sched_task_bind(m, task, name, sh, (size_t)n, now, &err) != 0) {
+                fprintf(stderr, "prefill: %s\n", err.msg);
+                abort();
+            }
+            pending_tasks--;
+            running_tasks++;
+            used_milli += (int64_t)j->gpus * 1000;
         }
-        (void)before;
-        gt_sched_cycle_ex(m, now, rnd_pol, &opts, &d);
-        note_binds(&d);
-        if (d.n_binds == 0) {
-            break;
-        }
+        running_add(idx);
     }
+    free(node_free);
     /* Top up to 100,000 pending, measuring the memory it takes. */
     struct mallinfo2 mi0 = mallinfo2();
     size_t p0 = pending_tasks;
@@ -229,17 +275,11 @@ int main(int argc, char **argv)
         /* Model updates: victims exit, 1 % of running tasks end, arrivals. */
         for (size_t i = 0; i < n_evict; i++) {
             if (gt_sched_task_exit(m, evict[i], true, NULL) == 0) {
-                struct job *j = &jobs[job_of(evict[i])];
+                size_t idx = job_of(evict[i]);
                 running_tasks--;
                 pending_tasks++;
-                if (j->running) {
-                    for (size_t s = 0; s < n_running; s++) {
-                        if ((size_t)running[s] == job_of(evict[i])) {
-                            j->running = false;
-                            running[s] = running[--n_running];
-                            break;
-                        }
-                    }
+                if (jobs[idx].running) {
+                    running_del(idx);
                 }
             }
             free(evict[i]);

@@ -158,4 +158,20 @@ void gt_cgroup_fini(struct gt_cgroup *cg);
 int gt_cgroup_sys_remove_dir(const struct gt_cgroup_sys *sys, const char *rel_path,
                              struct gt_err *err);
 
+/* ---- volumes beneath storage roots (volume.c) ---- */
+
+/* Place host_path (absolute, borrowed) beneath the
+ * longest of roots[0..n_roots) that is a whole-component prefix of it:
+ * *root_index, and *rel pointing into host_path (or "." for the root
+ * itself). GT_EFORBIDDEN when no root contains it. Lexical only. */
+int gt_volume_locate(char *const *roots, size_t n_roots, const char *host_path, size_t *root_index,
+                     const char **rel, struct gt_err *err);
+/* Open root/rel as an O_PATH|O_CLOEXEC fd (*fd, caller closes) with
+ * openat2 RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS from root's directory: a
+ * symlink or ".." leaving root fails. GT_EFORBIDDEN with err saying why
+ * (escape, missing path, bad root). */
+int gt_volume_open(const char *root, const char *rel, int *fd, struct gt_err *err);
+/* The same open, async-signal-safe: the fd, or -1 with errno (EXDEV: escape). */
+int gt_volume_open_raw(const char *root, const char *rel);
+
 #endif

@@ -71,6 +71,19 @@ int gt_agent_file_write_atomic(const char *dir, const char *name, const void *da
 int gt_agent_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
                        struct gt_err *err);
 
+/* SHA-256 of len bytes of data as 64 lower-case hex digits + NUL (sha256.c). */
+void gt_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* The interface owning the IP address of listen ("ADDR:PORT", "[V6]:PORT")
+ * into ifname (len bytes). GT_EINVAL for a wildcard or non-IP address,
+ * GT_ENOTFOUND when no interface has it (netif.c). */
+int gt_netif_of_listen(const char *listen, char *ifname, size_t len, struct gt_err *err);
+
+/* execve spec-style argv with env (NULL-terminated), searching argv[0] in
+ * env's PATH (else a default) when it has no '/'. Returns only on failure,
+ * with *err the errno to report (shim.c; async-signal-safe). */
+void gt_shim_exec_search(char *const *argv, char *const *env, int *err);
+
 /* ---- the gantlet daemon (daemon.c, tasks.c, logserve.c, apiclient.c) ---- */
 
 #include <event2/http.h>
@@ -93,8 +106,8 @@ typedef void gt_apic_end_fn(int status, void *arg);
 
 /* A client of url ("http://HOST:PORT") sending "Bearer token" (copied).
  * GT_EINVAL for a bad URL. Free with gt_apic_free. */
-int gt_apic_new(struct event_base *base, const char *url, const char *token,
-                struct gt_apic **out, struct gt_err *err);
+int gt_apic_new(struct event_base *base, const char *url, const char *token, struct gt_apic **out,
+                struct gt_err *err);
 void gt_apic_free(struct gt_apic *c);
 /* Send method path with body (borrowed, may be NULL); cb (may be NULL) runs
  * on the loop once answered or failed. */
@@ -118,12 +131,12 @@ struct gt_ltask {
     struct gt_task_local st;
     pid_t invoker_pid; /* the gantry-shim process starting it, 0 when none */
     pid_t host_pid;
-    int64_t start_ms; /* when the agent began starting it (wall clock) */
-    json_t *obj;      /* last Task object seen from gantryd (owned); NULL until seen */
+    int64_t start_ms;    /* when the agent began starting it (wall clock) */
+    json_t *obj;         /* last Task object seen from gantryd (owned); NULL until seen */
     int64_t retry_at_ms; /* no status write before this (monotonic) */
     bool put_in_flight;
-    int gpus;        /* GPUs it holds on this node */
-    bool seen;       /* in the last full list */
+    int gpus;  /* GPUs it holds on this node */
+    bool seen; /* in the last full list */
 };
 
 /* The daemon's state, owned by gt_gantlet_run. */
@@ -136,6 +149,8 @@ struct gt_gantlet {
     struct gt_cgroup_sys cgsys;
     bool have_cgroups;
     char tasks_dir[PATH_MAX];
+    char venvs_dir[PATH_MAX];
+    char cluster_ifname[64]; /* "" when unknown */
     char shim[PATH_MAX];
     char agent_url[300];
     struct gt_ltask *tasks;
@@ -156,10 +171,17 @@ struct gt_gantlet {
 void gt_gantlet_tasks_adopt(struct gt_gantlet *g);
 /* Act on one Task object from a list or watch (borrowed); deleted: it is gone. */
 void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted);
-/* After a full list: act on local tasks the list did not name (gone). Before
- * this, gt_gantlet_tasks_unsee clears every task's seen mark. */
+/* One Task object of a full list (borrowed). The list may be older than
+ * what the watch has brought (up to watch_rev, 0 without a live watch): an
+ * item older than the local copy only marks the task seen, and an unknown
+ * task at or below watch_rev is not started (it is gone again). */
+void gt_gantlet_task_listed(struct gt_gantlet *g, json_t *task, int64_t watch_rev);
+/* After a full list taken at list_rev: act on local tasks the list did not
+ * name (gone), except those whose Task object the agent has seen at a later
+ * revision (created after the list was taken). Before the list,
+ * gt_gantlet_tasks_unsee clears every task's seen mark. */
 void gt_gantlet_tasks_unsee(struct gt_gantlet *g);
-void gt_gantlet_tasks_gone(struct gt_gantlet *g);
+void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev);
 /* Check state directories for exits and reap children. */
 void gt_gantlet_tasks_poll(struct gt_gantlet *g);
 /* Tasks whose task is alive, and the GPUs they hold. */

@@ -152,21 +152,24 @@ static void list_done(int status, json_t *body, void *arg)
         schedule_rewatch(g, g->backoff_ms);
         return;
     }
+    /* the list may be older than the watch's latest event (both race) */
+    const char *rv = json_string_value(gt_json_path(body, "metadata.resourceVersion"));
+    int64_t list_rev = rv ? strtoll(rv, NULL, 10) : INT64_MAX;
+    int64_t watch_rev = g->watch ? strtoll(g->watch_rv, NULL, 10) : 0;
     gt_gantlet_tasks_unsee(g);
     size_t i;
     json_t *t;
     json_array_foreach(items, i, t)
     {
-        gt_gantlet_task_observe(g, t, false);
+        gt_gantlet_task_listed(g, t, watch_rev);
     }
-    gt_gantlet_tasks_gone(g);
+    gt_gantlet_tasks_gone(g, list_rev);
     /* reconciled: what gantryd failed is dead, so the node may say Ready */
     json_t *st = json_pack("{s:o}", "status", node_status(g));
     char *path = gt_xasprintf(API "/nodes/%s/status", g->cfg->name);
     gt_apic_request(g->api, EVHTTP_REQ_PUT, path, st, heartbeat_done, g);
     free(path);
     json_decref(st);
-    const char *rv = json_string_value(gt_json_path(body, "metadata.resourceVersion"));
     if (!g->watch && rv) {
         snprintf(g->watch_rv, sizeof(g->watch_rv), "%s", rv);
         watch_open(g);
@@ -311,7 +314,19 @@ static int setup(struct gt_gantlet *g, struct gt_err *err)
     if ((rc = mkdirs(g->tasks_dir)) < 0) {
         return gt_err_set(err, rc, "%s: %s", g->tasks_dir, strerror(-rc));
     }
+    snprintf(g->venvs_dir, sizeof(g->venvs_dir), "%s/venvs", g->cfg->root);
+    if ((rc = mkdirs(g->venvs_dir)) < 0) {
+        return gt_err_set(err, rc, "%s: %s", g->venvs_dir, strerror(-rc));
+    }
     struct gt_err cgerr = {0};
+    if (g->cfg->cluster_interface) {
+        snprintf(g->cluster_ifname, sizeof(g->cluster_ifname), "%s", g->cfg->cluster_interface);
+    } else if (gt_netif_of_listen(g->cfg->listen, g->cluster_ifname, sizeof(g->cluster_ifname),
+                                  &cgerr) < 0) {
+        gt_log_warn("no cluster interface; tasks get no GLOO/NCCL_SOCKET_IFNAME", "err=\"%s\"",
+                    cgerr.msg);
+        gt_err_clear(&cgerr);
+    }
     g->have_cgroups = gt_cgroup_sys_detect(&g->cgsys, &cgerr) == 0;
     if (!g->have_cgroups) {
         gt_log_warn("no cgroups; tasks cannot be killed as a whole", "err=\"%s\"", cgerr.msg);

@@ -31,6 +31,9 @@ struct gt_gantlet_config {
     char *shim;           /* NULL: gantry-shim next to the gantlet binary */
     char **storage_roots; /* n_storage_roots allowed volume roots, owned */
     size_t n_storage_roots;
+    char *pip_find_links;    /* NULL: none; a directory of wheels for tasks' requirements */
+    char *pip_index_url;     /* NULL: pip's default index (--no-index with find-links) */
+    char *cluster_interface; /* NULL: the interface owning the --listen address */
     int64_t heartbeat_s;
     int64_t log_max_bytes; /* per task log file before rotation */
     int64_t log_level;     /* enum gt_log_level */
@@ -62,14 +65,25 @@ struct gt_task_spec_params {
     const struct gt_gpu_set *gpus; /* node GPUs, for device minors (borrowed, may be NULL) */
     int64_t log_max_bytes;
     int log_keep_files;
+    char *const *storage_roots; /* allowed volume roots (borrowed) */
+    size_t n_storage_roots;
+    const char *venv_root;      /* ROOT/venvs; NULL: requirements are refused */
+    const char *pip_find_links; /* node pip configuration, may be NULL */
+    const char *pip_index_url;
+    const char *cluster_ifname; /* NULL: no GLOO/NCCL_SOCKET_IFNAME */
 };
 
 /* Build the shim spec of a Task object (borrowed) into spec (caller's
  * storage; gt_shim_spec_fini frees it): argv = command + args, env =
- * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent), uid =
- * runAsUser else creator uid (0 only with spec.privileged), cwd =
- * workingDir else STATE_DIR/work, limits from resources.limits (else
- * requests), log in STATE_DIR/log. GT_EINVAL with err saying why. */
+ * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent) +
+ * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME, uid = runAsUser else creator uid
+ * (0 only with spec.privileged), cwd = workingDir else STATE_DIR/work,
+ * limits from resources.limits (else requests), log in STATE_DIR/log;
+ * spec.source and spec.requirements as they are (venvDir =
+ * VENV_ROOT/<task uid>), template.volumeMounts joined with spec.volumes and
+ * placed beneath a storage root, spec.hosts (plus NAME.<project>.svc for
+ * each NAME without a dot). GT_EFORBIDDEN when a volume is outside every
+ * storage root (reason VolumeDenied), else GT_EINVAL, with err saying why. */
 int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
                        struct gt_shim_spec *spec, struct gt_err *err);
 
@@ -82,6 +96,8 @@ const char *gt_task_stop_reason(const char *stop_reason);
  * Succeeded for exit 0 without a stop, else Failed with reason OOMKilled,
  * Error, or the stop's reason. Returns a new object (caller decrefs). */
 json_t *gt_task_exit_status(const json_t *prev, const struct gt_shim_exit *ex);
+/* Also: a start failure with a reason (exit.json "reason") is reported
+ * with that reason and the error as its message. */
 
 /* What the agent knows locally about one task. */
 struct gt_task_local {

@@ -44,6 +44,14 @@ static const struct opt opts[] = {
      "state directory (ROOT/tasks/<task-uid>/)"},
     {"storage-root", OPT_LIST, OFF(storage_roots), NULL, 0, 0, false,
      "a directory volumes may be mounted from (repeatable)"},
+    {"pip-find-links", OPT_STR, OFF(pip_find_links), NULL, 0, 0, false,
+     "a directory of wheels for tasks' requirements (pip --find-links; offline without "
+     "--pip-index-url)"},
+    {"pip-index-url", OPT_STR, OFF(pip_index_url), NULL, 0, 0, false,
+     "the package index for tasks' requirements (pip --index-url)"},
+    {"cluster-interface", OPT_STR, OFF(cluster_interface), NULL, 0, 0, false,
+     "network interface of the cluster network for GLOO/NCCL_SOCKET_IFNAME (default: the one "
+     "owning the --listen address)"},
     {"heartbeat", OPT_INT, OFF(heartbeat_s), "10", 1, 3600, false, "seconds between heartbeats"},
     {"shim", OPT_STR, OFF(shim), NULL, 0, 0, false,
      "gantry-shim binary (default: next to gantlet)"},

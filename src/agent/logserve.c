@@ -3,10 +3,12 @@
  * [?follow=true&tailLines=N] for the agent's own bearer token only, plus
  * /healthz and /metrics. A log is the shim's rotated files read oldest
  * first (task.log.K .. task.log.1, task.log); tailLines counts over their
- * concatenation. Following polls every 100 ms, moves to the new task.log
- * when the shim rotates, and ends once exit.json exists and the file is
- * drained. Each stream owns its open files and is freed when it ends or
- * its connection closes.
+ * concatenation. Following polls every 100 ms, opens task.log once the
+ * shim has created it (a follow may start before the task), moves to the
+ * new task.log when the shim rotates, and ends once the file is drained
+ * after exit.json exists or the agent has dropped the task (its state
+ * directory goes with it, so exit.json would never show). Each stream owns
+ * its open files and is freed when it ends or its connection closes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +32,8 @@
 #define BLOCK_BYTES 65536
 
 struct logstream {
+    const struct gt_gantlet *g;
+    char uid[128];
     struct evhttp_request *req;
     struct evhttp_connection *conn;
     char dir[PATH_MAX + 160]; /* the task's state directory */
@@ -38,6 +42,22 @@ struct logstream {
     bool follow;
     struct event *tick;
 };
+
+static void open_files(struct logstream *ls)
+{
+    for (int k = KEEP_FILES; k >= 0; k--) {
+        char p[PATH_MAX + 200];
+        if (k) {
+            snprintf(p, sizeof(p), "%s/log/task.log.%d", ls->dir, k);
+        } else {
+            snprintf(p, sizeof(p), "%s/log/task.log", ls->dir);
+        }
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ls->fds[ls->n_fds++] = fd;
+        }
+    }
+}
 
 static void stream_free(struct logstream *ls)
 {
@@ -120,7 +140,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     char exit_path[PATH_MAX + 200], log_path[PATH_MAX + 200];
     snprintf(exit_path, sizeof(exit_path), "%s/exit.json", ls->dir);
     snprintf(log_path, sizeof(log_path), "%s/log/task.log", ls->dir);
-    bool exited = access(exit_path, F_OK) == 0; /* checked before the last read */
+    /* checked before the last read */
+    bool exited = access(exit_path, F_OK) == 0 || !gt_gantlet_task_find(ls->g, ls->uid);
+    if (ls->n_fds == 0) {
+        open_files(ls); /* the shim has not created task.log yet */
+    }
     struct evbuffer *out = evbuffer_new();
     size_t sent = 0;
     while (sent < OUT_HIGH_BYTES && ls->cur < ls->n_fds) {
@@ -160,22 +184,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static void open_files(struct logstream *ls)
-{
-    for (int k = KEEP_FILES; k >= 0; k--) {
-        char p[PATH_MAX + 200];
-        if (k) {
-            snprintf(p, sizeof(p), "%s/log/task.log.%d", ls->dir, k);
-        } else {
-            snprintf(p, sizeof(p), "%s/log/task.log", ls->dir);
-        }
-        int fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ls->fds[ls->n_fds++] = fd;
-        }
-    }
-}
-
 static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const char *uid,
                       const char *query)
 {
@@ -201,6 +209,8 @@ static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const ch
     struct logstream *ls = gt_xcalloc(1, sizeof(*ls));
     ls->req = req;
     ls->conn = evhttp_request_get_connection(req);
+    ls->g = g;
+    snprintf(ls->uid, sizeof(ls->uid), "%s", uid);
     ls->follow = follow && (!strcmp(follow, "true") || !strcmp(follow, "1"));
     evhttp_clear_headers(&q);
     snprintf(ls->dir, sizeof(ls->dir), "%s", t->dir);

@@ -14,7 +14,15 @@
  * itself up and execs: nothing of the task runs outside its limits. Setup
  * failures in the child travel back over a close-on-exec pipe as (stage,
  * errno); end of file on it means the exec succeeded. Between clone and
- * exec the child calls only async-signal-safe functions.
+ * exec the child calls only async-signal-safe functions; whatever it needs
+ * (mount sources, the preparer's argv) is computed before the clone.
+ *
+ * Volumes are opened (beneath their storage roots) and the hosts file is
+ * written here as root; the child bind-mounts them in its mount namespace
+ * before it drops privileges. A task with source or requirements execs
+ * this same binary as its preparer (see gt_shim_prepare_main), which gets
+ * the spec on an inherited fd and reports a failure's reason and message
+ * on a pipe the shim reads when the task has ended.
  *
  * Single-threaded; one poll loop over a signalfd (SIGTERM, SIGINT, SIGCHLD)
  * and the read end of the task's output pipe.
@@ -62,11 +70,14 @@ enum stage {
     ST_SETSID,
     ST_MOUNT_PRIVATE,
     ST_MOUNT_PROC,
+    ST_VOLUME,
+    ST_HOSTS,
     ST_HOSTNAME,
     ST_STDIO,
     ST_SETGROUPS,
     ST_SETGID,
     ST_SETUID,
+    ST_NO_NEW_PRIVS,
     ST_CHDIR,
     ST_EXEC,
 };
@@ -76,11 +87,14 @@ static const char *const stage_names[] = {
     [ST_SETSID] = "setsid",
     [ST_MOUNT_PRIVATE] = "make / private",
     [ST_MOUNT_PROC] = "mount /proc",
+    [ST_VOLUME] = "mount a volume",
+    [ST_HOSTS] = "mount /etc/hosts",
     [ST_HOSTNAME] = "sethostname",
     [ST_STDIO] = "set up stdio",
     [ST_SETGROUPS] = "setgroups",
     [ST_SETGID] = "setgid",
     [ST_SETUID] = "setuid",
+    [ST_NO_NEW_PRIVS] = "no_new_privs",
     [ST_CHDIR] = "chdir",
     [ST_EXEC] = "exec",
 };
@@ -102,16 +116,24 @@ struct shim {
     bool exited;
     int status;         /* wait status of the task */
     int64_t kill_at_ms; /* monotonic; -1 when no stop is pending */
+    int prep_rd_fd;     /* the preparer's failure report; -1 when none */
+    bool *vol_is_dir;   /* per volume: a directory (else a file) */
     struct gt_shim_exit ex;
 };
 
 /* ---- the task's side: runs between clone3 and execve ---- */
 
+/* What the child needs, prepared before the clone. */
 struct child_fds {
     int sync_rd_fd;
     int fail_wr_fd;
     int out_wr_fd;
     int null_fd;
+    const bool *vol_is_dir;
+    const char *hosts_src; /* NULL: keep /etc/hosts */
+    int exe_fd;            /* this binary, for the preparer; -1 when none runs */
+    int spec_fd, prep_wr_fd;
+    char *const *prep_argv;
 };
 
 static _Noreturn void child_fail(const struct child_fds *fds, enum stage st, int e)
@@ -122,19 +144,18 @@ static _Noreturn void child_fail(const struct child_fds *fds, enum stage st, int
     _exit(127);
 }
 
-/* execve argv[0], searching PATH from the task's own environment. */
-static void exec_search(const struct gt_shim_spec *spec, int *err)
+void gt_shim_exec_search(char *const *argv, char *const *env, int *err)
 {
-    const char *file = spec->argv[0];
+    const char *file = argv[0];
     if (strchr(file, '/')) {
-        execve(file, spec->argv, spec->env);
+        execve(file, argv, env);
         *err = errno;
         return;
     }
     const char *path = DEFAULT_PATH;
-    for (size_t i = 0; i < spec->n_env; i++) {
-        if (strncmp(spec->env[i], "PATH=", 5) == 0) {
-            path = spec->env[i] + 5;
+    for (size_t i = 0; env[i]; i++) {
+        if (strncmp(env[i], "PATH=", 5) == 0) {
+            path = env[i] + 5;
         }
     }
     size_t flen = strlen(file);
@@ -149,7 +170,7 @@ static void exec_search(const struct gt_shim_spec *spec, int *err)
             size_t at = dlen ? dlen : 1;
             buf[at] = '/';
             memcpy(buf + at + 1, file, flen + 1);
-            execve(buf, spec->argv, spec->env);
+            execve(buf, argv, env);
             if (errno == EACCES) {
                 eacces = true;
             } else if (errno != ENOENT && errno != ENOTDIR) {
@@ -163,6 +184,85 @@ static void exec_search(const struct gt_shim_spec *spec, int *err)
         p = end;
     }
     *err = eacces ? EACCES : ENOENT;
+}
+
+/* mkdir -p of a missing mount point (its leaf an empty file when the
+ * source is not a directory); existing parts are left as they are. */
+static int make_mount_point(const char *path, bool leaf_is_dir)
+{
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0') {
+            continue;
+        }
+        char c = buf[i];
+        buf[i] = '\0';
+        if (c == '\0' && !leaf_is_dir) {
+            int fd = open(buf, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (fd < 0 && errno != EEXIST) {
+                return -1;
+            }
+            if (fd >= 0) {
+                close(fd);
+            }
+        } else if (mkdir(buf, 0755) < 0 && errno != EEXIST) {
+            return -1;
+        }
+        buf[i] = c;
+    }
+    return 0;
+}
+
+/* Bind src at target, then remount it nosuid,nodev (and read-only). */
+static int bind_mount(const char *src, const char *target, bool read_only)
+{
+    unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (read_only ? MS_RDONLY : 0);
+    if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0) {
+        return -1;
+    }
+    return mount(NULL, target, NULL, flags, NULL);
+}
+
+/* "/proc/self/fd/<fd>" into buf (32 bytes), without stdio. */
+static void fd_path(char *buf, int fd)
+{
+    static const char prefix[] = "/proc/self/fd/";
+    char digits[12];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + fd % 10);
+        fd /= 10;
+    } while (fd > 0);
+    memcpy(buf, prefix, sizeof(prefix) - 1);
+    char *p = buf + sizeof(prefix) - 1;
+    while (n > 0) {
+        *p++ = digits[--n];
+    }
+    *p = '\0';
+}
+
+static void child_mounts(const struct gt_shim_spec *spec, const struct child_fds *fds)
+{
+    for (size_t i = 0; i < spec->n_volumes; i++) {
+        const struct gt_shim_volume *v = &spec->volumes[i];
+        char src[32];
+        /* opened here: a bind source must be in this mount namespace */
+        int fd = gt_volume_open_raw(v->root, v->path);
+        if (fd < 0) {
+            child_fail(fds, ST_VOLUME, errno);
+        }
+        fd_path(src, fd);
+        if (make_mount_point(v->mount_path, fds->vol_is_dir[i]) < 0 ||
+            bind_mount(src, v->mount_path, v->read_only) < 0) {
+            child_fail(fds, ST_VOLUME, errno);
+        }
+        close(fd);
+    }
+    if (fds->hosts_src && bind_mount(fds->hosts_src, "/etc/hosts", true) < 0) {
+        child_fail(fds, ST_HOSTS, errno);
+    }
 }
 
 static _Noreturn void child_run(const struct gt_shim_spec *spec, const struct child_fds *fds)
@@ -181,6 +281,7 @@ static _Noreturn void child_run(const struct gt_shim_spec *spec, const struct ch
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
         child_fail(fds, ST_MOUNT_PROC, errno);
     }
+    child_mounts(spec, fds);
     if (spec->hostname && sethostname(spec->hostname, strlen(spec->hostname)) < 0) {
         child_fail(fds, ST_HOSTNAME, errno);
     }
@@ -202,11 +303,23 @@ static _Noreturn void child_run(const struct gt_shim_spec *spec, const struct ch
     if (setuid(spec->uid) < 0) {
         child_fail(fds, ST_SETUID, errno);
     }
+    if (!spec->privileged && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        child_fail(fds, ST_NO_NEW_PRIVS, errno);
+    }
     if (chdir(spec->cwd) < 0) {
         child_fail(fds, ST_CHDIR, errno);
     }
     int e;
-    exec_search(spec, &e);
+    if (fds->exe_fd >= 0) {
+        /* the preparer inherits the spec and its report pipe */
+        if (fcntl(fds->spec_fd, F_SETFD, 0) < 0 || fcntl(fds->prep_wr_fd, F_SETFD, 0) < 0) {
+            child_fail(fds, ST_EXEC, errno);
+        }
+        fexecve(fds->exe_fd, fds->prep_argv, spec->env);
+        e = errno;
+    } else {
+        gt_shim_exec_search(spec->argv, spec->env, &e);
+    }
     child_fail(fds, ST_EXEC, e);
 }
 
@@ -232,12 +345,65 @@ static void close_fd(int *fd)
     }
 }
 
+static bool needs_preparer(const struct gt_shim_spec *spec)
+{
+    return spec->git_url || spec->req_file || spec->req_list;
+}
+
+/* Everything the child needs besides the pipes, computed before the clone. */
+struct child_plan {
+    char hosts_src[PATH_MAX + 16];
+    char spec_arg[16], status_arg[16];
+    char *prep_argv[7];
+    int exe_fd, spec_fd, prep[2];
+};
+
+static int plan_child(struct shim *s, struct child_plan *pl, struct gt_err *err)
+{
+    snprintf(pl->hosts_src, sizeof(pl->hosts_src), "%s/hosts", s->dir);
+    pl->exe_fd = pl->spec_fd = pl->prep[0] = pl->prep[1] = -1;
+    if (!needs_preparer(&s->spec)) {
+        return 0;
+    }
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/spec.json", s->dir);
+    pl->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    pl->spec_fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (pl->exe_fd < 0 || pl->spec_fd < 0 || pipe2(pl->prep, O_CLOEXEC) < 0 ||
+        fcntl(pl->prep[0], F_SETFL, O_NONBLOCK) < 0) {
+        return gt_err_set(err, -errno, "set up the preparer: %s", strerror(errno));
+    }
+    snprintf(pl->spec_arg, sizeof(pl->spec_arg), "%d", pl->spec_fd);
+    snprintf(pl->status_arg, sizeof(pl->status_arg), "%d", pl->prep[1]);
+    char *argv[] = {(char *)"gantry-shim",
+                    (char *)"--prepare",
+                    (char *)"--spec-fd",
+                    pl->spec_arg,
+                    (char *)"--status-fd",
+                    pl->status_arg,
+                    NULL};
+    memcpy(pl->prep_argv, argv, sizeof(argv));
+    return 0;
+}
+
+static void plan_fini(struct child_plan *pl)
+{
+    close_fd(&pl->exe_fd);
+    close_fd(&pl->spec_fd);
+    close_fd(&pl->prep[0]);
+    close_fd(&pl->prep[1]);
+}
+
 /* Start the task in the cgroup. 0, or negative with err set (nothing runs). */
 static int start_task(struct shim *s, struct gt_err *err)
 {
     int sync[2] = {-1, -1}, fail[2] = {-1, -1}, out[2] = {-1, -1};
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    int rc = 0;
+    struct child_plan pl;
+    int rc = plan_child(s, &pl, err);
+    if (rc < 0) {
+        goto out;
+    }
     if (null_fd < 0 || pipe2(sync, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0 ||
         pipe2(out, O_CLOEXEC) < 0) {
         rc = gt_err_set(err, -errno, "pipes: %s", strerror(errno));
@@ -249,13 +415,23 @@ static int start_task(struct shim *s, struct gt_err *err)
         goto out;
     }
     if (pid == 0) {
-        struct child_fds fds = {sync[0], fail[1], out[1], null_fd};
+        struct child_fds fds = {.sync_rd_fd = sync[0],
+                                .fail_wr_fd = fail[1],
+                                .out_wr_fd = out[1],
+                                .null_fd = null_fd,
+                                .vol_is_dir = s->vol_is_dir,
+                                .hosts_src = s->spec.n_hosts ? pl.hosts_src : NULL,
+                                .exe_fd = pl.exe_fd,
+                                .spec_fd = pl.spec_fd,
+                                .prep_wr_fd = pl.prep[1],
+                                .prep_argv = pl.prep_argv};
         child_run(&s->spec, &fds);
     }
     s->task_pid = pid;
     close_fd(&sync[0]);
     close_fd(&fail[1]);
     close_fd(&out[1]);
+    close_fd(&pl.prep[1]);
     rc = gt_cgroup_add_pid(&s->cg, pid, err);
     if (rc == 0 && write(sync[1], "g", 1) != 1) {
         rc = gt_err_set(err, -errno, "release the task: %s", strerror(errno));
@@ -272,6 +448,9 @@ static int start_task(struct shim *s, struct gt_err *err)
         } else {
             rc = gt_err_set(err, -f.err, "%s %s: %s", stage_names[f.stage],
                             f.stage == ST_EXEC ? s->spec.argv[0] : "", strerror(f.err));
+            if (f.stage == ST_VOLUME) {
+                snprintf(s->ex.reason, sizeof(s->ex.reason), "VolumeDenied");
+            }
         }
     }
     if (rc < 0) {
@@ -281,8 +460,11 @@ static int start_task(struct shim *s, struct gt_err *err)
     } else {
         s->log_rd_fd = out[0];
         out[0] = -1;
+        s->prep_rd_fd = pl.prep[0];
+        pl.prep[0] = -1;
     }
 out:
+    plan_fini(&pl);
     close_fd(&sync[0]);
     close_fd(&sync[1]);
     close_fd(&fail[0]);
@@ -423,6 +605,24 @@ static void supervise(struct shim *s)
     }
 }
 
+/* The preparer's report, if it wrote one: "REASON\nMESSAGE". */
+static void read_prep_report(struct shim *s)
+{
+    char buf[sizeof(s->ex.error) + sizeof(s->ex.reason)];
+    ssize_t n = read(s->prep_rd_fd, buf, sizeof(buf) - 1);
+    close_fd(&s->prep_rd_fd);
+    if (n <= 0) {
+        return;
+    }
+    buf[n] = '\0';
+    char *nl = strchr(buf, '\n');
+    if (nl) {
+        *nl = '\0';
+        snprintf(s->ex.reason, sizeof(s->ex.reason), "%.63s", buf);
+        snprintf(s->ex.error, sizeof(s->ex.error), "%.1023s", nl + 1);
+    }
+}
+
 /* Record the end: exit.json (fsynced), after the cgroup is empty and gone. */
 static void finish(struct shim *s)
 {
@@ -430,6 +630,9 @@ static void finish(struct shim *s)
     if (s->task_pid > 0 && !s->exited) {
         kill_everything(s);
         s->exited = waitpid(s->task_pid, &s->status, 0) == s->task_pid;
+    }
+    if (s->prep_rd_fd >= 0) {
+        read_prep_report(s);
     }
     if (s->task_pid > 0) {
         int64_t ooms = 0;
@@ -476,6 +679,46 @@ static int setup_signals(struct shim *s)
     return s->sig_fd < 0 ? -errno : 0;
 }
 
+/* Check every volume beneath its root (reason VolumeDenied on failure)
+ * and note which are directories. */
+static int check_volumes(struct shim *s, struct gt_err *err)
+{
+    s->vol_is_dir = gt_xcalloc(s->spec.n_volumes + 1, sizeof(bool));
+    for (size_t i = 0; i < s->spec.n_volumes; i++) {
+        const struct gt_shim_volume *v = &s->spec.volumes[i];
+        struct stat st;
+        int fd;
+        int rc = gt_volume_open(v->root, v->path, &fd, err);
+        if (rc == 0 && fstat(fd, &st) < 0) {
+            rc = gt_err_set(err, -errno, "fstat: %s", strerror(errno));
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (rc < 0) {
+            snprintf(s->ex.reason, sizeof(s->ex.reason), "VolumeDenied");
+            gt_err_prefix(err, "volume at %s", v->mount_path);
+            return rc;
+        }
+        s->vol_is_dir[i] = S_ISDIR(st.st_mode);
+    }
+    return 0;
+}
+
+/* DIR/hosts: localhost, then one "ip hostname" line per spec entry. */
+static int write_hosts(struct shim *s, struct gt_err *err)
+{
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_buf_printf(&b, "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+    for (size_t i = 0; i < s->spec.n_hosts; i++) {
+        gt_buf_printf(&b, "%s\t%s\n", s->spec.hosts[i].ip, s->spec.hosts[i].hostname);
+    }
+    int rc = gt_agent_file_write_atomic(s->dir, "hosts", b.data, b.len, false, err);
+    gt_buf_fini(&b);
+    return rc;
+}
+
 /* Everything up to a running task; on failure err says why. */
 static int prepare_and_start(struct shim *s, struct gt_err *err)
 {
@@ -496,6 +739,8 @@ static int prepare_and_start(struct shim *s, struct gt_err *err)
     }
     rc = gt_shim_log_open(&s->log, s->spec.log_dir, s->spec.log_max_bytes, s->spec.log_keep_files,
                           err);
+    rc = rc < 0 ? rc : check_volumes(s, err);
+    rc = rc < 0 || !s->spec.n_hosts ? rc : write_hosts(s, err);
     return rc < 0 ? rc : start_task(s, err);
 }
 
@@ -509,6 +754,7 @@ static _Noreturn void run_detached(struct shim *s)
     s->kill_at_ms = -1;
     s->cg.oom_fd = -1;
     s->cg.oom_ctl_fd = -1;
+    s->prep_rd_fd = -1;
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     write_number(s, "shim.pid", getpid());
     struct gt_err err = {0};
@@ -516,7 +762,7 @@ static _Noreturn void run_detached(struct shim *s)
     if (prepare_and_start(s, &err) < 0) {
         gt_log_error("task did not start", "err=\"%s\"", err.msg);
         s->ex.exit_code = 127;
-        snprintf(s->ex.error, sizeof(s->ex.error), "%.255s", err.msg);
+        snprintf(s->ex.error, sizeof(s->ex.error), "%s", err.msg);
         finish(s);
         _exit(write(STATUS_FD, "S", 1) == 1 ? 0 : 1);
     }
@@ -533,6 +779,7 @@ static _Noreturn void run_detached(struct shim *s)
                 (int)s->ex.oom_killed);
     gt_shim_log_close(&s->log);
     gt_cgroup_fini(&s->cg);
+    free(s->vol_is_dir);
     gt_shim_spec_fini(&s->spec);
     close_fd(&s->sig_fd);
     free(s);

@@ -32,15 +32,36 @@
  *    "cgroup": {"path": "gantry/<task-uid>", "cpuMilli": 0, "memoryBytes": 0,
  *               "pidsMax": 0, "gpuMinors": [0, 1]},  0 = no limit
  *    "log": {"dir": "/abs/dir", "maxBytes": 0, "keepFiles": 3},
- *    "stopGracePeriodMs": 30000}
+ *    "stopGracePeriodMs": 30000,
+ *    "source": {"git": "URL", "revision": "REF"},  optional; revision default HEAD
+ *    "requirements": "path/in/source" | ["pkg==1", ...],   optional
+ *    "pip": {"findLinks": "/dir", "indexUrl": "URL"},       optional
+ *    "venvDir": "/abs/dir",                   where cached venvs live; required
+ *                                              with requirements, writable by uid
+ *    "volumes": [{"root": "/storage", "path": "rel/in/root", "mountPath": "/abs",
+ *                 "readOnly": false}],         need the mount namespace
+ *    "hosts": [{"ip": "10.0.0.2", "hostname": "job-worker-0"}]}  ditto
  * Unknown fields are rejected.
+ *
+ * Before the task's command (all in its cgroup and namespaces): volumes
+ * are opened beneath their root (openat2, see gt_volume_open) by the shim
+ * and bind-mounted (read-only if asked) at mountPath, missing mount points
+ * created; with hosts, DIR/hosts (localhost lines + "ip hostname" lines) is
+ * bind-mounted read-only over /etc/hosts. These mounts are made as root in
+ * the task's mount namespace. Then, as the task's user, with source or
+ * requirements the shim's own binary runs as "gantry-shim --prepare" (see
+ * gt_shim_prepare_main), which fetches the source into cwd, makes or reuses
+ * the virtual environment, and execs the command. Tasks that are not
+ * privileged run with no_new_privs (setuid binaries do not elevate).
  *
  * exit.json:
  *   {"exitCode": 137, "signal": 9, "oomKilled": true, "startedAtMs": ...,
  *    "finishedAtMs": ..., "stopRequested": false, "stopReason": "",
- *    "error": ""}
+ *    "error": "", "reason": ""}
  * exitCode is the shell convention (128 + signal when killed by one).
- * "error" is set when the task could not be started (exitCode 127 then).
+ * "error" is set when the task could not be started (exitCode 127 then);
+ * "reason" then may name the cause: VolumeDenied, SourceFetchFailed,
+ * RequirementsFailed (absent in older records).
  *
  * Stopping: SIGTERM (or SIGINT) to the shim sends SIGTERM to the task's
  * process group, waits the grace period (from DIR/stop, else the spec),
@@ -61,6 +82,20 @@ enum gt_shim_ns {
     GT_NS_MOUNT = 1 << 1,
     GT_NS_UTS = 1 << 2,
     GT_NS_IPC = 1 << 3,
+};
+
+/* A volume of a spec: root/path (path relative, "." for root) at mount_path. */
+struct gt_shim_volume {
+    char *root;
+    char *path;
+    char *mount_path;
+    bool read_only;
+};
+
+/* One /etc/hosts entry. */
+struct gt_shim_host {
+    char *ip;
+    char *hostname;
 };
 
 /* A parsed spec.json. Every pointer is owned by the spec. */
@@ -84,6 +119,18 @@ struct gt_shim_spec {
     int64_t log_max_bytes; /* 0: unlimited */
     int log_keep_files;    /* rotated files kept besides task.log */
     int64_t stop_grace_ms;
+    char *git_url;      /* NULL: no source */
+    char *git_revision; /* NULL: HEAD */
+    char *req_file;     /* requirements file, relative to cwd; or */
+    char **req_list;    /* NULL-terminated requirement lines (NULL: none) */
+    size_t n_req;
+    char *pip_find_links; /* NULL: none */
+    char *pip_index_url;  /* NULL: pip's default */
+    char *venv_dir;
+    struct gt_shim_volume *volumes;
+    size_t n_volumes;
+    struct gt_shim_host *hosts;
+    size_t n_hosts;
 };
 
 /* How a task ended, as exit.json records it. */
@@ -95,7 +142,8 @@ struct gt_shim_exit {
     int64_t finished_at_ms;
     bool stop_requested;
     char stop_reason[64];
-    char error[256];
+    char error[1024];
+    char reason[64]; /* why it could not start, "" when unknown or it ran */
 };
 
 /* Parse and validate spec.json text (len bytes) into spec (caller's
@@ -105,6 +153,10 @@ int gt_shim_spec_parse(const char *text, size_t len, struct gt_shim_spec *spec, 
 char *gt_shim_spec_to_json(const struct gt_shim_spec *spec);
 /* Release everything the spec owns; safe on a zeroed spec. */
 void gt_shim_spec_fini(struct gt_shim_spec *spec);
+
+/* Whether hostname (letters, digits, '-', '.'; at most 253) and ip (IPv4 or
+ * IPv6) make a safe /etc/hosts line. */
+bool gt_shim_host_valid(const char *hostname, const char *ip);
 
 /* Read DIR/exit.json. -ENOENT while the task has not ended. */
 int gt_shim_exit_read(const char *state_dir, struct gt_shim_exit *ex, struct gt_err *err);
@@ -124,6 +176,18 @@ int gt_shim_stop(const char *state_dir, const char *reason, int64_t grace_ms, st
  * task started or its start failure is recorded in exit.json, 1 when the
  * spec is unusable or the shim could not detach (message on stderr). */
 int gt_shim_main(const char *state_dir);
+
+/* `gantry-shim --prepare --spec-fd N --status-fd M`, exec'd by the task's
+ * process as the task's user after its setup: read the spec from fd N
+ * (from offset 0), fetch the source into cwd (git init; git fetch --depth 1
+ * URL REV; git checkout --detach FETCH_HEAD, with HOME=cwd and
+ * GIT_TERMINAL_PROMPT=0), make or reuse the virtual environment of the
+ * requirements (venvDir/<sha256 of the requirements>, built under a flock
+ * on venvDir/<hash>.lock and marked complete last), then exec argv with
+ * PATH and VIRTUAL_ENV set. Tool output goes to stdout (the task log). On
+ * failure it writes "REASON\nMESSAGE" to fd M (the shim puts both in
+ * exit.json) and returns 127; it never returns on success. */
+int gt_shim_prepare_main(int spec_fd, int status_fd);
 
 /* The rotating task log: task.log in dir, rotated to task.log.1..keep when
  * it would pass max_bytes (0: never). */

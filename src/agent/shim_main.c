@@ -3,7 +3,9 @@
  * `gantry-shim --state-dir DIR`. Everything it does is in shim.c; see
  * shim.h for the state directory it works from.
  */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/shim.h"
@@ -12,11 +14,32 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: gantry-shim --state-dir DIR\n"
                "Runs the task described by DIR/spec.json and records its exit in "
-               "DIR/exit.json.\n");
+               "DIR/exit.json.\n"
+               "(gantry-shim --prepare --spec-fd N --status-fd M is the task's own first step.)\n");
+}
+
+/* "--prepare --spec-fd N --status-fd M": the task's preparer (shim.h). */
+static int prepare(int argc, char **argv)
+{
+    if (argc != 6 || strcmp(argv[2], "--spec-fd") != 0 || strcmp(argv[4], "--status-fd") != 0) {
+        usage(stderr);
+        return 2;
+    }
+    char *end1, *end2;
+    long spec_fd = strtol(argv[3], &end1, 10), status_fd = strtol(argv[5], &end2, 10);
+    if (*end1 || *end2 || spec_fd < 3 || status_fd < 3 || spec_fd > INT_MAX ||
+        status_fd > INT_MAX) {
+        usage(stderr);
+        return 2;
+    }
+    return gt_shim_prepare_main((int)spec_fd, (int)status_fd);
 }
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--prepare") == 0) {
+        return prepare(argc, argv);
+    }
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
         return 0;

@@ -4,6 +4,7 @@
  * with the field path), exit.json, pid files and the stop request. Shared by
  * the agent (writer of spec and stop, reader of the rest) and the shim.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -204,11 +205,129 @@ static int parse_ids(json_t *root, struct gt_shim_spec *spec, struct gt_err *err
     return 0;
 }
 
+bool gt_shim_host_valid(const char *hostname, const char *ip)
+{
+    unsigned char addr[16];
+    size_t n = strlen(hostname);
+    if (n == 0 || n > 253 || hostname[0] == '-' || hostname[0] == '.' ||
+        strspn(hostname, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != n) {
+        return false;
+    }
+    return inet_pton(AF_INET, ip, addr) == 1 || inet_pton(AF_INET6, ip, addr) == 1;
+}
+
+static int parse_source(json_t *src, struct gt_shim_spec *spec, struct gt_err *err)
+{
+    static const char *const keys[] = {"git", "revision"};
+    if (!json_is_object(src)) {
+        return gt_err_set(err, GT_EINVAL, "source: want an object");
+    }
+    int rc = check_keys(src, "source.", keys, GT_ARRAY_LEN(keys), err);
+    rc = rc < 0 ? rc : get_str(src, "git", "source.", true, &spec->git_url, err);
+    rc = rc < 0 ? rc : get_str(src, "revision", "source.", false, &spec->git_revision, err);
+    /* git would take a leading '-' as an option */
+    if (rc == 0 &&
+        (spec->git_url[0] == '-' || (spec->git_revision && spec->git_revision[0] == '-'))) {
+        rc = gt_err_set(err, GT_EINVAL, "source: must not start with '-'");
+    }
+    return rc;
+}
+
+static int parse_requirements(json_t *root, struct gt_shim_spec *spec, struct gt_err *err)
+{
+    json_t *req = json_object_get(root, "requirements");
+    int rc = 0;
+    if (json_is_string(req)) {
+        rc = get_str(root, "requirements", "", true, &spec->req_file, err);
+    } else if (req) {
+        rc = get_strv(root, "requirements", false, &spec->req_list, &spec->n_req, err);
+        for (size_t i = 0; rc == 0 && i < spec->n_req; i++) {
+            if (strchr(spec->req_list[i], '\n')) {
+                rc = gt_err_set(err, GT_EINVAL, "requirements[%zu]: one line each", i);
+            }
+        }
+    }
+    json_t *pip = json_object_get(root, "pip");
+    if (rc == 0 && pip) {
+        static const char *const keys[] = {"findLinks", "indexUrl"};
+        rc = json_is_object(pip) ? check_keys(pip, "pip.", keys, GT_ARRAY_LEN(keys), err)
+                                 : gt_err_set(err, GT_EINVAL, "pip: want an object");
+        rc = rc < 0 ? rc : get_str(pip, "findLinks", "pip.", false, &spec->pip_find_links, err);
+        rc = rc < 0 ? rc : get_str(pip, "indexUrl", "pip.", false, &spec->pip_index_url, err);
+    }
+    rc = rc < 0 ? rc : get_str(root, "venvDir", "", req != NULL, &spec->venv_dir, err);
+    if (rc == 0 && spec->venv_dir && spec->venv_dir[0] != '/') {
+        rc = gt_err_set(err, GT_EINVAL, "venvDir: want an absolute path");
+    }
+    return rc;
+}
+
+static int parse_volume(json_t *v, size_t i, struct gt_shim_volume *vol, struct gt_err *err)
+{
+    static const char *const keys[] = {"root", "path", "mountPath", "readOnly"};
+    char where[48];
+    snprintf(where, sizeof(where), "volumes[%zu].", i);
+    if (!json_is_object(v)) {
+        return gt_err_set(err, GT_EINVAL, "volumes[%zu]: want an object", i);
+    }
+    int rc = check_keys(v, where, keys, GT_ARRAY_LEN(keys), err);
+    rc = rc < 0 ? rc : get_str(v, "root", where, true, &vol->root, err);
+    rc = rc < 0 ? rc : get_str(v, "path", where, true, &vol->path, err);
+    rc = rc < 0 ? rc : get_str(v, "mountPath", where, true, &vol->mount_path, err);
+    json_t *ro = json_object_get(v, "readOnly");
+    if (rc == 0 && ro && !json_is_boolean(ro)) {
+        rc = gt_err_set(err, GT_EINVAL, "%sreadOnly: want a boolean", where);
+    }
+    vol->read_only = json_is_true(ro);
+    if (rc == 0 && (vol->root[0] != '/' || vol->mount_path[0] != '/' || vol->path[0] == '/' ||
+                    strlen(vol->mount_path) >= PATH_MAX - 1)) {
+        rc = gt_err_set(err, GT_EINVAL, "%s: root and mountPath absolute, path relative", where);
+    }
+    return rc;
+}
+
+static int parse_mounts(json_t *root, struct gt_shim_spec *spec, struct gt_err *err)
+{
+    json_t *vols = json_object_get(root, "volumes");
+    json_t *hosts = json_object_get(root, "hosts");
+    if ((vols || hosts) && !(spec->namespaces & GT_NS_MOUNT)) {
+        return gt_err_set(err, GT_EINVAL, "volumes, hosts: need the mount namespace");
+    }
+    if (vols && (!json_is_array(vols) || json_array_size(vols) > 64)) {
+        return gt_err_set(err, GT_EINVAL, "volumes: want an array of at most 64");
+    }
+    if (hosts && (!json_is_array(hosts) || json_array_size(hosts) > 4096)) {
+        return gt_err_set(err, GT_EINVAL, "hosts: want an array of at most 4096");
+    }
+    spec->n_volumes = json_array_size(vols);
+    spec->volumes = gt_xcalloc(spec->n_volumes + 1, sizeof(*spec->volumes));
+    for (size_t i = 0; i < spec->n_volumes; i++) {
+        int rc = parse_volume(json_array_get(vols, i), i, &spec->volumes[i], err);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    spec->n_hosts = json_array_size(hosts);
+    spec->hosts = gt_xcalloc(spec->n_hosts + 1, sizeof(*spec->hosts));
+    for (size_t i = 0; i < spec->n_hosts; i++) {
+        json_t *h = json_array_get(hosts, i);
+        const char *ip = json_string_value(json_object_get(h, "ip"));
+        const char *name = json_string_value(json_object_get(h, "hostname"));
+        if (json_object_size(h) != 2 || !ip || !name || !gt_shim_host_valid(name, ip)) {
+            return gt_err_set(err, GT_EINVAL, "hosts[%zu]: want {ip, hostname}, valid", i);
+        }
+        spec->hosts[i].ip = gt_xstrdup(ip);
+        spec->hosts[i].hostname = gt_xstrdup(name);
+    }
+    return 0;
+}
+
 static int parse_root(json_t *root, struct gt_shim_spec *spec, struct gt_err *err)
 {
-    static const char *const keys[] = {"argv",       "env",    "cwd",        "uid",
-                                       "gid",        "groups", "privileged", "hostname",
-                                       "namespaces", "cgroup", "log",        "stopGracePeriodMs"};
+    static const char *const keys[] = {
+        "argv",       "env",          "cwd",        "uid",     "gid",     "groups",
+        "privileged", "hostname",     "namespaces", "cgroup",  "log",     "stopGracePeriodMs",
+        "source",     "requirements", "pip",        "venvDir", "volumes", "hosts"};
     int rc = check_keys(root, "", keys, GT_ARRAY_LEN(keys), err);
     rc = rc < 0 ? rc : get_strv(root, "argv", true, &spec->argv, &spec->n_argv, err);
     rc = rc < 0 ? rc : get_strv(root, "env", false, &spec->env, &spec->n_env, err);
@@ -234,9 +353,13 @@ static int parse_root(json_t *root, struct gt_shim_spec *spec, struct gt_err *er
     rc = rc < 0 ? rc : parse_cgroup(json_object_get(root, "cgroup"), spec, err);
     rc = rc < 0 ? rc : parse_log(json_object_get(root, "log"), spec, err);
     spec->stop_grace_ms = 30000;
-    return rc < 0 ? rc
-                  : get_int(root, "stopGracePeriodMs", "", 0, 24LL * 3600 * 1000,
-                            &spec->stop_grace_ms, err);
+    rc = rc < 0 ? rc
+                : get_int(root, "stopGracePeriodMs", "", 0, 24LL * 3600 * 1000,
+                          &spec->stop_grace_ms, err);
+    json_t *src = json_object_get(root, "source");
+    rc = rc < 0 || !src ? rc : parse_source(src, spec, err);
+    rc = rc < 0 ? rc : parse_requirements(root, spec, err);
+    return rc < 0 ? rc : parse_mounts(root, spec, err);
 }
 
 int gt_shim_spec_parse(const char *text, size_t len, struct gt_shim_spec *spec, struct gt_err *err)
@@ -265,6 +388,54 @@ static json_t *strv_json(char *const *v, size_t n)
         json_array_append_new(a, json_string(v[i]));
     }
     return a;
+}
+
+/* The optional parts (source, requirements, volumes, hosts) into root. */
+static void prep_to_json(const struct gt_shim_spec *spec, json_t *root)
+{
+    if (spec->git_url) {
+        json_t *src = json_pack("{s:s}", "git", spec->git_url);
+        if (spec->git_revision) {
+            json_object_set_new(src, "revision", json_string(spec->git_revision));
+        }
+        json_object_set_new(root, "source", src);
+    }
+    if (spec->req_file) {
+        json_object_set_new(root, "requirements", json_string(spec->req_file));
+    } else if (spec->req_list) {
+        json_object_set_new(root, "requirements", strv_json(spec->req_list, spec->n_req));
+    }
+    if (spec->pip_find_links || spec->pip_index_url) {
+        json_t *pip = json_object();
+        if (spec->pip_find_links) {
+            json_object_set_new(pip, "findLinks", json_string(spec->pip_find_links));
+        }
+        if (spec->pip_index_url) {
+            json_object_set_new(pip, "indexUrl", json_string(spec->pip_index_url));
+        }
+        json_object_set_new(root, "pip", pip);
+    }
+    if (spec->venv_dir) {
+        json_object_set_new(root, "venvDir", json_string(spec->venv_dir));
+    }
+    if (spec->n_volumes) {
+        json_t *vols = json_array();
+        for (size_t i = 0; i < spec->n_volumes; i++) {
+            const struct gt_shim_volume *v = &spec->volumes[i];
+            json_array_append_new(vols, json_pack("{s:s, s:s, s:s, s:b}", "root", v->root, "path",
+                                                  v->path, "mountPath", v->mount_path, "readOnly",
+                                                  v->read_only));
+        }
+        json_object_set_new(root, "volumes", vols);
+    }
+    if (spec->n_hosts) {
+        json_t *hosts = json_array();
+        for (size_t i = 0; i < spec->n_hosts; i++) {
+            json_array_append_new(hosts, json_pack("{s:s, s:s}", "ip", spec->hosts[i].ip,
+                                                   "hostname", spec->hosts[i].hostname));
+        }
+        json_object_set_new(root, "hosts", hosts);
+    }
 }
 
 char *gt_shim_spec_to_json(const struct gt_shim_spec *spec)
@@ -305,6 +476,7 @@ char *gt_shim_spec_to_json(const struct gt_shim_spec *spec)
                                   (json_int_t)spec->log_max_bytes, "keepFiles",
                                   spec->log_keep_files));
     json_object_set_new(root, "stopGracePeriodMs", json_integer(spec->stop_grace_ms));
+    prep_to_json(spec, root);
     char *s = gt_json_dumps(root);
     json_decref(root);
     return s;
@@ -328,16 +500,34 @@ void gt_shim_spec_fini(struct gt_shim_spec *spec)
     free(spec->cgroup_path);
     free(spec->minors);
     free(spec->log_dir);
+    free(spec->git_url);
+    free(spec->git_revision);
+    free(spec->req_file);
+    strv_free(spec->req_list);
+    free(spec->pip_find_links);
+    free(spec->pip_index_url);
+    free(spec->venv_dir);
+    for (size_t i = 0; spec->volumes && i < spec->n_volumes; i++) {
+        free(spec->volumes[i].root);
+        free(spec->volumes[i].path);
+        free(spec->volumes[i].mount_path);
+    }
+    free(spec->volumes);
+    for (size_t i = 0; spec->hosts && i < spec->n_hosts; i++) {
+        free(spec->hosts[i].ip);
+        free(spec->hosts[i].hostname);
+    }
+    free(spec->hosts);
     memset(spec, 0, sizeof(*spec));
 }
 
 char *gt_shim_exit_to_json(const struct gt_shim_exit *ex)
 {
-    json_t *o = json_pack("{s:i, s:i, s:b, s:I, s:I, s:b, s:s, s:s}", "exitCode", ex->exit_code,
-                          "signal", ex->signal, "oomKilled", ex->oom_killed, "startedAtMs",
-                          (json_int_t)ex->started_at_ms, "finishedAtMs",
+    json_t *o = json_pack("{s:i, s:i, s:b, s:I, s:I, s:b, s:s, s:s, s:s}", "exitCode",
+                          ex->exit_code, "signal", ex->signal, "oomKilled", ex->oom_killed,
+                          "startedAtMs", (json_int_t)ex->started_at_ms, "finishedAtMs",
                           (json_int_t)ex->finished_at_ms, "stopRequested", ex->stop_requested,
-                          "stopReason", ex->stop_reason, "error", ex->error);
+                          "stopReason", ex->stop_reason, "error", ex->error, "reason", ex->reason);
     char *s = gt_json_dumps(o);
     json_decref(o);
     return s;
@@ -357,11 +547,11 @@ int gt_shim_exit_read(const char *state_dir, struct gt_shim_exit *ex, struct gt_
     free(text);
     json_int_t started = 0, finished = 0;
     int oom = 0, stopped = 0;
-    const char *reason = "", *error = "";
-    if (!o || json_unpack(o, "{s:i, s:i, s:b, s:I, s:I, s:b, s:s, s:s}", "exitCode", &ex->exit_code,
-                          "signal", &ex->signal, "oomKilled", &oom, "startedAtMs", &started,
-                          "finishedAtMs", &finished, "stopRequested", &stopped, "stopReason",
-                          &reason, "error", &error) < 0) {
+    const char *reason = "", *error = "", *why = "";
+    if (!o || json_unpack(o, "{s:i, s:i, s:b, s:I, s:I, s:b, s:s, s:s, s?s}", "exitCode",
+                          &ex->exit_code, "signal", &ex->signal, "oomKilled", &oom, "startedAtMs",
+                          &started, "finishedAtMs", &finished, "stopRequested", &stopped,
+                          "stopReason", &reason, "error", &error, "reason", &why) < 0) {
         json_decref(o);
         return gt_err_set(err, GT_EINVAL, "%s: malformed", path);
     }
@@ -371,6 +561,7 @@ int gt_shim_exit_read(const char *state_dir, struct gt_shim_exit *ex, struct gt_
     ex->finished_at_ms = finished;
     snprintf(ex->stop_reason, sizeof(ex->stop_reason), "%s", reason);
     snprintf(ex->error, sizeof(ex->error), "%s", error);
+    snprintf(ex->reason, sizeof(ex->reason), "%s", why);
     json_decref(o);
     return 0;
 }

@@ -91,11 +91,13 @@ void gt_gantlet_tasks_free(struct gt_gantlet *g)
     }
 }
 
-/* Record a start that never happened as the task's exit (exit code 127). */
-static void exit_synthesize(struct gt_ltask *t, const char *why)
+/* Record a start that never happened as the task's exit (exit code 127);
+ * reason may be NULL. */
+static void exit_synthesize(struct gt_ltask *t, const char *reason, const char *why)
 {
     struct gt_shim_exit ex = {.exit_code = 127, .finished_at_ms = gt_now_ms()};
     snprintf(ex.error, sizeof(ex.error), "%s", why);
+    snprintf(ex.reason, sizeof(ex.reason), "%s", reason ? reason : "");
     char *text = gt_shim_exit_to_json(&ex);
     struct gt_err err = {0};
     if (gt_agent_file_write_atomic(t->dir, "exit.json", text, strlen(text), true, &err) < 0) {
@@ -252,20 +254,58 @@ static int write_meta(struct gt_ltask *t, const json_t *task, struct gt_err *err
     return rc;
 }
 
+/* Refuse early what the shim would refuse: a volume escaping its root. */
+static int check_volumes(const struct gt_shim_spec *spec, struct gt_err *err)
+{
+    for (size_t i = 0; i < spec->n_volumes; i++) {
+        int fd;
+        int rc = gt_volume_open(spec->volumes[i].root, spec->volumes[i].path, &fd, err);
+        if (rc < 0) {
+            gt_err_prefix(err, "volume at %s", spec->volumes[i].mount_path);
+            return rc;
+        }
+        close(fd);
+    }
+    return 0;
+}
+
+/* The task user's own venv directory, VENVS/<uid> (mode 0700): a cached
+ * environment is only ever used by the user who built it. */
+static int make_venv_dir(const struct gt_shim_spec *spec, struct gt_err *err)
+{
+    if (!spec->venv_dir) {
+        return 0;
+    }
+    if ((mkdir(spec->venv_dir, 0700) < 0 && errno != EEXIST) ||
+        chown(spec->venv_dir, spec->uid, spec->gid) < 0 || chmod(spec->venv_dir, 0700) < 0) {
+        return gt_err_set(err, -errno, "venv directory %s: %s", spec->venv_dir, strerror(errno));
+    }
+    return 0;
+}
+
 static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task, struct gt_err *err)
 {
     struct gt_task_spec_params p = {.state_dir = t->dir,
                                     .gpus = &g->gpus,
                                     .log_max_bytes = g->cfg->log_max_bytes,
-                                    .log_keep_files = 3};
+                                    .log_keep_files = 3,
+                                    .storage_roots = g->cfg->storage_roots,
+                                    .n_storage_roots = g->cfg->n_storage_roots,
+                                    .venv_root = g->venvs_dir,
+                                    .pip_find_links = g->cfg->pip_find_links,
+                                    .pip_index_url = g->cfg->pip_index_url,
+                                    .cluster_ifname = g->cluster_ifname};
     struct gt_shim_spec spec;
     int rc = gt_task_spec_build(task, &p, &spec, err);
+    rc = rc < 0 ? rc : check_volumes(&spec, err);
     if (rc < 0) {
+        gt_shim_spec_fini(&spec); /* a failed build left it zeroed */
         return rc;
     }
+    rc = make_venv_dir(&spec, err);
     char sub[PATH_MAX + 200];
     snprintf(sub, sizeof(sub), "%s/log", t->dir);
-    if (mkdir(sub, 0700) < 0 && errno != EEXIST) {
+    if (rc == 0 && mkdir(sub, 0700) < 0 && errno != EEXIST) {
         rc = gt_err_set(err, -errno, "mkdir %s: %s", sub, strerror(errno));
     }
     if (rc == 0 && !json_object_get(gt_json_path(task, "spec.template"), "workingDir")) {
@@ -303,14 +343,14 @@ static void task_start(struct gt_gantlet *g, json_t *task)
     t->seen = true;
     struct gt_err err = {0};
     if (write_meta(t, task, &err) < 0 || prepare(g, t, task, &err) < 0) {
-        exit_synthesize(t, err.msg);
+        exit_synthesize(t, err.code == GT_EFORBIDDEN ? "VolumeDenied" : NULL, err.msg);
         return;
     }
     char *argv[] = {g->shim, "--state-dir", t->dir, NULL};
     pid_t pid;
     int rc = posix_spawn(&pid, g->shim, NULL, NULL, argv, environ);
     if (rc != 0) {
-        exit_synthesize(t, "cannot run gantry-shim");
+        exit_synthesize(t, NULL, "cannot run gantry-shim");
         return;
     }
     t->invoker_pid = pid;
@@ -437,6 +477,31 @@ void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted)
     task_act(g, t, task, a);
 }
 
+/* metadata.resourceVersion of a Task object as a number; 0 when absent. */
+static int64_t obj_rev(const json_t *o)
+{
+    const char *rv = json_string_value(gt_json_path(o, "metadata.resourceVersion"));
+    return rv ? strtoll(rv, NULL, 10) : 0;
+}
+
+void gt_gantlet_task_listed(struct gt_gantlet *g, json_t *task, int64_t watch_rev)
+{
+    const char *uid = json_string_value(gt_json_path(task, "metadata.uid"));
+    struct gt_ltask *t = uid ? gt_gantlet_task_find(g, uid) : NULL;
+    int64_t rev = obj_rev(task);
+    if (t && obj_rev(t->obj) > rev) {
+        t->seen = true; /* the watch already brought a newer version */
+        return;
+    }
+    struct gt_task_local none = {0};
+    if (!t && rev <= watch_rev && (gt_task_decide(&none, task) & GT_TA_START)) {
+        /* the watch brought this version or a newer one and the task is gone
+         * again (deleted, or removed after its exit): never start it twice */
+        return;
+    }
+    gt_gantlet_task_observe(g, task, false);
+}
+
 void gt_gantlet_tasks_unsee(struct gt_gantlet *g)
 {
     for (struct gt_ltask *t = g->tasks; t; t = t->next) {
@@ -444,12 +509,13 @@ void gt_gantlet_tasks_unsee(struct gt_gantlet *g)
     }
 }
 
-void gt_gantlet_tasks_gone(struct gt_gantlet *g)
+void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
 {
     struct gt_ltask *t = g->tasks;
     while (t) {
         struct gt_ltask *next = t->next;
-        if (!t->seen) {
+        /* a task the watch brought after the list was taken is not gone */
+        if (!t->seen && obj_rev(t->obj) <= list_rev) {
             json_decref(t->obj);
             t->obj = NULL;
             task_act(g, t, NULL, gt_task_decide(&t->st, NULL));
@@ -466,9 +532,10 @@ static void invoker_done(struct gt_ltask *t, int wstatus)
     if (gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0) {
         t->st.started = true;
     } else if (!file_exists(t->dir, "exit.json")) {
-        exit_synthesize(t, WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0
-                               ? "gantry-shim started no task"
-                               : "gantry-shim failed (see shim.log)");
+        exit_synthesize(t, NULL,
+                        WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0
+                            ? "gantry-shim started no task"
+                            : "gantry-shim failed (see shim.log)");
     }
 }
 
@@ -494,7 +561,7 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g)
                 t->st.started = gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0;
                 if (!t->st.started && !file_exists(t->dir, "shim.pid") &&
                     gt_now_ms() - t->start_ms > START_LOST_MS) {
-                    exit_synthesize(t, "the agent restarted while starting the task");
+                    exit_synthesize(t, NULL, "the agent restarted while starting the task");
                 }
             }
         }

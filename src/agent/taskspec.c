@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent_int.h"
 #include "agent/gantlet.h"
 #include "api/api.h"
 
@@ -18,8 +19,9 @@ static const char *str_at(const json_t *obj, const char *path)
 
 /* Names the agent sets itself: a template env entry of the same name is dropped. */
 static const char *const agent_env[] = {
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",   "NVIDIA_VISIBLE_DEVICES", "GANTRY_JOB",
-    "GANTRY_TASK",          "GANTRY_REPLICA_TYPE", "GANTRY_REPLICA_INDEX",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",  "NVIDIA_VISIBLE_DEVICES",
+    "GANTRY_JOB",           "GANTRY_TASK",        "GANTRY_REPLICA_TYPE",
+    "GANTRY_REPLICA_INDEX", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME",
 };
 
 static bool is_agent_env(const char *name)
@@ -63,7 +65,8 @@ static void build_argv(const json_t *tmpl, struct gt_shim_spec *spec)
     spec->n_argv = sv.n;
 }
 
-static void build_env(const json_t *task, const json_t *tmpl, struct gt_shim_spec *spec)
+static void build_env(const json_t *task, const json_t *tmpl, const char *ifname,
+                      struct gt_shim_spec *spec)
 {
     struct strvec sv = {0};
     bool has_path = false;
@@ -105,6 +108,10 @@ static void build_env(const json_t *task, const json_t *tmpl, struct gt_shim_spe
     strvec_push(
         &sv, gt_xasprintf("GANTRY_REPLICA_INDEX=%lld",
                           (long long)json_integer_value(gt_json_path(task, "spec.replicaIndex"))));
+    if (ifname && *ifname) {
+        strvec_push(&sv, gt_xasprintf("GLOO_SOCKET_IFNAME=%s", ifname));
+        strvec_push(&sv, gt_xasprintf("NCCL_SOCKET_IFNAME=%s", ifname));
+    }
     spec->env = sv.v;
     spec->n_env = sv.n;
 }
@@ -162,6 +169,132 @@ static int build_limits(const json_t *task, const json_t *tmpl, const struct gt_
     return 0;
 }
 
+/* spec.source and spec.requirements, with the node's pip configuration. */
+static int build_prep(const json_t *task, const struct gt_task_spec_params *p,
+                      struct gt_shim_spec *spec, struct gt_err *err)
+{
+    const char *git = str_at(task, "spec.source.git");
+    const char *rev = str_at(task, "spec.source.revision");
+    if (git) {
+        spec->git_url = gt_xstrdup(git);
+        spec->git_revision = rev ? gt_xstrdup(rev) : NULL;
+    }
+    json_t *req = gt_json_path(task, "spec.requirements");
+    if (!req) {
+        return 0;
+    }
+    if (!p->venv_root) {
+        return gt_err_set(err, GT_EINVAL, "spec.requirements: this node has no venv directory");
+    }
+    struct strvec sv = {0};
+    if (json_is_string(req)) {
+        spec->req_file = gt_xstrdup(json_string_value(req));
+    } else {
+        size_t i;
+        json_t *v;
+        json_array_foreach(req, i, v)
+        {
+            const char *line = json_string_value(v);
+            if (!line || strchr(line, '\n')) {
+                free(sv.v);
+                return gt_err_set(err, GT_EINVAL, "spec.requirements[%zu]: want one line", i);
+            }
+            strvec_push(&sv, gt_xstrdup(line));
+        }
+        spec->req_list = sv.v ? sv.v : gt_xcalloc(1, sizeof(char *));
+        spec->n_req = sv.n;
+    }
+    spec->venv_dir = gt_xasprintf("%s/%u", p->venv_root, (unsigned)spec->uid);
+    spec->pip_find_links = p->pip_find_links ? gt_xstrdup(p->pip_find_links) : NULL;
+    spec->pip_index_url = p->pip_index_url ? gt_xstrdup(p->pip_index_url) : NULL;
+    return 0;
+}
+
+static const json_t *volume_named(const json_t *task, const char *name)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(gt_json_path(task, "spec.volumes"), i, v)
+    {
+        const char *n = json_string_value(json_object_get(v, "name"));
+        if (n && name && !strcmp(n, name)) {
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* template.volumeMounts joined with spec.volumes, placed beneath the roots. */
+static int build_volumes(const json_t *task, const json_t *tmpl,
+                         const struct gt_task_spec_params *p, struct gt_shim_spec *spec,
+                         struct gt_err *err)
+{
+    json_t *mounts = json_object_get(tmpl, "volumeMounts");
+    spec->volumes = gt_xcalloc(json_array_size(mounts) + 1, sizeof(*spec->volumes));
+    size_t i;
+    json_t *m;
+    json_array_foreach(mounts, i, m)
+    {
+        const char *name = json_string_value(json_object_get(m, "name"));
+        const char *mount_path = json_string_value(json_object_get(m, "mountPath"));
+        const json_t *vol = volume_named(task, name);
+        const char *host = json_string_value(json_object_get(vol, "hostPath"));
+        if (!vol || !host || !mount_path) {
+            return gt_err_set(err, GT_EINVAL, "spec.template.volumeMounts[%zu]: no volume %s", i,
+                              name ? name : "(unnamed)");
+        }
+        size_t root;
+        const char *rel;
+        if (gt_volume_locate(p->storage_roots, p->n_storage_roots, host, &root, &rel, err) < 0) {
+            gt_err_prefix(err, "volume %s", name);
+            return GT_EFORBIDDEN;
+        }
+        struct gt_shim_volume *sv = &spec->volumes[spec->n_volumes++];
+        sv->root = gt_xstrdup(p->storage_roots[root]);
+        sv->path = gt_xstrdup(rel);
+        sv->mount_path = gt_xstrdup(mount_path);
+        sv->read_only = json_is_true(json_object_get(vol, "readOnly")) ||
+                        json_is_true(json_object_get(m, "readOnly"));
+    }
+    return 0;
+}
+
+static void host_add(struct gt_shim_spec *spec, const char *ip, char *hostname)
+{
+    struct gt_shim_host *h = &spec->hosts[spec->n_hosts++];
+    h->ip = gt_xstrdup(ip);
+    h->hostname = hostname;
+}
+
+/* spec.hosts, each dotless NAME also as NAME.<project>.svc. */
+static int build_hosts(const json_t *task, struct gt_shim_spec *spec, struct gt_err *err)
+{
+    json_t *hosts = gt_json_path(task, "spec.hosts");
+    const char *project = gt_obj_project(task);
+    spec->hosts = gt_xcalloc(2 * json_array_size(hosts) + 1, sizeof(*spec->hosts));
+    size_t i;
+    json_t *h;
+    json_array_foreach(hosts, i, h)
+    {
+        const char *ip = json_string_value(json_object_get(h, "ip"));
+        const char *name = json_string_value(json_object_get(h, "hostname"));
+        if (!ip || !name || !gt_shim_host_valid(name, ip)) {
+            return gt_err_set(err, GT_EINVAL, "spec.hosts[%zu]: want a host name and an IP address",
+                              i);
+        }
+        host_add(spec, ip, gt_xstrdup(name));
+        char *svc = project && *project && !strchr(name, '.')
+                        ? gt_xasprintf("%s.%s.svc", name, project)
+                        : NULL;
+        if (svc && gt_shim_host_valid(svc, ip)) {
+            host_add(spec, ip, svc);
+        } else {
+            free(svc);
+        }
+    }
+    return 0;
+}
+
 int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
                        struct gt_shim_spec *spec, struct gt_err *err)
 {
@@ -179,9 +312,12 @@ int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
         gt_shim_spec_fini(spec);
         return gt_err_set(err, GT_EINVAL, "spec.template.command: required");
     }
-    build_env(task, tmpl, spec);
+    build_env(task, tmpl, p->cluster_ifname, spec);
     int rc = build_user(task, tmpl, spec, err);
     rc = rc < 0 ? rc : build_limits(task, tmpl, p, spec, err);
+    rc = rc < 0 ? rc : build_prep(task, p, spec, err);
+    rc = rc < 0 ? rc : build_volumes(task, tmpl, p, spec, err);
+    rc = rc < 0 ? rc : build_hosts(task, spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(spec);
         return rc;
@@ -211,6 +347,8 @@ json_t *gt_task_exit_status(const json_t *prev, const struct gt_shim_exit *ex)
     const char *reason;
     if (ex->stop_requested) {
         reason = gt_task_stop_reason(ex->stop_reason);
+    } else if (ex->reason[0]) {
+        reason = ex->reason;
     } else if (ex->oom_killed) {
         reason = "OOMKilled";
     } else if (ex->exit_code == 0) {

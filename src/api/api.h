@@ -111,4 +111,22 @@ int gt_fieldsel_parse(const char *s, struct gt_fieldsel **out, struct gt_err *er
 bool gt_fieldsel_match(const struct gt_fieldsel *sel, const json_t *obj);
 void gt_fieldsel_free(struct gt_fieldsel *sel);
 
+/* ---- Kubeflow manifests (kubeflow.c) ---- */
+
+/* Is doc in the kubeflow.org API group (any version or kind)? Such documents
+ * go through gt_api_kubeflow_convert, which names what it cannot take. */
+bool gt_api_kubeflow_is(const json_t *doc);
+
+/* Convert a kubeflow.org/v1 TFJob or PyTorchJob (in, borrowed, unchanged)
+ * into a validated, canonical gantry Job (*job_out, new; caller
+ * json_decref()s). metadata.namespace (required) becomes metadata.project; the
+ * framework container ("tensorflow"/"pytorch", else the only one) becomes
+ * each replica's template; pod hostPath volumes become spec.volumes; the
+ * job is annotated gantry.dev/framework: pytorch | tensorflow. Any field
+ * gantry cannot honour is refused, never dropped. Returns 0, or GT_EINVAL
+ * (*job_out NULL) with err "field.path: reason" naming the manifest's field,
+ * or, for a value refused when the result is validated, "converted Job: "
+ * and the gantry Job's field. */
+int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *err);
+
 #endif

@@ -579,6 +579,7 @@ static const struct gt_field job_status_fields[] = {
     STR("startTime", TIME),
     STR("completionTime", TIME),
     INT("restartCount", 0, INT32_MAX),
+    INT("requeueCount", 0, INT32_MAX),
     END,
 };
 static const struct gt_schema job_status_schema = {job_status_fields, NULL};
@@ -610,6 +611,23 @@ static const struct gt_field task_port_fields[] = {
 static const struct gt_schema task_port_schema = {task_port_fields, NULL};
 static const struct gt_field task_port_item = ITEM(task_port_schema);
 
+/* spec.hosts of a Task: the job's host names, written into its /etc/hosts
+ * by the agent (which rejects whitespace and bad addresses) */
+static const struct gt_field task_host_fields[] = {
+    STR("hostname", REQ, .max_len = 253),
+    STR("ip", REQ, .max_len = 64),
+    END,
+};
+static const struct gt_schema task_host_schema = {task_host_fields, NULL};
+static const struct gt_field task_host_item = ITEM(task_host_schema);
+
+static const struct gt_field previous_fields[] = {
+    STR("uid", .max_len = 128),
+    STR("nodeName", DNS),
+    END,
+};
+static const struct gt_schema previous_schema = {previous_fields, NULL};
+
 static const struct gt_field stop_fields[] = {
     STR("reason", SHORT),
     INT("gracePeriodSeconds", 0, INT32_MAX),
@@ -625,10 +643,14 @@ static const struct gt_field task_spec_fields[] = {
     STR("nodeName", DNS),
     LIST("gpus", task_gpu_item),
     LIST("ports", task_port_item),
+    LIST("hosts", task_host_item),
     OBJ("stop", stop_schema),
     INT("priority", INT32_MIN, INT32_MAX),
     STR("department", DNS),
     BOOL("privileged", .flags = GT_F_DEFAULT, .def_int = 0),
+    OBJ("source", source_schema),
+    {.name = "requirements", .type = GT_F_ANY, .check = gt_check_requirements},
+    LIST("volumes", volume_item, .max_len = 64),
     END,
 };
 static const struct gt_schema task_spec_schema = {task_spec_fields, NULL};
@@ -643,6 +665,7 @@ static const struct gt_field task_status_fields[] = {
     STR("startTime", TIME),
     STR("finishTime", TIME),
     INT("hostPid", 0, INT32_MAX),
+    OBJ("previous", previous_schema),
     END,
 };
 static const struct gt_schema task_status_schema = {task_status_fields, NULL};

@@ -155,6 +155,22 @@ void gt_cli_columns_init(struct gt_cli_table *t, const struct gt_kind_info *k,
 void gt_cli_columns_add(struct gt_cli_table *t, const struct gt_kind_info *k,
                         const struct gt_cli_columns_opts *opts, const json_t *obj, int64_t now_ms);
 
+/* ---- node administration (cmd_node.c) ---- */
+
+enum gt_cli_node_op {
+    GT_CLI_NODE_CORDON,   /* spec.unschedulable: true */
+    GT_CLI_NODE_UNCORDON, /* clear unschedulable and the drain taint */
+    GT_CLI_NODE_DRAIN,    /* cordon plus the NoExecute taint gantry.dev/drain */
+};
+/* Apply op to a Node object (borrowed, changed in place); other taints are
+ * kept. Returns whether anything changed. */
+bool gt_cli_node_mark(json_t *node, enum gt_cli_node_op op);
+/* Append `gantry top nodes`' table for nodes (a JSON array of Nodes with
+ * the computed status.allocated, borrowed) to out: per node the GPUs in
+ * use (whole or fractional) of its GPUs, CPU and memory in use, and each
+ * as a share of the allocatable amount. */
+void gt_cli_top_nodes_render(const json_t *nodes, struct gt_buf *out);
+
 /* ---- describe (describe.c) ---- */
 
 /* Append `gantry describe` output for obj (borrowed) to out: the metadata

@@ -7,7 +7,12 @@
  * a change made by someone else in between is refused (409) rather than
  * overwritten. Apply stops at the first failure; the documents before it stay
  * applied and the error says so, as there is no transaction across objects.
+ *
+ * Kubeflow TFJob and PyTorchJob documents (kubeflow.org/v1) are converted
+ * into gantry Jobs here, before anything is sent, so a manifest with a field
+ * gantry cannot honour fails without touching the cluster.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -112,6 +117,41 @@ static int resolve_target(json_t *doc, const char *project_flag, struct target *
     return 0;
 }
 
+/* A kubeflow.org document in place in docs[i] becomes the gantry Job it
+ * converts to, in project_flag (-p, may be NULL) when it names no
+ * namespace; from_kind (e.g. "pytorchjob.kubeflow.org") names what it was,
+ * "" for a gantry document. */
+static int convert_kubeflow(json_t *docs, size_t i, const char *project_flag, char *from_kind,
+                            size_t len, struct gt_err *err)
+{
+    json_t *doc = json_array_get(docs, i);
+    from_kind[0] = '\0';
+    if (!gt_api_kubeflow_is(doc)) {
+        return 0;
+    }
+    json_t *md = json_object_get(doc, "metadata");
+    if (project_flag && json_is_object(md) && !json_object_get(md, "namespace")) {
+        /* as kubectl -n does; a namespace that differs from -p is refused
+         * afterwards like a gantry document's project */
+        json_object_set_new(md, "namespace", json_string(project_flag));
+    }
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    size_t n = 0;
+    for (; kind && kind[n] && n + 1 < len; n++) {
+        from_kind[n] = (char)tolower((unsigned char)kind[n]);
+    }
+    snprintf(from_kind + n, len - n, ".kubeflow.org");
+    json_t *job = NULL;
+    int rc = gt_api_kubeflow_convert(doc, &job, err);
+    if (rc != 0) {
+        const char *name = json_string_value(gt_json_path(doc, "metadata.name"));
+        gt_err_prefix(err, "%s \"%s\"", from_kind, name ? name : "");
+        return rc;
+    }
+    json_array_set_new(docs, i, job);
+    return 0;
+}
+
 /* GET the object; PUT over it with its resourceVersion, or POST if absent.
  * *created tells which. */
 static int apply_one(struct gt_cli_client *client, json_t *doc, const struct target *t,
@@ -206,10 +246,14 @@ int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, i
     }
     size_t n_docs = json_array_size(docs);
     for (size_t i = 0; rc == 0 && i < n_docs; i++) {
-        json_t *doc = json_array_get(docs, i);
         struct target t = {0};
         bool created = false;
-        rc = resolve_target(doc, o.project, &t, &err);
+        char from_kind[64];
+        rc = convert_kubeflow(docs, i, o.project, from_kind, sizeof(from_kind), &err);
+        json_t *doc = json_array_get(docs, i);
+        if (rc == 0) {
+            rc = resolve_target(doc, o.project, &t, &err);
+        }
         if (rc == 0) {
             rc = apply_one(client, doc, &t, &created, &err);
         }
@@ -218,8 +262,13 @@ int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, i
             break;
         }
         char res[64];
-        fprintf(ctx->out, "%s/%s %s\n", gt_cli_kind_resource(t.kind, res, sizeof(res)), t.name,
-                created ? "created" : "configured");
+        gt_cli_kind_resource(t.kind, res, sizeof(res));
+        if (from_kind[0]) {
+            fprintf(ctx->out, "%s/%s %s (as %s/%s)\n", from_kind, t.name,
+                    created ? "created" : "configured", res, t.name);
+        } else {
+            fprintf(ctx->out, "%s/%s %s\n", res, t.name, created ? "created" : "configured");
+        }
         fflush(ctx->out);
     }
     json_decref(docs);

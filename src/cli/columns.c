@@ -67,13 +67,6 @@ static char *dept_gpu_quota(const json_t *obj)
     return amount(resource_at(obj, "spec.quota", "nvidia.com/gpu"), "0");
 }
 
-/* A resource not named in limit has a limit equal to its quota (DESIGN.md). */
-static char *dept_gpu_limit(const json_t *obj)
-{
-    const json_t *v = resource_at(obj, "spec.limit", "nvidia.com/gpu");
-    return v ? amount(v, "0") : dept_gpu_quota(obj);
-}
-
 static char *dept_cpu(const json_t *obj)
 {
     return amount(resource_at(obj, "spec.quota", "cpu"), "0");
@@ -84,12 +77,76 @@ static char *dept_memory(const json_t *obj)
     return amount(resource_at(obj, "spec.quota", "memory"), "0");
 }
 
+/* A resource not named in limit has a limit equal to its quota (DESIGN.md). */
+static char *dept_limit(const json_t *obj, const char *resource)
+{
+    const json_t *v = resource_at(obj, "spec.limit", resource);
+    return amount(v ? v : resource_at(obj, "spec.quota", resource), "0");
+}
+
+/* status.used and status.borrowed (above the quota) are computed by gantryd
+ * on reads from what its scheduler counts. */
+static char *dept_gpu_limit(const json_t *obj)
+{
+    return dept_limit(obj, "nvidia.com/gpu");
+}
+
+static char *dept_gpu_used(const json_t *obj)
+{
+    return amount(resource_at(obj, "status.used", "nvidia.com/gpu"), "0");
+}
+
+static char *dept_gpu_borrowed(const json_t *obj)
+{
+    return amount(resource_at(obj, "status.borrowed", "nvidia.com/gpu"), "0");
+}
+
+static char *dept_cpu_limit(const json_t *obj)
+{
+    return dept_limit(obj, "cpu");
+}
+
+static char *dept_cpu_used(const json_t *obj)
+{
+    return amount(resource_at(obj, "status.used", "cpu"), "0");
+}
+
+static char *dept_cpu_borrowed(const json_t *obj)
+{
+    return amount(resource_at(obj, "status.borrowed", "cpu"), "0");
+}
+
+static char *dept_memory_limit(const json_t *obj)
+{
+    return dept_limit(obj, "memory");
+}
+
+static char *dept_memory_used(const json_t *obj)
+{
+    return amount(resource_at(obj, "status.used", "memory"), "0");
+}
+
+static char *dept_memory_borrowed(const json_t *obj)
+{
+    return amount(resource_at(obj, "status.borrowed", "memory"), "0");
+}
+
+/* Per resource: guarantee (QUOTA), LIMIT, USED and BORROWED; GPUs by
+ * default, cpu and memory in full with -o wide. */
 static const struct column department_cols[] = {
     {.header = "NAME", .cell = name_cell},
     {.header = "GPU QUOTA", .cell = dept_gpu_quota},
     {.header = "GPU LIMIT", .cell = dept_gpu_limit},
+    {.header = "GPU USED", .cell = dept_gpu_used},
+    {.header = "GPU BORROWED", .cell = dept_gpu_borrowed},
     {.header = "CPU", .cell = dept_cpu},
+    {.header = "CPU LIMIT", .cell = dept_cpu_limit, .wide_only = true},
+    {.header = "CPU USED", .cell = dept_cpu_used, .wide_only = true},
+    {.header = "CPU BORROWED", .cell = dept_cpu_borrowed, .wide_only = true},
     {.header = "MEMORY", .cell = dept_memory},
+    {.header = "MEMORY LIMIT", .cell = dept_memory_limit, .wide_only = true},
+    {.header = "MEMORY USED", .cell = dept_memory_used, .wide_only = true},
+    {.header = "MEMORY BORROWED", .cell = dept_memory_borrowed, .wide_only = true},
     {.header = "AGE", .age_of = created_at},
 };
 
@@ -248,6 +305,41 @@ static char *job_status(const json_t *obj)
     return n ? gt_cli_scalar_text(json_object_get(json_array_get(conds, n - 1), "type")) : NULL;
 }
 
+/* squeue's REASON: why the job is not running. While Queued, the short
+ * reason of the scheduler's message ("Quota: department ...", else the
+ * condition's reason unless it is just "Queued"); while Restarting or
+ * Failed, the condition's reason (Preempted, Drained, TaskFailed...). */
+static char *job_reason(const json_t *obj)
+{
+    const json_t *conds = gt_json_path(obj, "status.conditions");
+    const json_t *cur = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c)
+    {
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (st && !strcmp(st, "True")) {
+            cur = c;
+        }
+    }
+    const char *type = json_string_value(json_object_get(cur, "type"));
+    const char *reason = json_string_value(json_object_get(cur, "reason"));
+    const char *msg = json_string_value(json_object_get(cur, "message"));
+    if (!type || (strcmp(type, "Queued") && strcmp(type, "Restarting") && strcmp(type, "Failed"))) {
+        return NULL;
+    }
+    if (!strcmp(type, "Queued") && msg) {
+        size_t n = 0;
+        while (isalpha((unsigned char)msg[n])) {
+            n++;
+        }
+        if (n && isupper((unsigned char)msg[0]) && !strncmp(msg + n, ": ", 2)) {
+            return gt_xasprintf("%.*s", (int)n, msg);
+        }
+    }
+    return reason && strcmp(reason, type) ? gt_xstrdup(reason) : NULL;
+}
+
 static char *job_replicas(const json_t *obj)
 {
     const char *type;
@@ -292,6 +384,7 @@ static char *job_queue(const json_t *obj)
 static const struct column job_cols[] = {
     {.header = "NAME", .cell = name_cell},
     {.header = "STATUS", .cell = job_status},
+    {.header = "REASON", .cell = job_reason},
     {.header = "REPLICAS", .cell = job_replicas},
     {.header = "GPUS", .cell = job_gpus, .wide_only = true},
     {.header = "PRIORITY", .cell = job_priority, .wide_only = true},

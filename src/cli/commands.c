@@ -78,6 +78,33 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_logs,
     },
     {
+        .name = "cordon",
+        .usage = "cordon NODE",
+        .summary = "Mark a node unschedulable: no new tasks are bound to it (admins)",
+        .run = gt_cli_cmd_node,
+    },
+    {
+        .name = "uncordon",
+        .usage = "uncordon NODE",
+        .summary = "Make a cordoned or drained node schedulable again (admins)",
+        .run = gt_cli_cmd_node,
+    },
+    {
+        .name = "drain",
+        .usage = "drain NODE [--timeout SECONDS]",
+        .summary = "Cordon a node and stop its tasks gracefully; their jobs are requeued (admins)",
+        .options = "      --timeout SECONDS   wait at most this long for the tasks to end "
+                   "(default 120;\n"
+                   "                          0: do not wait)\n",
+        .run = gt_cli_cmd_node,
+    },
+    {
+        .name = "top",
+        .usage = "top nodes",
+        .summary = "Show GPU, CPU and memory use per node",
+        .run = gt_cli_cmd_top,
+    },
+    {
         .name = "up",
         .usage = "up [--data-dir DIR] [--fake-gpus SPEC] [--uid N] [--listen ADDR:PORT]",
         .summary = "Start a one-machine cluster (gantryd and gantlet) in the background",

@@ -23,6 +23,7 @@ enum { INDENT = 2 };
 static const char *const verbatim_maps[] = {
     "labels", "annotations", "quota",       "limit",     "limits",       "requests",
     "hard",   "capacity",    "allocatable", "allocated", "replicaSpecs", "nodeSelector",
+    "used",   "borrowed",
 };
 
 static const char *const acronyms[] = {"API", "URL", "UID", "GPU", "CPU", "IP"};

@@ -146,3 +146,20 @@ int32_t gt_sched_idx_first(const struct gt_sched_buckets *b, size_t k)
     }
     return -1;
 }
+
+int32_t gt_sched_idx_last(const struct gt_sched_buckets *b, size_t k)
+{
+    if (k >= GT_SCHED_N_BUCKETS) {
+        k = GT_SCHED_N_BUCKETS - 1;
+    }
+    for (size_t w = k / 64 + 1; w-- > 0;) {
+        uint64_t bits = b->nonempty[w];
+        if (w == k / 64 && k % 64 != 63) {
+            bits &= (1ULL << (k % 64 + 1)) - 1;
+        }
+        if (bits) {
+            return (int32_t)(w * 64 + 63 - (size_t)__builtin_clzll(bits));
+        }
+    }
+    return -1;
+}

@@ -65,6 +65,7 @@ static void job_free(struct gt_sched_job *job)
     }
     free(job->tasks);
     free(job->groups);
+    free(job->skip);
     free(job->id);
     free(job->project);
     free(job);
@@ -258,6 +259,7 @@ void gt_sched_task_hold(struct gt_sched_task *task, struct gt_sched_node *node,
     node->task_head = task;
     node->n_tasks++;
     task->job->n_holding++;
+    gt_sched_job_holding_delta(task->job, +1);
     if (n_gpus > 0) {
         gt_sched_node_reindex(node, false);
     }
@@ -300,6 +302,7 @@ void gt_sched_task_unhold(struct gt_sched_task *task)
     task->node = NULL;
     node->n_tasks--;
     task->job->n_holding--;
+    gt_sched_job_holding_delta(task->job, -1);
     if (had_gpus) {
         gt_sched_node_reindex(node, false);
     }

@@ -82,6 +82,13 @@ struct cand {
     int64_t cpu_here, mem_here;
 };
 
+/* Nodes a victim search still compares once it has found a set: bounds a
+ * search on a large cluster; smaller ones are searched whole. */
+#define PREEMPT_TIE_NODES 256
+/* Nodes a victim search looks at in all, so that a cycle's searches stay
+ * bounded however large the cluster. */
+#define PREEMPT_MAX_NODES 1024
+
 struct cost {
     int64_t a, b, c; /* compared in order, smaller is cheaper */
 };
@@ -196,6 +203,22 @@ static int cand_sort_cmp(const void *x, const void *y, void *arg)
     return r ? r : strcmp(p->job->id, q->job->id);
 }
 
+/* An upper bound on the whole GPUs candidates could free on node, from
+ * cheap checks only (most nodes of a large cluster fail it). */
+static size_t may_free(const struct attempt *a, const struct gt_sched_node *node)
+{
+    size_t n = 0;
+    for (const struct gt_sched_task *t = node->task_head; t; t = t->node_next) {
+        const struct gt_sched_job *v = t->job;
+        if (t->group->req.gpus > 0 && !t->evicting && v != a->job &&
+            (!a->preempt ||
+             (v->dept == a->job->dept ? v->priority < a->job->priority : a->reclaim))) {
+            n += t->n_gpus;
+        }
+    }
+    return n;
+}
+
 /* The cheapest victim set on node for a task asking req; n chosen into
  * *n_out (a prefix of cands, sorted), cost into *cost_out. false if none. */
 static bool node_victims(const struct attempt *a, const struct gt_sched_node *node,
@@ -209,7 +232,7 @@ static bool node_victims(const struct attempt *a, const struct gt_sched_node *no
         usable += gt_sched_gpu_avail(g, a->job);
     }
     if (healthy < k || req->cpu_milli > node->cpu_milli_alloc ||
-        req->memory_bytes > node->memory_bytes_alloc) {
+        req->memory_bytes > node->memory_bytes_alloc || usable + may_free(a, node) < k) {
         return false;
     }
     for (const struct gt_sched_task *t = node->task_head; t; t = t->node_next) {
@@ -293,29 +316,89 @@ static void take_victim(struct attempt *a, struct gt_sched_job *victim)
     }
 }
 
-/* Choose and remove the victims that let task fit; false if none do. */
+/* A lower bound on the first cost component of any victim set (the
+ * highest victim priority, or the latest deadline end when waiting), from
+ * the bands' holding counts; false if no job can be a candidate at all. */
+static bool cost_floor(const struct attempt *a, int64_t *floor)
+{
+    const struct gt_sched_model *m = a->m;
+    if (!a->preempt) {
+        /* Without deadlines every candidate ends at INT64_MAX. */
+        *floor = m->n_deadline_holding > 0 ? INT64_MIN : INT64_MAX;
+        return true;
+    }
+    bool any = false;
+    *floor = INT64_MAX;
+    for (size_t d = 0; d < m->n_depts; d++) {
+        const struct gt_sched_dept *dept = m->depts[d];
+        bool own = dept == a->job->dept;
+        /* eligible(): other departments only when reclaiming, and only if
+         * above their guarantee */
+        if (!own && (!a->reclaim || dept->used.gpu_milli < dept->guarantee.gpu_milli)) {
+            continue;
+        }
+        for (size_t b = 0; b < dept->n_bands; b++) {
+            const struct gt_sched_band *band = &dept->bands[b];
+            if (band->n_holding > 0 && (!own || band->value < a->job->priority)) {
+                any = true;
+                *floor = band->value < *floor ? band->value : *floor;
+            }
+        }
+    }
+    return any;
+}
+
+/* Choose and remove the victims that let task fit; false if none do.
+ * The cheapest set over the schedulable nodes, ties to the first node by
+ * name. Nodes are visited by avail GPUs, most first: a node lacking d GPUs
+ * costs at least (floor, d, 0), since victims hold every GPU they free, so
+ * the search stops once that bound exceeds the best set found. It also
+ * stops PREEMPT_TIE_NODES nodes after the first set found, so on a large
+ * cluster the set is the cheapest among the nodes missing the fewest GPUs
+ * rather than over all of them, and it gives up after PREEMPT_MAX_NODES
+ * (exact on clusters of up to PREEMPT_TIE_NODES nodes). */
 static bool free_room(struct attempt *a, const struct gt_sched_task *task)
 {
+    int64_t floor;
+    if (!cost_floor(a, &floor)) {
+        return false;
+    }
+    const struct gt_sched_buckets *b = &a->m->idx[GT_SCHED_IDX_AVAIL];
+    int64_t k = task->group->req.gpus;
     struct cand *cands = NULL;
     size_t cap = 0, best_n = 0;
     struct cost best_cost = {0};
     struct gt_sched_node *best = NULL;
     struct gt_sched_job **best_jobs = NULL;
-    for (size_t i = 0; i < a->m->n_nodes; i++) {
-        struct gt_sched_node *node = a->m->nodes[i];
-        size_t n;
-        struct cost c;
-        if (!node->ready || node->unschedulable || !node->task_head ||
-            !node_victims(a, node, &task->group->req, &cands, &cap, &n, &c)) {
-            continue;
+    size_t window = PREEMPT_TIE_NODES, visited = 0;
+    for (int32_t key = gt_sched_idx_last(b, GT_SCHED_N_BUCKETS - 1); key >= 0 && window > 0;
+         key = key > 0 ? gt_sched_idx_last(b, (size_t)key - 1) : -1) {
+        struct cost bound = {floor, k > key ? k - key : 0, 0};
+        if (best && cost_cmp(&bound, &best_cost) > 0) {
+            break;
         }
-        if (!best || cost_cmp(&c, &best_cost) < 0) {
-            best = node;
-            best_cost = c;
-            best_n = n;
-            best_jobs = gt_xrealloc(best_jobs, n * sizeof(*best_jobs));
-            for (size_t j = 0; j < n; j++) {
-                best_jobs[j] = cands[j].job;
+        for (struct gt_sched_node *node = b->head[key]; node && window > 0;
+             node = node->link[GT_SCHED_IDX_AVAIL].next) {
+            size_t n;
+            struct cost c;
+            window -= best != NULL;
+            if (++visited > PREEMPT_MAX_NODES) {
+                window = 0;
+                break;
+            }
+            if (!node->task_head ||
+                !node_victims(a, node, &task->group->req, &cands, &cap, &n, &c)) {
+                continue;
+            }
+            int r = best ? cost_cmp(&c, &best_cost) : -1;
+            if (r < 0 || (r == 0 && strcmp(node->name, best->name) < 0)) {
+                best = node;
+                best_cost = c;
+                best_n = n;
+                best_jobs = gt_xrealloc(best_jobs, n * sizeof(*best_jobs));
+                for (size_t j = 0; j < n; j++) {
+                    best_jobs[j] = cands[j].job;
+                }
             }
         }
     }

@@ -98,12 +98,21 @@ struct gt_sched_node {
     struct gt_sched_model *model;
 };
 
+/* Levels of a band's skip list (queue.c): enough for 4^12 queued jobs per
+ * band at the expected cost of O(log n) compares per insert. */
+#define GT_SCHED_SKIP_LEVELS 12
+
 /* One priority value's pending jobs of a department, in arrival order
  * (ties by id): aging never reorders inside it, since older is never
- * younger. */
+ * younger. The list is also a skip list (skip_head: levels 1..), so a job
+ * arriving out of order, or among many with the same arrival, is placed in
+ * O(log n). n_holding: tasks of its jobs holding resources, which bounds
+ * preemption's search (preempt.c). */
 struct gt_sched_band {
     int32_t value;
     struct gt_sched_job *head, *tail;
+    struct gt_sched_job *skip_head[GT_SCHED_SKIP_LEVELS - 1];
+    size_t n_holding;
 };
 
 struct gt_sched_dept {
@@ -160,6 +169,8 @@ struct gt_sched_job {
     size_t vec_index; /* position in model->jobs */
     bool light;       /* some group asks for no whole GPU (cpu-only or fractional) */
     struct gt_sched_job *queue_prev, *queue_next; /* in its department's band */
+    struct gt_sched_job **skip;                   /* [skip_levels - 1]: the band's upper levels */
+    int32_t skip_levels;                          /* 0 until first queued, then 1.. (from the id) */
     bool queued;                                  /* n_pending > 0 */
     struct gt_sched_resv *resv;                   /* NULL: no reservation */
     uint64_t seen_cycle;                          /* last cycle that considered it */
@@ -188,6 +199,7 @@ struct gt_sched_model {
     struct gt_sched_res pool;   /* allocatable of schedulable nodes; GPUs healthy * 1000 */
     size_t n_light_queued;      /* queued jobs with light set */
     size_t n_preemptor_queued;  /* queued jobs whose policy lets them preempt */
+    size_t n_deadline_holding;  /* holding tasks whose job has activeDeadlineSeconds */
     struct gt_sched_job **resv; /* jobs holding a reservation, in creation order */
     size_t n_resv, cap_resv;
     int64_t aging_tier_ms; /* 0: no aging */
@@ -232,6 +244,8 @@ void gt_sched_node_reindex(struct gt_sched_node *node, bool gone);
 bool gt_sched_gpu_avail(const struct gt_sched_gpu *g, const struct gt_sched_job *job);
 /* The smallest non-empty bucket key >= k in b, or -1. */
 int32_t gt_sched_idx_first(const struct gt_sched_buckets *b, size_t k);
+/* The largest non-empty bucket key <= k in b, or -1. */
+int32_t gt_sched_idx_last(const struct gt_sched_buckets *b, size_t k);
 
 /* ---- pending queues (queue.c) ---- */
 
@@ -241,6 +255,9 @@ void gt_sched_job_pending_delta(struct gt_sched_job *job, const struct gt_sched_
                                 int delta);
 /* The band of dept with this value, or NULL. */
 struct gt_sched_band *gt_sched_dept_band(struct gt_sched_dept *dept, int32_t value);
+/* A task of job started (+1) or stopped (-1) holding resources: keep the
+ * band's and the model's holding counts that bound preemption's search. */
+void gt_sched_job_holding_delta(struct gt_sched_job *job, int delta);
 /* Free the department's band array. */
 void gt_sched_dept_bands_free(struct gt_sched_dept *dept);
 

@@ -47,6 +47,10 @@ static const struct opt opts[] = {
      "else firstfit"},
     {"node-grace", OPT_INT, OFF(node_grace_s), "40", 1, 86400, false,
      "seconds without a heartbeat after which a node is lost and its tasks fail"},
+    {"port-range", OPT_STR, OFF(port_range), "30000-32767", 0, 0, false,
+     "LOW-HIGH: each node's ports for tasks (MASTER_PORT, TF_CONFIG, template.ports)"},
+    {"restart-backoff-ms", OPT_INT, OFF(restart_backoff_ms), "10000", 1, 3600000, false,
+     "back-off before a job's first restart; doubles per restart up to 30 times this"},
 };
 
 static const char *const log_levels[] = {"debug", "info", "warn", "error"};

@@ -308,6 +308,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     }
     gt_nodectl_tick(c);
+    gt_jobctl_tick(c);
     /* jobs that could not enter the model yet (department or tasks missing) */
     gt_strmap_each(&c->objs[GT_KIND_JOB], retry_job_cb, c);
     c->want_cycle = true;
@@ -342,7 +343,13 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
         return gt_err_set(err, GT_EINVAL, "--scheduler-policy %s: unknown policy", name);
     }
     c->start_ms = gt_now_ms();
-    int rc = gt_feed_build(c, err);
+    int32_t lo, hi;
+    int rc = gt_jobenv_port_range_parse(c->s->cfg->port_range, &lo, &hi, err);
+    if (rc) {
+        gt_err_prefix(err, "--port-range");
+        return rc;
+    }
+    rc = gt_feed_build(c, err);
     if (rc) {
         return rc;
     }

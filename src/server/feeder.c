@@ -15,8 +15,14 @@
  * Bind decisions are written as the Task binding (spec.nodeName, spec.gpus,
  * status.phase Bound, boundTime), conditional on the cached revision; a
  * failed write reverts the bind with gt_sched_task_exit(requeue). Preempt
- * decisions become spec.stop{reason: Preempted}. Wait reasons become a
- * folded "Waiting" Event on the job and its Queued condition's message.
+ * decisions become spec.stop{reason: Preempted} and a Preempted Event on
+ * the victim's job; once the victim's exit is recorded its resources are
+ * free in the model (and a cycle runs at once, for the preemptor), and the
+ * job controller requeues the job (a restart that counts toward no
+ * backoffLimit), whose recreated Pending tasks re-enter the model. Wait
+ * reasons become a folded Event (reason Quota or Unschedulable) on the job
+ * and its Queued condition's message, "Reason: text" (c->waits).
+ * Department status (used, borrowed) is computed from the model on reads.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -108,7 +114,8 @@ static void sync_node(struct gt_ctl *c, const json_t *node, bool force_not_ready
         .cpu_milli = alloc.cpu_milli,
         .memory_bytes = alloc.memory_bytes,
         .ready = !force_not_ready && node_ready(node),
-        .unschedulable = json_is_true(gt_json_path(node, "spec.unschedulable")),
+        .unschedulable =
+            json_is_true(gt_json_path(node, "spec.unschedulable")) || gt_node_draining(node),
         .gpus = g,
         .n_gpus = n,
     };
@@ -447,7 +454,7 @@ static const char *gpu_uuid(const json_t *node, int32_t index)
     return NULL;
 }
 
-static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b)
+static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b, const json_t *plan)
 {
     char *key = gt_xasprintf("/tasks/%s", b->task_id);
     char *nkey = gt_xasprintf("/nodes/%s", b->node);
@@ -474,6 +481,7 @@ static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b)
         json_array_append_new(gpus, g);
     }
     json_object_set_new(spec, "gpus", gpus);
+    gt_jobctl_bind_apply(plan, b->task_id, t);
     json_t *st = json_object_get(t, "status");
     if (!json_is_object(st)) {
         st = json_object();
@@ -496,24 +504,42 @@ static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b)
     free(nkey);
 }
 
+int gt_feed_stop_task(struct gt_ctl *c, const struct gt_cobj *o, const char *reason,
+                      const char *message)
+{
+    if (gt_ctl_busy(c, o->key) || gt_json_path(o->obj, "spec.stop") ||
+        gt_task_phase_terminal(gt_task_phase_of(o->obj))) {
+        return GT_ECONFLICT;
+    }
+    json_t *t = json_deep_copy(o->obj);
+    json_t *spec = json_object_get(t, "spec");
+    json_object_set_new(spec, "stop",
+                        json_pack("{s:s, s:I}", "reason", reason, "gracePeriodSeconds",
+                                  (json_int_t)gt_task_grace_s(json_object_get(spec, "template"))));
+    int rc = gt_ctl_write(c, GT_STORE_UPDATE, o->key, t, o->rev, NULL, NULL);
+    json_decref(t);
+    if (rc) {
+        return rc;
+    }
+    char *jkey = gt_xasprintf("/jobs/%s/%s", gt_obj_project(o->obj),
+                              json_string_value(gt_json_path(o->obj, "spec.job")));
+    const struct gt_cobj *j = gt_ctl_get(c, GT_KIND_JOB, jkey);
+    if (j) {
+        char *msg = gt_xasprintf("task %s: %s", gt_obj_name(o->obj), message);
+        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), j->obj, "Warning", reason, msg);
+        free(msg);
+    }
+    free(jkey);
+    gt_log_info("task stopped", "task=%s reason=%s why=\"%s\"", o->key, reason, message);
+    return 0;
+}
+
 static void apply_preempt(struct gt_ctl *c, const struct gt_sched_preempt *p)
 {
     char *key = gt_xasprintf("/tasks/%s", p->task_id);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
-    if (o && !gt_ctl_busy(c, key) && !gt_json_path(o->obj, "spec.stop") &&
-        !gt_task_phase_terminal(gt_task_phase_of(o->obj))) {
-        json_t *t = json_deep_copy(o->obj);
-        json_t *spec = json_object_get(t, "spec");
-        json_object_set_new(
-            spec, "stop",
-            json_pack("{s:s, s:I}", "reason", "Preempted", "gracePeriodSeconds",
-                      (json_int_t)gt_task_grace_s(json_object_get(spec, "template"))));
-        if (gt_ctl_write(c, GT_STORE_UPDATE, key, t, o->rev, NULL, NULL) == 0) {
-            c->s->metrics.preemptions++;
-            gt_log_info("task preempted", "task=%s why=\"%s\"", p->task_id,
-                        p->reason ? p->reason : "");
-        }
-        json_decref(t);
+    if (o && gt_feed_stop_task(c, o, "Preempted", p->reason ? p->reason : "preempted") == 0) {
+        c->s->metrics.preemptions++;
     }
     free(key);
 }
@@ -522,13 +548,17 @@ static void apply_wait(struct gt_ctl *c, const struct gt_sched_wait *w)
 {
     char *key = gt_xasprintf("/jobs/%s", w->job_id);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
-    const char *msg = w->message ? w->message : gt_sched_wait_reason_str(w->reason);
+    const char *text = w->message ? w->message : "";
+    const char *code = gt_sched_wait_reason_str(w->reason);
+    char *msg = gt_xasprintf("%s: %s", code, text);
     const char *was = gt_strmap_get(&c->waits, key);
     if (o && (!was || strcmp(was, msg))) {
-        free(gt_strmap_put(&c->waits, key, gt_xstrdup(msg)));
-        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Normal", "Waiting", msg);
+        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Normal", code, text);
+        free(gt_strmap_put(&c->waits, key, msg));
+        msg = NULL;
         gt_strmap_put(&c->dirty_jobs, key, (void *)marker);
     }
+    free(msg);
     if (w->reason < 2) {
         c->s->metrics.jobs_pending[w->reason]++;
     }
@@ -544,9 +574,11 @@ void gt_feed_cycle(struct gt_ctl *c)
 {
     int64_t t0 = gt_now_ns();
     gt_sched_cycle(c->model, gt_now_ms(), c->policy, &c->dec);
+    json_t *plan = gt_jobctl_bind_plan(c, c->dec.binds, c->dec.n_binds);
     for (size_t i = 0; i < c->dec.n_binds; i++) {
-        apply_bind(c, &c->dec.binds[i]);
+        apply_bind(c, &c->dec.binds[i], plan);
     }
+    json_decref(plan);
     for (size_t i = 0; i < c->dec.n_preempts; i++) {
         apply_preempt(c, &c->dec.preempts[i]);
     }
@@ -558,4 +590,20 @@ void gt_feed_cycle(struct gt_ctl *c)
     if (c->dec.n_waits && c->dirty_jobs.n) {
         gt_ctl_kick(c);
     }
+}
+
+json_t *gt_department_status(const struct gt_sched_model *m, const char *name)
+{
+    struct gt_sched_res g, used;
+    if (gt_sched_department_get(m, name, &g, NULL, &used)) {
+        return NULL;
+    }
+    struct gt_sched_res b = {
+        .cpu_milli = used.cpu_milli > g.cpu_milli ? used.cpu_milli - g.cpu_milli : 0,
+        .memory_bytes = used.memory_bytes > g.memory_bytes ? used.memory_bytes - g.memory_bytes : 0,
+        .gpu_milli = used.gpu_milli > g.gpu_milli ? used.gpu_milli - g.gpu_milli : 0,
+    };
+    return json_pack("{s:o, s:o}", "used",
+                     gt_resources_json(used.cpu_milli, used.memory_bytes, used.gpu_milli),
+                     "borrowed", gt_resources_json(b.cpu_milli, b.memory_bytes, b.gpu_milli));
 }

@@ -5,8 +5,8 @@
  *
  * Stored values are compact JSON with "metadata" as the first key and no
  * resourceVersion; reads splice `"resourceVersion":"N"` in after
- * `{"metadata":{` so the GET path parses no JSON (Nodes, which carry a
- * computed status.allocated, and selector matching do parse).
+ * `{"metadata":{` so the GET path parses no JSON (Nodes and Departments,
+ * which carry a computed status, and selector matching do parse).
  *
  * A struct gt_req lives from the callback until its reply is sent; every
  * reply goes through finish(), which counts it in the metrics and logs it.
@@ -160,6 +160,12 @@ json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kin
             json_object_set_new(obj, "status", st);
         }
         json_object_set_new(st, "allocated", gt_nodectl_allocated(s->ctl, gt_obj_name(obj)));
+    } else if (kind->kind == GT_KIND_DEPARTMENT && s->ctl) {
+        /* used and borrowed as the scheduler counts them, never stored */
+        json_t *ds = gt_department_status(s->ctl->model, gt_obj_name(obj));
+        if (ds) {
+            json_object_set_new(obj, "status", ds);
+        }
     }
     return obj;
 }
@@ -167,7 +173,8 @@ json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kin
 void gt_render_object(const struct gt_server *s, struct gt_buf *out,
                       const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev)
 {
-    if (kind->kind != GT_KIND_NODE && len > META_PREFIX_LEN + 1 &&
+    if (kind->kind != GT_KIND_NODE && kind->kind != GT_KIND_DEPARTMENT &&
+        len > META_PREFIX_LEN + 1 &&
         !memcmp(text, META_PREFIX, META_PREFIX_LEN)) {
         gt_buf_append(out, text, META_PREFIX_LEN);
         gt_buf_printf(out, "\"resourceVersion\":\"%lld\"%s", (long long)rev,

@@ -1,12 +1,23 @@
 /*
- * The job controller (restartPolicy Never) and the task controller, over
- * the controllers' cache (ctl.c). A Job's replicas become Pending Tasks
- * (jobs.c builds them); its status follows its tasks' phases; a finished
- * job stops the tasks it still has; a deleted job (deletionTimestamp)
- * stops its tasks, deletes each once it is Pending or terminal, and goes
- * when none is left. The task controller finishes what the agent cannot:
- * a Pending task that was stopped is recorded Failed with the stop's
- * reason, and a deleted task goes once Pending or terminal.
+ * The job and task controllers, over the controllers' cache (ctl.c). A
+ * Job's replicas become Pending Tasks (jobs.c builds them); gt_job_decide
+ * says what the job needs and its status follows. A failure the restart
+ * policy retries (or a preemption, lost node or drain) restarts the whole
+ * gang: the job's generation goes up with the Restarting condition, every
+ * task of the older generation is stopped (reason Restarting), and once all
+ * are terminal and the back-off is over each is replaced in place, same
+ * name, new uid, status.previous naming the old run's uid and node. A
+ * finished job stops the tasks it still has (reason JobFinished or
+ * DeadlineExceeded) and deletes finished ones as cleanPodPolicy says; a
+ * job past ttlSecondsAfterFinished is deleted. A deleted job
+ * (deletionTimestamp) stops its tasks, deletes each once it is Pending or
+ * terminal, and goes when none is left. The task controller finishes what
+ * the agent cannot: a Pending task that was stopped is recorded Failed with
+ * the stop's reason, and a deleted task goes once Pending or terminal.
+ *
+ * At bind time (gt_jobctl_bind_plan, called by the scheduler feeder) each
+ * task gets ports from its node's --port-range, the job's distributed
+ * environment and its replicas' host names (jobenv.c).
  *
  * Every write is conditional on the cached revision and skipped while an
  * earlier controller write to the same key is in flight.
@@ -137,12 +148,13 @@ static int32_t job_priority(const struct gt_ctl *c, const json_t *job)
     return 0;
 }
 
-static void create_tasks(struct gt_ctl *c, const json_t *job)
+static void create_tasks(struct gt_ctl *c, const json_t *job, int64_t generation)
 {
     const char *project = gt_obj_project(job);
     struct gt_job_task_opts opts = {.department = gt_ctl_project_department(c, project),
                                     .priority = job_priority(c, job),
-                                    .privileged = gt_ctl_project_privileged(c, project)};
+                                    .privileged = gt_ctl_project_privileged(c, project),
+                                    .generation = generation};
     json_t *tasks = gt_job_build_tasks(job, &opts);
     size_t i;
     json_t *t;
@@ -151,13 +163,27 @@ static void create_tasks(struct gt_ctl *c, const json_t *job)
     json_array_foreach(tasks, i, t)
     {
         char *key = gt_xasprintf("/tasks/%s/%s", project, gt_obj_name(t));
-        if (!gt_ctl_get(c, GT_KIND_TASK, key) && !gt_ctl_busy(c, key)) {
-            char uid[40];
-            gt_uuid4(uid, sizeof(uid));
-            json_t *md = json_object_get(t, "metadata");
-            json_object_set_new(md, "uid", json_string(uid));
-            json_object_set_new(md, "creationTimestamp", json_string(ts));
+        const struct gt_cobj *was = gt_ctl_get(c, GT_KIND_TASK, key);
+        char uid[40];
+        gt_uuid4(uid, sizeof(uid));
+        json_t *md = json_object_get(t, "metadata");
+        json_object_set_new(md, "uid", json_string(uid));
+        json_object_set_new(md, "creationTimestamp", json_string(ts));
+        if (gt_ctl_busy(c, key)) {
+            /* wait for the write in flight */
+        } else if (!was) {
             gt_ctl_write(c, GT_STORE_CREATE, key, t, 0, NULL, NULL);
+        } else if (gt_task_generation(was->obj) < generation &&
+                   gt_task_phase_terminal(gt_task_phase_of(was->obj))) {
+            /* the restart: the same name with a new uid, in one write */
+            const char *puid = json_string_value(gt_json_path(was->obj, "metadata.uid"));
+            const char *pnode = json_string_value(gt_json_path(was->obj, "spec.nodeName"));
+            json_t *prev = json_pack("{s:s}", "uid", puid ? puid : "");
+            if (pnode) {
+                json_object_set_new(prev, "nodeName", json_string(pnode));
+            }
+            json_object_set_new(json_object_get(t, "status"), "previous", prev);
+            gt_ctl_write(c, GT_STORE_UPDATE, key, t, was->rev, NULL, NULL);
         }
         free(key);
     }
@@ -189,6 +215,49 @@ static bool past_created(const json_t *job)
     return json_array_size(gt_json_path(job, "status.conditions")) > 1;
 }
 
+/* Stop every live task of jt older than generation (all: INT64_MAX). */
+static void stop_tasks(struct gt_ctl *c, const struct job_tasks *jt, int64_t generation,
+                       const char *reason)
+{
+    for (size_t i = 0; i < jt->n; i++) {
+        const struct gt_cobj *t = jt->o[i];
+        if (!gt_task_phase_terminal(gt_task_phase_of(t->obj)) && !gt_ctl_busy(c, t->key) &&
+            !gt_json_path(t->obj, "spec.stop") && gt_task_generation(t->obj) < generation) {
+            write_obj(c, t, with_stop(t->obj, reason, false));
+        }
+    }
+}
+
+/* cleanPodPolicy at the job's end: All deletes every finished task,
+ * Running those that were still running (stopped by the job's end), None
+ * keeps them all (and their logs). */
+static void clean_tasks(struct gt_ctl *c, const json_t *job, const struct job_tasks *jt)
+{
+    const char *pol = json_string_value(gt_json_path(job, "spec.runPolicy.cleanPodPolicy"));
+    if (!pol || !strcmp(pol, "None")) {
+        return;
+    }
+    bool all = !strcmp(pol, "All");
+    for (size_t i = 0; i < jt->n; i++) {
+        const struct gt_cobj *t = jt->o[i];
+        const char *sr = json_string_value(gt_json_path(t->obj, "spec.stop.reason"));
+        bool was_running = sr && (!strcmp(sr, "JobFinished") || !strcmp(sr, "DeadlineExceeded"));
+        if (gt_task_phase_terminal(gt_task_phase_of(t->obj)) && !gt_ctl_busy(c, t->key) &&
+            (all || was_running)) {
+            gt_ctl_write(c, GT_STORE_DELETE, t->key, NULL, t->rev, NULL, NULL);
+        }
+    }
+}
+
+static void expire_job(struct gt_ctl *c, const struct gt_cobj *o)
+{
+    json_t *j = json_deep_copy(o->obj);
+    char ts[32];
+    json_object_set_new(json_object_get(j, "metadata"), "deletionTimestamp",
+                        json_string(now_str(ts, sizeof(ts))));
+    write_obj(c, o, j);
+}
+
 void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
 {
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
@@ -202,10 +271,18 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
         free(jt);
         return;
     }
-    if (jt->n < jt->expected && !past_created(o->obj)) {
-        create_tasks(c, o->obj);
+    struct gt_job_decision d;
+    gt_job_decide(o->obj, jt->obj, jt->n, gt_now_ms(), c->s->cfg->restart_backoff_ms, &d);
+    if (d.action == GT_JOB_EXPIRE) {
+        expire_job(c, o);
+        free(jt);
+        return;
     }
-    json_t *st = gt_job_derive_status(o->obj, jt->obj, jt->n, gt_feed_wait(c, key), gt_now_ms());
+    if ((jt->n < jt->expected && !past_created(o->obj)) || d.action == GT_JOB_RECREATE) {
+        create_tasks(c, o->obj, d.generation);
+    }
+    json_t *st =
+        gt_job_derive_status(o->obj, jt->obj, jt->n, &d, gt_feed_wait(c, key), gt_now_ms());
     if (!json_equal(st, json_object_get(o->obj, "status"))) {
         json_t *j = json_deep_copy(o->obj);
         json_object_set(j, "status", st);
@@ -213,16 +290,69 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
     }
     json_t *fake = json_pack("{s:O}", "status", st);
     bool finished = gt_job_finished(fake);
-    json_decref(fake);
-    json_decref(st);
-    for (size_t i = 0; finished && i < jt->n; i++) {
-        const struct gt_cobj *t = jt->o[i];
-        if (!gt_task_phase_terminal(gt_task_phase_of(t->obj)) && !gt_ctl_busy(c, t->key) &&
-            !gt_json_path(t->obj, "spec.stop")) {
-            write_obj(c, t, with_stop(t->obj, "JobFinished", false));
+    const char *why = NULL;
+    size_t i;
+    json_t *cnd;
+    json_array_foreach(json_object_get(st, "conditions"), i, cnd)
+    {
+        if (!strcmp(json_string_value(json_object_get(cnd, "type")), "Failed")) {
+            why = json_string_value(json_object_get(cnd, "reason"));
         }
     }
+    if (finished) {
+        /* tasks still running at a deadline are stopped as DeadlineExceeded */
+        stop_tasks(c, jt, INT64_MAX,
+                   why && !strcmp(why, "DeadlineExceeded") ? "DeadlineExceeded" : "JobFinished");
+        clean_tasks(c, o->obj, jt);
+    } else if (d.action == GT_JOB_RESTART) {
+        stop_tasks(c, jt, d.generation, GT_STOP_RESTARTING);
+    }
+    json_decref(fake);
+    json_decref(st);
     free(jt);
+}
+
+static bool needs_time(const json_t *job)
+{
+    json_t *rp = gt_json_path(job, "spec.runPolicy");
+    if (gt_job_finished(job)) {
+        return json_object_get(rp, "ttlSecondsAfterFinished") != NULL;
+    }
+    if (json_object_get(rp, "activeDeadlineSeconds")) {
+        return true;
+    }
+    size_t i;
+    json_t *cnd;
+    json_array_foreach(gt_json_path(job, "status.conditions"), i, cnd)
+    {
+        const char *t = json_string_value(json_object_get(cnd, "type"));
+        const char *s = json_string_value(json_object_get(cnd, "status"));
+        if (t && s && !strcmp(t, "Restarting") && !strcmp(s, "True")) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static int tick_cb(const char *key, void *val, void *arg)
+{
+    const struct gt_cobj *o = val;
+    if (needs_time(o->obj)) {
+        char *k = gt_xstrdup(key);
+        const char *proj = k + strlen("/jobs/");
+        char *slash = strchr(proj, '/');
+        if (slash) {
+            *slash = '\0';
+            gt_ctl_mark_job(arg, proj, slash + 1);
+        }
+        free(k);
+    }
+    return 0;
+}
+
+void gt_jobctl_tick(struct gt_ctl *c)
+{
+    gt_strmap_each(&c->objs[GT_KIND_JOB], tick_cb, c);
 }
 
 /* ---- admission and delete ---- */
@@ -263,4 +393,216 @@ bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored)
                             json_string(now_str(ts, sizeof(ts))));
     }
     return true;
+}
+
+/* ---- what a task is given at bind time ---- */
+
+struct port_use {
+    const char *node; /* borrowed from the cache or the binds */
+    int32_t port;
+};
+
+struct plan_ctx {
+    struct port_use *v;
+    size_t n, cap;
+};
+
+static void use_port(struct plan_ctx *p, const char *node, int32_t port)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 64;
+        p->v = gt_xrealloc(p->v, p->cap * sizeof(*p->v));
+    }
+    p->v[p->n++] = (struct port_use){node, port};
+}
+
+static int used_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    const struct gt_cobj *o = val;
+    if (!gt_task_holds(o->obj)) {
+        return 0;
+    }
+    const char *node = json_string_value(gt_json_path(o->obj, "spec.nodeName"));
+    size_t i;
+    json_t *pt;
+    json_array_foreach(gt_json_path(o->obj, "spec.ports"), i, pt)
+    {
+        use_port(arg, node, (int32_t)json_integer_value(json_object_get(pt, "port")));
+    }
+    return 0;
+}
+
+/* The ports of task tmpl on node: one per template.ports entry, then the
+ * "gantry" port; NULL if the range is full. */
+static json_t *alloc_ports(struct plan_ctx *p, int32_t lo, int32_t hi, const char *node,
+                           const json_t *tmpl)
+{
+    json_t *want = json_object_get(tmpl, "ports");
+    size_t n = json_array_size(want) + 1;
+    int32_t *used = gt_xcalloc(p->n ? p->n : 1, sizeof(*used));
+    size_t n_used = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->v[i].node && !strcmp(p->v[i].node, node)) {
+            used[n_used++] = p->v[i].port;
+        }
+    }
+    int32_t *got = gt_xcalloc(n, sizeof(*got));
+    json_t *ports = NULL;
+    if (gt_jobenv_ports_alloc(lo, hi, used, n_used, n, got) == 0) {
+        ports = json_array();
+        for (size_t i = 0; i < n; i++) {
+            const char *name =
+                i + 1 < n ? json_string_value(json_object_get(json_array_get(want, i), "name"))
+                          : "gantry";
+            char dflt[32];
+            snprintf(dflt, sizeof(dflt), "port-%zu", i);
+            json_array_append_new(
+                ports, json_pack("{s:s, s:i}", "name", name ? name : dflt, "port", got[i]));
+            use_port(p, node, got[i]);
+        }
+    }
+    free(got);
+    free(used);
+    return ports;
+}
+
+static int32_t gantry_port(const json_t *ports)
+{
+    size_t i;
+    json_t *pt;
+    json_array_foreach(ports, i, pt)
+    {
+        const char *n = json_string_value(json_object_get(pt, "name"));
+        if (n && !strcmp(n, "gantry")) {
+            return (int32_t)json_integer_value(json_object_get(pt, "port"));
+        }
+    }
+    return 0;
+}
+
+static const char *node_ip(const struct gt_ctl *c, const char *node)
+{
+    if (!node) {
+        return NULL;
+    }
+    char *key = gt_xasprintf("/nodes/%s", node);
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_NODE, key);
+    free(key);
+    size_t i;
+    json_t *a;
+    json_array_foreach(o ? gt_json_path(o->obj, "status.addresses") : NULL, i, a)
+    {
+        const char *t = json_string_value(json_object_get(a, "type"));
+        if (t && !strcmp(t, "InternalIP")) {
+            return json_string_value(json_object_get(a, "address"));
+        }
+    }
+    return NULL;
+}
+
+/* Fill entry (the plan of one bound task) with its env and hosts, from
+ * its job's replicas as bound now or in this plan. */
+static void plan_env(const struct gt_ctl *c, const json_t *plan, const json_t *task, json_t *entry)
+{
+    const char *project = gt_obj_project(task);
+    const char *jname = json_string_value(gt_json_path(task, "spec.job"));
+    char *jkey = gt_xasprintf("/jobs/%s/%s", project, jname ? jname : "");
+    const struct gt_cobj *job = gt_ctl_get(c, GT_KIND_JOB, jkey);
+    free(jkey);
+    if (!job) {
+        return;
+    }
+    json_t *specs = gt_json_path(job->obj, "spec.replicaSpecs");
+    size_t n = 0, self = 0, cap = 0;
+    const char *type;
+    json_t *rs;
+    json_object_foreach(specs, type, rs)
+    {
+        cap += (size_t)json_integer_value(json_object_get(rs, "replicas"));
+    }
+    struct gt_jobenv_member *m = gt_xcalloc(cap ? cap : 1, sizeof(*m));
+    json_object_foreach(specs, type, rs)
+    {
+        json_int_t reps = json_integer_value(json_object_get(rs, "replicas"));
+        for (json_int_t i = 0; i < reps && n < cap; i++, n++) {
+            char *name = gt_job_task_name(jname, type, i);
+            char *tkey = gt_xasprintf("/tasks/%s/%s", project, name);
+            char *tid = gt_xasprintf("%s/%s", project, name);
+            const struct gt_cobj *t = gt_ctl_get(c, GT_KIND_TASK, tkey);
+            json_t *mine = json_object_get(plan, tid);
+            m[n].type = type;
+            m[n].index = i;
+            if (mine) {
+                m[n].port = gantry_port(json_object_get(mine, "ports"));
+                m[n].ip = node_ip(c, json_string_value(json_object_get(mine, "node")));
+            } else if (t && gt_task_holds(t->obj)) {
+                m[n].port = gantry_port(gt_json_path(t->obj, "spec.ports"));
+                m[n].ip = node_ip(c, json_string_value(gt_json_path(t->obj, "spec.nodeName")));
+            }
+            if (!strcmp(name, gt_obj_name(task))) {
+                self = n;
+            }
+            free(tid);
+            free(tkey);
+            free(name);
+        }
+    }
+    json_object_set_new(entry, "env", gt_jobenv_env(jname, project, m, n, self));
+    json_object_set_new(entry, "hosts", gt_jobenv_hosts(jname, project, m, n));
+    free(m);
+}
+
+json_t *gt_jobctl_bind_plan(struct gt_ctl *c, const struct gt_sched_bind *binds, size_t n)
+{
+    json_t *plan = json_object();
+    int32_t lo = 30000, hi = 32767;
+    const char *range = c->s->cfg->port_range;
+    if (!n || (range && gt_jobenv_port_range_parse(range, &lo, &hi, NULL))) {
+        return plan;
+    }
+    struct plan_ctx p = {0};
+    gt_strmap_each(&c->objs[GT_KIND_TASK], used_cb, &p);
+    const json_t **tasks = gt_xcalloc(n, sizeof(*tasks));
+    for (size_t i = 0; i < n; i++) {
+        char *key = gt_xasprintf("/tasks/%s", binds[i].task_id);
+        const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
+        free(key);
+        json_t *ports =
+            o ? alloc_ports(&p, lo, hi, binds[i].node, gt_json_path(o->obj, "spec.template"))
+              : NULL;
+        if (ports) {
+            tasks[i] = o->obj;
+            json_object_set_new(plan, binds[i].task_id,
+                                json_pack("{s:o, s:s}", "ports", ports, "node", binds[i].node));
+        } else if (o) {
+            gt_log_warn("no free port", "task=%s node=%s", binds[i].task_id, binds[i].node);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (tasks[i]) {
+            plan_env(c, plan, tasks[i], json_object_get(plan, binds[i].task_id));
+        }
+    }
+    free(tasks);
+    free(p.v);
+    return plan;
+}
+
+void gt_jobctl_bind_apply(const json_t *plan, const char *task_id, json_t *task)
+{
+    json_t *e = json_object_get(plan, task_id);
+    if (!e) {
+        return;
+    }
+    json_t *spec = json_object_get(task, "spec");
+    json_object_set(spec, "ports", json_object_get(e, "ports"));
+    json_t *hosts = json_object_get(e, "hosts");
+    if (json_array_size(hosts)) {
+        json_object_set(spec, "hosts", hosts);
+    }
+    json_t *env = json_object_get(e, "env");
+    if (json_array_size(env)) {
+        gt_jobenv_merge(json_object_get(spec, "template"), env);
+    }
 }

@@ -111,10 +111,12 @@ json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opt
             char *name = gt_job_task_name(jname, type, i);
             char idx[24];
             snprintf(idx, sizeof(idx), "%lld", (long long)i);
+            char gen[24];
+            snprintf(gen, sizeof(gen), "%lld", (long long)opts->generation);
             json_t *md =
-                json_pack("{s:s, s:s, s:{s:s, s:s, s:s}}", "name", name, "project", project,
+                json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "name", name, "project", project,
                           "labels", "gantry.dev/job", jname, "gantry.dev/replica-type", type,
-                          "gantry.dev/replica-index", idx);
+                          "gantry.dev/replica-index", idx, GT_LABEL_GENERATION, gen);
             if (creator) {
                 json_object_set(md, "creator", creator);
             }
@@ -134,9 +136,55 @@ json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opt
     return out;
 }
 
+/* ---- restart policies ---- */
+
+static const char *const requeue_reasons[] = {"Preempted", "NodeLost", "Drained"};
+
+enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const json_t *task)
+{
+    if (gt_task_phase_of(task) != GT_TASK_FAILED) {
+        return GT_RESTART_NONE;
+    }
+    const char *reason = json_string_value(gt_json_path(task, "status.reason"));
+    if (reason && !strcmp(reason, GT_STOP_RESTARTING)) {
+        return GT_RESTART_NONE;
+    }
+    for (size_t i = 0; reason && i < GT_ARRAY_LEN(requeue_reasons); i++) {
+        if (!strcmp(reason, requeue_reasons[i])) {
+            return GT_RESTART_REQUEUE;
+        }
+    }
+    if (!policy || !strcmp(policy, "Never")) {
+        return GT_RESTART_PERMANENT;
+    }
+    if (!strcmp(policy, "ExitCode")) {
+        json_t *ec = gt_json_path(task, "status.exitCode");
+        json_int_t code = json_is_integer(ec) ? json_integer_value(ec) : -1;
+        return code >= 128 && code <= 255 ? GT_RESTART_RETRY : GT_RESTART_PERMANENT;
+    }
+    return GT_RESTART_RETRY; /* OnFailure, Always */
+}
+
+int64_t gt_job_backoff_ms(int64_t n, int64_t base_ms)
+{
+    int64_t cap = base_ms * 30, d = base_ms;
+    for (int64_t i = 1; i < n && d < cap; i++) {
+        d *= 2;
+    }
+    return d < cap ? d : cap;
+}
+
+int64_t gt_task_generation(const json_t *task)
+{
+    const char *g = json_string_value(
+        json_object_get(gt_json_path(task, "metadata.labels"), GT_LABEL_GENERATION));
+    return g ? strtoll(g, NULL, 10) : 0;
+}
+
 /* ---- status ---- */
 
-static const char *const cond_order[] = {"Queued", "Running", "Succeeded", "Failed"};
+static const char *const cond_order[] = {"Queued", "Running", "Restarting", "Succeeded", "Failed"};
+#define FIRST_FINAL 3 /* cond_order index of Succeeded */
 
 static json_t *find_cond(const json_t *conds, const char *type)
 {
@@ -152,21 +200,183 @@ static json_t *find_cond(const json_t *conds, const char *type)
     return NULL;
 }
 
+static bool cond_is_true(const json_t *conds, const char *type)
+{
+    const char *st = json_string_value(json_object_get(find_cond(conds, type), "status"));
+    return st && !strcmp(st, "True");
+}
+
 bool gt_job_finished(const json_t *job)
 {
     json_t *conds = gt_json_path(job, "status.conditions");
-    for (size_t i = 2; i < GT_ARRAY_LEN(cond_order); i++) {
-        json_t *c = find_cond(conds, cond_order[i]);
-        const char *st = json_string_value(json_object_get(c, "status"));
-        if (st && !strcmp(st, "True")) {
+    for (size_t i = FIRST_FINAL; i < GT_ARRAY_LEN(cond_order); i++) {
+        if (cond_is_true(conds, cond_order[i])) {
             return true;
         }
     }
     return false;
 }
 
+static int64_t status_int(const json_t *job, const char *field)
+{
+    return json_integer_value(json_object_get(json_object_get(job, "status"), field));
+}
+
+/* A time field of obj as ms, or 0 when absent or bad. */
+static int64_t time_ms(const json_t *obj, const char *path)
+{
+    int64_t ms = 0;
+    const char *s = json_string_value(gt_json_path(obj, path));
+    return s && gt_time_parse(s, &ms) == 0 ? ms : 0;
+}
+
+static void wake_at(struct gt_job_decision *d, int64_t at_ms)
+{
+    if (at_ms && (!d->wake_ms || at_ms < d->wake_ms)) {
+        d->wake_ms = at_ms;
+    }
+}
+
+/* When the restart under way may recreate its tasks: the Restarting
+ * condition's time (rounded up: it has whole seconds) plus the back-off of
+ * a counted restart; 0 when no restart is recorded. */
+static int64_t restart_at(const json_t *job, int64_t base_ms)
+{
+    json_t *c = find_cond(gt_json_path(job, "status.conditions"), "Restarting");
+    if (!cond_is_true(gt_json_path(job, "status.conditions"), "Restarting")) {
+        return 0;
+    }
+    int64_t at = time_ms(c, "lastTransitionTime") + 1000;
+    const char *reason = json_string_value(json_object_get(c, "reason"));
+    if (reason && !strcmp(reason, "TaskFailed")) {
+        at += gt_job_backoff_ms(status_int(job, "restartCount"), base_ms);
+    }
+    return at;
+}
+
+static void describe_failure(const json_t *task, char *out, size_t len)
+{
+    const char *reason = json_string_value(gt_json_path(task, "status.reason"));
+    json_t *ec = gt_json_path(task, "status.exitCode");
+    char code[32] = "";
+    if (json_is_integer(ec)) {
+        snprintf(code, sizeof(code), ", exit code %lld", (long long)json_integer_value(ec));
+    }
+    snprintf(out, len, "task %s failed (%s%s)", gt_obj_name(task), reason ? reason : "Error", code);
+}
+
+/* Judge the current generation's tasks by their restart policies. */
+static void judge_tasks(const json_t *job, json_t *const *tasks, size_t n,
+                        struct gt_job_decision *d)
+{
+    const json_t *worst[GT_RESTART_REQUEUE + 1] = {0};
+    for (size_t i = 0; i < n; i++) {
+        const char *type = json_string_value(gt_json_path(tasks[i], "spec.replicaType"));
+        json_t *rs = json_object_get(gt_json_path(job, "spec.replicaSpecs"), type ? type : "");
+        enum gt_restart_verdict v = gt_job_restart_verdict(
+            json_string_value(json_object_get(rs, "restartPolicy")), tasks[i]);
+        if (!worst[v]) {
+            worst[v] = tasks[i];
+        }
+    }
+    char what[200];
+    json_t *bl = gt_json_path(job, "spec.runPolicy.backoffLimit");
+    int64_t limit = json_is_integer(bl) ? json_integer_value(bl) : 6;
+    int64_t restarts = status_int(job, "restartCount");
+    if (worst[GT_RESTART_PERMANENT]) {
+        describe_failure(worst[GT_RESTART_PERMANENT], what, sizeof(what));
+        d->action = GT_JOB_FAIL;
+        snprintf(d->reason, sizeof(d->reason), "TaskFailed");
+        snprintf(d->message, sizeof(d->message), "%s", what);
+    } else if (worst[GT_RESTART_RETRY] && restarts >= limit) {
+        describe_failure(worst[GT_RESTART_RETRY], what, sizeof(what));
+        d->action = GT_JOB_FAIL;
+        snprintf(d->reason, sizeof(d->reason), "BackoffLimitExceeded");
+        snprintf(d->message, sizeof(d->message), "%s; backoffLimit %lld reached", what,
+                 (long long)limit);
+    } else if (worst[GT_RESTART_RETRY] || worst[GT_RESTART_REQUEUE]) {
+        const json_t *t =
+            worst[GT_RESTART_RETRY] ? worst[GT_RESTART_RETRY] : worst[GT_RESTART_REQUEUE];
+        describe_failure(t, what, sizeof(what));
+        d->action = GT_JOB_RESTART;
+        d->begins = true;
+        d->counted = worst[GT_RESTART_RETRY] != NULL;
+        d->generation++;
+        const char *r = json_string_value(gt_json_path(t, "status.reason"));
+        snprintf(d->reason, sizeof(d->reason), "%s", d->counted || !r ? "TaskFailed" : r);
+        if (d->counted) {
+            snprintf(d->message, sizeof(d->message), "%s; restart %lld of at most %lld", what,
+                     (long long)restarts + 1, (long long)limit);
+        } else {
+            snprintf(d->message, sizeof(d->message), "%s; requeued", what);
+        }
+    }
+}
+
+void gt_job_decide(const json_t *job, json_t *const *tasks, size_t n_tasks, int64_t now_ms,
+                   int64_t backoff_base_ms, struct gt_job_decision *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->generation = status_int(job, "restartCount") + status_int(job, "requeueCount");
+    json_t *rp = gt_json_path(job, "spec.runPolicy");
+    if (gt_job_finished(job)) {
+        json_t *ttl = json_object_get(rp, "ttlSecondsAfterFinished");
+        int64_t done = time_ms(job, "status.completionTime");
+        if (json_is_integer(ttl) && done) {
+            int64_t at = done + json_integer_value(ttl) * 1000;
+            d->action = now_ms >= at ? GT_JOB_EXPIRE : GT_JOB_KEEP;
+            wake_at(d, at);
+        }
+        return;
+    }
+    json_t *ads = json_object_get(rp, "activeDeadlineSeconds");
+    int64_t start = time_ms(job, "status.startTime");
+    if (json_is_integer(ads) && start) {
+        int64_t at = start + json_integer_value(ads) * 1000;
+        if (now_ms >= at) {
+            d->action = GT_JOB_FAIL;
+            snprintf(d->reason, sizeof(d->reason), "DeadlineExceeded");
+            snprintf(d->message, sizeof(d->message),
+                     "the job ran longer than activeDeadlineSeconds (%lld s)",
+                     (long long)json_integer_value(ads));
+            return;
+        }
+        wake_at(d, at);
+    }
+    size_t old = 0, old_live = 0;
+    json_t **cur = gt_xcalloc(n_tasks ? n_tasks : 1, sizeof(*cur));
+    size_t n_cur = 0;
+    for (size_t i = 0; i < n_tasks; i++) {
+        if (gt_task_generation(tasks[i]) < d->generation) {
+            old++;
+            old_live += !gt_task_phase_terminal(gt_task_phase_of(tasks[i]));
+        } else {
+            cur[n_cur++] = tasks[i];
+        }
+    }
+    if (old) {
+        int64_t at = restart_at(job, backoff_base_ms);
+        if (old_live || now_ms < at) {
+            json_t *c = find_cond(gt_json_path(job, "status.conditions"), "Restarting");
+            const char *r = json_string_value(json_object_get(c, "reason"));
+            const char *m = json_string_value(json_object_get(c, "message"));
+            d->action = GT_JOB_RESTART;
+            snprintf(d->reason, sizeof(d->reason), "%s", r ? r : "TaskFailed");
+            snprintf(d->message, sizeof(d->message), "%s", m ? m : "restarting");
+            if (!old_live) {
+                wake_at(d, at);
+            }
+        } else {
+            d->action = GT_JOB_RECREATE;
+        }
+    } else {
+        judge_tasks(job, cur, n_cur, d);
+    }
+    free(cur);
+}
+
 /* Set condition type to status/reason/message, keeping its transition time
- * when nothing about it changed. */
+ * when its status did not change. */
 static void set_cond(json_t *conds, const json_t *old, const char *type, const char *status,
                      const char *reason, const char *message, const char *now)
 {
@@ -184,13 +394,13 @@ static void set_cond(json_t *conds, const json_t *old, const char *type, const c
 
 struct tally {
     size_t expected, found;
-    size_t running, succeeded, failed, active;
-    size_t lead, lead_succeeded; /* Master/Chief replicas */
-    const char *failed_task;
+    size_t running, succeeded;
+    size_t lead, lead_succeeded;       /* Master/Chief replicas */
+    size_t workers, workers_succeeded; /* Worker replicas */
 };
 
-static void count_tasks(const json_t *job, json_t *const *tasks, size_t n, struct tally *t,
-                        json_t *replica_statuses)
+static void count_tasks(const json_t *job, json_t *const *tasks, size_t n, int64_t generation,
+                        struct tally *t, json_t *replica_statuses)
 {
     const char *type;
     json_t *rs;
@@ -198,8 +408,10 @@ static void count_tasks(const json_t *job, json_t *const *tasks, size_t n, struc
     {
         size_t reps = (size_t)json_integer_value(json_object_get(rs, "replicas"));
         bool lead = !strcmp(type, "Master") || !strcmp(type, "Chief");
+        bool worker = !strcmp(type, "Worker");
         t->expected += reps;
         t->lead += lead ? reps : 0;
+        t->workers += worker ? reps : 0;
         json_int_t active = 0, succeeded = 0, failed = 0;
         for (size_t i = 0; i < n; i++) {
             const char *tt = json_string_value(gt_json_path(tasks[i], "spec.replicaType"));
@@ -208,30 +420,94 @@ static void count_tasks(const json_t *job, json_t *const *tasks, size_t n, struc
             }
             t->found++;
             enum gt_task_phase p = gt_task_phase_of(tasks[i]);
+            bool current = gt_task_generation(tasks[i]) >= generation;
             if (p == GT_TASK_SUCCEEDED) {
                 succeeded++;
-                t->lead_succeeded += lead;
+                t->succeeded += current;
+                t->lead_succeeded += lead && current;
+                t->workers_succeeded += worker && current;
             } else if (p == GT_TASK_FAILED) {
                 failed++;
-                if (!t->failed_task) {
-                    t->failed_task = gt_obj_name(tasks[i]);
-                }
             } else {
                 active++;
-                t->running += p == GT_TASK_RUNNING;
+                t->running += p == GT_TASK_RUNNING && current;
             }
         }
-        t->succeeded += (size_t)succeeded;
-        t->failed += (size_t)failed;
-        t->active += (size_t)active;
         json_object_set_new(replica_statuses, type,
                             json_pack("{s:I, s:I, s:I}", "active", active, "succeeded", succeeded,
                                       "failed", failed));
     }
 }
 
+static bool succeeded(const struct tally *t)
+{
+    if (!t->expected) {
+        return false;
+    }
+    if (t->lead) {
+        return t->lead_succeeded == t->lead;
+    }
+    return t->workers ? t->workers_succeeded == t->workers : t->succeeded == t->expected;
+}
+
+/* The phase (a cond_order entry) and its reason and message. fin: the
+ * recorded final condition when the job had finished. */
+static const char *pick_phase(const json_t *job, const struct tally *t,
+                              const struct gt_job_decision *d, const char *wait_message,
+                              const json_t **fin, const char **reason, char *msg, size_t len)
+{
+    json_t *old_conds = gt_json_path(job, "status.conditions");
+    bool was_queued = find_cond(old_conds, "Queued") != NULL;
+    *reason = NULL;
+    for (size_t i = FIRST_FINAL; i < GT_ARRAY_LEN(cond_order); i++) {
+        if (cond_is_true(old_conds, cond_order[i])) {
+            *fin = find_cond(old_conds, cond_order[i]);
+            return cond_order[i];
+        }
+    }
+    if (d->action == GT_JOB_FAIL) {
+        *reason = d->reason;
+        snprintf(msg, len, "%s", d->message);
+        return "Failed";
+    }
+    if (t->found < t->expected && was_queued) {
+        *reason = "TasksGone";
+        snprintf(msg, len, "%zu of %zu tasks are gone", t->expected - t->found, t->expected);
+        return "Failed";
+    }
+    if (d->action == GT_JOB_RESTART) {
+        *reason = d->reason;
+        snprintf(msg, len, "%s", d->message);
+        return "Restarting";
+    }
+    if (d->action != GT_JOB_RECREATE && succeeded(t)) {
+        snprintf(msg, len, "%s succeeded",
+                 t->lead      ? "the lead replica"
+                 : t->workers ? "every worker"
+                              : "every task");
+        return "Succeeded";
+    }
+    if (d->action != GT_JOB_RECREATE && t->running) {
+        snprintf(msg, len, "%zu of %zu tasks running", t->running, t->expected);
+        return "Running";
+    }
+    if ((t->found == t->expected || was_queued) && t->expected) {
+        /* no verdict from the scheduler yet (e.g. just after a restart): keep
+         * the recorded reason rather than rewriting it back and forth */
+        const char *old_msg =
+            json_string_value(json_object_get(find_cond(old_conds, "Queued"), "message"));
+        const char *why = wait_message && *wait_message ? wait_message
+                          : old_msg                     ? old_msg
+                                                        : "waiting to be scheduled";
+        snprintf(msg, len, "%s", why);
+        return "Queued";
+    }
+    return NULL;
+}
+
 json_t *gt_job_derive_status(const json_t *job, json_t *const *tasks, size_t n_tasks,
-                             const char *wait_message, int64_t now_ms)
+                             const struct gt_job_decision *d, const char *wait_message,
+                             int64_t now_ms)
 {
     const json_t *old = json_object_get(job, "status");
     json_t *old_conds = json_object_get(old, "conditions");
@@ -240,80 +516,53 @@ json_t *gt_job_derive_status(const json_t *job, json_t *const *tasks, size_t n_t
     json_t *st = json_object();
     json_t *reps = json_object();
     struct tally t = {0};
-    count_tasks(job, tasks, n_tasks, &t, reps);
+    count_tasks(job, tasks, n_tasks, d->generation, &t, reps);
     json_object_set_new(st, "replicaStatuses", reps);
 
-    /* the phase: sticky once finished (restartPolicy Never) */
-    const char *phase = NULL;
     char msg[512] = "";
-    bool was_queued = find_cond(old_conds, "Queued") != NULL;
-    bool finished = gt_job_finished(job);
-    json_t *fin_cond = NULL;
-    for (size_t i = 2; finished && i < GT_ARRAY_LEN(cond_order); i++) {
-        json_t *c = find_cond(old_conds, cond_order[i]);
-        const char *s = json_string_value(json_object_get(c, "status"));
-        if (s && !strcmp(s, "True")) {
-            phase = cond_order[i];
-            fin_cond = c;
-        }
-    }
-    if (!phase && t.failed) {
-        phase = "Failed";
-        snprintf(msg, sizeof(msg), "task %s failed", t.failed_task);
-    } else if (!phase && t.found < t.expected && was_queued) {
-        phase = "Failed";
-        snprintf(msg, sizeof(msg), "%zu of %zu tasks are gone", t.expected - t.found, t.expected);
-    } else if (!phase && t.expected &&
-               ((t.lead && t.lead_succeeded == t.lead) || t.succeeded == t.expected)) {
-        phase = "Succeeded";
-        snprintf(msg, sizeof(msg), "%s succeeded", t.lead ? "the lead replica" : "every task");
-    } else if (!phase && t.running) {
-        phase = "Running";
-        snprintf(msg, sizeof(msg), "%zu of %zu tasks running", t.running, t.expected);
-    } else if (!phase && (t.found == t.expected || was_queued) && t.expected) {
-        phase = "Queued";
-        /* no verdict from the scheduler yet (e.g. just after a restart): keep
-         * the recorded reason rather than rewriting it back and forth */
-        const char *old_msg =
-            json_string_value(json_object_get(find_cond(old_conds, "Queued"), "message"));
-        const char *why = wait_message && *wait_message ? wait_message
-                          : old_msg                     ? old_msg
-                                                        : "waiting to be scheduled";
-        snprintf(msg, sizeof(msg), "%s", why);
-    }
+    const json_t *fin = NULL;
+    const char *reason = NULL;
+    const char *phase = pick_phase(job, &t, d, wait_message, &fin, &reason, msg, sizeof(msg));
 
     json_t *conds = json_array();
     set_cond(conds, old_conds, "Created", "True", "Created", "job created", now);
-    bool reached = false;
-    for (size_t i = 0; phase && i < GT_ARRAY_LEN(cond_order); i++) {
+    for (size_t i = 0; i < GT_ARRAY_LEN(cond_order); i++) {
         const char *type = cond_order[i];
-        bool is = !strcmp(type, phase);
         json_t *was = find_cond(old_conds, type);
-        if (is) {
-            if (fin_cond) {
-                json_array_append(conds, fin_cond);
+        if (phase && !strcmp(type, phase)) {
+            if (fin) {
+                json_array_append(conds, (json_t *)fin);
             } else {
-                set_cond(conds, old_conds, type, "True", type, msg, now);
+                set_cond(conds, old_conds, type, "True", reason ? reason : type, msg, now);
             }
-            reached = true;
-        } else if (was && !reached) {
+        } else if (was) {
+            const char *wr = json_string_value(json_object_get(was, "reason"));
             const char *wm = json_string_value(json_object_get(was, "message"));
-            set_cond(conds, old_conds, type, "False", type, wm ? wm : "", now);
+            set_cond(conds, old_conds, type, "False", wr ? wr : type, wm ? wm : "", now);
         }
     }
     json_object_set_new(st, "conditions", conds);
 
     const char *start = json_string_value(json_object_get(old, "startTime"));
-    if (start || t.running || t.succeeded || t.failed) {
+    bool begun = start != NULL;
+    for (size_t i = 0; !begun && i < n_tasks; i++) {
+        enum gt_task_phase p = gt_task_phase_of(tasks[i]);
+        begun = p == GT_TASK_RUNNING || gt_task_phase_terminal(p);
+    }
+    if (begun) {
         json_object_set_new(st, "startTime", json_string(start ? start : now));
     }
     const char *done = json_string_value(json_object_get(old, "completionTime"));
     if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
         json_object_set_new(st, "completionTime", json_string(done ? done : now));
     }
-    json_t *rc = json_object_get(old, "restartCount");
-    if (rc) {
-        json_object_set(st, "restartCount", rc);
+    int64_t restarts = status_int(job, "restartCount") + (d->begins && d->counted);
+    int64_t requeues = status_int(job, "requeueCount") + (d->begins && !d->counted);
+    if (restarts || json_object_get(old, "restartCount")) {
+        json_object_set_new(st, "restartCount", json_integer(restarts));
+    }
+    if (requeues) {
+        json_object_set_new(st, "requeueCount", json_integer(requeues));
     }
     return st;
 }

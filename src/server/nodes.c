@@ -9,6 +9,12 @@
  * every tick until the write lands. A returning agent kills those tasks
  * and reports Ready itself (docs/agent.md).
  *
+ * A node with a NoExecute taint (`gantry drain` sets gantry.dev/drain) is
+ * drained: on every tick each task holding resources on it is stopped with
+ * reason Drained, and goes back to the queue once its exit is recorded
+ * (requeue.c); `gantry drain` also cordons it (spec.unschedulable), so the
+ * scheduler binds nothing more there.
+ *
  * status.allocated is never stored: Node reads compute it from the cached
  * tasks holding resources on the node.
  */
@@ -86,16 +92,36 @@ json_t *gt_node_allocated(const char *node, json_t *const *tasks, size_t n_tasks
         }
         free(who);
     }
+    return json_pack("{s:o, s:o}", "resources",
+                     gt_resources_json(sum.cpu_milli, sum.memory_bytes, sum.gpu_milli), "gpus",
+                     gpus);
+}
+
+json_t *gt_resources_json(int64_t cpu_milli, int64_t memory_bytes, int64_t gpu_milli)
+{
     char cpu[32], mem[32], gpu[32];
-    snprintf(cpu, sizeof(cpu), "%lldm", (long long)sum.cpu_milli);
-    snprintf(mem, sizeof(mem), "%lld", (long long)sum.memory_bytes);
-    if (sum.gpu_milli % 1000 == 0) {
-        snprintf(gpu, sizeof(gpu), "%lld", (long long)(sum.gpu_milli / 1000));
+    snprintf(cpu, sizeof(cpu), "%lldm", (long long)cpu_milli);
+    snprintf(mem, sizeof(mem), "%lld", (long long)memory_bytes);
+    if (gpu_milli % 1000 == 0) {
+        snprintf(gpu, sizeof(gpu), "%lld", (long long)(gpu_milli / 1000));
     } else {
-        snprintf(gpu, sizeof(gpu), "%lldm", (long long)sum.gpu_milli);
+        snprintf(gpu, sizeof(gpu), "%lldm", (long long)gpu_milli);
     }
-    return json_pack("{s:{s:s, s:s, s:s}, s:o}", "resources", "cpu", cpu, "memory", mem,
-                     "nvidia.com/gpu", gpu, "gpus", gpus);
+    return json_pack("{s:s, s:s, s:s}", "cpu", cpu, "memory", mem, "nvidia.com/gpu", gpu);
+}
+
+bool gt_node_draining(const json_t *node)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(gt_json_path(node, "spec.taints"), i, t)
+    {
+        const char *effect = json_string_value(json_object_get(t, "effect"));
+        if (effect && !strcmp(effect, "NoExecute")) {
+            return true;
+        }
+    }
+    return false;
 }
 
 struct collect {
@@ -157,6 +183,25 @@ static void fail_lost_tasks(struct gt_ctl *c, const char *node)
     free(col.v);
 }
 
+/* Stop every task holding resources on a draining node (reason Drained;
+ * requeue.c puts each back in the queue once its exit is recorded). */
+static void drain_tasks(struct gt_ctl *c, const char *node)
+{
+    struct collect col = {.node = node};
+    gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, &col);
+    for (size_t i = 0; i < col.n; i++) {
+        char *key = gt_xasprintf("/tasks/%s/%s", gt_obj_project(col.v[i]), gt_obj_name(col.v[i]));
+        const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
+        if (o && gt_task_holds(o->obj)) {
+            char *why = gt_xasprintf("node %s is being drained", node);
+            gt_feed_stop_task(c, o, "Drained", why);
+            free(why);
+        }
+        free(key);
+    }
+    free(col.v);
+}
+
 static bool node_lost_marked(const json_t *node)
 {
     json_t *c = ready_cond(node);
@@ -194,6 +239,8 @@ static int tick_cb(const char *key, void *val, void *arg)
         fail_lost_tasks(c, gt_obj_name(o->obj));
     } else if (node_lost_marked(o->obj)) {
         fail_lost_tasks(c, gt_obj_name(o->obj));
+    } else if (gt_node_draining(o->obj)) {
+        drain_tasks(c, gt_obj_name(o->obj));
     }
     return 0;
 }

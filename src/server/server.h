@@ -31,6 +31,8 @@ struct gt_server_config {
     bool enable_fault_injection; /* --enable-fault-injection: POST /debug/fault */
     char *scheduler_policy; /* --scheduler-policy NAME (sched.h); NULL: gantry, else firstfit */
     int64_t node_grace_s;   /* --node-grace SECONDS without heartbeat: node lost */
+    char *port_range;           /* --port-range LOW-HIGH: ports handed to tasks per node */
+    int64_t restart_backoff_ms; /* --restart-backoff-ms: first restart back-off (doubles) */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -254,21 +256,103 @@ struct gt_job_task_opts {
     const char *department; /* the project's department, may be NULL */
     int32_t priority;       /* the job's priority class value */
     bool privileged;        /* the project's allowPrivileged */
+    int64_t generation;     /* the job's restart generation (GT_LABEL_GENERATION) */
 };
 /* The Pending Tasks of a stored job (array of Task objects, without uid and
  * creationTimestamp), named by gt_job_task_name, in replica-type order. */
 json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opts);
 /* Has the job a True Succeeded or Failed condition? */
 bool gt_job_finished(const json_t *job);
-/* The job's status from its tasks (those found, borrowed) at now_ms:
- * conditions Created -> Queued (all tasks exist, none running; message
- * wait_message if given) -> Running (some task running) -> Succeeded (all
- * tasks, or every Master/Chief, succeeded) / Failed (a task failed, or one
- * is gone); finished is sticky. Earlier conditions stay with status False;
- * transition times, startTime and completionTime are kept from the old
- * status when unchanged, so deriving twice gives equal JSON. */
+/* Restart policies. What a failed task means for its job: NONE (nothing
+ * the job acts on: a success, or a stop the job controller asked for),
+ * PERMANENT (the job fails), RETRY (restart the gang, counted toward
+ * backoffLimit), REQUEUE (restart without counting: Preempted, NodeLost,
+ * Drained). policy is the replica type's restartPolicy (NULL: Never);
+ * ExitCode retries exit codes 128-255 and fails on any other. */
+enum gt_restart_verdict {
+    GT_RESTART_NONE,
+    GT_RESTART_PERMANENT,
+    GT_RESTART_RETRY,
+    GT_RESTART_REQUEUE,
+};
+enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const json_t *task);
+/* Back-off before the n-th counted restart (n >= 1): base_ms doubling,
+ * capped at 30 * base_ms (10 s .. 5 min with the default base). */
+int64_t gt_job_backoff_ms(int64_t n, int64_t base_ms);
+/* Task label: the job's restart generation the task was created in. */
+#define GT_LABEL_GENERATION "gantry.dev/generation"
+/* Stop reason of tasks stopped for a gang restart. */
+#define GT_STOP_RESTARTING "Restarting"
+/* The generation of a task (its GT_LABEL_GENERATION label; 0 if none). */
+int64_t gt_task_generation(const json_t *task);
+
+enum gt_job_action {
+    GT_JOB_KEEP,     /* nothing beyond status upkeep */
+    GT_JOB_FAIL,     /* the job fails now (reason, message): stop every task */
+    GT_JOB_RESTART,  /* restarting: stop every task of an older generation */
+    GT_JOB_RECREATE, /* back-off over: replace the older generation's tasks */
+    GT_JOB_EXPIRE,   /* finished and ttlSecondsAfterFinished passed: delete the job */
+};
+struct gt_job_decision {
+    enum gt_job_action action;
+    bool begins;        /* RESTART: this reconcile starts the restart */
+    bool counted;       /* begins: the restart counts toward backoffLimit */
+    int64_t generation; /* the job's generation (restarts so far) after this decision */
+    char reason[64];    /* FAIL / RESTART: condition reason (FAIL: also the stop reason) */
+    char message[256];  /* FAIL / RESTART: condition message */
+    int64_t wake_ms;    /* when time alone may change the decision; 0: never */
+};
+/* What the job (stored, borrowed) needs given its tasks (those found,
+ * borrowed) at now_ms, with restart back-off base backoff_base_ms. Tasks of
+ * an older generation than the job's are the previous run's: they are
+ * stopped, then (after the back-off) replaced; the current ones are judged
+ * by their replica type's restartPolicy; activeDeadlineSeconds counts from
+ * status.startTime. */
+void gt_job_decide(const json_t *job, json_t *const *tasks, size_t n_tasks, int64_t now_ms,
+                   int64_t backoff_base_ms, struct gt_job_decision *d);
+/* The job's status from its tasks (borrowed) and the decision d (from
+ * gt_job_decide) at now_ms: conditions Created -> Queued (all tasks exist,
+ * none running; message wait_message if given) -> Running (some task of
+ * the current generation running) -> Restarting -> Succeeded (every
+ * Master/Chief, else every Worker, else every task succeeded) / Failed (d
+ * says so, or a task is gone); finished is sticky. Conditions once reached
+ * stay, False when not current; transition times, startTime and
+ * completionTime are kept when unchanged, so deriving twice gives equal
+ * JSON. restartCount counts restarts toward backoffLimit, requeueCount the
+ * uncounted ones. */
 json_t *gt_job_derive_status(const json_t *job, json_t *const *tasks, size_t n_tasks,
-                             const char *wait_message, int64_t now_ms);
+                             const struct gt_job_decision *d, const char *wait_message,
+                             int64_t now_ms);
+
+/* ---- what a bound task is given (jobenv.c) ---- */
+
+/* Parse "LOW-HIGH" (1..65535). 0 or GT_EINVAL with err. */
+int gt_jobenv_port_range_parse(const char *s, int32_t *lo, int32_t *hi, struct gt_err *err);
+/* The n_want lowest ports of [lo, hi] not in used (n_used entries) into
+ * out. 0, or GT_EINVAL when the range has too few free. */
+int gt_jobenv_ports_alloc(int32_t lo, int32_t hi, const int32_t *used, size_t n_used,
+                          size_t n_want, int32_t *out);
+/* One replica of a job as the environment sees it (strings borrowed). */
+struct gt_jobenv_member {
+    const char *type; /* replica type as in the spec: "Master", "PS", ... */
+    int64_t index;
+    int32_t port;   /* its "gantry" port; 0: not known yet */
+    const char *ip; /* its node's InternalIP; NULL: not known yet */
+};
+/* The env entries ([{name, value}]) gantry gives member self of a job
+ * whose replicas are m[0..n): PyTorch's when a Master exists, else
+ * TF_CONFIG when n > 1, else none. */
+json_t *gt_jobenv_env(const char *job, const char *project, const struct gt_jobenv_member *m,
+                      size_t n, size_t self);
+/* Kubeflow's TF_CONFIG for member self (compact JSON; caller frees). */
+char *gt_jobenv_tf_config(const char *job, const char *project, const struct gt_jobenv_member *m,
+                          size_t n, size_t self);
+/* spec.hosts: [{hostname, ip}] for "<job>-<type>-<i>" and that plus
+ * ".<project>.svc", for every member whose ip is known. */
+json_t *gt_jobenv_hosts(const char *job, const char *project, const struct gt_jobenv_member *m,
+                        size_t n);
+/* Append env entries (borrowed) to tmpl.env, skipping names tmpl.env has. */
+void gt_jobenv_merge(json_t *tmpl, const json_t *env);
 
 /* A node's computed status.allocated from the tasks (borrowed) holding
  * resources on it: {"resources": {cpu, memory, nvidia.com/gpu}, "gpus":
@@ -279,6 +363,20 @@ json_t *gt_node_allocated(const char *node, json_t *const *tasks, size_t n_tasks
  * condition's lastHeartbeatTime or status.lastHeartbeatTime, and never
  * before since_ms, when gantryd started watching) is more than grace_ms old? */
 bool gt_node_lost(const json_t *node, int64_t now_ms, int64_t grace_ms, int64_t since_ms);
+/* Is the node draining: has it a NoExecute taint (`gantry drain` sets
+ * gantry.dev/drain)? Its tasks are stopped with reason Drained. */
+bool gt_node_draining(const json_t *node);
+/* {"cpu": "<milli>m", "memory": "<bytes>", "nvidia.com/gpu": "<n>" or
+ * "<milli>m"} (new reference): resource amounts as status fields show them. */
+json_t *gt_resources_json(int64_t cpu_milli, int64_t memory_bytes, int64_t gpu_milli);
+
+/* ---- department status (feeder.c) ---- */
+
+struct gt_sched_model;
+/* A department's status as the scheduler model counts it (new reference):
+ * {"used": resources, "borrowed": resources} with borrowed = used above the
+ * guarantee, per resource (gt_resources_json). NULL if m lacks name. */
+json_t *gt_department_status(const struct gt_sched_model *m, const char *name);
 
 /* ---- the daemon (server.c) ---- */
 

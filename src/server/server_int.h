@@ -206,6 +206,18 @@ int gt_jobctl_admit(struct gt_ctl *c, const json_t *job, const struct gt_server_
  * stored object, modified in place) into its soft-deleted form and return
  * true; false: delete now. */
 bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
+/* Mark the jobs whose next step is due by time (deadline, back-off, ttl);
+ * every second. */
+void gt_jobctl_tick(struct gt_ctl *c);
+/* What the tasks of this cycle's binds get in their binding write: a JSON
+ * object task id -> {ports, node, env, hosts} (caller json_decref()s).
+ * Ports come from each node's --port-range, lowest free among the tasks
+ * holding it and the other binds; env and hosts from the job's replicas as
+ * bound now (a gang binds in one cycle, so the master's port is known). */
+json_t *gt_jobctl_bind_plan(struct gt_ctl *c, const struct gt_sched_bind *binds, size_t n);
+/* Put task_id's plan (borrowed) into task (the binding's copy): spec.ports,
+ * spec.hosts, and the env appended to spec.template.env. */
+void gt_jobctl_bind_apply(const json_t *plan, const char *task_id, json_t *task);
 
 /* ---- feeder.c: the scheduler model, kept from the store, and the cycle ---- */
 int gt_feed_build(struct gt_ctl *c, struct gt_err *err);
@@ -219,11 +231,18 @@ void gt_feed_sync_job(struct gt_ctl *c, const char *key);
 void gt_feed_node_lost(struct gt_ctl *c, const json_t *node);
 /* Run one scheduling cycle and apply its decisions. */
 void gt_feed_cycle(struct gt_ctl *c);
-/* The wait message last recorded for a job key (borrowed), or NULL. */
+/* The wait message last recorded for a job key (borrowed), or NULL:
+ * "Reason: text" with Reason the wait reason (Quota, Unschedulable). */
 const char *gt_feed_wait(const struct gt_ctl *c, const char *job_key);
+/* Write spec.stop{reason, gracePeriodSeconds from the template} on the
+ * cached task o unless it is stopped, ended or being written; record an
+ * Event with reason and message (borrowed) on its job. 0 if written. */
+int gt_feed_stop_task(struct gt_ctl *c, const struct gt_cobj *o, const char *reason,
+                      const char *message);
 
 /* ---- nodes.c ---- */
-/* Mark lost nodes and fail their tasks (every second). */
+/* Mark lost nodes and fail their tasks, and stop the tasks of draining
+ * nodes (every second). */
 void gt_nodectl_tick(struct gt_ctl *c);
 /* status.allocated of a node from the cache (new reference). */
 json_t *gt_nodectl_allocated(const struct gt_ctl *c, const char *node);

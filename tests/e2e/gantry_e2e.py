@@ -183,5 +183,250 @@ class GantrydTest(unittest.TestCase):
         self.addCleanup(self.g.cleanup)
 
 
+
+# ---- a real node agent (gantlet) next to a Gantryd ----
+
+GANTLET = os.path.join(BUILD, "gantlet")
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def pid_alive(pid):
+    """True while pid names a process that is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def task_cgroups(task_uid):
+    """The existing cgroup directories of a task, on v1 or v2."""
+    import glob
+    return [d for d in glob.glob(os.path.join(CGROUP_ROOT, "gantry", task_uid)) +
+            glob.glob(os.path.join(CGROUP_ROOT, "*", "gantry", task_uid)) if os.path.isdir(d)]
+
+
+def cgroup_pids(task_uid):
+    pids = set()
+    for d in task_cgroups(task_uid):
+        try:
+            with open(os.path.join(d, "cgroup.procs")) as f:
+                pids.update(int(x) for x in f.read().split())
+        except OSError:
+            pass
+    return pids
+
+
+def wait_for(what, fn, timeout=10.0, interval=0.05):
+    """Poll fn until it returns a true value (returned); AssertionError after timeout."""
+    deadline = time.time() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        if time.time() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(interval)
+
+
+class Gantlet:
+    """One gantlet process for a Gantryd, with fake GPUs and its own state root.
+
+    The state root and its parent are 0711 so tasks running under other uids
+    reach their working directories. cleanup() kills the agent, every shim
+    and task process it left and removes their cgroups, also after a failed
+    test (a SIGSTOPped agent is continued first)."""
+
+    def __init__(self, g, name="n1", fake_gpus="1xA100-80GB", heartbeat_s=1, extra_args=()):
+        self.g, self.name, self.fake_gpus = g, name, fake_gpus
+        self.heartbeat_s, self.extra_args = heartbeat_s, list(extra_args)
+        self.tmp = tempfile.mkdtemp(prefix="gantlet-e2e-")
+        os.chmod(self.tmp, 0o711)
+        self.root = os.path.join(self.tmp, "root")
+        self.token_file = os.path.join(self.tmp, "node-token")
+        with open(self.token_file, "w") as f:
+            f.write(TOKENS["node"][0] + "\n")
+        self.log_path = os.path.join(self.tmp, "gantlet.log")
+        self.port = free_port()
+        self.proc = None
+
+    def start(self, wait_ready=True):
+        """Start (or restart) the agent; wait_ready: until its Node is Ready."""
+        if self.proc:
+            self.log.close()
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [GANTLET, "--server", self.g.url, "--token-file", self.token_file,
+             "--name", self.name, "--listen", "127.0.0.1:%d" % self.port,
+             "--fake-gpus", self.fake_gpus, "--root", self.root,
+             "--heartbeat", str(self.heartbeat_s)] + self.extra_args,
+            stdout=self.log, stderr=self.log)
+        if wait_ready:
+            wait_for("node %s Ready" % self.name, self.ready, timeout=20)
+        return self
+
+    def node(self):
+        st, body = self.g.request("GET", API + "/nodes/" + self.name)
+        return body if st == 200 else None
+
+    def ready(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("gantlet exited %d:\n%s" % (self.proc.returncode, self.logs()))
+        n = self.node() or {}
+        return any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in n.get("status", {}).get("conditions", []))
+
+    def logs(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")[-4000:]
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def kill(self):
+        """SIGKILL the agent (its shims and tasks live on) and reap it."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def state_dirs(self):
+        d = os.path.join(self.root, "tasks")
+        return [os.path.join(d, x) for x in os.listdir(d)] if os.path.isdir(d) else []
+
+    def cleanup(self):
+        try:
+            if self.proc and self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGCONT)
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    self.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(timeout=10)
+            for d in self.state_dirs():
+                try:
+                    with open(os.path.join(d, "shim.pid")) as f:
+                        os.kill(int(f.read()), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+                kill_task_cgroup(os.path.basename(d))
+        finally:
+            if self.proc:
+                self.log.close()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def kill_task_cgroup(task_uid):
+    """SIGKILL everything in a task's cgroups and remove them."""
+    for _ in range(100):
+        pids = cgroup_pids(task_uid)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.02)
+    for d in task_cgroups(task_uid):
+        for _ in range(50):
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.02)
+
+
+
+class Watch:
+    """A watch stream read by a thread: events as (monotonic seconds, type, object)."""
+
+    def __init__(self, g, path, token="admin"):
+        import threading
+        self.events = []
+        self.conn = http.client.HTTPConnection("127.0.0.1", g.port, timeout=120)
+        sep = "&" if "?" in path else "?"
+        self.conn.request("GET", path + sep + "watch=true",
+                          headers={"Authorization": "Bearer " + TOKENS[token][0]})
+        self.resp = self.conn.getresponse()
+        assert self.resp.status == 200, self.resp.status
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        try:
+            for line in self.resp:
+                if line.strip():
+                    ev = json.loads(line)
+                    self.events.append((time.monotonic(), ev["type"], ev["object"]))
+        except Exception:  # noqa: BLE001 -- close() from the test thread ends the stream
+            pass
+
+    def close(self):
+        try:
+            self.conn.sock and self.conn.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.conn.close()
+
+
+class AgentTest(GantrydTest):
+    """A gantryd (node grace NODE_GRACE_S) with department dept-a and project
+    proj-a (alice admin), and helpers to run jobs on real gantlets."""
+    NODE_GRACE_S = 4
+    gantryd_args = ("--node-grace", str(NODE_GRACE_S))
+    PROJECT = API + "/projects/proj-a"
+
+    def setUp(self):
+        super().setUp()
+        st, body = self.g.request("POST", API + "/departments", obj(
+            "Department", "dept-a",
+            spec={"quota": {"nvidia.com/gpu": 64, "cpu": "1000", "memory": "4Ti"}}))
+        self.assertEqual(st, 201, body)
+        st, body = self.g.request("POST", API + "/projects", obj(
+            "Project", "proj-a", spec={"department": "dept-a",
+                                       "members": [{"user": "alice", "role": "admin"}]}))
+        self.assertEqual(st, 201, body)
+
+    def gantlet(self, **kw):
+        """Start a gantlet (kwargs of Gantlet) and wait until its node is Ready."""
+        a = Gantlet(self.g, **kw)
+        self.addCleanup(a.cleanup)
+        return a.start()
+
+    def submit(self, name, command, gpus=1, memory="256Mi", cpu="1", grace_s=None,
+               token="alice"):
+        """Create a one-task Job; returns its task's name."""
+        tmpl = {"command": list(command),
+                "resources": {"limits": {"nvidia.com/gpu": gpus, "cpu": cpu, "memory": memory}}}
+        if grace_s is not None:
+            tmpl["terminationGracePeriodSeconds"] = grace_s
+        st, body = self.g.request("POST", self.PROJECT + "/jobs", obj(
+            "Job", name, "proj-a",
+            spec={"replicaSpecs": {"Worker": {"replicas": 1, "template": tmpl}}}), token=token)
+        self.assertEqual(st, 201, body)
+        return name + "-worker-0"
+
+    def task(self, name):
+        st, body = self.g.request("GET", self.PROJECT + "/tasks/" + name)
+        return body if st == 200 else None
+
+    def phase(self, name):
+        return ((self.task(name) or {}).get("status") or {}).get("phase")
+
+    def wait_phase(self, name, phases, timeout=20.0):
+        """Wait until the task's phase is in phases; returns the Task."""
+        phases = (phases,) if isinstance(phases, str) else tuple(phases)
+        wait_for("task %s in %s (now %s)" % (name, phases, self.phase(name)),
+                 lambda: self.phase(name) in phases, timeout=timeout)
+        return self.task(name)
+
+    def wait_host_pid(self, name, timeout=20.0):
+        return wait_for("task %s hostPid" % name,
+                        lambda: ((self.task(name) or {}).get("status") or {}).get("hostPid"),
+                        timeout=timeout)
+
+
 def main():
     unittest.main(verbosity=2)

@@ -9,8 +9,8 @@ status.allocated names them while they run and is empty afterwards; the job
 Succeeds; a job waiting for the same GPUs is not bound before the first
 task's exit is recorded; a deleted running task keeps existing (with
 spec.stop) until its terminal status is written; a node that stops
-heartbeating is NotReady within grace + 2 s, its tasks Failed/NodeLost and
-its GPUs free.
+heartbeating is NotReady within grace + 2 s, its tasks Failed/NodeLost,
+its GPUs free and the job requeued.
 """
 import threading
 import time
@@ -221,8 +221,14 @@ class ControllerTest(GantrydTest):
         self.assertEqual(t["status"]["reason"], "NodeLost")
         self.assertIn("finishTime", t["status"])
         self.assertEqual(self.allocated()["gpus"], [])
-        self.assertEqual(self.agent.put_status(t, {"phase": "Succeeded"}), 409)
-        self.wait("job Failed", lambda: self.job_cond("lost") == "Failed")
+        # a lost node requeues the job without counting toward backoffLimit: the
+        # task is replaced (new uid) and waits, as the only node is gone
+        self.wait("requeued", lambda: self.get(P + "/jobs/lost")["status"].get(
+            "requeueCount") == 1)
+        self.wait("replaced", lambda: self.task("lost-worker-0")["status"].get(
+            "previous", {}).get("uid") == t["metadata"]["uid"])
+        self.assertEqual(self.phase("lost-worker-0"), "Pending")
+        self.assertEqual(self.get(P + "/jobs/lost")["status"].get("restartCount", 0), 0)
 
     def test_admission_and_status_rights(self):
         j = gpu_job("root", 1)

@@ -104,6 +104,65 @@ static void spec_from_task(void **state)
     json_decref(t);
 }
 
+static void spec_prep_parts(void **state)
+{
+    (void)state;
+    char *roots[] = {(char *)"/srv", (char *)"/data/"};
+    struct gt_task_spec_params p = params;
+    p.storage_roots = roots;
+    p.n_storage_roots = 2;
+    p.venv_root = "/var/lib/gantlet/venvs";
+    p.pip_find_links = "/wheels";
+    p.cluster_ifname = "eth1";
+    struct gt_shim_spec s;
+    struct gt_err err = {0};
+    json_t *t =
+        task_json(",\"volumeMounts\":[{\"name\":\"out\",\"mountPath\":\"/out\"}]",
+                  ",\"source\":{\"git\":\"file:///r\",\"revision\":\"main\"},"
+                  "\"requirements\":[\"a==1\"],"
+                  "\"volumes\":[{\"name\":\"out\",\"hostPath\":\"/data/x\",\"readOnly\":true}],"
+                  "\"hosts\":[{\"hostname\":\"train-master-0\",\"ip\":\"10.0.0.2\"}]");
+    assert_int_equal(gt_task_spec_build(t, &p, &s, &err), 0);
+    assert_string_equal(env_get(&s, "GLOO_SOCKET_IFNAME"), "eth1");
+    assert_string_equal(env_get(&s, "NCCL_SOCKET_IFNAME"), "eth1");
+    assert_string_equal(s.git_url, "file:///r");
+    assert_string_equal(s.git_revision, "main");
+    assert_int_equal(s.n_req, 1);
+    assert_string_equal(s.venv_dir, "/var/lib/gantlet/venvs/1001");
+    assert_string_equal(s.pip_find_links, "/wheels");
+    assert_int_equal(s.n_volumes, 1);
+    assert_string_equal(s.volumes[0].root, "/data/");
+    assert_string_equal(s.volumes[0].path, "x");
+    assert_true(s.volumes[0].read_only);
+    assert_int_equal(s.n_hosts, 2);
+    assert_string_equal(s.hosts[1].hostname, "train-master-0.p.svc");
+    /* round trip through the shim's parser */
+    char *text = gt_shim_spec_to_json(&s);
+    struct gt_shim_spec back;
+    assert_int_equal(gt_shim_spec_parse(text, strlen(text), &back, &err), 0);
+    assert_string_equal(back.volumes[0].path, "x");
+    assert_string_equal(back.hosts[0].ip, "10.0.0.2");
+    assert_string_equal(back.req_list[0], "a==1");
+    gt_shim_spec_fini(&back);
+    free(text);
+    gt_shim_spec_fini(&s);
+    json_decref(t);
+    /* outside every root: refused before anything starts */
+    t = task_json(",\"volumeMounts\":[{\"name\":\"out\",\"mountPath\":\"/out\"}]",
+                  ",\"volumes\":[{\"name\":\"out\",\"hostPath\":\"/etc\"}]");
+    assert_int_equal(gt_task_spec_build(t, &p, &s, &err), GT_EFORBIDDEN);
+    assert_non_null(strstr(err.msg, "not beneath a storage root"));
+    json_decref(t);
+    /* a start failure's reason is the Task's */
+    struct gt_shim_exit ex = {
+        .exit_code = 127, .reason = "SourceFetchFailed", .error = "git fetch failed"};
+    json_t *st = gt_task_exit_status(NULL, &ex);
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "SourceFetchFailed");
+    assert_string_equal(json_string_value(json_object_get(st, "message")), "git fetch failed");
+    assert_string_equal(json_string_value(json_object_get(st, "phase")), "Failed");
+    json_decref(st);
+}
+
 static void spec_user_rules(void **state)
 {
     (void)state;
@@ -318,10 +377,10 @@ static void config_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(spec_from_task), cmocka_unit_test(spec_user_rules),
-        cmocka_unit_test(exit_status),    cmocka_unit_test(decide),
-        cmocka_unit_test(log_tail),       cmocka_unit_test(token_file),
-        cmocka_unit_test(config_table),
+        cmocka_unit_test(spec_from_task),  cmocka_unit_test(spec_user_rules),
+        cmocka_unit_test(spec_prep_parts), cmocka_unit_test(exit_status),
+        cmocka_unit_test(decide),          cmocka_unit_test(log_tail),
+        cmocka_unit_test(token_file),      cmocka_unit_test(config_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,7 +162,8 @@ static const char jobs_json[] =
     "{\"gantry.dev/gpu-milli\":\"250\"}}}}},"
     "\"runPolicy\":{\"schedulingPolicy\":{\"queue\":\"vision\",\"priorityClass\":\"high\"}}},"
     "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"},"
-    "{\"type\":\"Queued\",\"status\":\"True\"}]}},"
+    "{\"type\":\"Queued\",\"status\":\"True\",\"reason\":\"Queued\","
+    "\"message\":\"Quota: department vision needs 2 GPUs\"}]}},"
     "{\"kind\":\"Job\",\"metadata\":{\"name\":\"x\",\"project\":\"nlp\"},"
     "\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":1}}}}]";
 
@@ -170,15 +171,17 @@ static void test_columns_jobs(void **state)
 {
     (void)state;
     char *s = render_kind(GT_KIND_JOB, false, false, jobs_json);
-    assert_string_equal(s, "NAME           STATUS   REPLICAS   AGE\n"
-                           "resnet-train   Queued   3          3m10s\n"
-                           "x              <none>   1          <unknown>\n");
+    /* REASON: the short reason of the scheduler's message, as squeue's */
+    assert_string_equal(s, "NAME           STATUS   REASON   REPLICAS   AGE\n"
+                           "resnet-train   Queued   Quota    3          3m10s\n"
+                           "x              <none>   <none>   1          <unknown>\n");
     free(s);
     s = render_kind(GT_KIND_JOB, true, true, jobs_json);
     assert_string_equal(
-        s, "PROJECT     NAME           STATUS   REPLICAS   GPUS   PRIORITY   QUEUE    AGE\n"
-           "detection   resnet-train   Queued   3          1.5    high       vision   3m10s\n"
-           "nlp         x              <none>   1          0      <none>     <none>   "
+        s, "PROJECT     NAME           STATUS   REASON   REPLICAS   GPUS   PRIORITY   QUEUE    AGE\n"
+           "detection   resnet-train   Queued   Quota    3          1.5    high       vision   "
+           "3m10s\n"
+           "nlp         x              <none>   <none>   1          0      <none>     <none>   "
            "<unknown>\n");
     free(s);
 }
@@ -190,13 +193,17 @@ static void test_columns_cluster_kinds(void **state)
         GT_KIND_DEPARTMENT, false, true,
         "[{\"metadata\":{\"name\":\"vision\",\"creationTimestamp\":\"" T0 "\"},"
         "\"spec\":{\"quota\":{\"nvidia.com/gpu\":\"8\",\"cpu\":\"64\",\"memory\":\"512Gi\"},"
-        "\"limit\":{\"nvidia.com/gpu\":\"16\"}}},"
+        "\"limit\":{\"nvidia.com/gpu\":\"16\"}},"
+        "\"status\":{\"used\":{\"nvidia.com/gpu\":\"10\"},\"borrowed\":{\"nvidia.com/gpu\":\"2\"}}},"
         "{\"metadata\":{\"name\":\"nlp\",\"creationTimestamp\":\"" T0 "\"},"
         "\"spec\":{\"quota\":{\"nvidia.com/gpu\":4}}}]");
     /* -A adds nothing to a cluster-scoped kind; an unnamed limit is the quota. */
-    assert_string_equal(s, "NAME     GPU QUOTA   GPU LIMIT   CPU   MEMORY   AGE\n"
-                           "vision   8           16          64    512Gi    3m10s\n"
-                           "nlp      4           4           0     0        3m10s\n");
+    assert_string_equal(s, "NAME     GPU QUOTA   GPU LIMIT   GPU USED   GPU BORROWED   CPU   MEMORY   "
+                           "AGE\n"
+                           "vision   8           16          10         2              64    512Gi    "
+                           "3m10s\n"
+                           "nlp      4           4           0          0              0     0        "
+                           "3m10s\n");
     free(s);
 
     s = render_kind(GT_KIND_PROJECT, false, false,

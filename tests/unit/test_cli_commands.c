@@ -317,6 +317,58 @@ static void test_apply_stops_at_first_error(void **state)
     run_result_free(&r);
 }
 
+static void test_apply_converts_kubeflow(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", JOBS "/digits", 404, "{\"kind\":\"Status\",\"code\":404,\"message\":\"nf\"}", NULL},
+        {"POST", JOBS, 201, "{}", NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    char *path = write_temp("apiVersion: kubeflow.org/v1\n"
+                            "kind: PyTorchJob\n"
+                            "metadata: {name: digits}\n"
+                            "spec:\n"
+                            "  pytorchReplicaSpecs:\n"
+                            "    Master:\n"
+                            "      template:\n"
+                            "        spec:\n"
+                            "          containers:\n"
+                            "            - {name: pytorch, command: [python3, train.py],\n"
+                            "               resources: {limits: {nvidia.com/gpu: 1}}}\n");
+    struct run_result r = run_cli(f, (const char *[]){"apply", "-p", "detection", "-f", path, NULL});
+    assert_string_equal(r.err, "");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "pytorchjob.kubeflow.org/digits created (as job.gantry.dev/digits)\n");
+    /* What is sent is the gantry Job, with Kubeflow's PyTorch restart default. */
+    assert_non_null(strstr(f->log.data, "body={\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\""));
+    assert_non_null(strstr(f->log.data, "\"project\":\"detection\""));
+    assert_non_null(strstr(f->log.data, "\"restartPolicy\":\"OnFailure\""));
+    fake_finish(f);
+    run_result_free(&r);
+
+    /* An unsupported field fails before anything is sent. */
+    f = fake_start(NULL, 0);
+    FILE *fp = fopen(path, "w");
+    fputs("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: t, namespace: detection}\n"
+          "spec: {tfReplicaSpecs: {Worker: {template: {spec: {nodeSelector: {},\n"
+          "  containers: [{name: tensorflow, image: tf}]}}}}}\n",
+          fp);
+    fclose(fp);
+    r = run_cli(f, (const char *[]){"apply", "-f", path, NULL});
+    assert_int_equal(r.rc, 1);
+    char *want = gt_xasprintf("error: document 1 of 1 in %s: tfjob.kubeflow.org \"t\": "
+                              "spec.tfReplicaSpecs.Worker.template.spec.nodeSelector: not "
+                              "supported by gantry\n",
+                              path);
+    assert_string_equal(r.err, want);
+    free(want);
+    fake_finish(f);
+    unlink(path);
+    free(path);
+    run_result_free(&r);
+}
+
 static void test_apply_rejects_before_sending(void **state)
 {
     (void)state;
@@ -370,8 +422,8 @@ static void test_get_table_json_name(void **state)
     struct run_result r =
         run_cli(f, (const char *[]){"get", "jobs", "-p", "detection", "-l", "team=vision", NULL});
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "NAME    STATUS    REPLICAS   AGE\n"
-                               "train   Created   2          <unknown>\n");
+    assert_string_equal(r.out, "NAME    STATUS    REASON   REPLICAS   AGE\n"
+                               "train   Created   <none>   2          <unknown>\n");
     run_result_free(&r);
 
     r = run_cli(f, (const char *[]){"get", "job", "--project=detection", "-o", "name", NULL});
@@ -416,10 +468,10 @@ static void test_get_watch_streams_rows(void **state)
         run_cli(f, (const char *[]){"get", "jobs", "-p", "detection", "-w", NULL});
     assert_string_equal(r.err, "");
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "NAME    STATUS    REPLICAS   AGE\n"
-                               "train   Created   2          <unknown>\n"
-                               "a-much-longer-name   <none>    0          <unknown>\n"
-                               "train                Running   0          <unknown>\n");
+    assert_string_equal(r.out, "NAME    STATUS    REASON   REPLICAS   AGE\n"
+                               "train   Created   <none>   2          <unknown>\n"
+                               "a-much-longer-name   <none>    <none>   0          <unknown>\n"
+                               "train                Running   <none>   0          <unknown>\n");
     run_result_free(&r);
     fake_finish(f);
 }
@@ -617,6 +669,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_apply_creates_then_updates),
         cmocka_unit_test(test_apply_stops_at_first_error),
+        cmocka_unit_test(test_apply_converts_kubeflow),
         cmocka_unit_test(test_apply_rejects_before_sending),
         cmocka_unit_test(test_get_table_json_name),
         cmocka_unit_test(test_get_watch_streams_rows),

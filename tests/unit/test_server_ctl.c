@@ -78,21 +78,30 @@ static const char *cond_true(const json_t *st)
     return last;
 }
 
+/* Decide, then derive, as the job controller does. */
+static json_t *derive(const json_t *job, json_t *const *t, size_t n, const char *wait,
+                      int64_t now_ms)
+{
+    struct gt_job_decision d;
+    gt_job_decide(job, t, n, now_ms, 10000, &d);
+    return gt_job_derive_status(job, t, n, &d, wait, now_ms);
+}
+
 static void test_derive_status(void **state)
 {
     (void)state;
     json_t *job = load(JOB);
     json_t *t[3] = {task("Master", "Pending"), task("Worker", "Bound"), task("Worker", "Pending")};
-    json_t *st = gt_job_derive_status(job, t, 3, "no room", 1000);
+    json_t *st = derive(job, t, 3, "no room", 1000);
     assert_string_equal(cond_true(st), "Queued");
     json_object_set(job, "status", st);
-    json_t *again = gt_job_derive_status(job, t, 3, "no room", 5000);
+    json_t *again = derive(job, t, 3, "no room", 5000);
     assert_true(json_equal(st, again)); /* stable: no needless writes */
     json_decref(again);
     json_decref(st);
 
     json_object_set_new(json_object_get(t[1], "status"), "phase", json_string("Running"));
-    st = gt_job_derive_status(job, t, 3, NULL, 2000);
+    st = derive(job, t, 3, NULL, 2000);
     assert_string_equal(cond_true(st), "Running");
     assert_non_null(json_object_get(st, "startTime"));
     assert_int_equal(json_integer_value(gt_json_path(st, "replicaStatuses.Worker.active")), 2);
@@ -100,7 +109,7 @@ static void test_derive_status(void **state)
 
     /* the Master's success ends the job */
     json_object_set_new(json_object_get(t[0], "status"), "phase", json_string("Succeeded"));
-    st = gt_job_derive_status(job, t, 3, NULL, 3000);
+    st = derive(job, t, 3, NULL, 3000);
     assert_string_equal(cond_true(st), "Succeeded");
     assert_non_null(json_object_get(st, "completionTime"));
     json_object_set(job, "status", st);
@@ -109,14 +118,14 @@ static void test_derive_status(void **state)
 
     /* finished is sticky */
     json_object_set_new(json_object_get(t[2], "status"), "phase", json_string("Failed"));
-    st = gt_job_derive_status(job, t, 3, NULL, 4000);
+    st = derive(job, t, 3, NULL, 4000);
     assert_string_equal(cond_true(st), "Succeeded");
     json_decref(st);
 
     /* a fresh job with a failed task fails */
     json_decref(job);
     job = load(JOB);
-    st = gt_job_derive_status(job, t, 3, NULL, 4000);
+    st = derive(job, t, 3, NULL, 4000);
     assert_string_equal(cond_true(st), "Failed");
     json_decref(st);
     for (int i = 0; i < 3; i++) {

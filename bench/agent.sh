@@ -1,0 +1,218 @@
+#!/bin/sh
+# Node agent benchmarks on one local node: a release gantryd (--node-grace 4)
+# and one gantlet with 8 fake GPUs on loopback, state under a temporary
+# directory, tasks running as uid 1001 (no image). Prints key=value lines:
+#   task_start_ms_p50/_p99   Bound -> Running, seen by a client watch on
+#                            tasks (status times have 1 s resolution), over
+#                            200 tasks in two bursts of 100 jobs of 0 GPUs
+#                            (100 `sleep` that keep running, then 100 `true`)
+#   gantlet_rss_kb           VmRSS of gantlet with the 100 `sleep` tasks running
+#   shim_rss_kb              median VmRSS of their 100 gantry-shim processes
+#                            (shim_rss_total_kb: their sum)
+#   e2e_jobs_per_s           1,000 one-GPU jobs running `true` (8 GPUs), submitted
+#                            back to back: first submit to the last Job seen
+#                            finished by a watch (e2e_jobs_total_s)
+#   submit_to_output_ms_p50/_p99  100 jobs `echo`, one at a time into the idle
+#                            cluster: from the create call returning to the
+#                            first line of the job's log (task watch, then the
+#                            log through gantryd, polled every 5 ms without
+#                            follow=true: a follow of an already exited task
+#                            could hang, never answered)
+# Needs root (cgroups, other uids). Takes about two minutes.
+set -eu
+BUILD=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
+import os
+import sys
+import threading
+import time
+
+os.environ["GANTRY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import gantry_e2e as E  # noqa: E402
+
+API = E.API
+P = API + "/projects/bench"
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def job(name, command, gpus, grace_s=0):
+    tmpl = {"command": command, "terminationGracePeriodSeconds": grace_s,
+            "resources": {"limits": {"nvidia.com/gpu": gpus, "cpu": "10m", "memory": "32Mi"}}}
+    return E.obj("Job", name, "bench",
+                 spec={"replicaSpecs": {"Worker": {"replicas": 1, "template": tmpl}}})
+
+
+class Phases:
+    """First monotonic time each task name is seen in each phase (task watch)."""
+
+    def __init__(self, g):
+        self.seen = {}
+        self.cond = threading.Condition()
+        self.w = E.Watch(g, API + "/tasks")
+        threading.Thread(target=self.pump, daemon=True).start()
+
+    def pump(self):
+        i = 0
+        while True:
+            evs = self.w.events
+            if i == len(evs):
+                time.sleep(0.002)
+                continue
+            with self.cond:
+                for ts, _, o in evs[i:]:
+                    ph = (o.get("status") or {}).get("phase")
+                    self.seen.setdefault((o["metadata"]["name"], ph), ts)
+                i = len(evs)
+                self.cond.notify_all()
+
+    def wait(self, name, phases, timeout=60):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for ph in phases:
+                    if (name, ph) in self.seen:
+                        return self.seen[(name, ph)]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError("%s never reached %s" % (name, phases))
+                self.cond.wait(left)
+
+
+def dump_stacks(g, agent):
+    """On a hung request: where gantryd and gantlet are (to stderr)."""
+    import subprocess
+    for name, pid in (("gantryd", g.proc.pid), ("gantlet", agent and agent.proc.pid)):
+        if pid:
+            r = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt"],
+                               capture_output=True, text=True)
+            sys.stderr.write("--- %s\n%s\n" % (name, r.stdout[-6000:]))
+
+
+def submit(g, o):
+    st, body = g.request("POST", P + "/jobs", o, token="alice")
+    if st != 201:
+        raise RuntimeError("create %s: %d %s" % (o["metadata"]["name"], st, body))
+
+
+def main():
+    g = E.Gantryd(("--node-grace", "4", "--log-level", "warn")).start()
+    agent = None
+    try:
+        for path, o in ((API + "/departments", E.obj("Department", "bench", spec={
+                "quota": {"nvidia.com/gpu": 8, "cpu": "1000", "memory": "4Ti"}})),
+                        (API + "/projects", E.obj("Project", "bench", spec={
+                            "department": "bench",
+                            "members": [{"user": "alice", "role": "admin"}]}))):
+            st, body = g.request("POST", path, o)
+            assert st == 201, (st, body)
+        agent = E.Gantlet(g, fake_gpus="8xA100-80GB", heartbeat_s=10,
+                          extra_args=("--log-level", "warn")).start()
+        ph = Phases(g)
+        print("setup=release gantryd and gantlet on loopback, 8 fake GPUs, %d CPUs, uid 1001"
+              % os.cpu_count())
+
+        # 1. task start latency and RSS
+        lat = []
+        for batch, cmd in (("sleep", ["sleep", "1000"]), ("true", ["true"])):
+            names = ["start-%s-%03d" % (batch, i) for i in range(100)]
+            for n in names:
+                submit(g, job(n, cmd, 0))
+            for n in names:
+                t = n + "-worker-0"
+                bound = ph.wait(t, ("Bound",))
+                run = ph.wait(t, ("Running", "Succeeded", "Failed"))
+                lat.append((run - bound) * 1000.0)
+            if batch == "sleep":
+                shims = []
+                for pid in os.listdir("/proc"):
+                    try:
+                        if pid.isdigit() and os.readlink("/proc/%s/exe" % pid).endswith(
+                                "/gantry-shim"):
+                            shims.append(rss_kb(int(pid)))
+                    except OSError:
+                        pass
+                print("gantlet_rss_kb=%d" % rss_kb(agent.proc.pid))
+                print("shim_rss_kb=%d" % pct(shims, 50))
+                print("shim_rss_total_kb=%d" % sum(shims))
+                print("shims_measured=%d" % len(shims))
+                for n in names:
+                    st, body = g.request("DELETE", P + "/jobs/" + n, token="alice")
+                    assert st == 200, (st, body)
+                for n in names:
+                    ph.wait(n + "-worker-0", ("Failed", "Succeeded"))
+        print("task_start_ms_p50=%.1f" % pct(lat, 50))
+        print("task_start_ms_p99=%.1f" % pct(lat, 99))
+        print("task_start_samples=%d" % len(lat))
+        print("task_start_measured=client watch, Bound seen to Running seen")
+
+        # 2. submit to first output line, one job at a time
+        lat = []
+        for i in range(100):
+            n = "out-%03d" % i
+            t = n + "-worker-0"
+            submit(g, job(n, ["echo", "hello"], 0))
+            ts = time.monotonic()
+            ph.wait(t, ("Running", "Succeeded", "Failed"))
+            # polled without follow: a follow of an exited task can hang (see below)
+            for _ in range(2000):
+                st, body = g.request("GET", P + "/tasks/%s/log" % t, token="alice", raw=True)
+                if st == 200 and body.startswith("hello"):
+                    break
+                time.sleep(0.005)
+            else:
+                raise RuntimeError("log of %s: %d %r" % (t, st, body))
+            lat.append((time.monotonic() - ts) * 1000.0)
+        print("submit_to_output_ms_p50=%.1f" % pct(lat, 50))
+        print("submit_to_output_ms_p99=%.1f" % pct(lat, 99))
+        # 3. throughput: 1,000 one-GPU jobs on 8 GPUs
+        names = ["tp-%04d" % i for i in range(1000)]
+        done = {}
+        jw = E.Watch(g, API + "/jobs")
+        t0 = time.monotonic()
+        for n in names:
+            submit(g, job(n, ["true"], 1))
+        deadline = time.monotonic() + 240
+        seen = 0
+        while len(done) < len(names):
+            evs = jw.events[seen:]
+            seen += len(evs)
+            for ts, _, o in evs:
+                st = (o.get("status") or {})
+                conds = [c["type"] for c in st.get("conditions", []) if c.get("status") == "True"]
+                if o["metadata"]["name"].startswith("tp-") and (
+                        "Succeeded" in conds or "Failed" in conds or
+                        st.get("phase") in ("Succeeded", "Failed")):
+                    done.setdefault(o["metadata"]["name"], ts)
+            if time.monotonic() > deadline:
+                raise RuntimeError("only %d of 1000 jobs finished" % len(done))
+            time.sleep(0.2)
+        jw.close()
+        t1 = max(done.values())
+        print("e2e_jobs_per_s=%.1f" % (1000 / (t1 - t0)))
+        print("e2e_jobs_total_s=%.1f" % (t1 - t0))
+
+    except TimeoutError:
+        dump_stacks(g, agent)
+        raise
+    finally:
+        if agent:
+            agent.cleanup()
+        g.cleanup()
+
+
+main()
+PYEOF

@@ -1,0 +1,766 @@
+/*
+ * Kubeflow training-operator manifests (kubeflow.org/v1 TFJob and
+ * PyTorchJob) converted into gantry Jobs, so people can apply the manifests
+ * they already have.
+ *
+ * The conversion is strict in the same way as validation: every field of the
+ * input is either carried over or refused with its path and "not supported
+ * by gantry"; nothing that changes how the job runs is dropped. The only
+ * fields accepted without a counterpart are the ones that address Kubernetes
+ * machinery gantry has no equivalent of and that do not change what runs:
+ * the container's name and imagePullPolicy, and the pod template's labels
+ * and annotations (Kubernetes uses them for services and sidecar
+ * injection). Kubeflow's defaults that differ from gantry's are written out
+ * (restartPolicy OnFailure for PyTorchJob, Never for TFJob), and the output
+ * is annotated gantry.dev/framework (pytorch | tensorflow) so that the job
+ * controller knows which distributed environment the tasks expect.
+ *
+ * The input is borrowed and never changed; the output is a new object.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/api_int.h"
+
+#define KUBEFLOW_API_VERSION "kubeflow.org/v1"
+#define KUBEFLOW_GROUP "kubeflow.org/"
+#define FRAMEWORK_ANNOTATION "gantry.dev/framework"
+
+/* What differs between the two job kinds. */
+struct framework {
+    const char *kind;          /* "PyTorchJob" */
+    const char *specs_key;     /* spec.<specs_key> holds the replica specs */
+    const char *container;     /* the framework container's name */
+    const char *name;          /* value of the gantry.dev/framework annotation */
+    const char *restart;       /* Kubeflow's default restartPolicy */
+    const char *const *types;  /* replica types, canonical spelling */
+    const char *const *extras; /* other spec fields, handled by check_extras */
+};
+
+static const char *const pytorch_types[] = {"Master", "Worker", NULL};
+static const char *const tf_types[] = {"Chief", "PS", "Worker", "Evaluator", "Master", NULL};
+static const char *const pytorch_extras[] = {"nprocPerNode", NULL};
+static const char *const tf_extras[] = {"successPolicy", "enableDynamicWorker", NULL};
+
+static const struct framework frameworks[] = {
+    {"PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorch", "OnFailure", pytorch_types,
+     pytorch_extras},
+    {"TFJob", "tfReplicaSpecs", "tensorflow", "tensorflow", "Never", tf_types, tf_extras},
+};
+
+/* Field paths in messages: "spec.pytorchReplicaSpecs.Worker.template". */
+typedef char path_t[GT_API_PATH_MAX];
+
+static const char *join(path_t buf, const char *parent, const char *name)
+{
+    return gt_path_join(buf, sizeof(path_t), parent, name);
+}
+
+static const char *index_path(path_t buf, const char *parent, size_t i)
+{
+    snprintf(buf, sizeof(path_t), "%s[%zu]", parent, i);
+    return buf;
+}
+
+static bool in_list(const char *const *list, const char *s)
+{
+    for (; *list; list++) {
+        if (strcmp(*list, s) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool str_is(const json_t *v, const char *s)
+{
+    return json_is_string(v) && strcmp(json_string_value(v), s) == 0;
+}
+
+static int unsupported(const char *path, const char *key, struct gt_err *err)
+{
+    path_t p;
+    return gt_err_set(err, GT_EINVAL, "%s: not supported by gantry", join(p, path, key));
+}
+
+/* Refuse the first key of obj that is not in known. */
+static int only_keys(const json_t *obj, const char *path, const char *const *known,
+                     struct gt_err *err)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        if (!in_list(known, key)) {
+            return unsupported(path, key, err);
+        }
+    }
+    return 0;
+}
+
+static int want_type(const json_t *v, json_type type, const char *path, struct gt_err *err)
+{
+    static const char *const names[] = {[JSON_OBJECT] = "an object",
+                                        [JSON_ARRAY] = "a list",
+                                        [JSON_STRING] = "a string",
+                                        [JSON_INTEGER] = "an integer"};
+    if (json_typeof(v) != type) {
+        return gt_err_set(err, GT_EINVAL, "%s: must be %s", path, names[type]);
+    }
+    return 0;
+}
+
+/* obj[key] (if present) must have the given type; *out is borrowed or NULL. */
+static int get_typed(const json_t *obj, const char *key, json_type type, const char *path,
+                     json_t **out, struct gt_err *err)
+{
+    path_t p;
+    *out = json_object_get(obj, key);
+    return *out ? want_type(*out, type, join(p, path, key), err) : 0;
+}
+
+/* Copy src[key] into dst[key] when present (a new reference). */
+static void copy_field(json_t *dst, const json_t *src, const char *key)
+{
+    json_t *v = json_object_get(src, key);
+    if (v) {
+        json_object_set_new(dst, key, json_deep_copy(v));
+    }
+}
+
+/* ---- containers ---- */
+
+static int convert_env(const json_t *env, const char *path, json_t *tmpl, struct gt_err *err)
+{
+    static const char *const known[] = {"name", "value", NULL};
+    json_t *out = json_array();
+    json_object_set_new(tmpl, "env", out);
+    size_t i;
+    json_t *e;
+    json_array_foreach(env, i, e)
+    {
+        path_t p;
+        index_path(p, path, i);
+        int rc = want_type(e, JSON_OBJECT, p, err);
+        if (rc == 0) {
+            rc = only_keys(e, p, known, err);
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        json_array_append_new(out, json_deep_copy(e));
+    }
+    return 0;
+}
+
+/* resources.limits / resources.requests: the quantities gantry schedules. */
+static int convert_resources(const json_t *res, const char *path, json_t *tmpl, struct gt_err *err)
+{
+    static const char *const known[] = {"limits", "requests", NULL};
+    static const char *const names[] = {"cpu", "memory", "nvidia.com/gpu", "gantry.dev/gpu-milli",
+                                        NULL};
+    int rc = only_keys(res, path, known, err);
+    if (rc != 0) {
+        return rc;
+    }
+    for (const char *const *k = known; *k; k++) {
+        path_t p;
+        json_t *map;
+        if ((rc = get_typed(res, *k, JSON_OBJECT, path, &map, err)) != 0) {
+            return rc;
+        }
+        if (map && (rc = only_keys(map, join(p, path, *k), names, err)) != 0) {
+            return rc;
+        }
+    }
+    json_object_set_new(tmpl, "resources", json_deep_copy(res));
+    return 0;
+}
+
+static int convert_ports(const json_t *ports, const char *path, json_t *tmpl, struct gt_err *err)
+{
+    static const char *const known[] = {"name", "containerPort", "protocol", NULL};
+    json_t *out = json_array();
+    json_object_set_new(tmpl, "ports", out);
+    size_t i;
+    json_t *port;
+    json_array_foreach(ports, i, port)
+    {
+        path_t p, q;
+        index_path(p, path, i);
+        int rc = want_type(port, JSON_OBJECT, p, err);
+        if (rc == 0) {
+            rc = only_keys(port, p, known, err);
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        json_t *proto = json_object_get(port, "protocol");
+        if (proto && !str_is(proto, "TCP")) {
+            return gt_err_set(err, GT_EINVAL, "%s: only TCP is supported by gantry",
+                              join(q, p, "protocol"));
+        }
+        json_t *o = json_object();
+        copy_field(o, port, "name");
+        copy_field(o, port, "containerPort");
+        json_array_append_new(out, o);
+    }
+    return 0;
+}
+
+static int convert_mounts(const json_t *mounts, const char *path, json_t *tmpl, struct gt_err *err)
+{
+    static const char *const known[] = {"name", "mountPath", "readOnly", NULL};
+    json_t *out = json_array();
+    json_object_set_new(tmpl, "volumeMounts", out);
+    size_t i;
+    json_t *m;
+    json_array_foreach(mounts, i, m)
+    {
+        path_t p;
+        index_path(p, path, i);
+        int rc = want_type(m, JSON_OBJECT, p, err);
+        if (rc == 0) {
+            rc = only_keys(m, p, known, err);
+        }
+        if (rc != 0) {
+            return rc;
+        }
+        json_array_append_new(out, json_deep_copy(m));
+    }
+    return 0;
+}
+
+/* securityContext (pod or container level): only runAsUser has a gantry
+ * counterpart. The container's value wins, as in Kubernetes. */
+static int convert_security(const json_t *sc, const char *path, json_t *tmpl, struct gt_err *err)
+{
+    static const char *const known[] = {"runAsUser", NULL};
+    int rc = want_type(sc, JSON_OBJECT, path, err);
+    if (rc == 0) {
+        rc = only_keys(sc, path, known, err);
+    }
+    if (rc == 0) {
+        copy_field(tmpl, sc, "runAsUser");
+    }
+    return rc;
+}
+
+/* The framework container's fields into the gantry template tmpl. */
+static int convert_container(const json_t *c, const char *path, json_t *tmpl, struct gt_err *err)
+{
+    static const char *const known[] = {"name",  "image",        "imagePullPolicy", "command",
+                                        "args",  "env",          "workingDir",      "resources",
+                                        "ports", "volumeMounts", "securityContext", NULL};
+    int rc = only_keys(c, path, known, err);
+    if (rc != 0) {
+        return rc;
+    }
+    copy_field(tmpl, c, "image");
+    copy_field(tmpl, c, "command");
+    copy_field(tmpl, c, "args");
+    copy_field(tmpl, c, "workingDir");
+    static const struct {
+        const char *key;
+        json_type type;
+        int (*fn)(const json_t *v, const char *path, json_t *tmpl, struct gt_err *err);
+    } parts[] = {
+        {"env", JSON_ARRAY, convert_env},
+        {"resources", JSON_OBJECT, convert_resources},
+        {"ports", JSON_ARRAY, convert_ports},
+        {"volumeMounts", JSON_ARRAY, convert_mounts},
+        {"securityContext", JSON_OBJECT, convert_security},
+    };
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        path_t p;
+        json_t *v;
+        if ((rc = get_typed(c, parts[i].key, parts[i].type, path, &v, err)) != 0) {
+            return rc;
+        }
+        if (v && (rc = parts[i].fn(v, join(p, path, parts[i].key), tmpl, err)) != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Pick the container named after the framework, else the only one; any
+ * other container would be a sidecar gantry cannot run. */
+static int pick_container(const json_t *containers, const char *path, const char *name,
+                          const json_t **out, struct gt_err *err)
+{
+    size_t n = json_array_size(containers);
+    if (n == 0) {
+        return gt_err_set(err, GT_EINVAL, "%s: must name one container", path);
+    }
+    size_t chosen = n;
+    for (size_t i = 0; i < n; i++) {
+        path_t p;
+        json_t *c = json_array_get(containers, i);
+        int rc = want_type(c, JSON_OBJECT, index_path(p, path, i), err);
+        if (rc != 0) {
+            return rc;
+        }
+        const char *cname = json_string_value(json_object_get(c, "name"));
+        if (cname && strcmp(cname, name) == 0 && chosen == n) {
+            chosen = i;
+        }
+    }
+    if (chosen == n && n > 1) {
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: no container named \"%s\" among %zu (gantry runs one container "
+                          "per task)",
+                          path, name, n);
+    }
+    chosen = chosen == n ? 0 : chosen;
+    if (n > 1) {
+        path_t p;
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: sidecar containers are not supported by gantry (only the "
+                          "\"%s\" container runs)",
+                          index_path(p, path, chosen == 0 ? 1 : 0), name);
+    }
+    *out = json_array_get(containers, chosen);
+    return 0;
+}
+
+/* ---- pod volumes, merged into the job's spec.volumes ---- */
+
+static int convert_volume(const json_t *vol, const char *path, json_t *volumes, struct gt_err *err)
+{
+    static const char *const known[] = {"name", "hostPath", NULL};
+    static const char *const host_known[] = {"path", "type", NULL};
+    path_t p;
+    int rc = want_type(vol, JSON_OBJECT, path, err);
+    if (rc != 0) {
+        return rc;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)vol, key, v)
+    {
+        if (!in_list(known, key)) {
+            return gt_err_set(err, GT_EINVAL,
+                              "%s: not supported by gantry (only hostPath volumes are)",
+                              join(p, path, key));
+        }
+    }
+    json_t *name = json_object_get(vol, "name");
+    json_t *host;
+    if ((rc = get_typed(vol, "hostPath", JSON_OBJECT, path, &host, err)) != 0) {
+        return rc;
+    }
+    if (!json_is_string(name) || !host) {
+        return gt_err_set(err, GT_EINVAL, "%s: must have a name and a hostPath", path);
+    }
+    join(p, path, "hostPath");
+    if ((rc = only_keys(host, p, host_known, err)) != 0) {
+        return rc;
+    }
+    const char *type = json_string_value(json_object_get(host, "type"));
+    if (json_object_get(host, "type") && (!type || (*type && strcmp(type, "Directory") != 0))) {
+        path_t q;
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: only \"Directory\" is supported by gantry (the path must exist)",
+                          join(q, p, "type"));
+    }
+    json_t *out = json_object();
+    json_object_set(out, "name", name);
+    copy_field(out, host, "path");
+    json_t *hp = json_object_get(out, "path");
+    if (hp) { /* gantry's field is spec.volumes[].hostPath, a string */
+        json_object_set(out, "hostPath", hp);
+        json_object_del(out, "path");
+    }
+    size_t i;
+    json_t *have;
+    json_array_foreach(volumes, i, have)
+    {
+        if (json_equal(json_object_get(have, "name"), name)) {
+            bool same = json_equal(have, out);
+            json_decref(out);
+            return same ? 0
+                        : gt_err_set(err, GT_EINVAL,
+                                     "%s: volume \"%s\" differs from the one of that name in "
+                                     "another replica type (gantry volumes are shared by all "
+                                     "replicas)",
+                                     path, json_string_value(name));
+        }
+    }
+    json_array_append_new(volumes, out);
+    return 0;
+}
+
+/* ---- the pod template ---- */
+
+static int convert_pod_spec(const json_t *pod, const char *path, const struct framework *fw,
+                            json_t *tmpl, json_t *volumes, struct gt_err *err)
+{
+    static const char *const known[] = {"containers", "volumes", "securityContext",
+                                        "terminationGracePeriodSeconds", NULL};
+    path_t p;
+    json_t *containers, *vols, *sc;
+    int rc = only_keys(pod, path, known, err);
+    if (rc == 0) {
+        rc = get_typed(pod, "containers", JSON_ARRAY, path, &containers, err);
+    }
+    if (rc == 0) {
+        rc = get_typed(pod, "volumes", JSON_ARRAY, path, &vols, err);
+    }
+    if (rc == 0) {
+        rc = get_typed(pod, "securityContext", JSON_OBJECT, path, &sc, err);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    const json_t *c = NULL;
+    if ((rc = pick_container(containers, join(p, path, "containers"), fw->container, &c, err))) {
+        return rc;
+    }
+    if (sc && (rc = convert_security(sc, join(p, path, "securityContext"), tmpl, err)) != 0) {
+        return rc;
+    }
+    copy_field(tmpl, pod, "terminationGracePeriodSeconds");
+    size_t ci = 0;
+    while (json_array_get(containers, ci) != c) {
+        ci++;
+    }
+    path_t cp;
+    index_path(cp, join(p, path, "containers"), ci);
+    if ((rc = convert_container(c, cp, tmpl, err)) != 0) {
+        return rc;
+    }
+    size_t i;
+    json_t *vol;
+    json_array_foreach(vols, i, vol)
+    {
+        path_t vp;
+        index_path(vp, join(p, path, "volumes"), i);
+        if ((rc = convert_volume(vol, vp, volumes, err)) != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static int convert_template(const json_t *in, const char *path, const struct framework *fw,
+                            json_t *tmpl, json_t *volumes, struct gt_err *err)
+{
+    static const char *const known[] = {"metadata", "spec", NULL};
+    static const char *const meta_known[] = {"labels", "annotations", NULL};
+    path_t p;
+    json_t *meta, *pod;
+    int rc = want_type(in, JSON_OBJECT, path, err);
+    if (rc == 0) {
+        rc = only_keys(in, path, known, err);
+    }
+    if (rc == 0) {
+        rc = get_typed(in, "metadata", JSON_OBJECT, path, &meta, err);
+    }
+    if (rc == 0 && meta) {
+        rc = only_keys(meta, join(p, path, "metadata"), meta_known, err);
+    }
+    if (rc == 0) {
+        rc = get_typed(in, "spec", JSON_OBJECT, path, &pod, err);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (!pod) {
+        return gt_err_set(err, GT_EINVAL, "%s: required", join(p, path, "spec"));
+    }
+    return convert_pod_spec(pod, join(p, path, "spec"), fw, tmpl, volumes, err);
+}
+
+/* ---- replica specs ---- */
+
+/* Kubeflow accepts replica types in any case ("worker") and camel-cases
+ * them; *out is the canonical spelling. */
+static int replica_type(const struct framework *fw, const char *key, const char *path,
+                        const char **out, struct gt_err *err)
+{
+    for (const char *const *t = fw->types; *t; t++) {
+        if (strcasecmp(*t, key) == 0) {
+            *out = *t;
+            return 0;
+        }
+    }
+    struct gt_buf list;
+    gt_buf_init(&list);
+    for (const char *const *t = fw->types; *t; t++) {
+        gt_buf_printf(&list, "%s%s", t == fw->types ? "" : ", ", *t);
+    }
+    path_t p;
+    gt_err_set(err, GT_EINVAL, "%s: not a %s replica type (%s)", join(p, path, key), fw->kind,
+               list.data);
+    gt_buf_fini(&list);
+    return GT_EINVAL;
+}
+
+static int convert_replica(const json_t *rs, const char *path, const struct framework *fw,
+                           json_t *out, json_t *volumes, struct gt_err *err)
+{
+    static const char *const known[] = {"replicas", "restartPolicy", "template", NULL};
+    path_t p;
+    int rc = want_type(rs, JSON_OBJECT, path, err);
+    if (rc == 0) {
+        rc = only_keys(rs, path, known, err);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    json_t *in_tmpl = json_object_get(rs, "template");
+    if (!in_tmpl) {
+        return gt_err_set(err, GT_EINVAL, "%s: required", join(p, path, "template"));
+    }
+    copy_field(out, rs, "replicas");
+    copy_field(out, rs, "restartPolicy");
+    if (!json_object_get(out, "restartPolicy")) {
+        json_object_set_new(out, "restartPolicy", json_string(fw->restart));
+    }
+    json_t *tmpl = json_object();
+    json_object_set_new(out, "template", tmpl);
+    return convert_template(in_tmpl, join(p, path, "template"), fw, tmpl, volumes, err);
+}
+
+static int convert_replicas(const json_t *specs, const char *path, const struct framework *fw,
+                            json_t *gspec, struct gt_err *err)
+{
+    json_t *out = json_object();
+    json_t *volumes = json_array();
+    json_object_set_new(gspec, "replicaSpecs", out);
+    const char *key;
+    json_t *rs;
+    json_object_foreach((json_t *)specs, key, rs)
+    {
+        const char *type;
+        path_t p;
+        int rc = replica_type(fw, key, path, &type, err);
+        if (rc != 0) {
+            json_decref(volumes);
+            return rc;
+        }
+        if (json_object_get(out, type)) {
+            json_decref(volumes);
+            return gt_err_set(err, GT_EINVAL, "%s: %s given twice", join(p, path, key), type);
+        }
+        json_t *grs = json_object();
+        json_object_set_new(out, type, grs);
+        if ((rc = convert_replica(rs, join(p, path, key), fw, grs, volumes, err)) != 0) {
+            json_decref(volumes);
+            return rc;
+        }
+    }
+    if (json_array_size(volumes) > 0) {
+        json_object_set(gspec, "volumes", volumes);
+    }
+    json_decref(volumes);
+    return 0;
+}
+
+/* ---- runPolicy ---- */
+
+static int convert_run_policy(const json_t *rp, const char *path, json_t *gspec, struct gt_err *err)
+{
+    static const char *const shared[] = {
+        "backoffLimit",   "activeDeadlineSeconds", "ttlSecondsAfterFinished",
+        "cleanPodPolicy", "schedulingPolicy",      NULL};
+    static const char *const known[] = {"backoffLimit",
+                                        "activeDeadlineSeconds",
+                                        "ttlSecondsAfterFinished",
+                                        "cleanPodPolicy",
+                                        "schedulingPolicy",
+                                        "suspend",
+                                        "managedBy",
+                                        NULL};
+    static const char *const sched_known[] = {"minAvailable", "queue", "priorityClass", NULL};
+    path_t p;
+    json_t *sp;
+    int rc = only_keys(rp, path, known, err);
+    if (rc == 0) {
+        rc = get_typed(rp, "schedulingPolicy", JSON_OBJECT, path, &sp, err);
+    }
+    if (rc == 0 && sp) {
+        rc = only_keys(sp, join(p, path, "schedulingPolicy"), sched_known, err);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    json_t *suspend = json_object_get(rp, "suspend");
+    if (suspend && !json_is_false(suspend)) {
+        return gt_err_set(err, GT_EINVAL, "%s: not supported by gantry (only false)",
+                          join(p, path, "suspend"));
+    }
+    json_t *by = json_object_get(rp, "managedBy");
+    if (by && !str_is(by, "kubeflow.org/training-operator")) {
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: not supported by gantry (gantry manages the job itself)",
+                          join(p, path, "managedBy"));
+    }
+    json_t *out = json_object();
+    json_object_set_new(gspec, "runPolicy", out);
+    for (const char *const *k = shared; *k; k++) {
+        copy_field(out, rp, *k);
+    }
+    return 0;
+}
+
+/* ---- the job ---- */
+
+/* Kind-specific spec fields: accepted only at their Kubeflow default. */
+static int check_extras(const json_t *spec, const char *path, struct gt_err *err)
+{
+    static const struct {
+        const char *key;
+        const char *json; /* the one accepted value */
+        const char *why;
+    } extras[] = {
+        {"nprocPerNode", "\"auto\"", "gantry starts one process per task"},
+        {"successPolicy", "\"\"", "success is the chief's, or all workers'"},
+        {"enableDynamicWorker", "false", "the cluster is fixed at start"},
+    };
+    for (size_t i = 0; i < sizeof(extras) / sizeof(extras[0]); i++) {
+        json_t *v = json_object_get(spec, extras[i].key);
+        json_t *ok = json_loads(extras[i].json, JSON_DECODE_ANY, NULL);
+        bool bad = v && !json_equal(v, ok);
+        json_decref(ok);
+        if (bad) {
+            path_t p;
+            return gt_err_set(err, GT_EINVAL, "%s: only %s is supported by gantry (%s)",
+                              join(p, path, extras[i].key), extras[i].json, extras[i].why);
+        }
+    }
+    return 0;
+}
+
+static int convert_spec(const json_t *spec, const struct framework *fw, json_t *gspec,
+                        struct gt_err *err)
+{
+    const char *known[5] = {"runPolicy", fw->specs_key};
+    size_t n = 2;
+    for (const char *const *x = fw->extras; *x; x++) {
+        known[n++] = *x;
+    }
+    known[n] = NULL;
+    json_t *specs, *rp;
+    int rc = only_keys(spec, "spec", known, err);
+    if (rc == 0) {
+        rc = check_extras(spec, "spec", err);
+    }
+    if (rc == 0) {
+        rc = get_typed(spec, fw->specs_key, JSON_OBJECT, "spec", &specs, err);
+    }
+    if (rc == 0) {
+        rc = get_typed(spec, "runPolicy", JSON_OBJECT, "spec", &rp, err);
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    if (!specs) {
+        return gt_err_set(err, GT_EINVAL, "spec.%s: required", fw->specs_key);
+    }
+    path_t p;
+    rc = convert_replicas(specs, join(p, "spec", fw->specs_key), fw, gspec, err);
+    if (rc == 0 && rp) {
+        rc = convert_run_policy(rp, "spec.runPolicy", gspec, err);
+    }
+    return rc;
+}
+
+static int convert_metadata(const json_t *md, const struct framework *fw, json_t *out,
+                            struct gt_err *err)
+{
+    static const char *const known[] = {"name", "namespace", "labels", "annotations", NULL};
+    int rc = only_keys(md, "metadata", known, err);
+    if (rc != 0) {
+        return rc;
+    }
+    copy_field(out, md, "name");
+    copy_field(out, md, "labels");
+    json_t *ns = json_object_get(md, "namespace");
+    if (!ns) {
+        return gt_err_set(err, GT_EINVAL, "metadata.namespace: required (the gantry project)");
+    }
+    json_object_set_new(out, "project", json_deep_copy(ns));
+    json_t *ann;
+    if ((rc = get_typed(md, "annotations", JSON_OBJECT, "metadata", &ann, err)) != 0) {
+        return rc;
+    }
+    json_t *gann = ann ? json_deep_copy(ann) : json_object();
+    json_object_set_new(gann, FRAMEWORK_ANNOTATION, json_string(fw->name));
+    json_object_set_new(out, "annotations", gann);
+    return 0;
+}
+
+bool gt_api_kubeflow_is(const json_t *doc)
+{
+    const char *v = json_string_value(json_object_get(doc, "apiVersion"));
+    return v && strncmp(v, KUBEFLOW_GROUP, strlen(KUBEFLOW_GROUP)) == 0;
+}
+
+static int find_framework(const json_t *in, const struct framework **out, struct gt_err *err)
+{
+    if (!json_is_object(in)) {
+        return gt_err_set(err, GT_EINVAL, "not an object");
+    }
+    const char *version = json_string_value(json_object_get(in, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(in, "kind"));
+    if (!version || strcmp(version, KUBEFLOW_API_VERSION) != 0) {
+        return gt_err_set(err, GT_EINVAL, "apiVersion: must be " KUBEFLOW_API_VERSION);
+    }
+    for (size_t i = 0; kind && i < sizeof(frameworks) / sizeof(frameworks[0]); i++) {
+        if (strcmp(kind, frameworks[i].kind) == 0) {
+            *out = &frameworks[i];
+            return 0;
+        }
+    }
+    return gt_err_set(err, GT_EINVAL,
+                      "kind: not supported by gantry (of " KUBEFLOW_API_VERSION
+                      " only TFJob and PyTorchJob are)");
+}
+
+int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *err)
+{
+    static const char *const known[] = {"apiVersion", "kind", "metadata", "spec", NULL};
+    const struct framework *fw = NULL;
+    json_t *md = NULL, *spec = NULL;
+    *job_out = NULL;
+    int rc = find_framework(in, &fw, err);
+    if (rc == 0) {
+        rc = only_keys(in, "", known, err);
+    }
+    if (rc == 0) {
+        rc = get_typed(in, "metadata", JSON_OBJECT, "", &md, err);
+    }
+    if (rc == 0) {
+        rc = get_typed(in, "spec", JSON_OBJECT, "", &spec, err);
+    }
+    if (rc == 0 && (!md || !spec)) {
+        rc = gt_err_set(err, GT_EINVAL, "%s: required", md ? "spec" : "metadata");
+    }
+    if (rc != 0) {
+        return rc;
+    }
+    json_t *job = json_object();
+    json_t *gmd = json_object();
+    json_t *gspec = json_object();
+    json_object_set_new(job, "apiVersion", json_string(GT_API_VERSION));
+    json_object_set_new(job, "kind", json_string("Job"));
+    json_object_set_new(job, "metadata", gmd);
+    json_object_set_new(job, "spec", gspec);
+    rc = convert_metadata(md, fw, gmd, err);
+    if (rc == 0) {
+        rc = convert_spec(spec, fw, gspec, err);
+    }
+    if (rc == 0 && (rc = gt_api_validate(GT_KIND_JOB, job, err)) != 0) {
+        gt_err_prefix(err, "converted Job");
+    }
+    if (rc != 0) {
+        json_decref(job);
+        return rc;
+    }
+    *job_out = job;
+    return 0;
+}

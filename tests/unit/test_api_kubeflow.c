@@ -1,0 +1,391 @@
+/*
+ * Kubeflow TFJob/PyTorchJob conversion: manifests in the shape of Kubeflow's
+ * documentation convert to exactly the expected gantry Job (compared as
+ * JSON, after validation filled gantry's defaults); the input is left
+ * unchanged; a table of single-field additions of things gantry cannot
+ * honour is each refused with the field's path in the manifest's terms.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "api/api.h"
+
+/* Kubeflow's pytorch-simple example, with the GPUs, environment, output
+ * volume and run policy a real job has. */
+static const char pytorch_yaml[] =
+    "apiVersion: kubeflow.org/v1\n"
+    "kind: PyTorchJob\n"
+    "metadata:\n"
+    "  name: pytorch-simple\n"
+    "  namespace: kubeflow\n"
+    "  labels: {team: vision}\n"
+    "  annotations: {owner: alice}\n"
+    "spec:\n"
+    "  runPolicy:\n"
+    "    backoffLimit: 2\n"
+    "    activeDeadlineSeconds: 3600\n"
+    "    ttlSecondsAfterFinished: 600\n"
+    "    cleanPodPolicy: Running\n"
+    "    suspend: false\n"
+    "    schedulingPolicy: {minAvailable: 2, queue: research, priorityClass: high}\n"
+    "  nprocPerNode: auto\n"
+    "  pytorchReplicaSpecs:\n"
+    "    Master:\n"
+    "      replicas: 1\n"
+    "      restartPolicy: OnFailure\n"
+    "      template:\n"
+    "        metadata:\n"
+    "          annotations: {sidecar.istio.io/inject: \"false\"}\n"
+    "        spec:\n"
+    "          terminationGracePeriodSeconds: 30\n"
+    "          securityContext: {runAsUser: 1000}\n"
+    "          containers:\n"
+    "            - name: pytorch\n"
+    "              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727\n"
+    "              imagePullPolicy: Always\n"
+    "              command: [python3, /opt/pytorch-mnist/mnist.py, --epochs=1]\n"
+    "              args: [--backend, gloo]\n"
+    "              workingDir: /opt/pytorch-mnist\n"
+    "              env:\n"
+    "                - {name: OUTPUT_DIR, value: /output}\n"
+    "              ports:\n"
+    "                - {name: pytorchjob-port, containerPort: 23456, protocol: TCP}\n"
+    "              resources:\n"
+    "                limits: {nvidia.com/gpu: 1, cpu: 2, memory: 4Gi}\n"
+    "                requests: {cpu: 500m, memory: 1Gi}\n"
+    "              volumeMounts:\n"
+    "                - {name: output, mountPath: /output}\n"
+    "                - {name: data, mountPath: /data, readOnly: true}\n"
+    "          volumes:\n"
+    "            - {name: output, hostPath: {path: /srv/gantry/output, type: Directory}}\n"
+    "            - {name: data, hostPath: {path: /srv/gantry/data}}\n"
+    "    Worker:\n"
+    "      replicas: 1\n"
+    "      template:\n"
+    "        spec:\n"
+    "          containers:\n"
+    "            - name: pytorch\n"
+    "              image: docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727\n"
+    "              command: [python3, /opt/pytorch-mnist/mnist.py, --epochs=1]\n"
+    "              resources:\n"
+    "                limits: {nvidia.com/gpu: 1}\n"
+    "              volumeMounts:\n"
+    "                - {name: data, mountPath: /data, readOnly: true}\n"
+    "          volumes:\n"
+    "            - {name: data, hostPath: {path: /srv/gantry/data}}\n";
+
+static const char pytorch_expected[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\","
+    "\"metadata\":{\"name\":\"pytorch-simple\",\"project\":\"kubeflow\","
+    "\"labels\":{\"team\":\"vision\"},"
+    "\"annotations\":{\"owner\":\"alice\",\"gantry.dev/framework\":\"pytorch\"}},"
+    "\"spec\":{\"replicaSpecs\":{"
+    "\"Master\":{\"replicas\":1,\"restartPolicy\":\"OnFailure\",\"template\":{"
+    "\"runAsUser\":1000,\"terminationGracePeriodSeconds\":30,"
+    "\"image\":\"docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727\","
+    "\"command\":[\"python3\",\"/opt/pytorch-mnist/mnist.py\",\"--epochs=1\"],"
+    "\"args\":[\"--backend\",\"gloo\"],\"workingDir\":\"/opt/pytorch-mnist\","
+    "\"env\":[{\"name\":\"OUTPUT_DIR\",\"value\":\"/output\"}],"
+    "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1,\"cpu\":\"2\",\"memory\":\"4Gi\"},"
+    "\"requests\":{\"cpu\":\"500m\",\"memory\":\"1Gi\"}},"
+    "\"ports\":[{\"name\":\"pytorchjob-port\",\"containerPort\":23456}],"
+    "\"volumeMounts\":[{\"name\":\"output\",\"mountPath\":\"/output\"},"
+    "{\"name\":\"data\",\"mountPath\":\"/data\",\"readOnly\":true}]}},"
+    "\"Worker\":{\"replicas\":1,\"restartPolicy\":\"OnFailure\",\"template\":{"
+    "\"image\":\"docker.io/kubeflowkatib/pytorch-mnist:v1beta1-45c5727\","
+    "\"command\":[\"python3\",\"/opt/pytorch-mnist/mnist.py\",\"--epochs=1\"],"
+    "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}},"
+    "\"volumeMounts\":[{\"name\":\"data\",\"mountPath\":\"/data\",\"readOnly\":true}]}}},"
+    "\"volumes\":[{\"name\":\"output\",\"hostPath\":\"/srv/gantry/output\"},"
+    "{\"name\":\"data\",\"hostPath\":\"/srv/gantry/data\"}],"
+    "\"runPolicy\":{\"backoffLimit\":2,\"activeDeadlineSeconds\":3600,"
+    "\"ttlSecondsAfterFinished\":600,\"cleanPodPolicy\":\"Running\","
+    "\"schedulingPolicy\":{\"minAvailable\":2,\"queue\":\"research\","
+    "\"priorityClass\":\"high\"}}}}";
+
+/* Kubeflow's dist-mnist TFJob example (image only, no command), grown to a
+ * chief, two workers and a parameter server. */
+static const char tf_yaml[] = "apiVersion: kubeflow.org/v1\n"
+                              "kind: TFJob\n"
+                              "metadata:\n"
+                              "  name: dist-mnist\n"
+                              "  namespace: kubeflow\n"
+                              "spec:\n"
+                              "  successPolicy: \"\"\n"
+                              "  tfReplicaSpecs:\n"
+                              "    chief:\n"
+                              "      template:\n"
+                              "        spec:\n"
+                              "          containers:\n"
+                              "            - name: tensorflow\n"
+                              "              image: kubeflow/tf-dist-mnist-test:latest\n"
+                              "              resources: {limits: {nvidia.com/gpu: 1}}\n"
+                              "    PS:\n"
+                              "      replicas: 1\n"
+                              "      restartPolicy: Never\n"
+                              "      template:\n"
+                              "        metadata:\n"
+                              "          annotations: {sidecar.istio.io/inject: \"false\"}\n"
+                              "        spec:\n"
+                              "          containers:\n"
+                              "            - name: tensorflow\n"
+                              "              image: kubeflow/tf-dist-mnist-test:latest\n"
+                              "    Worker:\n"
+                              "      replicas: 2\n"
+                              "      restartPolicy: ExitCode\n"
+                              "      template:\n"
+                              "        spec:\n"
+                              "          containers:\n"
+                              "            - name: tensorflow\n"
+                              "              image: kubeflow/tf-dist-mnist-test:latest\n"
+                              "              resources: {limits: {nvidia.com/gpu: 1}}\n";
+
+static const char tf_expected[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\","
+    "\"metadata\":{\"name\":\"dist-mnist\",\"project\":\"kubeflow\","
+    "\"annotations\":{\"gantry.dev/framework\":\"tensorflow\"}},"
+    "\"spec\":{\"replicaSpecs\":{"
+    "\"Chief\":{\"replicas\":1,\"restartPolicy\":\"Never\",\"template\":{"
+    "\"image\":\"kubeflow/tf-dist-mnist-test:latest\","
+    "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}},"
+    "\"PS\":{\"replicas\":1,\"restartPolicy\":\"Never\",\"template\":{"
+    "\"image\":\"kubeflow/tf-dist-mnist-test:latest\"}},"
+    "\"Worker\":{\"replicas\":2,\"restartPolicy\":\"ExitCode\",\"template\":{"
+    "\"image\":\"kubeflow/tf-dist-mnist-test:latest\","
+    "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}}},"
+    "\"runPolicy\":{\"backoffLimit\":6,\"cleanPodPolicy\":\"None\"}}}";
+
+static json_t *load_yaml(const char *text)
+{
+    json_t *docs = NULL;
+    struct gt_err err = {0};
+    if (gt_yaml_load_documents(text, strlen(text), &docs, &err) != 0) {
+        fail_msg("yaml: %s", err.msg);
+    }
+    assert_int_equal(json_array_size(docs), 1);
+    json_t *doc = json_incref(json_array_get(docs, 0));
+    json_decref(docs);
+    return doc;
+}
+
+static void assert_converts_to(json_t *in, const char *expected_json)
+{
+    json_t *copy = json_deep_copy(in);
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    if (gt_api_kubeflow_convert(in, &job, &err) != 0) {
+        fail_msg("convert: %s", err.msg);
+    }
+    json_t *expected = json_loads(expected_json, 0, NULL);
+    assert_non_null(expected);
+    if (!json_equal(job, expected)) {
+        char *got = gt_json_dumps(job);
+        fail_msg("got %s", got);
+    }
+    assert_true(json_equal(in, copy)); /* the input is borrowed, not changed */
+    json_decref(expected);
+    json_decref(copy);
+    json_decref(job);
+}
+
+static void test_pytorchjob(void **state)
+{
+    (void)state;
+    json_t *in = load_yaml(pytorch_yaml);
+    assert_true(gt_api_kubeflow_is(in));
+    assert_converts_to(in, pytorch_expected);
+    json_decref(in);
+}
+
+static void test_tfjob(void **state)
+{
+    (void)state;
+    json_t *in = load_yaml(tf_yaml);
+    assert_converts_to(in, tf_expected);
+    json_decref(in);
+}
+
+/* Walk a dotted path ("spec.a.0.b", numbers index lists) to an object. */
+static json_t *walk(json_t *doc, const char *dotted)
+{
+    json_t *cur = doc;
+    for (const char *part = dotted; part; part = strchr(part, '.') ? strchr(part, '.') + 1 : NULL) {
+        char key[64];
+        snprintf(key, sizeof(key), "%.*s", (int)strcspn(part, "."), part);
+        cur = json_is_array(cur) ? json_array_get(cur, strtoul(key, NULL, 10))
+                                 : json_object_get(cur, key);
+        assert_non_null(cur);
+    }
+    return cur;
+}
+
+#define POD "spec.pytorchReplicaSpecs.Worker.template.spec"
+#define CTR POD ".containers.0"
+#define CTR_PATH POD ".containers[0]"
+
+struct bad_case {
+    const char *parent; /* dotted path to the object to change ("" the root) */
+    const char *key;    /* set parent[key] = value; for a list parent, append */
+    const char *value;  /* JSON */
+    const char *error;  /* expected err.msg */
+};
+
+static const struct bad_case bad_cases[] = {
+    {POD, "nodeSelector", "{\"gpu\":\"a100\"}", POD ".nodeSelector: not supported by gantry"},
+    {POD, "affinity", "{}", POD ".affinity: not supported by gantry"},
+    {POD, "tolerations", "[]", POD ".tolerations: not supported by gantry"},
+    {POD, "initContainers", "[{\"name\":\"x\"}]", POD ".initContainers: not supported by gantry"},
+    {POD, "imagePullSecrets", "[]", POD ".imagePullSecrets: not supported by gantry"},
+    {POD, "restartPolicy", "\"Never\"", POD ".restartPolicy: not supported by gantry"},
+    {POD ".containers", NULL, "{\"name\":\"istio-proxy\",\"image\":\"istio/proxyv2\"}",
+     POD ".containers[1]: sidecar containers are not supported by gantry (only the "
+         "\"pytorch\" container runs)"},
+    {POD ".volumes", NULL, "{\"name\":\"scratch\",\"emptyDir\":{}}",
+     POD ".volumes[1].emptyDir: not supported by gantry (only hostPath volumes are)"},
+    {POD ".volumes.0.hostPath", "type", "\"DirectoryOrCreate\"",
+     POD ".volumes[0].hostPath.type: only \"Directory\" is supported by gantry (the path must "
+         "exist)"},
+    {POD, "securityContext", "{\"runAsUser\":1,\"fsGroup\":100}",
+     POD ".securityContext.fsGroup: not supported by gantry"},
+    {CTR, "envFrom", "[]", CTR_PATH ".envFrom: not supported by gantry"},
+    {CTR, "livenessProbe", "{}", CTR_PATH ".livenessProbe: not supported by gantry"},
+    {CTR, "env", "[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"K\",\"valueFrom\":{}}]",
+     CTR_PATH ".env[1].valueFrom: not supported by gantry"},
+    {CTR ".resources.limits", "ephemeral-storage", "\"1Gi\"",
+     CTR_PATH ".resources.limits.ephemeral-storage: not supported by gantry"},
+    {CTR ".volumeMounts.0", "subPath", "\"x\"",
+     CTR_PATH ".volumeMounts[0].subPath: not supported by gantry"},
+    {CTR, "ports", "[{\"containerPort\":80,\"hostPort\":80}]",
+     CTR_PATH ".ports[0].hostPort: not supported by gantry"},
+    {CTR, "ports", "[{\"containerPort\":80,\"protocol\":\"UDP\"}]",
+     CTR_PATH ".ports[0].protocol: only TCP is supported by gantry"},
+    {CTR, "securityContext", "{\"privileged\":true}",
+     CTR_PATH ".securityContext.privileged: not supported by gantry"},
+    {"spec", "elasticPolicy", "{\"maxReplicas\":4}", "spec.elasticPolicy: not supported by gantry"},
+    {"spec", "nprocPerNode", "\"2\"",
+     "spec.nprocPerNode: only \"auto\" is supported by gantry (gantry starts one process per "
+     "task)"},
+    {"spec", "tfReplicaSpecs", "{}", "spec.tfReplicaSpecs: not supported by gantry"},
+    {"spec.runPolicy", "suspend", "true",
+     "spec.runPolicy.suspend: not supported by gantry (only false)"},
+    {"spec.runPolicy.schedulingPolicy", "minResources", "{\"cpu\":\"1\"}",
+     "spec.runPolicy.schedulingPolicy.minResources: not supported by gantry"},
+    {"spec.pytorchReplicaSpecs", "Chief", "{}",
+     "spec.pytorchReplicaSpecs.Chief: not a PyTorchJob replica type (Master, Worker)"},
+    {"spec.pytorchReplicaSpecs", "worker", "{}",
+     "spec.pytorchReplicaSpecs.worker: Worker given twice"},
+    {"metadata", "generateName", "\"x-\"", "metadata.generateName: not supported by gantry"},
+    {"", "status", "{}", "status: not supported by gantry"},
+    {"", "kind", "\"MPIJob\"",
+     "kind: not supported by gantry (of kubeflow.org/v1 only TFJob and PyTorchJob are)"},
+    {"", "apiVersion", "\"kubeflow.org/v1beta2\"", "apiVersion: must be kubeflow.org/v1"},
+    {"spec.pytorchReplicaSpecs.Worker", "replicas", "0",
+     "converted Job: spec.replicaSpecs.Worker.replicas: must be >= 1"},
+    {CTR, "env", "[{\"name\":7}]",
+     "converted Job: spec.replicaSpecs.Worker.template.env[0].name: must be a string"},
+    {CTR, "command", "\"python3 train.py\"",
+     "converted Job: spec.replicaSpecs.Worker.template.command: must be a list"},
+};
+
+static void test_unsupported(void **state)
+{
+    (void)state;
+    json_t *base = load_yaml(pytorch_yaml);
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        const struct bad_case *c = &bad_cases[i];
+        json_t *doc = json_deep_copy(base);
+        json_t *parent = c->parent[0] ? walk(doc, c->parent) : doc;
+        json_t *v = json_loads(c->value, JSON_DECODE_ANY, NULL);
+        assert_non_null(v);
+        if (c->key) {
+            json_object_set_new(parent, c->key, v);
+        } else {
+            json_array_append_new(parent, v);
+        }
+        json_t *job = (json_t *)1;
+        struct gt_err err = {0};
+        int rc = gt_api_kubeflow_convert(doc, &job, &err);
+        if (rc != GT_EINVAL || strcmp(err.msg, c->error) != 0) {
+            fail_msg("case %zu: rc %d, got \"%s\"\n want \"%s\"", i, rc, err.msg, c->error);
+        }
+        assert_null(job);
+        json_decref(doc);
+    }
+    json_decref(base);
+}
+
+/* Kubeflow's rules for picking the container and filling defaults. */
+static void test_container_choice_and_defaults(void **state)
+{
+    (void)state;
+    json_t *doc = load_yaml(pytorch_yaml);
+    /* The only container is taken whatever its name; the container's
+     * runAsUser wins over the pod's; worker spelled in lower case. */
+    json_t *specs = walk(doc, "spec.pytorchReplicaSpecs");
+    json_t *worker = json_incref(json_object_get(specs, "Worker"));
+    json_object_del(specs, "Worker");
+    json_object_set_new(specs, "worker", worker);
+    json_t *c = walk(doc, "spec.pytorchReplicaSpecs.worker.template.spec.containers.0");
+    json_object_set_new(c, "name", json_string("trainer"));
+    json_object_set_new(walk(doc, "spec.pytorchReplicaSpecs.Master.template.spec.containers.0"),
+                        "securityContext", json_pack("{s:i}", "runAsUser", 2000));
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    if (gt_api_kubeflow_convert(doc, &job, &err) != 0) {
+        fail_msg("%s", err.msg);
+    }
+    assert_non_null(walk(job, "spec.replicaSpecs.Worker.template.image"));
+    assert_int_equal(json_integer_value(walk(job, "spec.replicaSpecs.Master.template.runAsUser")),
+                     2000);
+    json_decref(job);
+
+    gt_err_clear(&err);
+    /* Two containers, none named pytorch: which one runs is ambiguous. */
+    json_array_append_new(walk(doc, "spec.pytorchReplicaSpecs.worker.template.spec.containers"),
+                          json_pack("{s:s,s:s}", "name", "other", "image", "busybox"));
+    assert_int_equal(gt_api_kubeflow_convert(doc, &job, &err), GT_EINVAL);
+    assert_string_equal(err.msg,
+                        "spec.pytorchReplicaSpecs.worker.template.spec.containers: no container "
+                        "named \"pytorch\" among 2 (gantry runs one container per task)");
+    json_decref(doc);
+
+    gt_err_clear(&err);
+    /* One volume name, two host paths: gantry's volumes are job-wide. */
+    doc = load_yaml(pytorch_yaml);
+    json_object_set_new(walk(doc, POD ".volumes.0.hostPath"), "path", json_string("/srv/other"));
+    assert_int_equal(gt_api_kubeflow_convert(doc, &job, &err), GT_EINVAL);
+    assert_string_equal(err.msg, POD ".volumes[0]: volume \"data\" differs from the one of that "
+                                     "name in another replica type (gantry volumes are shared by "
+                                     "all replicas)");
+    json_decref(doc);
+
+    /* The namespace names the project; gantry has no default one. */
+    gt_err_clear(&err);
+    doc = load_yaml(tf_yaml);
+    json_object_del(walk(doc, "metadata"), "namespace");
+    assert_int_equal(gt_api_kubeflow_convert(doc, &job, &err), GT_EINVAL);
+    assert_string_equal(err.msg, "metadata.namespace: required (the gantry project)");
+    json_decref(doc);
+
+    json_t *native = json_pack("{s:s}", "apiVersion", "gantry.dev/v1");
+    assert_false(gt_api_kubeflow_is(native));
+    json_decref(native);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pytorchjob),
+        cmocka_unit_test(test_tfjob),
+        cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_container_choice_and_defaults),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,318 @@
+/*
+ * Unit tests of the job controller's restart and environment rules: the
+ * verdict of each restart policy per exit code and reason, the back-off
+ * schedule, the gang restart decisions (counted, requeued, backoffLimit,
+ * deadline, ttl), port allocation, and the PyTorch and TensorFlow
+ * environments string for string.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "server/server.h"
+
+static json_t *failed(const char *type, const char *reason, int exit_code, const char *gen)
+{
+    return json_pack("{s:{s:s, s:s, s:{s:s}}, s:{s:s}, s:{s:s, s:s, s:i}}", "metadata", "name", "t",
+                     "project", "p", "labels", GT_LABEL_GENERATION, gen, "spec", "replicaType",
+                     type, "status", "phase", "Failed", "reason", reason, "exitCode", exit_code);
+}
+
+static void test_verdicts(void **state)
+{
+    (void)state;
+    json_t *t1 = failed("Worker", "Error", 1, "0");
+    json_t *t137 = failed("Worker", "Error", 137, "0");
+    json_t *t2 = failed("Worker", "Error", 2, "0");
+    json_t *pre = failed("Worker", "Preempted", 143, "0");
+    json_t *lost = failed("Worker", "NodeLost", 0, "0");
+    json_t *rst = failed("Worker", GT_STOP_RESTARTING, 143, "0");
+    assert_int_equal(gt_job_restart_verdict("Never", t1), GT_RESTART_PERMANENT);
+    assert_int_equal(gt_job_restart_verdict(NULL, t1), GT_RESTART_PERMANENT);
+    assert_int_equal(gt_job_restart_verdict("OnFailure", t1), GT_RESTART_RETRY);
+    assert_int_equal(gt_job_restart_verdict("Always", t2), GT_RESTART_RETRY);
+    assert_int_equal(gt_job_restart_verdict("ExitCode", t137), GT_RESTART_RETRY);
+    assert_int_equal(gt_job_restart_verdict("ExitCode", t2), GT_RESTART_PERMANENT);
+    assert_int_equal(gt_job_restart_verdict("ExitCode", t1), GT_RESTART_PERMANENT);
+    assert_int_equal(gt_job_restart_verdict("Never", pre), GT_RESTART_REQUEUE);
+    assert_int_equal(gt_job_restart_verdict("ExitCode", lost), GT_RESTART_REQUEUE);
+    assert_int_equal(gt_job_restart_verdict("OnFailure", rst), GT_RESTART_NONE);
+    json_t *ok = json_pack("{s:{s:s}}", "status", "phase", "Succeeded");
+    assert_int_equal(gt_job_restart_verdict("Always", ok), GT_RESTART_NONE);
+    json_decref(ok);
+    json_decref(t1);
+    json_decref(t137);
+    json_decref(t2);
+    json_decref(pre);
+    json_decref(lost);
+    json_decref(rst);
+}
+
+static void test_backoff(void **state)
+{
+    (void)state;
+    const int64_t want[] = {10000, 20000, 40000, 80000, 160000, 300000, 300000};
+    for (int64_t n = 1; n <= 7; n++) {
+        assert_int_equal(gt_job_backoff_ms(n, 10000), want[n - 1]);
+    }
+    assert_int_equal(gt_job_backoff_ms(3, 100), 400);
+    assert_int_equal(gt_job_backoff_ms(40, 100), 3000);
+}
+
+/* A job of 1 Master (Never) + 1 Worker (policy) with status st (taken). */
+static json_t *job_with(const char *policy, json_t *st)
+{
+    json_t *j = json_pack(
+        "{s:{s:s, s:s}, s:{s:{s:{s:i, s:s, s:{}}, s:{s:i, s:s, s:{}}}, s:{s:i, s:i}}, s:o}",
+        "metadata", "name", "train", "project", "p", "spec", "replicaSpecs", "Master", "replicas",
+        1, "restartPolicy", "Never", "template", "Worker", "replicas", 1, "restartPolicy", policy,
+        "template", "runPolicy", "backoffLimit", 2, "activeDeadlineSeconds", 100, "status", st);
+    return j;
+}
+
+static json_t *running(const char *type, const char *gen)
+{
+    return json_pack("{s:{s:s, s:s, s:{s:s}}, s:{s:s}, s:{s:s}}", "metadata", "name", "m",
+                     "project", "p", "labels", GT_LABEL_GENERATION, gen, "spec", "replicaType",
+                     type, "status", "phase", "Running");
+}
+
+static void test_decide_restart(void **state)
+{
+    (void)state;
+    const int64_t t0 = 1700000000000;
+    char ts[32];
+    gt_time_format(t0, ts, sizeof(ts));
+    json_t *job = job_with("OnFailure", json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
+    json_t *tasks[2] = {running("Master", "0"), failed("Worker", "Error", 1, "0")};
+    struct gt_job_decision d;
+
+    /* a retryable failure begins a counted gang restart */
+    gt_job_decide(job, tasks, 2, t0 + 1000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RESTART);
+    assert_true(d.begins && d.counted);
+    assert_int_equal(d.generation, 1);
+    assert_int_equal(d.wake_ms, t0 + 100000); /* the deadline */
+    json_t *st = gt_job_derive_status(job, tasks, 2, &d, NULL, t0 + 1000);
+    assert_int_equal(json_integer_value(json_object_get(st, "restartCount")), 1);
+    json_object_set_new(job, "status", st);
+
+    /* the old generation still runs: keep restarting (stop it) */
+    gt_job_decide(job, tasks, 2, t0 + 2000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RESTART);
+    assert_false(d.begins);
+    assert_string_equal(d.reason, "TaskFailed");
+
+    /* all terminal: recreate only after the back-off */
+    json_decref(tasks[0]);
+    tasks[0] = failed("Master", GT_STOP_RESTARTING, 143, "0");
+    gt_job_decide(job, tasks, 2, t0 + 5000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RESTART);
+    assert_true(d.wake_ms >= t0 + 1000 + 10000);
+    gt_job_decide(job, tasks, 2, t0 + 13000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RECREATE);
+    st = gt_job_derive_status(job, tasks, 2, &d, NULL, t0 + 13000);
+    json_object_set_new(job, "status", st);
+
+    /* generation 1 fails twice more: the second reaches backoffLimit 2 */
+    json_decref(tasks[0]);
+    json_decref(tasks[1]);
+    tasks[0] = running("Master", "1");
+    tasks[1] = failed("Worker", "Error", 1, "1");
+    gt_job_decide(job, tasks, 2, t0 + 14000, 10000, &d);
+    assert_true(d.begins && d.counted);
+    json_object_set_new(json_object_get(job, "status"), "restartCount", json_integer(2));
+    json_object_set_new(json_object_get(job, "status"), "requeueCount", json_integer(0));
+    gt_job_decide(job, tasks, 2, t0 + 15000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RESTART); /* generation 2 > the tasks' 1 */
+    json_decref(tasks[1]);
+    tasks[1] = failed("Worker", "Error", 1, "2");
+    json_decref(tasks[0]);
+    tasks[0] = running("Master", "2");
+    gt_job_decide(job, tasks, 2, t0 + 16000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_FAIL);
+    assert_string_equal(d.reason, "BackoffLimitExceeded");
+
+    /* a preemption requeues without counting, even at the limit */
+    json_decref(tasks[1]);
+    tasks[1] = failed("Worker", "Preempted", 143, "2");
+    gt_job_decide(job, tasks, 2, t0 + 16000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RESTART);
+    assert_true(d.begins);
+    assert_false(d.counted);
+    st = gt_job_derive_status(job, tasks, 2, &d, NULL, t0 + 16000);
+    assert_int_equal(json_integer_value(json_object_get(st, "restartCount")), 2);
+    assert_int_equal(json_integer_value(json_object_get(st, "requeueCount")), 1);
+    json_decref(st);
+
+    /* the deadline ends it */
+    gt_job_decide(job, tasks, 2, t0 + 100000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_FAIL);
+    assert_string_equal(d.reason, "DeadlineExceeded");
+    st = gt_job_derive_status(job, tasks, 2, &d, NULL, t0 + 100000);
+    json_t *c;
+    size_t i;
+    bool failed_true = false, restarting_true = false;
+    json_array_foreach(json_object_get(st, "conditions"), i, c)
+    {
+        bool on = !strcmp(json_string_value(json_object_get(c, "status")), "True");
+        const char *type = json_string_value(json_object_get(c, "type"));
+        failed_true |= on && !strcmp(type, "Failed");
+        restarting_true |= on && !strcmp(type, "Restarting");
+    }
+    assert_true(failed_true);
+    assert_false(restarting_true);
+    json_decref(st);
+    json_decref(tasks[0]);
+    json_decref(tasks[1]);
+    json_decref(job);
+}
+
+static void test_decide_exit_code_and_ttl(void **state)
+{
+    (void)state;
+    json_t *job = job_with("ExitCode", json_pack("{s:[]}", "conditions"));
+    json_t *t = failed("Worker", "Error", 2, "0");
+    struct gt_job_decision d;
+    gt_job_decide(job, &t, 1, 1000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_FAIL);
+    assert_string_equal(d.reason, "TaskFailed");
+    assert_non_null(strstr(d.message, "exit code 2"));
+    json_decref(t);
+    t = failed("Worker", "Error", 137, "0");
+    gt_job_decide(job, &t, 1, 1000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RESTART);
+    json_decref(t);
+    json_decref(job);
+
+    json_t *done = json_pack("{s:s, s:[{s:s, s:s}]}", "completionTime", "2024-01-01T00:00:00Z",
+                             "conditions", "type", "Succeeded", "status", "True");
+    job = job_with("Never", done);
+    json_object_set_new(gt_json_path(job, "spec.runPolicy"), "ttlSecondsAfterFinished",
+                        json_integer(60));
+    int64_t at = 0;
+    assert_int_equal(gt_time_parse("2024-01-01T00:01:00Z", &at), 0);
+    gt_job_decide(job, NULL, 0, at - 1, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_KEEP);
+    assert_int_equal(d.wake_ms, at);
+    gt_job_decide(job, NULL, 0, at, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_EXPIRE);
+    json_decref(job);
+}
+
+static void test_ports(void **state)
+{
+    (void)state;
+    int32_t lo, hi, out[3];
+    assert_int_equal(gt_jobenv_port_range_parse("30000-32767", &lo, &hi, NULL), 0);
+    assert_int_equal(lo, 30000);
+    assert_int_equal(hi, 32767);
+    struct gt_err err = {0};
+    assert_int_equal(gt_jobenv_port_range_parse("9-3", &lo, &hi, &err), GT_EINVAL);
+    assert_int_equal(gt_jobenv_port_range_parse("x", &lo, &hi, NULL), GT_EINVAL);
+    assert_int_equal(gt_jobenv_port_range_parse("1-70000", &lo, &hi, NULL), GT_EINVAL);
+    const int32_t used[] = {100, 102};
+    assert_int_equal(gt_jobenv_ports_alloc(100, 105, used, 2, 3, out), 0);
+    assert_int_equal(out[0], 101);
+    assert_int_equal(out[1], 103);
+    assert_int_equal(out[2], 104);
+    assert_int_equal(gt_jobenv_ports_alloc(100, 103, used, 2, 3, out), GT_EINVAL);
+}
+
+static const char *env_of(const json_t *env, const char *name)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(env, i, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "name")), name)) {
+            return json_string_value(json_object_get(e, "value"));
+        }
+    }
+    return NULL;
+}
+
+static void test_pytorch_env(void **state)
+{
+    (void)state;
+    const struct gt_jobenv_member m[] = {
+        {"Master", 0, 30001, "10.0.0.1"},
+        {"Worker", 0, 30000, "10.0.0.2"},
+        {"Worker", 1, 30002, NULL},
+    };
+    json_t *env = gt_jobenv_env("digits", "p", m, 3, 2);
+    assert_string_equal(env_of(env, "MASTER_ADDR"), "digits-master-0");
+    assert_string_equal(env_of(env, "PET_MASTER_ADDR"), "digits-master-0");
+    assert_string_equal(env_of(env, "MASTER_PORT"), "30001");
+    assert_string_equal(env_of(env, "PET_MASTER_PORT"), "30001");
+    assert_string_equal(env_of(env, "WORLD_SIZE"), "3");
+    assert_string_equal(env_of(env, "RANK"), "2");
+    assert_string_equal(env_of(env, "PET_NODE_RANK"), "2");
+    assert_string_equal(env_of(env, "PET_NNODES"), "3");
+    assert_string_equal(env_of(env, "PET_NPROC_PER_NODE"), "1");
+    assert_string_equal(env_of(env, "PYTHONUNBUFFERED"), "1");
+    assert_null(env_of(env, "TF_CONFIG"));
+    json_decref(env);
+    env = gt_jobenv_env("digits", "p", m, 3, 0);
+    assert_string_equal(env_of(env, "RANK"), "0");
+
+    /* user env wins over gantry's */
+    json_t *tmpl = json_pack("{s:[{s:s, s:s}]}", "env", "name", "RANK", "value", "9");
+    gt_jobenv_merge(tmpl, env);
+    assert_string_equal(env_of(json_object_get(tmpl, "env"), "RANK"), "9");
+    assert_string_equal(env_of(json_object_get(tmpl, "env"), "MASTER_PORT"), "30001");
+    json_decref(tmpl);
+    json_decref(env);
+
+    json_t *hosts = gt_jobenv_hosts("digits", "p", m, 3);
+    assert_int_equal(json_array_size(hosts), 4); /* worker 1's node is not known */
+    assert_string_equal(json_string_value(gt_json_path(json_array_get(hosts, 1), "hostname")),
+                        "digits-master-0.p.svc");
+    assert_string_equal(json_string_value(gt_json_path(json_array_get(hosts, 2), "ip")),
+                        "10.0.0.2");
+    json_decref(hosts);
+}
+
+static void test_tf_config(void **state)
+{
+    (void)state;
+    const struct gt_jobenv_member m[] = {
+        {"Worker", 1, 30003, NULL}, {"PS", 0, 30000, NULL},        {"Chief", 0, 30001, NULL},
+        {"Worker", 0, 30002, NULL}, {"Evaluator", 0, 30004, NULL},
+    };
+    char *tf = gt_jobenv_tf_config("mnist", "team", m, 5, 0);
+    assert_string_equal(
+        tf, "{\"cluster\":{\"chief\":[\"mnist-chief-0.team.svc:30001\"],"
+            "\"ps\":[\"mnist-ps-0.team.svc:30000\"],"
+            "\"worker\":[\"mnist-worker-0.team.svc:30002\",\"mnist-worker-1.team.svc:30003\"]},"
+            "\"task\":{\"type\":\"worker\",\"index\":1},\"environment\":\"cloud\"}");
+    free(tf);
+    json_t *env = gt_jobenv_env("mnist", "team", m, 4, 1);
+    assert_string_equal(env_of(env, "TF_CONFIG"),
+                        "{\"cluster\":{\"chief\":[\"mnist-chief-0.team.svc:30001\"],"
+                        "\"ps\":[\"mnist-ps-0.team.svc:30000\"],"
+                        "\"worker\":[\"mnist-worker-0.team.svc:30002\","
+                        "\"mnist-worker-1.team.svc:30003\"]},"
+                        "\"task\":{\"type\":\"ps\",\"index\":0},\"environment\":\"cloud\"}");
+    assert_null(env_of(env, "MASTER_ADDR"));
+    json_decref(env);
+    /* one replica: no TF_CONFIG */
+    env = gt_jobenv_env("mnist", "team", m, 1, 0);
+    assert_int_equal(json_array_size(env), 0);
+    json_decref(env);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_verdicts),       cmocka_unit_test(test_backoff),
+        cmocka_unit_test(test_decide_restart), cmocka_unit_test(test_decide_exit_code_and_ttl),
+        cmocka_unit_test(test_ports),          cmocka_unit_test(test_pytorch_env),
+        cmocka_unit_test(test_tf_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
