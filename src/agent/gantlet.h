@@ -18,6 +18,7 @@
 #include "agent/agent.h"
 #include "agent/shim.h"
 
+
 /* ---- configuration (gantlet_config.c): one declarative table ---- */
 
 struct gt_gantlet_config {
@@ -29,8 +30,7 @@ struct gt_gantlet_config {
     char *nvml_lib;       /* NULL: GT_NVML_LIBRARY */
     char *root;           /* state root: ROOT/tasks/<uid>/ */
     char *shim;           /* NULL: gantry-shim next to the gantlet binary */
-    char **storage_roots; /* n_storage_roots allowed volume roots, owned */
-    size_t n_storage_roots;
+    struct gt_config_list storage_roots; /* allowed volume roots, owned */
     char *pip_find_links;    /* NULL: none; a directory of wheels for tasks' requirements */
     char *pip_index_url;     /* NULL: pip's default index (--no-index with find-links) */
     char *cluster_interface; /* NULL: the interface owning the --listen address */

@@ -1,7 +1,8 @@
 /*
  * `gantry logs JOB [--replica worker-1] [-f] [--tail N] [-p PROJECT]`: print
  * the log of one of a job's tasks (see gt_cli_logs_task_name for which),
- * through gantryd's log endpoint; -f follows it until the task has ended.
+ * through gantryd's log endpoint; -f waits for the task to start and follows
+ * its log until it has ended.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -92,6 +93,15 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     if (!task) {
         rc = gt_cli_fail(ctx, &err);
         goto out;
+    }
+    if (f.follow) { /* a task not started yet has no log to follow: wait for it */
+        json_t *started = NULL;
+        rc = gt_cli_task_wait(client, project, task, GT_CLI_TASK_STARTED, &started, &err);
+        json_decref(started);
+        if (rc != 0) {
+            rc = gt_cli_fail(ctx, &err);
+            goto out;
+        }
     }
     rc = gt_cli_task_log_copy(client, project, task, f.follow, f.tail_lines, ctx->out, &err);
     rc = rc == 0 ? GT_CLI_EXIT_OK : gt_cli_fail(ctx, &err);

@@ -36,6 +36,8 @@ enum {
     OPT_FAKE_GPUS,
     OPT_UID,
     OPT_LISTEN,
+    OPT_STORAGE_ROOT,
+    MAX_STORAGE_ROOTS = 8,
     START_S = 15,
     READY_S = 60,
     STOP_TASKS_S = 45,
@@ -49,8 +51,11 @@ struct up_flags {
     const char *data_dir;
     const char *fake_gpus;
     const char *listen;
+    const char *storage_roots[MAX_STORAGE_ROOTS]; /* borrowed from argv */
+    size_t n_storage_roots;
     long uid;
     bool bad_uid;
+    bool too_many_roots;
 };
 
 static int on_up_opt(int opt, const char *value, void *arg)
@@ -66,6 +71,13 @@ static int on_up_opt(int opt, const char *value, void *arg)
         break;
     case OPT_LISTEN:
         f->listen = value;
+        break;
+    case OPT_STORAGE_ROOT:
+        if (f->n_storage_roots == MAX_STORAGE_ROOTS) {
+            f->too_many_roots = true;
+        } else {
+            f->storage_roots[f->n_storage_roots++] = value;
+        }
         break;
     default:
         GT_ASSERT(opt == OPT_UID);
@@ -415,12 +427,17 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         }
         sleep_ms(POLL_MS);
     }
-    char *agent_argv[16] = {cl->gantlet,      "--server", cl->server,    "--token-file",
-                            cl->node_token,   "--name",   cl->node,      "--listen",
-                            cl->agent_listen, "--root",   cl->agent_root};
+    char *agent_argv[14 + 2 * MAX_STORAGE_ROOTS] = {
+        cl->gantlet, "--server", cl->server,       "--token-file", cl->node_token, "--name",
+        cl->node,    "--listen", cl->agent_listen, "--root",       cl->agent_root};
+    size_t n_argv = 11;
     if (f->fake_gpus) {
-        agent_argv[11] = "--fake-gpus";
-        agent_argv[12] = (char *)f->fake_gpus;
+        agent_argv[n_argv++] = "--fake-gpus";
+        agent_argv[n_argv++] = (char *)f->fake_gpus;
+    }
+    for (size_t i = 0; i < f->n_storage_roots; i++) {
+        agent_argv[n_argv++] = "--storage-root";
+        agent_argv[n_argv++] = (char *)f->storage_roots[i];
     }
     rc = spawn(agent_argv, cl->gantlet_log, cl->gantlet_pid, &agent_pid, err);
     if (rc == 0) {
@@ -438,6 +455,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
         {"fake-gpus", required_argument, NULL, OPT_FAKE_GPUS},
         {"uid", required_argument, NULL, OPT_UID},
         {"listen", required_argument, NULL, OPT_LISTEN},
+        {"storage-root", required_argument, NULL, OPT_STORAGE_ROOT},
         {NULL, 0, NULL, 0},
     };
     struct up_flags f = {.uid = -1, .listen = DEFAULT_LISTEN};
@@ -448,6 +466,15 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     }
     if (f.bad_uid) {
         return gt_cli_usage_error(ctx, cmd, "--uid: want a uid number");
+    }
+    if (f.too_many_roots) {
+        return gt_cli_usage_error(ctx, cmd, "--storage-root: at most %d", MAX_STORAGE_ROOTS);
+    }
+    for (size_t i = 0; i < f.n_storage_roots; i++) {
+        if (f.storage_roots[i][0] != '/') {
+            return gt_cli_usage_error(ctx, cmd, "--storage-root %s: want an absolute path",
+                                      f.storage_roots[i]);
+        }
     }
     if (first != argc) {
         return gt_cli_usage_error(ctx, cmd, "unexpected argument %s", argv[first]);

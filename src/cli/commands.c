@@ -106,7 +106,8 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "up",
-        .usage = "up [--data-dir DIR] [--fake-gpus SPEC] [--uid N] [--listen ADDR:PORT]",
+        .usage = "up [--data-dir DIR] [--fake-gpus SPEC] [--uid N] [--listen ADDR:PORT] "
+                 "[--storage-root DIR]...",
         .summary = "Start a one-machine cluster (gantryd and gantlet) in the background",
         .options = "      --data-dir DIR       store, tokens, pids, logs (default "
                    "$XDG_DATA_HOME/gantry,\n"
@@ -116,7 +117,9 @@ static const struct gt_cli_command commands[] = {
                    "for root)\n"
                    "      --listen ADDR:PORT   gantryd's address (default 127.0.0.1:8443); "
                    "gantlet\n"
-                   "                           listens on the next port\n",
+                   "                           listens on the next port\n"
+                   "      --storage-root DIR   a directory volumes (hostPath) may come from; "
+                   "repeatable\n",
         .run = gt_cli_cmd_up,
     },
     {

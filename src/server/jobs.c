@@ -127,6 +127,14 @@ json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opt
             if (opts->department) {
                 json_object_set_new(spec, "department", json_string(opts->department));
             }
+            /* What the agent prepares before the command is job-wide. */
+            static const char *const shared[] = {"volumes", "source", "requirements"};
+            for (size_t k = 0; k < GT_ARRAY_LEN(shared); k++) {
+                json_t *v = json_object_get(gt_json_path(job, "spec"), shared[k]);
+                if (v) {
+                    json_object_set(spec, shared[k], v);
+                }
+            }
             json_array_append_new(out, json_pack("{s:o, s:s, s:s, s:o, s:{s:s}}", "metadata", md,
                                                  "apiVersion", GT_API_VERSION, "kind", "Task",
                                                  "spec", spec, "status", "phase", "Pending"));

@@ -4,7 +4,9 @@
  * evhttp client to the agent of the task's node (its status.addresses
  * AgentURL) at /v1/tasks/<task uid>/log, authenticated with the first
  * gantry:nodes token of gantryd's token file, and streamed back chunk by
- * chunk as it arrives (docs/agent.md "Logs").
+ * chunk as it arrives (docs/agent.md "Logs"). A 200 answer's headers are
+ * passed on as soon as they come, so a client following a quiet log knows
+ * at once that it is connected; any other answer is relayed whole.
  *
  * A proxy lives until the agent's answer ends or the client goes away,
  * whichever comes first; the other side is then closed. The upstream
@@ -67,6 +69,15 @@ static void start(struct proxy *p, int code)
     p->client_conn = evhttp_request_get_connection(p->r->req);
     evhttp_connection_set_closecb(p->client_conn, on_client_close, p);
     p->started = true;
+}
+
+static int on_headers(struct evhttp_request *up, void *arg)
+{
+    struct proxy *p = arg;
+    if (!p->started && evhttp_request_get_response_code(up) == 200) {
+        start(p, 200);
+    }
+    return 0;
 }
 
 static void on_chunk(struct evhttp_request *up, void *arg)
@@ -153,6 +164,7 @@ static void connect_agent(struct gt_req *r, const char *url, const char *path, c
     p->up_conn = evhttp_connection_base_new(r->s->base, NULL, host, port > 0 ? port : 80);
     evhttp_connection_set_timeout(p->up_conn, UPSTREAM_TIMEOUT_S);
     p->up_req = evhttp_request_new(on_done, p);
+    evhttp_request_set_header_cb(p->up_req, on_headers);
     evhttp_request_set_chunked_cb(p->up_req, on_chunk);
     struct evkeyvalq *h = evhttp_request_get_output_headers(p->up_req);
     char *auth = gt_xasprintf("Bearer %s", token);

@@ -6,9 +6,15 @@
  * replacement until the GPU requests that arrived reach 130 % of the nodes'
  * GPUs ("tune 1.3" in the paper's simulator). Each pod arrives alone, one
  * cycle places it, and it never finishes; a pod no node can hold is dropped.
- * Each time the arrived requests pass 50, 60, ... 130 % the GPU allocation
- * ratio (milli-GPUs held / capacity) is recorded. Shuffling uses our own
- * generator, so the pod orders are not the paper's, only drawn the same way.
+ * The GPU allocation ratio (milli-GPUs held / capacity) at k % arrived is
+ * read as the paper's analysis reads it (merge_alloc_discrete in its
+ * simulator's experiments/analysis): the mean of the ratio after every
+ * arrival whose arrived requests round to k % of capacity, i.e. lie in
+ * [k - 0.5, k + 0.5) %. Where no arrival falls in that window (tiny test
+ * clusters) the ratio at the first arrival reaching k % stands in. The run
+ * stops at the first arrival reaching 130 %, as the paper's re-sampled pod
+ * list ends there. Shuffling uses our own generator, so the pod orders are
+ * not the paper's, only drawn the same way.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +135,8 @@ int gt_sim_openb_alloc(const struct gt_sim_openb *o, const char *policy_name, ui
     }
     int64_t arrived = 0, alloc = 0;
     size_t point = 0;
+    double win_sum[GT_SIM_ALLOC_POINTS] = {0}, cross[GT_SIM_ALLOC_POINTS] = {0};
+    size_t win_n[GT_SIM_ALLOC_POINTS] = {0};
     for (size_t seq = 0; rc == 0 && point < GT_SIM_ALLOC_POINTS; seq++) {
         const struct gt_sim_pod *p =
             &o->pods[seq < o->n_pods ? order[seq] : below(&rng, o->n_pods)];
@@ -141,10 +149,21 @@ int gt_sim_openb_alloc(const struct gt_sim_openb *o, const char *policy_name, ui
         if (check && rc == 0 && gt_sched_model_check(m, NULL) < 0) {
             out->n_violations++;
         }
-        /* Point k is 50 + 10k % arrived. */
-        while (point < GT_SIM_ALLOC_POINTS && arrived * 100 >= (50 + 10 * (int64_t)point) * cap) {
-            out->alloc_pct[point++] = 100.0 * (double)alloc / (double)cap;
+        /* Point k is 50 + 10k % arrived; its window is [pct - 0.5, pct + 0.5). */
+        double ratio = 100.0 * (double)alloc / (double)cap;
+        for (size_t k = 0; k < GT_SIM_ALLOC_POINTS; k++) {
+            int64_t pct = 50 + 10 * (int64_t)k;
+            if (arrived * 200 >= (2 * pct - 1) * cap && arrived * 200 < (2 * pct + 1) * cap) {
+                win_sum[k] += ratio;
+                win_n[k]++;
+            }
         }
+        while (point < GT_SIM_ALLOC_POINTS && arrived * 100 >= (50 + 10 * (int64_t)point) * cap) {
+            cross[point++] = ratio;
+        }
+    }
+    for (size_t k = 0; k < GT_SIM_ALLOC_POINTS; k++) {
+        out->alloc_pct[k] = win_n[k] ? win_sum[k] / (double)win_n[k] : cross[k];
     }
     free(order);
     gt_sched_decisions_fini(&dec);

@@ -226,8 +226,10 @@ struct gt_sim_alloc {
 /* Run one seed: shuffle the pods by seed, re-sample them (with
  * replacement) until the GPU requests reach 130 % of the nodes' GPUs, place
  * each with policy (pods never finish; one that fits nowhere is dropped) and
- * record the GPU allocation ratio each time the arrived requests pass 50,
- * 60, ... 130 %. GT_ENOTFOUND for an unknown policy, GT_EINTERNAL on a
+ * record the GPU allocation ratio at 50, 60, ... 130 % arrived: the mean
+ * over the arrivals whose arrived requests lie within half a percent of the
+ * point, as the FGD paper's analysis computes it (the ratio at the first
+ * arrival reaching the point where none does). GT_ENOTFOUND for an unknown policy, GT_EINTERNAL on a
  * scheduler error. */
 int gt_sim_openb_alloc(const struct gt_sim_openb *o, const char *policy, uint64_t seed, bool check,
                        struct gt_sim_alloc *out, struct gt_err *err);

@@ -365,8 +365,8 @@ static void config_table(void **state)
     assert_string_equal(cfg.listen, "0.0.0.0:9");
     assert_string_equal(cfg.token_file, "/t");
     assert_int_equal(cfg.heartbeat_s, 3);
-    assert_int_equal(cfg.n_storage_roots, 2); /* flags replace the environment's list */
-    assert_string_equal(cfg.storage_roots[1], "/b");
+    assert_int_equal(cfg.storage_roots.n, 2); /* flags replace the environment's list */
+    assert_string_equal(cfg.storage_roots.items[1], "/b");
     assert_string_equal(cfg.root, "/var/lib/gantlet");
     gt_gantlet_config_fini(&cfg);
     char *bad[] = {"gantlet", "--server", "x", "--token-file", "/t", NULL};

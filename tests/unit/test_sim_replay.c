@@ -238,12 +238,47 @@ static void test_openb_alloc(void **state)
     gt_sim_openb_fini(&o);
 }
 
+/* openb, read as the FGD analysis reads it: 100 nodes of 2 GPUs, pods of one
+ * whole GPU (0.5 % of capacity each). The 50 % point is the mean over the
+ * arrivals at 49.5 % and 50 % (49.75, not the 50 of the crossing); the
+ * 100 % point averages 99.5 % and 100 % allocated (pods past 100 % are
+ * dropped), and the run ends at the arrival reaching 130 %. */
+static void test_openb_alloc_window(void **state)
+{
+    (void)state;
+    struct gt_sim_openb o;
+    struct gt_err err = {0};
+    gt_sim_openb_init(&o);
+    const char *pods = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+                       "creation_time,deletion_time,scheduled_time\n"
+                       "a,1000,1024,1,1000,,LS,Running,0,,\n";
+    struct gt_buf nodes;
+    gt_buf_init(&nodes);
+    gt_buf_puts(&nodes, "sn,cpu_milli,memory_mib,gpu,model\n");
+    for (int i = 0; i < 100; i++) {
+        gt_buf_printf(&nodes, "n%d,8000,65536,2,T4\n", i);
+    }
+    assert_int_equal(gt_sim_openb_pods_parse(pods, strlen(pods), &o, &err), 0);
+    assert_int_equal(gt_sim_openb_nodes_parse(nodes.data, nodes.len, &o, &err), 0);
+    gt_buf_fini(&nodes);
+    struct gt_sim_alloc a;
+    assert_int_equal(gt_sim_openb_alloc(&o, "fifo/bestfit", 42, true, &a, &err), 0);
+    assert_float_equal(a.alloc_pct[0], 49.75, 1e-9);
+    assert_float_equal(a.alloc_pct[3], 79.75, 1e-9);
+    assert_float_equal(a.alloc_pct[5], 99.75, 1e-9);
+    assert_float_equal(a.alloc_pct[8], 100.0, 1e-9);
+    assert_int_equal(a.n_pods, 260);
+    assert_int_equal(a.n_dropped, 60);
+    gt_sim_openb_fini(&o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_exact),       cmocka_unit_test(test_sjf_exact),
         cmocka_unit_test(test_oracle_isolation), cmocka_unit_test(test_event_order),
         cmocka_unit_test(test_gang_and_errors),  cmocka_unit_test(test_openb_alloc),
+        cmocka_unit_test(test_openb_alloc_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
