@@ -17,13 +17,16 @@
  * SIGKILLed after STOP_DAEMON_S, and removes the pid files. Jobs and the
  * store stay in the data directory for the next up.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -369,15 +372,29 @@ static int find_binaries(struct cluster *cl, struct gt_err *err)
     return 0;
 }
 
-/* "ADDR:PORT+1" for the agent. */
-static char *next_port(const char *listen)
+/* "ADDR:PORT" for the agent: a port the kernel reports free on gantryd's
+ * address (port + 1 could be anyone's). NULL if the address is unusable. */
+static char *agent_port(const char *listen)
 {
     const char *colon = strrchr(listen, ':');
-    long port = colon ? strtol(colon + 1, NULL, 10) : 0;
-    if (!colon || port <= 0 || port >= 65535) {
+    if (!colon) {
         return NULL;
     }
-    return gt_xasprintf("%.*s:%ld", (int)(colon - listen), listen, port + 1);
+    char *host = gt_xstrndup(listen, (size_t)(colon - listen));
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t len = sizeof(sa);
+    char *out = NULL;
+    if (fd >= 0 && inet_pton(AF_INET, host, &sa.sin_addr) == 1 &&
+        bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
+        out = gt_xasprintf("%s:%u", host, (unsigned)ntohs(sa.sin_port));
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    free(host);
+    return out;
 }
 
 static char *user_name(void)
@@ -506,7 +523,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     cl.node = gt_cli_up_node_name(host);
     cl.user = user_name();
     cl.server = gt_xasprintf("http://%s", f.listen);
-    cl.agent_listen = next_port(f.listen);
+    cl.agent_listen = agent_port(f.listen);
     if (!cl.agent_listen) {
         rc = gt_cli_usage_error(ctx, cmd, "--listen %s: want ADDR:PORT", f.listen);
         cluster_fini(&cl);
