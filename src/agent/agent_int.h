@@ -178,7 +178,9 @@ void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted);
 void gt_gantlet_task_listed(struct gt_gantlet *g, json_t *task, int64_t watch_rev);
 /* After a full list taken at list_rev: act on local tasks the list did not
  * name (gone), except those whose Task object the agent has seen at a later
- * revision (created after the list was taken). Before the list,
+ * revision (created after the list was taken). The state of an exited one
+ * stays while a Task names it as status.previous (asked of gantryd with one
+ * more list, gt_task_previous_kept). Before the list,
  * gt_gantlet_tasks_unsee clears every task's seen mark. */
 void gt_gantlet_tasks_unsee(struct gt_gantlet *g);
 void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev);

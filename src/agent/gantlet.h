@@ -126,6 +126,13 @@ enum {
  * (borrowed; NULL when gantryd has no such Task). Returns GT_TA_* bits. */
 unsigned gt_task_decide(const struct gt_task_local *l, const json_t *task);
 
+/* Is the state directory of run uid still wanted although its Task is gone
+ * (replaced in place by a restart)? True when some Task of tasks (a JSON
+ * array, borrowed; the Tasks whose status.previous.nodeName is this node)
+ * names uid as its status.previous.uid: `gantry logs --previous` reads it.
+ * Only the latest previous run of a Task is named, so older ones go. */
+bool gt_task_previous_kept(const char *uid, const json_t *tasks);
+
 /* Tail of a log read backwards in pieces: the last n lines start just
  * after the n-th '\n' counted from the end, not counting a '\n' that is the
  * log's very last byte (is_last: data ends the whole log). Scans

@@ -3,7 +3,8 @@
  * [?follow=true&tailLines=N] for the agent's own bearer token only, plus
  * /healthz and /metrics. A log is the shim's rotated files read oldest
  * first (task.log.K .. task.log.1, task.log); tailLines counts over their
- * concatenation. Following polls every 100 ms, opens task.log once the
+ * concatenation. Following polls every 5 ms after new output, backing off
+ * to every 100 ms while the log is quiet, opens task.log once the
  * shim has created it (a follow may start before the task), moves to the
  * new task.log when the shim rotates, and ends once the file is drained
  * after exit.json exists or the agent has dropped the task (its state
@@ -27,7 +28,8 @@
 
 #define KEEP_FILES 3
 #define MAX_FILES (KEEP_FILES + 2)
-#define FOLLOW_MS 100
+#define FOLLOW_MIN_MS 5
+#define FOLLOW_MAX_MS 100
 #define OUT_HIGH_BYTES (1 << 20)
 #define BLOCK_BYTES 65536
 
@@ -40,6 +42,7 @@ struct logstream {
     int fds[MAX_FILES];       /* oldest first; the last is task.log */
     int n_fds, cur;
     bool follow;
+    int idle_ms; /* the next follow poll's delay: doubles while nothing comes */
     struct event *tick;
 };
 
@@ -180,7 +183,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     } else if (!ls->follow || exited) {
         stream_end(ls);
     } else {
-        schedule(ls, FOLLOW_MS);
+        ls->idle_ms = sent ? FOLLOW_MIN_MS : ls->idle_ms * 2;
+        ls->idle_ms = ls->idle_ms > FOLLOW_MAX_MS ? FOLLOW_MAX_MS : ls->idle_ms;
+        schedule(ls, ls->idle_ms);
     }
 }
 
@@ -212,6 +217,7 @@ static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const ch
     ls->g = g;
     snprintf(ls->uid, sizeof(ls->uid), "%s", uid);
     ls->follow = follow && (!strcmp(follow, "true") || !strcmp(follow, "1"));
+    ls->idle_ms = FOLLOW_MIN_MS;
     evhttp_clear_headers(&q);
     snprintf(ls->dir, sizeof(ls->dir), "%s", t->dir);
     open_files(ls);

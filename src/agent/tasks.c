@@ -4,8 +4,9 @@
  * task.json with the Task's name and project, and a `reported` marker once
  * gantryd holds its terminal status). The directory is created exactly
  * once, before the shim starts, so a task is never started twice, also
- * across agent restarts; it goes when the Task object is gone (or when a
- * task gantryd already failed is killed). gt_task_decide says what to do;
+ * across agent restarts; it goes when the Task object is gone and no Task
+ * names it as its previous run (or when a task gantryd already failed is
+ * killed). gt_task_decide says what to do;
  * this file does it. Status writes are keyed by uid, so a task removed
  * while its write is in flight is simply not found when the answer comes.
  */
@@ -249,7 +250,9 @@ static int write_meta(struct gt_ltask *t, const json_t *task, struct gt_err *err
     (void)task;
     char *text = gt_json_dumps(m);
     json_decref(m);
-    int rc = gt_agent_file_write_atomic(t->dir, "task.json", text, strlen(text), true, err);
+    /* not synced (nor is the state directory): a crash of the machine ends
+     * the shim too, and an adopted task without a name takes it from the list */
+    int rc = gt_agent_file_write_atomic(t->dir, "task.json", text, strlen(text), false, err);
     free(text);
     return rc;
 }
@@ -316,7 +319,8 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task,
     }
     if (rc == 0) {
         char *text = gt_shim_spec_to_json(&spec);
-        rc = gt_agent_file_write_atomic(t->dir, "spec.json", text, strlen(text), true, err);
+        /* read once by the shim started next; nothing needs it after a crash */
+        rc = gt_agent_file_write_atomic(t->dir, "spec.json", text, strlen(text), false, err);
         free(text);
     }
     gt_shim_spec_fini(&spec);
@@ -509,8 +513,31 @@ void gt_gantlet_tasks_unsee(struct gt_gantlet *g)
     }
 }
 
+/* The answer to the list of Tasks whose previous run was on this node:
+ * the state of a gone, exited task none of them names goes now. */
+static void previous_listed(int status, json_t *body, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    json_t *items = json_object_get(body, "items");
+    if (status != 200 || !json_is_array(items)) {
+        gt_log_warn("cannot list the tasks restarted from this node", "status=%d", status);
+        return; /* keep the states; the next list asks again */
+    }
+    struct gt_ltask *t = g->tasks;
+    while (t) {
+        struct gt_ltask *next = t->next;
+        /* still gone (no watch event since) and not being killed */
+        if (!t->seen && !t->obj && !t->st.killing && t->st.exited &&
+            !gt_task_previous_kept(t->uid, items)) {
+            task_act(g, t, NULL, GT_TA_REMOVE);
+        }
+        t = next;
+    }
+}
+
 void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
 {
+    bool ask_previous = false;
     struct gt_ltask *t = g->tasks;
     while (t) {
         struct gt_ltask *next = t->next;
@@ -518,9 +545,22 @@ void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
         if (!t->seen && obj_rev(t->obj) <= list_rev) {
             json_decref(t->obj);
             t->obj = NULL;
-            task_act(g, t, NULL, gt_task_decide(&t->st, NULL));
+            unsigned a = gt_task_decide(&t->st, NULL);
+            if ((a & GT_TA_REMOVE) && !t->st.killing) {
+                /* a restart replaces a Task in place: its old run may be wanted */
+                a &= ~(unsigned)GT_TA_REMOVE;
+                ask_previous = true;
+            }
+            task_act(g, t, NULL, a);
         }
         t = next;
+    }
+    if (ask_previous) {
+        char *path =
+            gt_xasprintf(GT_API_GROUP_PREFIX "/tasks?fieldSelector=status.previous.nodeName%%3D%s",
+                         g->cfg->name);
+        gt_apic_request(g->api, EVHTTP_REQ_GET, path, NULL, previous_listed, g);
+        free(path);
     }
 }
 

@@ -423,6 +423,20 @@ unsigned gt_task_decide(const struct gt_task_local *l, const json_t *task)
     return a;
 }
 
+bool gt_task_previous_kept(const char *uid, const json_t *tasks)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(tasks, i, t)
+    {
+        const char *prev = str_at(t, "status.previous.uid");
+        if (prev && *prev && !strcmp(prev, uid)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 size_t gt_log_tail_offset(const char *data, size_t len, int64_t n, bool is_last, int64_t *newlines)
 {
     if (n <= *newlines) {

@@ -230,7 +230,7 @@ char *gt_cli_up_node_name(const char *hostname);
 /* ---- run and logs, without the network (runjob.c) ---- */
 
 /* What `gantry run` submits. All strings borrowed; gpus, cpu and memory are
- * quantities as typed (NULL: no limit). */
+ * quantities as typed per replica (NULL: no limit). */
 struct gt_cli_run_opts {
     const char *name;
     const char *project;
@@ -238,19 +238,32 @@ struct gt_cli_run_opts {
     const char *gpus;
     const char *cpu;
     const char *memory;
-    int argc; /* the command and its arguments, argc >= 1 */
+    int workers;                /* 0: one Worker task; N > 0: 1 Master + N Workers */
+    const char *git;            /* spec.source.git, NULL: none */
+    const char *revision;       /* spec.source.revision, NULL: the default branch */
+    const json_t *requirements; /* spec.requirements (borrowed), NULL: none */
+    int argc;                   /* the command and its arguments, argc >= 1 */
     char *const *argv;
 };
 
 /* A fresh job name "run-<8 hex>" from getrandom. Caller frees. */
 char *gt_cli_run_name_new(void);
 
-/* Build the one-task Job of o: replicaSpecs.Worker with replicas 1,
+/* Build the Job of o: replicaSpecs.Worker with replicas 1, or with
+ * o->workers > 0 a PyTorch-style Master (1) and Worker (workers) pair; each
  * restartPolicy Never, template.command = argv, resources.limits from the
- * quantities, validated and made canonical by gt_api_validate. *job gets a
- * new reference (caller json_decref()s). Returns 0, or gt_api_validate's
- * error (a bad quantity or name) with err naming the field. */
+ * quantities; spec.source and spec.requirements when given. Validated and
+ * made canonical by gt_api_validate. *job gets a new reference (caller
+ * json_decref()s). Returns 0, or gt_api_validate's error (a bad quantity,
+ * name, git URL or requirement) with err naming the field. */
 int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct gt_err *err);
+
+/* The requirement lines of a pip requirements file's text (len bytes, need
+ * not end in NUL): each line trimmed, comments ('#' at the start or after
+ * blanks) and blank lines dropped. *out gets a new JSON array of strings
+ * (caller json_decref()s). GT_EINVAL with err naming the line for a NUL
+ * byte or a -r/-c include (the file alone travels with the job). */
+int gt_cli_requirements_parse(const char *text, size_t len, json_t **out, struct gt_err *err);
 
 /* The exit status `gantry run` ends with for a terminal task (borrowed):
  * 0 for Succeeded; 128+signal when killed by a signal; the exit code's low
@@ -267,8 +280,15 @@ int gt_cli_task_exit_status(const json_t *task, char *msg, size_t len);
 char *gt_cli_logs_task_name(const char *job, const json_t *job_obj, const char *replica,
                             struct gt_err *err);
 
-/* API path of a task's log: .../projects/P/tasks/T/log with follow=true
- * when follow and tailLines=N when tail_lines >= 0. Caller frees. */
-char *gt_cli_log_path(const char *project, const char *task, bool follow, long tail_lines);
+/* Which log of a task to read. */
+struct gt_cli_log_opts {
+    bool follow;     /* until the task has ended */
+    bool previous;   /* the run a restart replaced (status.previous) */
+    long tail_lines; /* the last N lines only; -1: all */
+};
+
+/* API path of a task's log: .../projects/P/tasks/T/log with follow=true,
+ * previous=true and tailLines=N as o says. Caller frees. */
+char *gt_cli_log_path(const char *project, const char *task, const struct gt_cli_log_opts *o);
 
 #endif

@@ -83,12 +83,12 @@ bool gt_cli_task_reached(const json_t *task, enum gt_cli_task_goal goal);
 int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *name,
                      enum gt_cli_task_goal goal, json_t **task, struct gt_err *err);
 
-/* Copy task name's log (gantryd's log endpoint) to out as it arrives,
- * flushing each chunk; with follow, until the task has ended and its log
- * is drained; tail_lines < 0 for the whole log. Returns 0 or the client's
+/* Copy task name's log (gantryd's log endpoint; which one o says,
+ * borrowed) to out as it arrives, flushing each chunk; with o->follow, until
+ * the task has ended and its log is drained. Returns 0 or the client's
  * error. */
 int gt_cli_task_log_copy(struct gt_cli_client *c, const char *project, const char *name,
-                         bool follow, long tail_lines, FILE *out, struct gt_err *err);
+                         const struct gt_cli_log_opts *o, FILE *out, struct gt_err *err);
 
 /* ---- commands (commands.c and cmd_*.c) ---- */
 

@@ -1,21 +1,21 @@
 /*
- * `gantry logs JOB [--replica worker-1] [-f] [--tail N] [-p PROJECT]`: print
- * the log of one of a job's tasks (see gt_cli_logs_task_name for which),
- * through gantryd's log endpoint; -f waits for the task to start and follows
- * its log until it has ended.
+ * `gantry logs JOB [--replica worker-1] [-f] [--tail N] [--previous] [-p
+ * PROJECT]`: print the log of one of a job's tasks (see
+ * gt_cli_logs_task_name for which), through gantryd's log endpoint; -f
+ * waits for the task to start and follows its log until it has ended;
+ * --previous prints the log of the task's run before its last restart.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "cli/cli_int.h"
 
-enum { OPT_REPLICA = 1000, OPT_TAIL };
+enum { OPT_REPLICA = 1000, OPT_TAIL, OPT_PREVIOUS };
 
 struct logs_flags {
     const char *project;
     const char *replica;
-    bool follow;
-    long tail_lines;
+    struct gt_cli_log_opts lo;
     bool bad_tail;
 };
 
@@ -28,16 +28,19 @@ static int on_logs_opt(int opt, const char *value, void *arg)
         f->project = value;
         break;
     case 'f':
-        f->follow = true;
+        f->lo.follow = true;
         break;
     case OPT_REPLICA:
         f->replica = value;
         break;
+    case OPT_PREVIOUS:
+        f->lo.previous = true;
+        break;
     default:
         GT_ASSERT(opt == OPT_TAIL);
         errno = 0;
-        f->tail_lines = strtol(value, &end, 10);
-        f->bad_tail = errno != 0 || end == value || *end || f->tail_lines < 0;
+        f->lo.tail_lines = strtol(value, &end, 10);
+        f->bad_tail = errno != 0 || end == value || *end || f->lo.tail_lines < 0;
         break;
     }
     return 0;
@@ -50,9 +53,10 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
         {"follow", no_argument, NULL, 'f'},
         {"replica", required_argument, NULL, OPT_REPLICA},
         {"tail", required_argument, NULL, OPT_TAIL},
+        {"previous", no_argument, NULL, OPT_PREVIOUS},
         {NULL, 0, NULL, 0},
     };
-    struct logs_flags f = {.tail_lines = -1};
+    struct logs_flags f = {.lo.tail_lines = -1};
     int first;
     int rc = gt_cli_parse_opts(ctx, cmd, argc, argv, "p:f", long_opts, on_logs_opt, &f, &first);
     if (rc != 0) {
@@ -94,7 +98,9 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
         rc = gt_cli_fail(ctx, &err);
         goto out;
     }
-    if (f.follow) { /* a task not started yet has no log to follow: wait for it */
+    /* a task not started yet has no log to follow: wait for it (a previous
+     * run has ended already) */
+    if (f.lo.follow && !f.lo.previous) {
         json_t *started = NULL;
         rc = gt_cli_task_wait(client, project, task, GT_CLI_TASK_STARTED, &started, &err);
         json_decref(started);
@@ -103,7 +109,7 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
             goto out;
         }
     }
-    rc = gt_cli_task_log_copy(client, project, task, f.follow, f.tail_lines, ctx->out, &err);
+    rc = gt_cli_task_log_copy(client, project, task, &f.lo, ctx->out, &err);
     rc = rc == 0 ? GT_CLI_EXIT_OK : gt_cli_fail(ctx, &err);
 out:
     free(task);

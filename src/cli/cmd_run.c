@@ -1,8 +1,11 @@
 /*
- * `gantry run [--gpus N] [--cpu Q] [--memory Q] [-p PROJECT] [--name NAME]
- * [--image IMG] -- CMD ARGS...`: submit a one-task Job, follow its log to
- * standard output and exit with the task's exit status (see
- * gt_cli_task_exit_status).
+ * `gantry run [--gpus N] [--cpu Q] [--memory Q] [--workers N] [-p PROJECT]
+ * [--name NAME] [--image IMG] [--git URL [--revision R]] [--requirements
+ * FILE] -- CMD ARGS...`: submit a Job (one task, or with --workers a
+ * PyTorch-style Master and N Workers running the same command), follow the
+ * log of its first task (the master) to standard output and exit with that
+ * task's exit status (see gt_cli_task_exit_status). --requirements reads
+ * the local file and sends its lines as spec.requirements.
  *
  * Ctrl-C after the submit stops following only: the job keeps running and
  * nothing is deleted. SIGINT is blocked and read from a signalfd that the
@@ -18,16 +21,33 @@
 
 #include "cli/cli_int.h"
 
-enum { EXIT_INTERRUPTED = 130, OPT_GPUS = 1000, OPT_CPU, OPT_MEMORY, OPT_NAME, OPT_IMAGE };
+#define REQUIREMENTS_MAX_BYTES (1 << 20)
+
+enum {
+    EXIT_INTERRUPTED = 130,
+    OPT_GPUS = 1000,
+    OPT_CPU,
+    OPT_MEMORY,
+    OPT_NAME,
+    OPT_IMAGE,
+    OPT_WORKERS,
+    OPT_GIT,
+    OPT_REVISION,
+    OPT_REQUIREMENTS,
+};
 
 struct run_flags {
     const char *project;
+    const char *requirements_file;
+    bool bad_workers;
     struct gt_cli_run_opts o;
 };
 
 static int on_run_opt(int opt, const char *value, void *arg)
 {
     struct run_flags *f = arg;
+    char *end;
+    long n;
     switch (opt) {
     case 'p':
         f->project = value;
@@ -44,19 +64,58 @@ static int on_run_opt(int opt, const char *value, void *arg)
     case OPT_NAME:
         f->o.name = value;
         break;
-    default:
-        GT_ASSERT(opt == OPT_IMAGE);
+    case OPT_IMAGE:
         f->o.image = value;
+        break;
+    case OPT_WORKERS:
+        errno = 0;
+        n = strtol(value, &end, 10);
+        f->bad_workers = errno != 0 || end == value || *end || n < 1 || n > 4096;
+        f->o.workers = f->bad_workers ? 0 : (int)n;
+        break;
+    case OPT_GIT:
+        f->o.git = value;
+        break;
+    case OPT_REVISION:
+        f->o.revision = value;
+        break;
+    default:
+        GT_ASSERT(opt == OPT_REQUIREMENTS);
+        f->requirements_file = value;
         break;
     }
     return 0;
 }
 
+/* The requirement lines of the local file path: *out a new JSON array. */
+static int read_requirements(const char *path, json_t **out, struct gt_err *err)
+{
+    *out = NULL;
+    FILE *fp = fopen(path, "re");
+    if (!fp) {
+        return gt_err_set(err, -errno, "--requirements %s: %s", path, strerror(errno));
+    }
+    char *text = gt_xmalloc(REQUIREMENTS_MAX_BYTES + 1);
+    size_t len = fread(text, 1, REQUIREMENTS_MAX_BYTES + 1, fp);
+    int rc = 0;
+    if (ferror(fp)) {
+        rc = gt_err_set(err, GT_EINVAL, "--requirements %s: cannot read it", path);
+    } else if (len > REQUIREMENTS_MAX_BYTES) {
+        rc = gt_err_set(err, GT_ETOOLARGE, "--requirements %s: over %d KiB", path,
+                        REQUIREMENTS_MAX_BYTES >> 10);
+    } else if ((rc = gt_cli_requirements_parse(text, len, out, err)) < 0) {
+        gt_err_prefix(err, "--requirements %s", path);
+    }
+    fclose(fp);
+    free(text);
+    return rc;
+}
+
 /* Follow the submitted job's task to its end; returns the exit status. */
 static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const char *project,
-                       const char *job)
+                       const char *job, const char *type)
 {
-    char *name = gt_xasprintf("%s-worker-0", job);
+    char *name = gt_xasprintf("%s-%s-0", job, type);
     struct gt_err err = {0};
     json_t *task = NULL;
     int rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_STARTED, &task, &err);
@@ -64,7 +123,8 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
                            !gt_cli_task_reached(task, GT_CLI_TASK_DONE));
     if (ran) {
         struct gt_err log_err = {0};
-        int log_rc = gt_cli_task_log_copy(client, project, name, true, -1, ctx->out, &log_err);
+        const struct gt_cli_log_opts lo = {.follow = true, .tail_lines = -1};
+        int log_rc = gt_cli_task_log_copy(client, project, name, &lo, ctx->out, &log_err);
         if (log_rc == -ECANCELED) {
             rc = log_rc;
         } else if (log_rc < 0) {
@@ -96,8 +156,10 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
     return status;
 }
 
-/* Submit job, then follow it with SIGINT routed to a signalfd. */
-static int submit_and_follow(struct gt_cli_ctx *ctx, struct gt_cli_client *client, json_t *job)
+/* Submit job, then follow its task of replica type (lower case) with
+ * SIGINT routed to a signalfd. */
+static int submit_and_follow(struct gt_cli_ctx *ctx, struct gt_cli_client *client, json_t *job,
+                             const char *type)
 {
     const char *name = gt_obj_name(job);
     const char *project = gt_obj_project(job);
@@ -116,7 +178,7 @@ static int submit_and_follow(struct gt_cli_ctx *ctx, struct gt_cli_client *clien
     } else {
         fprintf(ctx->err, "job.gantry.dev/%s created\n", name);
         gt_cli_client_set_cancel_fd(client, sig_fd);
-        status = follow_task(ctx, client, project, name);
+        status = follow_task(ctx, client, project, name, type);
         gt_cli_client_set_cancel_fd(client, -1);
     }
     free(path);
@@ -138,6 +200,10 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         {"memory", required_argument, NULL, OPT_MEMORY},
         {"name", required_argument, NULL, OPT_NAME},
         {"image", required_argument, NULL, OPT_IMAGE},
+        {"workers", required_argument, NULL, OPT_WORKERS},
+        {"git", required_argument, NULL, OPT_GIT},
+        {"revision", required_argument, NULL, OPT_REVISION},
+        {"requirements", required_argument, NULL, OPT_REQUIREMENTS},
         {NULL, 0, NULL, 0},
     };
     struct run_flags f = {0};
@@ -149,12 +215,25 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     if (first >= argc) {
         return gt_cli_usage_error(ctx, cmd, "name the command to run after --");
     }
+    if (f.bad_workers) {
+        return gt_cli_usage_error(ctx, cmd, "--workers: want a number of workers from 1 to 4096");
+    }
+    if (f.o.revision && !f.o.git) {
+        return gt_cli_usage_error(ctx, cmd, "--revision needs --git URL");
+    }
     struct gt_err err = {0};
+    json_t *reqs = NULL;
+    if (f.requirements_file && read_requirements(f.requirements_file, &reqs, &err) < 0) {
+        return gt_cli_fail(ctx, &err);
+    }
+    f.o.requirements = reqs;
     char *project = NULL;
     if (gt_cli_config_project(f.project, &project, &err) != 0) {
+        json_decref(reqs);
         return gt_cli_fail(ctx, &err);
     }
     if (!project) {
+        json_decref(reqs);
         return gt_cli_usage_error(ctx, cmd, "no project: pass -p PROJECT (or run 'gantry up')");
     }
     char *name = f.o.name ? NULL : gt_cli_run_name_new();
@@ -169,8 +248,9 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     } else if (gt_cli_ctx_client(ctx, &client) != 0) {
         rc = GT_CLI_EXIT_FAIL;
     } else {
-        rc = submit_and_follow(ctx, client, job);
+        rc = submit_and_follow(ctx, client, job, f.o.workers > 0 ? "master" : "worker");
     }
+    json_decref(reqs);
     json_decref(job);
     free(name);
     free(project);

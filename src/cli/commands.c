@@ -54,27 +54,35 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "run",
-        .usage = "run [--gpus N] [--cpu Q] [--memory Q] [-p PROJECT] [--name NAME] [--image IMG] "
-                 "-- CMD [ARGS...]",
-        .summary = "Run a command as a one-task job, follow its output, exit with its status",
+        .usage = "run [--gpus N] [--cpu Q] [--memory Q] [--workers N] [-p PROJECT] [--name NAME] "
+                 "[--image IMG] [--git URL [--revision R]] [--requirements FILE] -- CMD [ARGS...]",
+        .summary = "Run a command as a job, follow its output, exit with its status",
         .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
                    "      --gpus N          whole GPUs (nvidia.com/gpu limit)\n"
                    "      --cpu Q           CPU limit (2, 500m)\n"
                    "      --memory Q        memory limit (16Gi)\n"
                    "      --name NAME       job name (default: run-<8 hex>)\n"
                    "      --image IMG       container image\n"
+                   "      --workers N       distributed: 1 master + N workers, each with "
+                   "these limits;\n"
+                   "                        the master's output is followed\n"
+                   "      --git URL         fetch this repository into the working directory\n"
+                   "      --revision R      its branch, tag or commit (default: default branch)\n"
+                   "      --requirements F  pip requirements file (read here, installed on the "
+                   "node)\n"
                    "Ctrl-C stops following; the job keeps running.\n",
         .run = gt_cli_cmd_run,
     },
     {
         .name = "logs",
-        .usage = "logs JOB [--replica TYPE-INDEX] [-f] [--tail N] [-p PROJECT]",
+        .usage = "logs JOB [--replica TYPE-INDEX] [-f] [--tail N] [--previous] [-p PROJECT]",
         .summary = "Print the log of one of a job's tasks",
         .options = "  -p, --project NAME      project (default: the config file's \"project\")\n"
                    "      --replica TYPE-N    which task (worker-1); default master-0, else "
                    "worker-0\n"
                    "  -f, --follow            follow the log until the task ends\n"
-                   "      --tail N            only the last N lines\n",
+                   "      --tail N            only the last N lines\n"
+                   "      --previous          the run before the task's last restart\n",
         .run = gt_cli_cmd_logs,
     },
     {

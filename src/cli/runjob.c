@@ -1,7 +1,8 @@
 /*
- * The network-free halves of `gantry run` and `gantry logs`: the one-task
- * Job that `run` submits, the exit status a finished Task maps to, and which
- * Task `logs` reads. Kept apart from the commands so unit tests can check
+ * The network-free halves of `gantry run` and `gantry logs`: the Job that
+ * `run` submits (one task, or a Master and Workers) and the requirement lines
+ * of a local requirements file, the exit status a finished Task maps to, and
+ * which Task `logs` reads. Kept apart from the commands so unit tests can check
  * them without a server.
  *
  * A Job's tasks are named `<job>-<type>-<index>` with the replica type in
@@ -33,6 +34,13 @@ static void add_limit(json_t *limits, const char *res, const char *value)
     }
 }
 
+/* One replica spec: restartPolicy Never, the template (a new reference taken). */
+static json_t *replica_spec(int replicas, json_t *tmpl)
+{
+    return json_pack("{s:i, s:s, s:o}", "replicas", replicas, "restartPolicy", "Never", "template",
+                     tmpl);
+}
+
 int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct gt_err *err)
 {
     *job = NULL;
@@ -53,10 +61,25 @@ int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct g
     } else {
         json_decref(limits);
     }
-    json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:{s:{s:i, s:s, s:o}}}}", "apiVersion",
-                            GT_API_VERSION, "kind", "Job", "metadata", "name", o->name, "project",
-                            o->project, "spec", "replicaSpecs", "Worker", "replicas", 1,
-                            "restartPolicy", "Never", "template", tmpl);
+    json_t *specs = json_object();
+    if (o->workers > 0) {
+        json_object_set_new(specs, "Master", replica_spec(1, json_deep_copy(tmpl)));
+    }
+    json_object_set_new(specs, "Worker", replica_spec(o->workers > 0 ? o->workers : 1, tmpl));
+    json_t *spec = json_pack("{s:o}", "replicaSpecs", specs);
+    if (o->git) {
+        json_t *src = json_pack("{s:s}", "git", o->git);
+        if (o->revision) {
+            json_object_set_new(src, "revision", json_string(o->revision));
+        }
+        json_object_set_new(spec, "source", src);
+    }
+    if (o->requirements) {
+        json_object_set_new(spec, "requirements", json_deep_copy(o->requirements));
+    }
+    json_t *obj =
+        json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", GT_API_VERSION, "kind", "Job",
+                  "metadata", "name", o->name, "project", o->project, "spec", spec);
     GT_ASSERT(obj);
     int rc = gt_api_validate(GT_KIND_JOB, obj, err);
     if (rc < 0) {
@@ -64,6 +87,64 @@ int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct g
         return rc;
     }
     *job = obj;
+    return 0;
+}
+
+/* Does line (n bytes) start an include of another file: -r/-c/--requirement/
+ * --constraint? */
+static bool is_include(const char *line, size_t n)
+{
+    static const char *const opts[] = {"-r", "-c", "--requirement", "--constraint"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(opts); i++) {
+        size_t k = strlen(opts[i]);
+        if (n >= k && !strncmp(line, opts[i], k) &&
+            (n == k || isspace((unsigned char)line[k]) || line[k] == '=' || opts[i][1] != '-')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int gt_cli_requirements_parse(const char *text, size_t len, json_t **out, struct gt_err *err)
+{
+    *out = NULL;
+    if (memchr(text, '\0', len)) {
+        return gt_err_set(err, GT_EINVAL, "not a text file (it holds a NUL byte)");
+    }
+    json_t *lines = json_array();
+    size_t lineno = 0;
+    for (size_t at = 0; at < len;) {
+        const char *start = text + at;
+        const char *nl = memchr(start, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - start) : len - at;
+        at += n + 1;
+        lineno++;
+        /* pip's comments: '#' at the start of a line or after whitespace */
+        for (size_t i = 0; i < n; i++) {
+            if (start[i] == '#' && (i == 0 || isspace((unsigned char)start[i - 1]))) {
+                n = i;
+                break;
+            }
+        }
+        while (n > 0 && isspace((unsigned char)*start)) {
+            start++;
+            n--;
+        }
+        while (n > 0 && isspace((unsigned char)start[n - 1])) {
+            n--;
+        }
+        if (n == 0) {
+            continue;
+        }
+        if (is_include(start, n)) {
+            json_decref(lines);
+            return gt_err_set(err, GT_EINVAL,
+                              "line %zu: includes another file (%.*s); list its packages instead",
+                              lineno, (int)(n > 80 ? 80 : n), start);
+        }
+        json_array_append_new(lines, json_stringn(start, n));
+    }
+    *out = lines;
     return 0;
 }
 
@@ -155,7 +236,7 @@ char *gt_cli_logs_task_name(const char *job, const json_t *job_obj, const char *
     return name;
 }
 
-char *gt_cli_log_path(const char *project, const char *task, bool follow, long tail_lines)
+char *gt_cli_log_path(const char *project, const char *task, const struct gt_cli_log_opts *o)
 {
     char *p = gt_cli_url_escape(project);
     char *t = gt_cli_url_escape(task);
@@ -163,12 +244,16 @@ char *gt_cli_log_path(const char *project, const char *task, bool follow, long t
     gt_buf_init(&b);
     gt_buf_printf(&b, GT_API_GROUP_PREFIX "/projects/%s/tasks/%s/log", p, t);
     const char *sep = "?";
-    if (follow) {
+    if (o->follow) {
         gt_buf_puts(&b, "?follow=true");
         sep = "&";
     }
-    if (tail_lines >= 0) {
-        gt_buf_printf(&b, "%stailLines=%ld", sep, tail_lines);
+    if (o->previous) {
+        gt_buf_printf(&b, "%sprevious=true", sep);
+        sep = "&";
+    }
+    if (o->tail_lines >= 0) {
+        gt_buf_printf(&b, "%stailLines=%ld", sep, o->tail_lines);
     }
     free(p);
     free(t);

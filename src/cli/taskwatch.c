@@ -93,9 +93,9 @@ static int copy_chunk(const char *data, size_t len, void *arg)
 }
 
 int gt_cli_task_log_copy(struct gt_cli_client *c, const char *project, const char *name,
-                         bool follow, long tail_lines, FILE *out, struct gt_err *err)
+                         const struct gt_cli_log_opts *o, FILE *out, struct gt_err *err)
 {
-    char *path = gt_cli_log_path(project, name, follow, tail_lines);
+    char *path = gt_cli_log_path(project, name, o);
     int rc = gt_cli_client_stream(c, path, copy_chunk, out, err);
     if (rc == -EIO && !err->msg[0]) {
         gt_err_set(err, rc, "cannot write the log to the output");

@@ -30,9 +30,11 @@
  * other department's guarantee claims for work it has waiting. (When the
  * claims would not fit even counting only what departments use, the cluster
  * is simply too small for the gang: that is left to placement, which says
- * Unschedulable rather than Quota.) Use includes
- * every bound, running or terminating task and every bind made earlier in
- * this cycle (binds are applied as they are made).
+ * Unschedulable rather than Quota.) (c) its project, if it has a hard cap,
+ * stays within it in every resource. Use includes every bound, running or
+ * terminating task and every bind made earlier in this cycle (binds are
+ * applied as they are made). A job held back by quota neither preempts nor
+ * reserves, so a cap never makes anything preemptable.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +142,17 @@ static bool admit(const struct gt_sched_model *m, const struct gt_sched_dept *de
     return true;
 }
 
+/* May t's job hold one more task of t's group: its department's limit
+ * (beyond the gang, the whole admission rule) and its project's cap? */
+static bool task_admitted(const struct cycle *c, const struct gt_sched_task *t, bool beyond_gang)
+{
+    const struct gt_sched_job *job = t->job;
+    const struct gt_sched_res *use = &t->group->use;
+    bool dept_ok = beyond_gang ? admit(c->m, job->dept, use, NULL)
+                               : gt_sched_dept_admits(job->dept, use, NULL);
+    return dept_ok && (!job->project || gt_sched_project_admits(job->project, use, NULL));
+}
+
 /* Collect job's PENDING tasks into c->pending; how many. */
 static size_t collect(struct cycle *c, struct gt_sched_job *job)
 {
@@ -158,17 +171,15 @@ static size_t collect(struct cycle *c, struct gt_sched_job *job)
 }
 
 /* Place pending[0..n): the gang first, then any further task that its
- * department admits. How many were placed (bound). */
-static size_t place_gang(struct cycle *c, struct gt_sched_job *job, size_t n, size_t need,
-                         struct gt_sched_pick *pick)
+ * department and project admit. How many were placed (bound). */
+static size_t place_gang(struct cycle *c, size_t n, size_t need, struct gt_sched_pick *pick)
 {
     size_t placed = 0;
     for (size_t i = 0; i < n && placed + (n - i) >= need; i++) {
         struct gt_sched_task *t = c->pending[i];
         /* The gang was admitted as its first tasks; a group with a larger
          * request placed instead must still keep the limit. */
-        if (placed >= need ? !admit(c->m, job->dept, &t->group->use, NULL)
-                           : !gt_sched_dept_admits(job->dept, &t->group->use, NULL)) {
+        if (!task_admitted(c, t, placed >= need)) {
             continue;
         }
         if (c->policy->place(c->m, t, c->now_ms, pick)) {
@@ -228,10 +239,20 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
     }
 }
 
-/* Is there anything left a job without a reservation could use? */
+/* Is there anything left a job without a reservation could use? A
+ * reservation whose due time is known may still lend its free GPUs to a
+ * job with an early enough deadline (backfill). */
 static bool cluster_full(const struct gt_sched_model *m)
 {
-    return m->n_light_queued == 0 && gt_sched_idx_first(&m->idx[GT_SCHED_IDX_AVAIL], 1) < 0;
+    if (m->n_light_queued > 0 || gt_sched_idx_first(&m->idx[GT_SCHED_IDX_AVAIL], 1) >= 0) {
+        return false;
+    }
+    for (size_t i = 0; i < m->n_resv; i++) {
+        if (m->resv[i]->resv->due_ms != INT64_MAX) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* Try to start job (it has pending tasks). */
@@ -273,8 +294,10 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     }
     struct gt_buf why;
     gt_buf_init(&why);
-    if (overflow || !admit(c->m, job->dept, &gang, &why)) {
-        if (!overflow && gang.gpu_milli > 0 && gang.gpu_milli < *refused) {
+    bool dept_ok = !overflow && admit(c->m, job->dept, &gang, &why);
+    if (!dept_ok || (job->project && !gt_sched_project_admits(job->project, &gang, &why))) {
+        /* only the department's refusal holds for its other projects' jobs */
+        if (!dept_ok && !overflow && gang.gpu_milli > 0 && gang.gpu_milli < *refused) {
             *refused = gang.gpu_milli;
         }
         if (overflow) {
@@ -289,7 +312,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     }
     gt_buf_fini(&why);
 
-    size_t placed = place_gang(c, job, n, need, pick);
+    size_t placed = place_gang(c, n, need, pick);
     if (placed == 0 || placed < need) {
         for (size_t i = 0; i < n; i++) {
             if (c->pending[i]->node) {

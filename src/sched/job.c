@@ -2,7 +2,7 @@
  * Jobs and tasks in the model: arrival and removal, and the task state
  * machine of sched.h (bind, set_state, exit). gt_sched_task_take and
  * gt_sched_task_release are the only code that moves resources between a
- * task and its node and department; both the public calls and the cycle go
+ * task and its node, department and project; both the public calls and the cycle go
  * through them, so the indexes cannot drift apart.
  */
 #include <stdlib.h>
@@ -67,7 +67,6 @@ static void job_free(struct gt_sched_job *job)
     free(job->groups);
     free(job->skip);
     free(job->id);
-    free(job->project);
     free(job);
 }
 
@@ -112,7 +111,6 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
     }
     struct gt_sched_job *job = gt_xcalloc(1, sizeof(*job));
     job->id = gt_xstrdup(spec->id);
-    job->project = gt_xstrdup(spec->project ? spec->project : "");
     job->dept = dept;
     job->priority = pc ? pc->value : 0;
     job->preemption = pc ? pc->policy : GT_SCHED_PREEMPT_LOWER;
@@ -180,6 +178,7 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
     m->jobs[m->n_jobs++] = job;
     gt_sched_map_put(&m->job_map, job->id, job);
     dept->n_jobs++;
+    job->project = gt_sched_project_ref(m, spec->project);
     for (t = 0; t < job->n_tasks; t++) {
         gt_sched_job_pending_delta(job, &job->tasks[t], +1);
     }
@@ -211,6 +210,7 @@ int gt_sched_job_remove(struct gt_sched_model *m, const char *id, struct gt_err 
     m->jobs[job->vec_index] = last;
     last->vec_index = job->vec_index;
     job->dept->n_jobs--;
+    gt_sched_project_unref(m, job->project);
     job_free(job);
     return 0;
 }
@@ -231,12 +231,24 @@ int gt_sched_job_set_attained(struct gt_sched_model *m, const char *id, int64_t 
 
 /* ---- moving resources ---- */
 
+/* a -= b; b was added to a before, so nothing overflows. */
+static void res_sub(struct gt_sched_res *a, const struct gt_sched_res *b)
+{
+    a->cpu_milli -= b->cpu_milli;
+    a->memory_bytes -= b->memory_bytes;
+    a->storage_bytes -= b->storage_bytes;
+    a->gpu_milli -= b->gpu_milli;
+}
+
 void gt_sched_task_hold(struct gt_sched_task *task, struct gt_sched_node *node,
                         const struct gt_sched_gpu_share *gpus, size_t n_gpus)
 {
     GT_ASSERT(!task->node);
     const struct gt_sched_group *grp = task->group;
     GT_ASSERT(gt_sched_res_add(&task->job->dept->used, &grp->use) == 0);
+    if (task->job->project) {
+        GT_ASSERT(gt_sched_res_add(&task->job->project->used, &grp->use) == 0);
+    }
     node->cpu_milli_used += grp->req.cpu_milli;
     node->memory_bytes_used += grp->req.memory_bytes;
     task->gpus = gt_xcalloc(n_gpus, sizeof(*task->gpus));
@@ -270,11 +282,10 @@ void gt_sched_task_unhold(struct gt_sched_task *task)
     struct gt_sched_node *node = task->node;
     GT_ASSERT(node);
     const struct gt_sched_group *grp = task->group;
-    struct gt_sched_res *used = &task->job->dept->used;
-    used->cpu_milli -= grp->use.cpu_milli;
-    used->memory_bytes -= grp->use.memory_bytes;
-    used->storage_bytes -= grp->use.storage_bytes;
-    used->gpu_milli -= grp->use.gpu_milli;
+    res_sub(&task->job->dept->used, &grp->use);
+    if (task->job->project) {
+        res_sub(&task->job->project->used, &grp->use);
+    }
     node->cpu_milli_used -= grp->req.cpu_milli;
     node->memory_bytes_used -= grp->req.memory_bytes;
     for (size_t i = 0; i < task->n_gpus; i++) {
@@ -395,8 +406,11 @@ int gt_sched_task_bind(struct gt_sched_model *m, const char *task_id, const char
                           node);
     }
     struct gt_sched_res sum = task->job->dept->used;
-    if (gt_sched_res_add(&sum, &task->group->use) < 0) {
-        return gt_err_set(err, GT_EINVAL, "task %s: department usage overflows", task_id);
+    struct gt_sched_res psum = task->job->project ? task->job->project->used : sum;
+    if (gt_sched_res_add(&sum, &task->group->use) < 0 ||
+        gt_sched_res_add(&psum, &task->group->use) < 0) {
+        return gt_err_set(err, GT_EINVAL, "task %s: department or project usage overflows",
+                          task_id);
     }
     int rc = check_gpus(task, n, gpus, n_gpus, err);
     if (rc < 0) {

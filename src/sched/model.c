@@ -6,7 +6,8 @@
  * - model->nodes is sorted by name and holds exactly the nodes of node_map;
  * - a node's cpu/memory used and its GPUs' state/used_milli are the sums of
  *   the tasks linked on it; n_gpus_free counts its healthy FREE GPUs;
- * - a department's used is the sum of its holding tasks' group use.
+ * - a department's used is the sum of its holding tasks' group use, and so
+ *   is a project's; a project lives while it has a cap or jobs.
  * Every update validates all of its input before it changes anything, so a
  * failed call leaves the model as it was.
  */
@@ -21,6 +22,7 @@ struct gt_sched_model *gt_sched_model_new(void)
     struct gt_sched_model *m = gt_xcalloc(1, sizeof(*m));
     gt_sched_map_init(&m->node_map);
     gt_sched_map_init(&m->dept_map);
+    gt_sched_map_init(&m->project_map);
     gt_sched_map_init(&m->pclass_map);
     gt_sched_map_init(&m->job_map);
     gt_sched_map_init(&m->task_map);
@@ -69,6 +71,14 @@ void gt_sched_model_free(struct gt_sched_model *m)
         }
     }
     gt_sched_map_fini(&m->dept_map);
+    for (size_t i = 0; i < m->project_map.cap; i++) {
+        struct gt_sched_project *p = m->project_map.slots[i].val;
+        if (m->project_map.slots[i].key) {
+            free(p->name);
+            free(p);
+        }
+    }
+    gt_sched_map_fini(&m->project_map);
     free(m->depts);
     free(m->resv);
     for (size_t i = 0; i < m->pclass_map.cap; i++) {
@@ -324,26 +334,52 @@ int gt_sched_res_add(struct gt_sched_res *a, const struct gt_sched_res *b)
     return 0;
 }
 
+/* The first resource where used + add (checked) exceeds cap, or -1; the
+ * three unpacked into u, a, c for the caller's message. */
+static int res_over(const struct gt_sched_res *used, const struct gt_sched_res *add,
+                    const struct gt_sched_res *cap, int64_t u[N_RES], int64_t a[N_RES],
+                    int64_t c[N_RES])
+{
+    gt_sched_res_unpack(used, u);
+    gt_sched_res_unpack(add, a);
+    gt_sched_res_unpack(cap, c);
+    for (int i = 0; i < N_RES; i++) {
+        int64_t sum;
+        if (a[i] > 0 && (gt_add_i64(u[i], a[i], &sum) < 0 || sum > c[i])) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 bool gt_sched_dept_admits(const struct gt_sched_dept *dept, const struct gt_sched_res *use,
                           struct gt_buf *why)
 {
     int64_t used[N_RES], add[N_RES], limit[N_RES];
-    gt_sched_res_unpack(&dept->used, used);
-    gt_sched_res_unpack(use, add);
-    gt_sched_res_unpack(&dept->limit, limit);
-    for (int i = 0; i < N_RES; i++) {
-        int64_t sum;
-        if (add[i] > 0 && (gt_add_i64(used[i], add[i], &sum) < 0 || sum > limit[i])) {
-            if (why) {
-                gt_buf_printf(why, "department %s: needs %s %lld, has %lld of limit %lld free",
-                              dept->name, res_names[i], (long long)add[i],
-                              (long long)(limit[i] > used[i] ? limit[i] - used[i] : 0),
-                              (long long)limit[i]);
-            }
-            return false;
-        }
+    int i = res_over(&dept->used, use, &dept->limit, used, add, limit);
+    if (i >= 0 && why) {
+        gt_buf_printf(why, "department %s: needs %s %lld, has %lld of limit %lld free", dept->name,
+                      res_names[i], (long long)add[i],
+                      (long long)(limit[i] > used[i] ? limit[i] - used[i] : 0),
+                      (long long)limit[i]);
     }
-    return true;
+    return i < 0;
+}
+
+bool gt_sched_project_admits(const struct gt_sched_project *project, const struct gt_sched_res *use,
+                             struct gt_buf *why)
+{
+    if (!project->capped) {
+        return true;
+    }
+    int64_t used[N_RES], add[N_RES], hard[N_RES];
+    int i = res_over(&project->used, use, &project->hard, used, add, hard);
+    if (i >= 0 && why) {
+        gt_buf_printf(why, "project %s needs %s %lld, hard cap %lld reached (%lld in use)",
+                      project->name, res_names[i], (long long)add[i], (long long)hard[i],
+                      (long long)used[i]);
+    }
+    return i < 0;
 }
 
 int gt_sched_department_set(struct gt_sched_model *m, const char *name,
@@ -410,6 +446,83 @@ int gt_sched_department_remove(struct gt_sched_model *m, const char *name, struc
     gt_sched_dept_bands_free(dept);
     free(dept->name);
     free(dept);
+    return 0;
+}
+
+/* ---- projects ---- */
+
+static void project_free_unused(struct gt_sched_model *m, struct gt_sched_project *p)
+{
+    if (p->capped || p->n_jobs > 0) {
+        return;
+    }
+    gt_sched_map_del(&m->project_map, p->name);
+    free(p->name);
+    free(p);
+}
+
+static struct gt_sched_project *project_get_or_add(struct gt_sched_model *m, const char *name)
+{
+    struct gt_sched_project *p = gt_sched_map_get(&m->project_map, name);
+    if (!p) {
+        p = gt_xcalloc(1, sizeof(*p));
+        p->name = gt_xstrdup(name);
+        p->hard = (struct gt_sched_res){GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP,
+                                        GT_SCHED_NO_CAP};
+        gt_sched_map_put(&m->project_map, p->name, p);
+    }
+    return p;
+}
+
+struct gt_sched_project *gt_sched_project_ref(struct gt_sched_model *m, const char *name)
+{
+    if (!name || !name[0]) {
+        return NULL;
+    }
+    struct gt_sched_project *p = project_get_or_add(m, name);
+    p->n_jobs++;
+    return p;
+}
+
+void gt_sched_project_unref(struct gt_sched_model *m, struct gt_sched_project *project)
+{
+    if (project) {
+        GT_ASSERT(project->n_jobs > 0);
+        project->n_jobs--;
+        project_free_unused(m, project);
+    }
+}
+
+int gt_sched_project_set(struct gt_sched_model *m, const char *name,
+                         const struct gt_sched_res *hard, struct gt_err *err)
+{
+    if (!name || !name[0] || !hard) {
+        return gt_err_set(err, GT_EINVAL, "project: name and hard cap are required");
+    }
+    int64_t h[N_RES];
+    gt_sched_res_unpack(hard, h);
+    for (int i = 0; i < N_RES; i++) {
+        if (h[i] < 0) {
+            return gt_err_set(err, GT_EINVAL, "project %s: negative hard cap %lld for %s", name,
+                              (long long)h[i], res_names[i]);
+        }
+    }
+    struct gt_sched_project *p = project_get_or_add(m, name);
+    p->hard = *hard;
+    p->capped = true;
+    return 0;
+}
+
+int gt_sched_project_remove(struct gt_sched_model *m, const char *name, struct gt_err *err)
+{
+    struct gt_sched_project *p = name ? gt_sched_map_get(&m->project_map, name) : NULL;
+    if (!p || !p->capped) {
+        return gt_err_set(err, GT_ENOTFOUND, "project %s has no hard cap", name ? name : "(null)");
+    }
+    p->capped = false;
+    p->hard =
+        (struct gt_sched_res){GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP};
+    project_free_unused(m, p);
     return 0;
 }
 
@@ -497,6 +610,22 @@ int gt_sched_department_get(const struct gt_sched_model *m, const char *name,
     return 0;
 }
 
+int gt_sched_project_get(const struct gt_sched_model *m, const char *name,
+                         struct gt_sched_res *hard, struct gt_sched_res *used)
+{
+    const struct gt_sched_project *p = name ? gt_sched_map_get(&m->project_map, name) : NULL;
+    if (!p) {
+        return GT_ENOTFOUND;
+    }
+    if (hard) {
+        *hard = p->hard;
+    }
+    if (used) {
+        *used = p->used;
+    }
+    return 0;
+}
+
 int gt_sched_task_get(const struct gt_sched_model *m, const char *task_id,
                       struct gt_sched_task_info *out)
 {
@@ -570,6 +699,34 @@ out:
     return rc;
 }
 
+/* Every project's use and job count, recomputed from the jobs. */
+static int check_projects(const struct gt_sched_model *m, struct gt_err *err)
+{
+    for (size_t s = 0; s < m->project_map.cap; s++) {
+        const struct gt_sched_project *p = m->project_map.slots[s].val;
+        if (!m->project_map.slots[s].key) {
+            continue;
+        }
+        struct gt_sched_res sum = {0};
+        size_t n_jobs = 0;
+        for (size_t j = 0; j < m->n_jobs; j++) {
+            const struct gt_sched_job *job = m->jobs[j];
+            n_jobs += job->project == p;
+            for (size_t i = 0; job->project == p && i < job->n_tasks; i++) {
+                if (job->tasks[i].node) {
+                    GT_ASSERT(gt_sched_res_add(&sum, &job->tasks[i].group->use) == 0);
+                }
+            }
+        }
+        if (memcmp(&sum, &p->used, sizeof(sum)) != 0 || n_jobs != p->n_jobs ||
+            (!p->capped && n_jobs == 0)) {
+            return gt_err_set(err, GT_EINTERNAL, "project %s: usage or job count out of step",
+                              p->name);
+        }
+    }
+    return 0;
+}
+
 int gt_sched_model_check(const struct gt_sched_model *m, struct gt_err *err)
 {
     for (size_t i = 0; i < m->n_nodes; i++) {
@@ -614,5 +771,5 @@ int gt_sched_model_check(const struct gt_sched_model *m, struct gt_err *err)
             return gt_err_set(err, GT_EINTERNAL, "department %s: usage out of step", d->name);
         }
     }
-    return 0;
+    return check_projects(m, err);
 }

@@ -6,16 +6,26 @@
  * - gantry: a multi-GPU task inside one NVLink/PCIe group when one fits,
  *   choosing the node whose largest group block is the smallest that fits
  *   (best fit, keeps large blocks whole); else the node with the fewest
- *   avail GPUs that fit, GPUs taken from the fullest groups first.
- * - bestfit: the node with the fewest avail GPUs that fit, lowest indices.
- * - random: a node drawn uniformly (model's seeded state) among those with
- *   enough avail GPUs, lowest indices.
- * Fractional and cpu-only tasks are placed alike by all three: a fractional
- * share goes on the fullest shared GPU with room, else on a free GPU of the
- * node with the fewest avail; a cpu-only task on the node with the fewest
- * avail GPUs. Reserved GPUs are used only by their holder, or lent by the
- * backfill rule (gt_sched_resv_lends). Not Ready, cordoned and unhealthy
- * capacity is never picked.
+ *   avail GPUs that fit, GPUs taken from the fullest groups first. A
+ *   fractional share goes on the fullest shared GPU with room in the
+ *   cluster, else on a free GPU of the node with the fewest avail; a
+ *   cpu-only task on the node with the fewest avail GPUs. Indexed.
+ * - bestfit and random: the baselines of the FGD paper (Weng et al.,
+ *   ATC'23) as its simulator runs them, for every kind of task. Among the
+ *   nodes where the task fits (cpu, memory, GPUs), bestfit takes the one
+ *   with the highest BestFit score, trunc(100 * (1 - cpu_left / 256000 -
+ *   gpu_milli_left / 16000)) over what the node would have left after the
+ *   task (FGD normalises every node by a 128-core, 8-GPU one), ties drawn
+ *   at random; random draws a node uniformly. A fractional share then goes
+ *   on the node's fullest GPU with room (bestfit) or on one drawn among
+ *   those with room (random); whole GPUs are the node's lowest-indexed free
+ *   ones. Both scan every node (O(nodes * GPUs) per task) and draw from the
+ *   model's seeded generator, so a run is deterministic.
+ *
+ * Reserved GPUs are used only by their holder, or lent by the backfill rule
+ * (gt_sched_resv_lends); a whole-GPU task of a job holding or borrowing a
+ * reservation tries those nodes first under every placement. Not Ready,
+ * cordoned and unhealthy capacity is never picked.
  */
 #include "sched/sched_int.h"
 
@@ -116,43 +126,28 @@ static bool place_reserved(const struct gt_sched_model *m, const struct gt_sched
 }
 
 /* Whole GPUs from index idx: the first node in key order (from key k) that
- * fits; with skip > 0, start after that many candidates (random). */
+ * fits. */
 static bool place_indexed(const struct gt_sched_model *m, const struct gt_sched_task *task, int idx,
-                          bool topo, size_t skip, int64_t now_ms, struct gt_sched_pick *out)
+                          bool topo, int64_t now_ms, struct gt_sched_pick *out)
 {
     const struct gt_sched_task_req *req = &task->group->req;
     size_t k = (size_t)req->gpus;
-    /* Two passes for random: from the drawn candidate on, then from the
-     * start. */
-    for (int pass = 0; pass < 2; pass++) {
-        size_t seen = 0;
-        for (int32_t key = gt_sched_idx_first(&m->idx[idx], k); key >= 0;
-             key = gt_sched_idx_first(&m->idx[idx], (size_t)key + 1)) {
-            if (pass == 0 && seen + m->idx[idx].count[key] <= skip) {
-                seen += m->idx[idx].count[key];
-                continue;
+    for (int32_t key = gt_sched_idx_first(&m->idx[idx], k); key >= 0;
+         key = gt_sched_idx_first(&m->idx[idx], (size_t)key + 1)) {
+        for (struct gt_sched_node *node = m->idx[idx].head[key]; node;
+             node = node->link[idx].next) {
+            if (gt_sched_node_fits(node, req) &&
+                pick_whole(node, task->job, k, topo, now_ms, out->shares)) {
+                out->node = node;
+                out->n = k;
+                return true;
             }
-            for (struct gt_sched_node *node = m->idx[idx].head[key]; node;
-                 node = node->link[idx].next) {
-                if (pass == 0 && seen++ < skip) {
-                    continue;
-                }
-                if (gt_sched_node_fits(node, req) &&
-                    pick_whole(node, task->job, k, topo, now_ms, out->shares)) {
-                    out->node = node;
-                    out->n = k;
-                    return true;
-                }
-            }
-        }
-        if (skip == 0) {
-            break;
         }
     }
     return false;
 }
 
-/* A fractional or cpu-only task. */
+/* A fractional or cpu-only task (gantry). */
 static bool place_light(const struct gt_sched_model *m, const struct gt_sched_task *task,
                         int64_t now_ms, struct gt_sched_pick *out)
 {
@@ -199,7 +194,7 @@ static bool place_light(const struct gt_sched_model *m, const struct gt_sched_ta
         grp.req = one;
         probe.group = &grp;
         if (!place_reserved(m, &probe, true, now_ms, out) &&
-            !place_indexed(m, &probe, GT_SCHED_IDX_AVAIL, true, 0, now_ms, out)) {
+            !place_indexed(m, &probe, GT_SCHED_IDX_AVAIL, true, now_ms, out)) {
             return false;
         }
         out->shares[0].milli = (int32_t)req->gpu_milli;
@@ -212,8 +207,8 @@ static bool place_light(const struct gt_sched_model *m, const struct gt_sched_ta
     return true;
 }
 
-static bool place_common(struct gt_sched_model *m, const struct gt_sched_task *task, int idx,
-                         bool topo, bool random, int64_t now_ms, struct gt_sched_pick *out)
+bool gt_sched_place_gantry(struct gt_sched_model *m, const struct gt_sched_task *task,
+                           int64_t now_ms, struct gt_sched_pick *out)
 {
     const struct gt_sched_task_req *req = &task->group->req;
     if (req->gpus == 0) {
@@ -222,48 +217,159 @@ static bool place_common(struct gt_sched_model *m, const struct gt_sched_task *t
     if (req->gpus > GT_SCHED_MAX_NODE_GPUS) {
         return false;
     }
-    if (place_reserved(m, task, topo, now_ms, out)) {
-        return true;
-    }
-    size_t skip = 0;
-    if (random) {
-        size_t total = 0;
-        const struct gt_sched_buckets *b = &m->idx[GT_SCHED_IDX_AVAIL];
-        for (int32_t key = gt_sched_idx_first(b, (size_t)req->gpus); key >= 0;
-             key = gt_sched_idx_first(b, (size_t)key + 1)) {
-            total += b->count[key];
-        }
-        if (total == 0) {
-            return false;
-        }
-        /* xorshift64*, state in the model: deterministic per model. */
-        m->rng ^= m->rng >> 12;
-        m->rng ^= m->rng << 25;
-        m->rng ^= m->rng >> 27;
-        skip = (size_t)((m->rng * 2685821657736338717ULL) % total);
-    }
-    if (place_indexed(m, task, idx, topo, skip, now_ms, out)) {
-        return true;
-    }
-    /* No single group holds it: the node with the fewest avail that does. */
-    return idx == GT_SCHED_IDX_BLOCK &&
-           place_indexed(m, task, GT_SCHED_IDX_AVAIL, topo, 0, now_ms, out);
+    /* Else no single group holds it: the node with the fewest avail that
+     * does. */
+    return place_reserved(m, task, true, now_ms, out) ||
+           place_indexed(m, task, GT_SCHED_IDX_BLOCK, true, now_ms, out) ||
+           place_indexed(m, task, GT_SCHED_IDX_AVAIL, true, now_ms, out);
 }
 
-bool gt_sched_place_gantry(struct gt_sched_model *m, const struct gt_sched_task *task,
-                           int64_t now_ms, struct gt_sched_pick *out)
+/* ---- the FGD baselines ---- */
+
+/* A draw in [0, n), n > 0, from the model's generator (xorshift64*). */
+static size_t draw(struct gt_sched_model *m, size_t n)
 {
-    return place_common(m, task, GT_SCHED_IDX_BLOCK, true, false, now_ms, out);
+    m->rng ^= m->rng >> 12;
+    m->rng ^= m->rng << 25;
+    m->rng ^= m->rng >> 27;
+    return (size_t)((m->rng * 2685821657736338717ULL) % n);
+}
+
+/* Milli-GPU of g that a share of job could take: none on an unhealthy GPU,
+ * one held whole, or one reserved by a job that does not lend it. */
+static int32_t room_milli(const struct gt_sched_gpu *g, const struct gt_sched_job *job,
+                          int64_t now_ms)
+{
+    if (!g->healthy || g->state == GT_SCHED_GPU_WHOLE ||
+        (g->reserved_by && g->reserved_by != job &&
+         !gt_sched_resv_lends(g->reserved_by->resv, job, now_ms))) {
+        return 0;
+    }
+    return 1000 - g->used_milli;
+}
+
+/* Does task fit on node? If so, *score is its FGD BestFit score there. */
+static bool fgd_fits(const struct gt_sched_node *node, const struct gt_sched_task *task,
+                     int64_t now_ms, int64_t *score)
+{
+    const struct gt_sched_task_req *req = &task->group->req;
+    if (!schedulable(node, req)) {
+        return false;
+    }
+    int64_t left_milli = 0, max_room = 0;
+    size_t n_free = 0;
+    for (size_t i = 0; i < node->n_gpus; i++) {
+        const struct gt_sched_gpu *g = &node->gpus[i];
+        int32_t room = room_milli(g, task->job, now_ms);
+        left_milli += room;
+        max_room = room > max_room ? room : max_room;
+        n_free += usable(g, task->job, now_ms);
+    }
+    if ((size_t)req->gpus > n_free || req->gpu_milli > max_room) {
+        return false;
+    }
+    /* The request is what fits, so nothing here can go negative or
+     * overflow (cpu_milli_used + cpu_milli did not). */
+    int64_t cpu_left = node->cpu_milli_alloc - node->cpu_milli_used - req->cpu_milli;
+    int64_t gpu_left = left_milli - req->gpus * 1000 - req->gpu_milli;
+    __int128 num = (__int128)25600000 - (__int128)100 * cpu_left - (__int128)1600 * gpu_left;
+    *score = (int64_t)(num / 256000); /* truncates toward zero, as FGD's int64() */
+    return true;
+}
+
+/* The GPU of node for task's share: bestfit's fullest with room (lowest
+ * index on ties), or random's drawn one among those with room. node has
+ * one (fgd_fits). */
+static size_t pick_share(struct gt_sched_model *m, const struct gt_sched_node *node,
+                         const struct gt_sched_task *task, bool bestfit, int64_t now_ms)
+{
+    int64_t want = task->group->req.gpu_milli;
+    size_t pick = SIZE_MAX, n_room = 0;
+    int32_t least = INT32_MAX;
+    for (size_t i = 0; i < node->n_gpus; i++) {
+        int32_t room = room_milli(&node->gpus[i], task->job, now_ms);
+        if (room >= want) {
+            n_room++;
+            if (room < least) {
+                least = room;
+                pick = i;
+            }
+        }
+    }
+    GT_ASSERT(n_room > 0);
+    if (bestfit) {
+        return pick;
+    }
+    size_t skip = draw(m, n_room);
+    for (size_t i = 0;; i++) {
+        if (room_milli(&node->gpus[i], task->job, now_ms) >= want && skip-- == 0) {
+            return i;
+        }
+    }
+}
+
+/* The baselines: bestfit or random (see the top of the file). */
+static bool place_fgd(struct gt_sched_model *m, const struct gt_sched_task *task, bool bestfit,
+                      int64_t now_ms, struct gt_sched_pick *out)
+{
+    const struct gt_sched_task_req *req = &task->group->req;
+    if (req->gpus > GT_SCHED_MAX_NODE_GPUS) {
+        return false;
+    }
+    if (req->gpus > 0 && place_reserved(m, task, false, now_ms, out)) {
+        return true;
+    }
+    /* Two passes: the best score and how many nodes have it, then the
+     * drawn one of those. Random scores every node alike. */
+    int64_t best = INT64_MIN, score;
+    size_t n_best = 0;
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        if (fgd_fits(m->nodes[i], task, now_ms, &score)) {
+            score = bestfit ? score : 0;
+            if (score > best) {
+                best = score;
+                n_best = 0;
+            }
+            n_best += score == best;
+        }
+    }
+    if (n_best == 0) {
+        return false;
+    }
+    size_t skip = draw(m, n_best);
+    struct gt_sched_node *node = NULL;
+    for (size_t i = 0; !node; i++) {
+        GT_ASSERT(i < m->n_nodes);
+        if (fgd_fits(m->nodes[i], task, now_ms, &score) && (!bestfit || score == best) &&
+            skip-- == 0) {
+            node = m->nodes[i];
+        }
+    }
+    out->node = node;
+    out->n = (size_t)req->gpus;
+    if (req->gpus > 0) {
+        bool ok = pick_whole(node, task->job, (size_t)req->gpus, false, now_ms, out->shares);
+        GT_ASSERT(ok);
+        return true;
+    }
+    if (req->gpu_milli == 0) {
+        return true;
+    }
+    size_t k = pick_share(m, node, task, bestfit, now_ms);
+    out->n = 1;
+    out->shares[0] =
+        (struct gt_sched_gpu_share){.index = node->gpus[k].index, .milli = (int32_t)req->gpu_milli};
+    return true;
 }
 
 bool gt_sched_place_bestfit(struct gt_sched_model *m, const struct gt_sched_task *task,
                             int64_t now_ms, struct gt_sched_pick *out)
 {
-    return place_common(m, task, GT_SCHED_IDX_AVAIL, false, false, now_ms, out);
+    return place_fgd(m, task, true, now_ms, out);
 }
 
 bool gt_sched_place_random(struct gt_sched_model *m, const struct gt_sched_task *task,
                            int64_t now_ms, struct gt_sched_pick *out)
 {
-    return place_common(m, task, GT_SCHED_IDX_AVAIL, false, true, now_ms, out);
+    return place_fgd(m, task, false, now_ms, out);
 }

@@ -157,6 +157,17 @@ static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
     return v->dept->used.gpu_milli - held >= v->dept->guarantee.gpu_milli;
 }
 
+/* When a holding task's activeDeadlineSeconds ends; INT64_MAX if never. */
+static int64_t task_end_ms(const struct gt_sched_task *t)
+{
+    int64_t end;
+    if (t->job->active_deadline_ms <= 0 ||
+        gt_add_i64(t->bound_ms, t->job->active_deadline_ms, &end) < 0) {
+        return INT64_MAX;
+    }
+    return end;
+}
+
 /* Fill c's job-wide figures. */
 static void cand_fill(struct cand *c, const struct attempt *a)
 {
@@ -175,11 +186,7 @@ static void cand_fill(struct cand *c, const struct attempt *a)
         if (gt_mul_i64(age, g > 0 ? g : 1, &w) < 0 || gt_add_i64(c->work_ms, w, &c->work_ms) < 0) {
             c->work_ms = INT64_MAX;
         }
-        int64_t end;
-        if (v->active_deadline_ms <= 0 ||
-            gt_add_i64(t->bound_ms, v->active_deadline_ms, &end) < 0) {
-            end = INT64_MAX;
-        }
+        int64_t end = task_end_ms(t);
         c->end_ms = end > c->end_ms ? end : c->end_ms;
     }
 }
@@ -427,11 +434,11 @@ static void reserve(struct attempt *a, struct gt_sched_task **tasks, size_t n_ta
             r->gpu_index[r->n++] = t->gpus[g].index;
         }
     }
+    /* The tasks waited for are unheld by now: their saved copies count. */
     r->due_ms = a->now_ms;
-    for (size_t v = 0; v < a->n_victims; v++) {
-        struct cand c = {.job = a->victims[v]};
-        cand_fill(&c, a);
-        r->due_ms = c.end_ms > r->due_ms ? c.end_ms : r->due_ms;
+    for (size_t i = 0; i < a->n_saved; i++) {
+        int64_t end = task_end_ms(a->saved[i].task);
+        r->due_ms = end > r->due_ms ? end : r->due_ms;
     }
     r->preempted = a->preempt;
     a->job->resv = r;

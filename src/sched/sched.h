@@ -3,8 +3,8 @@
  *
  * The caller owns a struct gt_sched_model and changes it only through the
  * update functions below (node added/changed/lost, department quota set,
- * priority class set, job arrived/removed, task bound/state/exited), each of
- * which keeps the model's indexes (per-department usage, per-node free
+ * project cap set, priority class set, job arrived/removed, task bound/state/exited), each of
+ * which keeps the model's indexes (per-department and per-project usage, per-node free
  * cpu/memory/GPUs) current and either succeeds wholly or changes nothing.
  * gt_sched_cycle() then decides binds (task -> node + GPU indices and
  * milli-shares), preemptions and reservations, plus why each job that could
@@ -36,7 +36,7 @@
  *   DONE          -          PENDING (restart)  -                -
  *
  * BOUND, RUNNING and TERMINATING tasks hold their node's cpu, memory and
- * GPUs and their department's quota; PENDING and DONE tasks hold nothing
+ * GPUs and their department's quota and project's cap; PENDING and DONE tasks hold nothing
  * (DESIGN.md: resources are held from bind until the agent reports exit).
  *
  * Cycle decisions ARE recorded in the model: every bind the cycle decides is
@@ -124,6 +124,30 @@ int gt_sched_department_set(struct gt_sched_model *m, const char *name,
 /* Remove a department. GT_ENOTFOUND; GT_ECONFLICT while jobs belong to it. */
 int gt_sched_department_remove(struct gt_sched_model *m, const char *name, struct gt_err *err);
 
+/* ---- projects ---- */
+
+/* A resource a project's hard cap does not name is not capped. */
+#define GT_SCHED_NO_CAP INT64_MAX
+
+/* Set or change a project's hard cap (spec.hard): the most its jobs' BOUND,
+ * RUNNING and TERMINATING tasks, plus what a cycle admits for them, may use
+ * of each resource (GT_SCHED_NO_CAP for one it does not name). Jobs name
+ * their project in gt_sched_job_add; the model counts every project's use
+ * whether or not it has a cap, so a cap set later counts what already runs.
+ * Use above a lowered cap is allowed (nothing more is admitted). A cap only
+ * holds jobs back: it never makes anything preemptable. GT_EINVAL for an
+ * empty name or a negative amount. */
+int gt_sched_project_set(struct gt_sched_model *m, const char *name,
+                         const struct gt_sched_res *hard, struct gt_err *err);
+/* Drop a project's hard cap: its jobs are admitted by their department
+ * alone. GT_ENOTFOUND if it has no cap. */
+int gt_sched_project_remove(struct gt_sched_model *m, const char *name, struct gt_err *err);
+/* Fill the project's hard cap (GT_SCHED_NO_CAP throughout when it has none)
+ * and current use (either may be NULL). GT_ENOTFOUND for a project that has
+ * no cap and no jobs. */
+int gt_sched_project_get(const struct gt_sched_model *m, const char *name,
+                         struct gt_sched_res *hard, struct gt_sched_res *used);
+
 enum gt_sched_preemption { GT_SCHED_PREEMPT_LOWER, GT_SCHED_PREEMPT_NEVER };
 
 /* Add or change a priority class: value (larger wins), preemptionPolicy and
@@ -155,7 +179,7 @@ struct gt_sched_group_spec {
 struct gt_sched_job_spec {
     const char *id; /* unique, e.g. "project/name" */
     const char *department;
-    const char *project;
+    const char *project;        /* NULL or "": none (no cap applies) */
     const char *priority_class; /* NULL: the global default class, else 0 */
     int64_t arrival_ms;
     int32_t min_available; /* gang size; 0 means every task */
@@ -202,8 +226,8 @@ struct gt_sched_gpu_share {
  * whole-GPU task gives req.gpus distinct free GPUs at 1000 milli each; a
  * fractional task one GPU, not used whole, at exactly req.gpu_milli with room
  * left for it; a task without GPUs none. The node must have the cpu and
- * memory free. Readiness, cordon, GPU health and department limits are NOT
- * checked here: a restored binding is a fact; the cycle checks them itself.
+ * memory free. Readiness, cordon, GPU health, department limits and
+ * project caps are NOT checked here: a restored binding is a fact; the cycle checks them itself.
  * bound_ms is when it was bound. GT_ENOTFOUND for an unknown task or node,
  * GT_ECONFLICT if the task is not PENDING, GT_EINVAL if it does not fit. */
 int gt_sched_task_bind(struct gt_sched_model *m, const char *task_id, const char *node,
@@ -270,7 +294,7 @@ int gt_sched_task_get(const struct gt_sched_model *m, const char *task_id,
                       struct gt_sched_task_info *out);
 
 /* Recompute every index from the tasks and compare: node cpu/memory/GPU use,
- * free-GPU counts, department usage; no GPU held whole and shared, none over
+ * free-GPU counts, department and project usage; no GPU held whole and shared, none over
  * 1000 milli, no GPU given to two whole tasks. 0, or GT_EINTERNAL with err
  * naming the first broken invariant. O(model); for tests and debugging. */
 int gt_sched_model_check(const struct gt_sched_model *m, struct gt_err *err);
@@ -301,7 +325,7 @@ struct gt_sched_reserve {
 /* Why a job did not start this cycle: a short code for lists (squeue's
  * REASON) and a message for describe. */
 enum gt_sched_wait_reason {
-    GT_SCHED_WAIT_QUOTA,         /* its department's limit does not allow it */
+    GT_SCHED_WAIT_QUOTA,         /* its department's limit or project's cap does not allow it */
     GT_SCHED_WAIT_UNSCHEDULABLE, /* no set of nodes fits the gang now */
 };
 
@@ -350,7 +374,7 @@ const struct gt_sched_policy *gt_sched_policy_by_name(const char *name);
 const char *gt_sched_policy_name(const struct gt_sched_policy *policy);
 
 /* Run one scheduling cycle at now_ms: reset out, then order pending jobs,
- * admit them against their department's limit, place each as a gang (all
+ * admit them against their department's limit and project's cap, place each as a gang (all
  * of its min_available tasks or none), and fill out with the binds made
  * (already applied to m, see the file comment), any preemptions and
  * reservations, and a wait reason for every job with pending tasks that did

@@ -126,6 +126,16 @@ struct gt_sched_dept {
     struct gt_sched_model *model;
 };
 
+/* A project: its hard cap and what its jobs hold. It lives while it has a
+ * cap or jobs (n_jobs). */
+struct gt_sched_project {
+    char *name;
+    struct gt_sched_res hard; /* GT_SCHED_NO_CAP where it sets none */
+    bool capped;              /* set by gt_sched_project_set */
+    struct gt_sched_res used; /* its holding tasks' group use */
+    size_t n_jobs;
+};
+
 struct gt_sched_pclass {
     char *name;
     int32_t value;
@@ -154,8 +164,9 @@ struct gt_sched_task {
 };
 
 struct gt_sched_job {
-    char *id, *project;
+    char *id;
     struct gt_sched_dept *dept;
+    struct gt_sched_project *project; /* NULL: none */
     int32_t priority;
     enum gt_sched_preemption preemption;
     int64_t arrival_ms, attained_gpu_ms, runtime_estimate_ms, active_deadline_ms;
@@ -188,7 +199,7 @@ struct gt_sched_resv {
 };
 
 struct gt_sched_model {
-    struct gt_sched_map node_map, dept_map, pclass_map, job_map, task_map;
+    struct gt_sched_map node_map, dept_map, project_map, pclass_map, job_map, task_map;
     struct gt_sched_node **nodes; /* sorted by name: placement scans in this order */
     size_t n_nodes, cap_nodes;
     struct gt_sched_job **jobs; /* unordered; the cycle sorts */
@@ -217,9 +228,18 @@ struct gt_sched_gpu *gt_sched_node_gpu(const struct gt_sched_node *node, int32_t
  * why is non-NULL, describe the first resource that does not fit. */
 bool gt_sched_dept_admits(const struct gt_sched_dept *dept, const struct gt_sched_res *use,
                           struct gt_buf *why);
+/* Would adding use keep project within its hard cap in every resource?
+ * If not and why is non-NULL, describe the first resource that does not
+ * fit. */
+bool gt_sched_project_admits(const struct gt_sched_project *project, const struct gt_sched_res *use,
+                             struct gt_buf *why);
+/* The project name (NULL or "" for none), created uncapped if new, with
+ * one more job counted; gt_sched_project_unref undoes it. */
+struct gt_sched_project *gt_sched_project_ref(struct gt_sched_model *m, const char *name);
+void gt_sched_project_unref(struct gt_sched_model *m, struct gt_sched_project *project);
 /* Sum b into a with checked arithmetic; -ERANGE leaves a unchanged. */
 int gt_sched_res_add(struct gt_sched_res *a, const struct gt_sched_res *b);
-/* Move resources only (node, GPUs, department use, holding count), no state
+/* Move resources only (node, GPUs, department and project use, holding count), no state
  * change: hold copies gpus; unhold frees the task's shares. Preemption's
  * what-if simulation uses the pair and restores exactly. */
 void gt_sched_task_hold(struct gt_sched_task *task, struct gt_sched_node *node,

@@ -23,6 +23,8 @@
  * reasons become a folded Event (reason Quota or Unschedulable) on the job
  * and its Queued condition's message, "Reason: text" (c->waits).
  * Department status (used, borrowed) is computed from the model on reads.
+ * A Project's spec.hard is its hard cap in the model (gt_project_cap_sync);
+ * jobs name their project, so its use is counted from their tasks.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -47,8 +49,12 @@ static void res_of(const json_t *map, struct gt_sched_res *r, const struct gt_sc
     r->memory_bytes = json_object_get(map, "memory") || !dflt ? x.memory_bytes : dflt->memory_bytes;
     r->storage_bytes =
         json_object_get(map, "storage") || !dflt ? x.storage_bytes : dflt->storage_bytes;
-    r->gpu_milli = json_object_get(map, "nvidia.com/gpu") || !dflt ? x.gpu * 1000 + x.gpu_milli
-                                                                   : dflt->gpu_milli;
+    int64_t gpu_milli;
+    if (gt_mul_i64(x.gpu, 1000, &gpu_milli) < 0 ||
+        gt_add_i64(gpu_milli, x.gpu_milli, &gpu_milli) < 0) {
+        gpu_milli = INT64_MAX; /* more than any cluster: no bound */
+    }
+    r->gpu_milli = json_object_get(map, "nvidia.com/gpu") || !dflt ? gpu_milli : dflt->gpu_milli;
 }
 
 static void sync_department(struct gt_ctl *c, const char *name, const json_t *d)
@@ -59,6 +65,29 @@ static void sync_department(struct gt_ctl *c, const char *name, const json_t *d)
     struct gt_err err = {0};
     if (gt_sched_department_set(c->model, name, &g, &l, &err)) {
         gt_log_warn("department not scheduled", "name=%s err=\"%s\"", name, err.msg);
+    }
+}
+
+int gt_project_cap_sync(struct gt_sched_model *m, const char *name, const json_t *project,
+                        struct gt_err *err)
+{
+    const json_t *hard = gt_json_path(project, "spec.hard");
+    if (!json_is_object(hard)) {
+        int rc = gt_sched_project_remove(m, name, err);
+        return rc == GT_ENOTFOUND ? 0 : rc;
+    }
+    static const struct gt_sched_res uncapped = {GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP,
+                                                 GT_SCHED_NO_CAP};
+    struct gt_sched_res h;
+    res_of(hard, &h, &uncapped);
+    return gt_sched_project_set(m, name, &h, err);
+}
+
+static void sync_project(struct gt_ctl *c, const char *name, const json_t *project)
+{
+    struct gt_err err = {0};
+    if (gt_project_cap_sync(c->model, name, project, &err)) {
+        gt_log_warn("project cap not scheduled", "name=%s err=\"%s\"", name, err.msg);
     }
 }
 
@@ -356,6 +385,11 @@ void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key, const 
             gt_sched_department_remove(c->model, gt_obj_name(old), &err);
         }
         break;
+    case GT_KIND_PROJECT:
+        if (now || old) {
+            sync_project(c, gt_obj_name(now ? now : old), now);
+        }
+        break;
     case GT_KIND_PRIORITYCLASS:
         if (now) {
             sync_pc(c, now);
@@ -386,6 +420,14 @@ static int dept_cb(const char *key, void *val, void *arg)
     return 0;
 }
 
+static int project_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    const struct gt_cobj *o = val;
+    sync_project(arg, gt_obj_name(o->obj), o->obj);
+    return 0;
+}
+
 static int pc_cb(const char *key, void *val, void *arg)
 {
     (void)key;
@@ -411,6 +453,7 @@ int gt_feed_build(struct gt_ctl *c, struct gt_err *err)
 {
     (void)err;
     gt_strmap_each(&c->objs[GT_KIND_DEPARTMENT], dept_cb, c);
+    gt_strmap_each(&c->objs[GT_KIND_PROJECT], project_cb, c);
     gt_strmap_each(&c->objs[GT_KIND_PRIORITYCLASS], pc_cb, c);
     gt_strmap_each(&c->objs[GT_KIND_NODE], node_cb, c);
     gt_strmap_each(&c->objs[GT_KIND_JOB], job_cb, c);

@@ -1,10 +1,13 @@
 /*
  * The task log proxy: GET /apis/gantry.dev/v1/projects/P/tasks/T/log
- * ?follow=&tailLines= for anyone who may read project P, forwarded with an
- * evhttp client to the agent of the task's node (its status.addresses
- * AgentURL) at /v1/tasks/<task uid>/log, authenticated with the first
- * gantry:nodes token of gantryd's token file, and streamed back chunk by
- * chunk as it arrives (docs/agent.md "Logs"). A 200 answer's headers are
+ * ?follow=&tailLines=&previous= for anyone who may read project P, forwarded
+ * with an evhttp client to the agent of the task's node (its
+ * status.addresses AgentURL) at /v1/tasks/<task uid>/log; with
+ * previous=true to status.previous.nodeName's agent for status.previous.uid,
+ * the run a restart replaced (the agent keeps its state while the Task names
+ * it). Authenticated with the first gantry:nodes token of gantryd's token
+ * file, and streamed back chunk by chunk as it arrives (docs/agent.md
+ * "Logs"). A 200 answer's headers are
  * passed on as soon as they come, so a client following a quiet log knows
  * at once that it is connected; any other answer is relayed whole.
  *
@@ -195,12 +198,28 @@ void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
         gt_req_error(r, GT_ENOTFOUND, "tasks \"%s\" not found", rt->name);
         return;
     }
-    const char *node = json_string_value(gt_json_path(t->obj, "spec.nodeName"));
-    const char *uid = json_string_value(gt_json_path(t->obj, "metadata.uid"));
-    if (!node || !*node || !uid) {
-        gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has not been scheduled to a node yet",
-                     rt->name);
+    const char *previous = evhttp_find_header(q, "previous");
+    if (previous && strcmp(previous, "true") && strcmp(previous, "false") && strcmp(previous, "")) {
+        gt_req_error(r, GT_EBADREQ, "previous: must be true or false");
         return;
+    }
+    const char *node, *uid;
+    if (previous && !strcmp(previous, "true")) {
+        node = json_string_value(gt_json_path(t->obj, "status.previous.nodeName"));
+        uid = json_string_value(gt_json_path(t->obj, "status.previous.uid"));
+        if (!node || !*node || !uid || !*uid) {
+            gt_req_error(r, GT_ENOTFOUND, "tasks \"%s\" has no previous run that reached a node",
+                         rt->name);
+            return;
+        }
+    } else {
+        node = json_string_value(gt_json_path(t->obj, "spec.nodeName"));
+        uid = json_string_value(gt_json_path(t->obj, "metadata.uid"));
+        if (!node || !*node || !uid) {
+            gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has not been scheduled to a node yet",
+                         rt->name);
+            return;
+        }
     }
     key = gt_xasprintf("/nodes/%s", node);
     const struct gt_cobj *n = gt_ctl_get(r->s->ctl, GT_KIND_NODE, key);

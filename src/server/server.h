@@ -377,6 +377,12 @@ struct gt_sched_model;
  * {"used": resources, "borrowed": resources} with borrowed = used above the
  * guarantee, per resource (gt_resources_json). NULL if m lacks name. */
 json_t *gt_department_status(const struct gt_sched_model *m, const char *name);
+/* Make the Project object project (borrowed; NULL when deleted) named name
+ * the project's hard cap in m: spec.hard's resources capped, the others
+ * not; no spec.hard (or no object) removes the cap. 0, or the error of
+ * gt_sched_project_set (GT_EINVAL). */
+int gt_project_cap_sync(struct gt_sched_model *m, const char *name, const json_t *project,
+                        struct gt_err *err);
 
 /* ---- the daemon (server.c) ---- */
 

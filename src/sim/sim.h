@@ -229,8 +229,8 @@ struct gt_sim_alloc {
  * record the GPU allocation ratio at 50, 60, ... 130 % arrived: the mean
  * over the arrivals whose arrived requests lie within half a percent of the
  * point, as the FGD paper's analysis computes it (the ratio at the first
- * arrival reaching the point where none does). GT_ENOTFOUND for an unknown policy, GT_EINTERNAL on a
- * scheduler error. */
+ * arrival reaching the point where none does). GT_ENOTFOUND for an
+ * unknown policy, GT_EINTERNAL on a scheduler error. */
 int gt_sim_openb_alloc(const struct gt_sim_openb *o, const char *policy, uint64_t seed, bool check,
                        struct gt_sim_alloc *out, struct gt_err *err);
 

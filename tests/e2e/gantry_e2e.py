@@ -47,7 +47,8 @@ def free_port():
 class Gantryd:
     """One gantryd process with its own data directory and port."""
 
-    def __init__(self, extra_args=(), data_dir=None):
+    def __init__(self, extra_args=(), data_dir=None, host="127.0.0.1"):
+        self.host = host  # the address it listens on: loopback, or a test bridge's
         self.tmp = tempfile.mkdtemp(prefix="gantry-e2e-")
         self.data_dir = data_dir or os.path.join(self.tmp, "data")
         os.makedirs(self.data_dir, exist_ok=True)
@@ -64,7 +65,7 @@ class Gantryd:
         self.port = self.port or free_port()
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [GANTRYD, "--data-dir", self.data_dir, "--listen", "127.0.0.1:%d" % self.port,
+            [GANTRYD, "--data-dir", self.data_dir, "--listen", "%s:%d" % (self.host, self.port),
              "--token-file", self.token_file] + self.extra_args,
             stdout=self.log, stderr=self.log)
         deadline = time.time() + 20
@@ -102,12 +103,12 @@ class Gantryd:
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "http://%s:%d" % (self.host, self.port)
 
     def request(self, method, path, body=None, token="admin", raw=False, headers=None,
                 timeout=30):
         """Send one request; returns (status, parsed JSON or text)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
         hdrs = dict(headers or {})
         if token is not None:
             hdrs["Authorization"] = "Bearer " + (TOKENS[token][0] if token in TOKENS else token)
@@ -237,8 +238,12 @@ class Gantlet:
     and task process it left and removes their cgroups, also after a failed
     test (a SIGSTOPped agent is continued first)."""
 
-    def __init__(self, g, name="n1", fake_gpus="1xA100-80GB", heartbeat_s=1, extra_args=()):
+    def __init__(self, g, name="n1", fake_gpus="1xA100-80GB", heartbeat_s=1, extra_args=(),
+                 host="127.0.0.1", prefix=()):
         self.g, self.name, self.fake_gpus = g, name, fake_gpus
+        # host: the address it listens on (its node's InternalIP); prefix: a
+        # command it runs under, as `nsenter --net=PATH --` (which execs: same pid).
+        self.host, self.prefix = host, list(prefix)
         self.heartbeat_s, self.extra_args = heartbeat_s, list(extra_args)
         self.tmp = tempfile.mkdtemp(prefix="gantlet-e2e-")
         os.chmod(self.tmp, 0o711)
@@ -256,8 +261,8 @@ class Gantlet:
             self.log.close()
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [GANTLET, "--server", self.g.url, "--token-file", self.token_file,
-             "--name", self.name, "--listen", "127.0.0.1:%d" % self.port,
+            self.prefix + [GANTLET, "--server", self.g.url, "--token-file", self.token_file,
+             "--name", self.name, "--listen", "%s:%d" % (self.host, self.port),
              "--fake-gpus", self.fake_gpus, "--root", self.root,
              "--heartbeat", str(self.heartbeat_s)] + self.extra_args,
             stdout=self.log, stderr=self.log)

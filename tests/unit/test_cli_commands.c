@@ -336,10 +336,12 @@ static void test_apply_converts_kubeflow(void **state)
                             "          containers:\n"
                             "            - {name: pytorch, command: [python3, train.py],\n"
                             "               resources: {limits: {nvidia.com/gpu: 1}}}\n");
-    struct run_result r = run_cli(f, (const char *[]){"apply", "-p", "detection", "-f", path, NULL});
+    struct run_result r =
+        run_cli(f, (const char *[]){"apply", "-p", "detection", "-f", path, NULL});
     assert_string_equal(r.err, "");
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "pytorchjob.kubeflow.org/digits created (as job.gantry.dev/digits)\n");
+    assert_string_equal(r.out,
+                        "pytorchjob.kubeflow.org/digits created (as job.gantry.dev/digits)\n");
     /* What is sent is the gantry Job, with Kubeflow's PyTorch restart default. */
     assert_non_null(strstr(f->log.data, "body={\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\""));
     assert_non_null(strstr(f->log.data, "\"project\":\"detection\""));
@@ -631,10 +633,18 @@ static void test_logs_picks_task(void **state)
 {
     (void)state;
     static const char *const log[] = {"line 1\n", "line 2\n", NULL};
+    /* -f waits for the task to start before following its log. */
+    static const char *const started[] = {
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"train-worker-1\","
+        "\"project\":\"detection\"},\"spec\":{},\"status\":{\"phase\":\"Running\"}}}\n",
+        NULL,
+    };
     static const struct exchange script[] = {
         {"GET", JOBS "/train", 200,
          "{\"kind\":\"Job\",\"spec\":{\"replicaSpecs\":{\"Worker\":{},\"Master\":{}}}}", NULL},
         {"GET", TASKS "/train-master-0/log?tailLines=2", 200, NULL, log},
+        {"GET", TASKS "?watch=true&resourceVersion=0&fieldSelector=metadata.name%3Dtrain-worker-1",
+         200, NULL, started},
         {"GET", TASKS "/train-worker-1/log?follow=true", 200, NULL, log},
         {"GET", TASKS "/train-worker-0/log", 404,
          "{\"kind\":\"Status\",\"code\":404,\"message\":\"tasks \\\"train-worker-0\\\" not "

@@ -1,7 +1,8 @@
 /*
  * The network-free parts of `gantry run`, `gantry logs` and `gantry up`:
  * the Job that run submits (flags to JSON, quantities validated and made
- * canonical), the exit status of a finished Task, which Task logs reads,
+ * canonical; one task or a Master and Workers; source and requirements),
+ * the requirement lines of a local file, the exit status of a finished Task, which Task logs reads,
  * the log path, and up's tokens, token file, uid rule, node name and data
  * directory.
  */
@@ -72,6 +73,116 @@ static void test_run_job_from_flags(void **state)
     assert_json_at(job, "spec.replicaSpecs.Worker.template.resources", "(absent)");
     assert_json_at(job, "spec.replicaSpecs.Worker.template.image", "\"busybox:1\"");
     json_decref(job);
+}
+
+static void test_run_job_distributed_with_code(void **state)
+{
+    (void)state;
+    char *argv[] = {"python3", "train.py", "--epochs", "3", NULL};
+    json_t *reqs = json_of("[\"numpy>=1.20\", \"digits-helper==0.1\"]");
+    struct gt_cli_run_opts o = {.name = "ddp",
+                                .project = "vision",
+                                .gpus = "2",
+                                .workers = 2,
+                                .git = "file:///srv/git/train.git",
+                                .revision = "v1.2",
+                                .requirements = reqs,
+                                .argc = 4,
+                                .argv = argv};
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), 0);
+    /* PyTorch-style: one Master and N Workers, the same command and limits each */
+    assert_json_at(job, "spec.replicaSpecs.Master.replicas", "1");
+    assert_json_at(job, "spec.replicaSpecs.Worker.replicas", "2");
+    const char *const types[] = {"Master", "Worker"};
+    for (size_t i = 0; i < 2; i++) {
+        char *path = gt_xasprintf("spec.replicaSpecs.%s.template.command", types[i]);
+        assert_json_at(job, path, "[\"python3\",\"train.py\",\"--epochs\",\"3\"]");
+        free(path);
+        path = gt_xasprintf("spec.replicaSpecs.%s.template.resources.limits", types[i]);
+        assert_json_at(job, path, "{\"nvidia.com/gpu\":2}");
+        free(path);
+        path = gt_xasprintf("spec.replicaSpecs.%s.restartPolicy", types[i]);
+        assert_json_at(job, path, "\"Never\"");
+        free(path);
+    }
+    assert_int_equal(json_object_size(gt_json_path(job, "spec.replicaSpecs")), 2);
+    assert_json_at(job, "spec.source",
+                   "{\"git\":\"file:///srv/git/train.git\",\"revision\":\"v1.2\"}");
+    assert_json_at(job, "spec.requirements", "[\"numpy>=1.20\",\"digits-helper==0.1\"]");
+    json_decref(job);
+
+    /* A git URL alone: no revision; no requirements. */
+    o.workers = 0;
+    o.revision = NULL;
+    o.requirements = NULL;
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), 0);
+    assert_json_at(job, "spec.replicaSpecs.Master", "(absent)");
+    assert_json_at(job, "spec.replicaSpecs.Worker.replicas", "1");
+    assert_json_at(job, "spec.source", "{\"git\":\"file:///srv/git/train.git\"}");
+    assert_json_at(job, "spec.requirements", "(absent)");
+    json_decref(job);
+
+    /* Checked as the api checks them. */
+    o.git = "not a url";
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), GT_EINVAL);
+    assert_null(job);
+    assert_non_null(strstr(err.msg, "spec.source.git"));
+    o.git = NULL;
+    json_decref(reqs);
+    reqs = json_of("[\"ok\", 7]");
+    o.requirements = reqs;
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.requirements"));
+    json_decref(reqs);
+}
+
+static void test_requirements_parse(void **state)
+{
+    (void)state;
+    const char *text = "# training deps\n"
+                       "numpy>=1.20  # arrays\n"
+                       "\n"
+                       "   \t\n"
+                       "  torch==2.1 ; python_version>'3.8'\r\n"
+                       "pkg@file:///w/pkg#egg=pkg\n"
+                       "--find-links /wheels\n"
+                       "last-without-newline";
+    json_t *lines = NULL;
+    struct gt_err err = {0};
+    assert_int_equal(gt_cli_requirements_parse(text, strlen(text), &lines, &err), 0);
+    char *got = json_dumps(lines, JSON_COMPACT);
+    assert_string_equal(got, "[\"numpy>=1.20\",\"torch==2.1 ; python_version>'3.8'\","
+                             "\"pkg@file:///w/pkg#egg=pkg\",\"--find-links /wheels\","
+                             "\"last-without-newline\"]");
+    free(got);
+    json_decref(lines);
+
+    /* Only comments: an empty list. */
+    assert_int_equal(gt_cli_requirements_parse("#x\n\n", 4, &lines, &err), 0);
+    assert_int_equal(json_array_size(lines), 0);
+    json_decref(lines);
+
+    /* Includes of other files cannot travel with the job; NUL is not text. */
+    const char *bad[] = {"a\n-r other.txt\n", "-rother.txt", "--requirement=x.txt",
+                         "-c constraints.txt"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {
+        gt_err_clear(&err);
+        assert_int_equal(gt_cli_requirements_parse(bad[i], strlen(bad[i]), &lines, &err),
+                         GT_EINVAL);
+        assert_null(lines);
+        assert_non_null(strstr(err.msg, "includes another file"));
+    }
+    assert_non_null(strstr(err.msg, "line 1"));
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_requirements_parse("a\0b", 3, &lines, &err), GT_EINVAL);
+    assert_null(lines);
+    /* an option merely starting like one is not an include */
+    assert_int_equal(gt_cli_requirements_parse("--constraints-ok", 16, &lines, &err), 0);
+    json_decref(lines);
 }
 
 static void test_run_job_rejects_bad_values(void **state)
@@ -191,15 +302,27 @@ static void test_logs_task_name(void **state)
 static void test_log_path(void **state)
 {
     (void)state;
-    char *p = gt_cli_log_path("vision", "t-worker-0", true, 20);
+    struct gt_cli_log_opts o = {.follow = true, .tail_lines = 20};
+    char *p = gt_cli_log_path("vision", "t-worker-0", &o);
     assert_string_equal(p, "/apis/gantry.dev/v1/projects/vision/tasks/t-worker-0/log"
                            "?follow=true&tailLines=20");
     free(p);
-    p = gt_cli_log_path("vision", "t-worker-0", false, -1);
+    o = (struct gt_cli_log_opts){.tail_lines = -1};
+    p = gt_cli_log_path("vision", "t-worker-0", &o);
     assert_string_equal(p, "/apis/gantry.dev/v1/projects/vision/tasks/t-worker-0/log");
     free(p);
-    p = gt_cli_log_path("v", "t", false, 0);
+    o.tail_lines = 0;
+    p = gt_cli_log_path("v", "t", &o);
     assert_string_equal(p, "/apis/gantry.dev/v1/projects/v/tasks/t/log?tailLines=0");
+    free(p);
+    o = (struct gt_cli_log_opts){.previous = true, .tail_lines = -1};
+    p = gt_cli_log_path("v", "t", &o);
+    assert_string_equal(p, "/apis/gantry.dev/v1/projects/v/tasks/t/log?previous=true");
+    free(p);
+    o = (struct gt_cli_log_opts){.follow = true, .previous = true, .tail_lines = 5};
+    p = gt_cli_log_path("v", "t", &o);
+    assert_string_equal(p, "/apis/gantry.dev/v1/projects/v/tasks/t/log?follow=true&previous=true"
+                           "&tailLines=5");
     free(p);
 }
 
@@ -265,6 +388,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_job_from_flags),
+        cmocka_unit_test(test_run_job_distributed_with_code),
+        cmocka_unit_test(test_requirements_parse),
         cmocka_unit_test(test_run_job_rejects_bad_values),
         cmocka_unit_test(test_run_name_is_fresh),
         cmocka_unit_test(test_task_exit_status),

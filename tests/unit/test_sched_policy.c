@@ -67,8 +67,16 @@ static void add_classes(struct gt_sched_model *m)
         gt_sched_priority_class_set(m, "polite", 100, GT_SCHED_PREEMPT_NEVER, false, NULL), 0);
 }
 
-static int add_job(struct gt_sched_model *m, const char *id, const char *dept, const char *pclass,
-                   int64_t arrival_ms, int replicas, int64_t gpus)
+/* What add_job_ex sets beyond add_job. */
+struct job_opts {
+    const char *project;
+    int32_t min_available;
+    int64_t active_deadline_ms;
+};
+
+static int add_job_ex(struct gt_sched_model *m, const char *id, const char *dept,
+                      const char *pclass, int64_t arrival_ms, int replicas, int64_t gpus,
+                      const struct job_opts *o)
 {
     struct gt_sched_group_spec g = {
         .name = "worker",
@@ -77,11 +85,20 @@ static int add_job(struct gt_sched_model *m, const char *id, const char *dept, c
     };
     struct gt_sched_job_spec spec = {.id = id,
                                      .department = dept,
+                                     .project = o->project,
                                      .priority_class = pclass,
                                      .arrival_ms = arrival_ms,
+                                     .min_available = o->min_available,
                                      .groups = &g,
-                                     .n_groups = 1};
+                                     .n_groups = 1,
+                                     .active_deadline_ms = o->active_deadline_ms};
     return gt_sched_job_add(m, &spec, NULL);
+}
+
+static int add_job(struct gt_sched_model *m, const char *id, const char *dept, const char *pclass,
+                   int64_t arrival_ms, int replicas, int64_t gpus)
+{
+    return add_job_ex(m, id, dept, pclass, arrival_ms, replicas, gpus, &(struct job_opts){0});
 }
 
 static void run(struct gt_sched_model *m, const char *policy, int64_t now_ms,
@@ -210,6 +227,160 @@ static void test_borrowing(void **state)
     assert_int_equal(binds_of(&d, "cv2"), 0);
     assert_int_equal(find_wait(&d, "cv2")->reason, GT_SCHED_WAIT_QUOTA);
     /* nlp1 fits only by reclaiming: cv runs above its guarantee. */
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* ---- project hard caps ---- */
+
+/* A hard cap on GPUs only (spec.hard: nvidia.com/gpu). */
+static void set_cap(struct gt_sched_model *m, const char *project, int64_t gpus)
+{
+    struct gt_sched_res hard = {GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, gpus * 1000};
+    assert_int_equal(gt_sched_project_set(m, project, &hard, NULL), 0);
+}
+
+static int64_t project_gpu_milli(const struct gt_sched_model *m, const char *project)
+{
+    struct gt_sched_res used;
+    assert_int_equal(gt_sched_project_get(m, project, NULL, &used), 0);
+    return used.gpu_milli;
+}
+
+/* Jobs admitted earlier in the same cycle count against the cap; another
+ * project of the department is not held back by it. */
+static void test_project_cap_same_cycle(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 8, 8);
+    set_cap(m, "p", 4);
+    const struct job_opts in_p = {.project = "p"}, in_q = {.project = "q"};
+    assert_int_equal(add_job_ex(m, "a", "cv", NULL, 1, 1, 2, &in_p), 0);
+    assert_int_equal(add_job_ex(m, "b", "cv", NULL, 2, 1, 2, &in_p), 0);
+    assert_int_equal(add_job_ex(m, "c", "cv", NULL, 3, 1, 1, &in_p), 0);
+    assert_int_equal(add_job_ex(m, "d", "cv", NULL, 4, 1, 3, &in_q), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(binds_of(&d, "a") + binds_of(&d, "b"), 2);
+    assert_int_equal(binds_of(&d, "c"), 0);
+    assert_int_equal(binds_of(&d, "d"), 1);
+    const struct gt_sched_wait *w = find_wait(&d, "c");
+    assert_non_null(w);
+    assert_int_equal(w->reason, GT_SCHED_WAIT_QUOTA);
+    assert_string_equal(w->message,
+                        "project p needs gpu_milli 1000, hard cap 4000 reached (4000 in use)");
+    assert_int_equal(project_gpu_milli(m, "p"), 4000);
+    assert_int_equal(project_gpu_milli(m, "q"), 3000);
+    /* Use follows exits: a task ends, the waiting job fits. */
+    assert_int_equal(gt_sched_task_exit(m, "a-worker-0", false, NULL), 0);
+    assert_int_equal(project_gpu_milli(m, "p"), 2000);
+    run(m, "gantry", 20, &d);
+    assert_int_equal(binds_of(&d, "c"), 1);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* The cap counts the incoming request, a gang's as a whole: nothing of a
+ * gang that would cross it is bound, though part of it would fit. */
+static void test_project_cap_counts_request(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_node(m, "n2", 8);
+    add_dept(m, "cv", 16, 16);
+    set_cap(m, "p", 4);
+    const struct job_opts in_p = {.project = "p"};
+    assert_int_equal(add_job_ex(m, "a", "cv", NULL, 1, 1, 3, &in_p), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(binds_of(&d, "a"), 1);
+    assert_int_equal(add_job_ex(m, "b", "cv", NULL, 2, 1, 2, &in_p), 0); /* 3 + 2 > 4 */
+    assert_int_equal(add_job_ex(m, "g", "cv", NULL, 3, 3, 1, &in_p), 0); /* gang 3 > 1 left */
+    run(m, "gantry", 20, &d);
+    assert_int_equal(d.n_binds, 0);
+    assert_int_equal(find_wait(&d, "b")->reason, GT_SCHED_WAIT_QUOTA);
+    assert_non_null(strstr(find_wait(&d, "g")->message, "project p needs gpu_milli 3000"));
+    assert_int_equal(project_gpu_milli(m, "p"), 3000);
+    /* A bad cap is refused and changes nothing. */
+    struct gt_sched_res bad = {0, 0, 0, -1};
+    assert_int_equal(gt_sched_project_set(m, "p", &bad, NULL), GT_EINVAL);
+    assert_int_equal(gt_sched_project_set(m, "", &bad, NULL), GT_EINVAL);
+    struct gt_sched_res hard;
+    assert_int_equal(gt_sched_project_get(m, "p", &hard, NULL), 0);
+    assert_int_equal(hard.gpu_milli, 4000);
+    assert_int_equal(hard.cpu_milli, GT_SCHED_NO_CAP);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* Raising the cap lets the waiting job in; removing it lets the rest in;
+ * a removed cap of a project without jobs leaves nothing behind. */
+static void test_project_cap_raise_and_remove(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 8, 8);
+    set_cap(m, "p", 2);
+    const struct job_opts in_p = {.project = "p"};
+    assert_int_equal(add_job_ex(m, "a", "cv", NULL, 1, 1, 2, &in_p), 0);
+    assert_int_equal(add_job_ex(m, "b", "cv", NULL, 2, 1, 2, &in_p), 0);
+    assert_int_equal(add_job_ex(m, "c", "cv", NULL, 3, 1, 3, &in_p), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(d.n_binds, 1);
+    assert_int_equal(binds_of(&d, "a"), 1);
+    set_cap(m, "p", 4);
+    run(m, "gantry", 20, &d);
+    assert_int_equal(d.n_binds, 1);
+    assert_int_equal(binds_of(&d, "b"), 1);
+    assert_int_equal(find_wait(&d, "c")->reason, GT_SCHED_WAIT_QUOTA);
+    assert_int_equal(gt_sched_project_remove(m, "p", NULL), 0);
+    assert_int_equal(gt_sched_project_remove(m, "p", NULL), GT_ENOTFOUND);
+    run(m, "gantry", 30, &d);
+    assert_int_equal(binds_of(&d, "c"), 1);
+    assert_int_equal(project_gpu_milli(m, "p"), 7000); /* still counted, uncapped */
+    set_cap(m, "empty", 1);
+    assert_int_equal(gt_sched_project_remove(m, "empty", NULL), 0);
+    assert_int_equal(gt_sched_project_get(m, "empty", NULL, NULL), GT_ENOTFOUND);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* A job held back by its project's cap preempts nothing and reserves
+ * nothing, though its priority would let it preempt without the cap. */
+static void test_project_cap_never_preempts(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 8, 16);
+    set_cap(m, "p", 4);
+    const struct job_opts in_p = {.project = "p"}, in_q = {.project = "q"};
+    assert_int_equal(add_job_ex(m, "low-p", "cv", "low", 1, 1, 4, &in_p), 0);
+    assert_int_equal(add_job_ex(m, "low-q", "cv", "low", 2, 1, 4, &in_q), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(d.n_binds, 2);
+    assert_int_equal(add_job_ex(m, "high-p", "cv", "high", 20, 1, 4, &in_p), 0);
+    for (int i = 0; i < 3; i++) {
+        run(m, i == 1 ? "srtf" : "gantry", 30 + i, &d);
+        assert_int_equal(d.n_preempts, 0);
+        assert_int_equal(d.n_reserves, 0);
+        assert_int_equal(find_wait(&d, "high-p")->reason, GT_SCHED_WAIT_QUOTA);
+    }
+    /* Without the cap the same job does preempt: the cap alone held it. */
+    assert_int_equal(gt_sched_project_remove(m, "p", NULL), 0);
+    run(m, "gantry", 40, &d);
+    assert_int_equal(d.n_preempts, 1);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
 }
@@ -441,6 +612,154 @@ static void test_reclaim_and_no_loop(void **state)
     gt_sched_model_free(m);
 }
 
+/* ---- backfill (DESIGN.md Scheduling, step 5) ---- */
+
+/* Bind task to GPUs first..first+n-1 of node at bound_ms (as restored). */
+static void hold(struct gt_sched_model *m, const char *task, const char *node, int first, int n,
+                 int64_t bound_ms)
+{
+    struct gt_sched_gpu_share sh[8];
+    for (int i = 0; i < n; i++) {
+        sh[i] = (struct gt_sched_gpu_share){.index = first + i, .milli = 1000};
+    }
+    assert_int_equal(gt_sched_task_bind(m, task, node, sh, (size_t)n, bound_ms, NULL), 0);
+}
+
+/* n1: a (3 GPUs, deadline ends at 100 s) and b (3 GPUs, deadline b_dl_ms
+ * from 0, or none) bound at 0, GPUs 6 and 7 free; head job h wants all 8. */
+static struct gt_sched_model *backfill_model(int64_t b_dl_ms)
+{
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 64, 64);
+    assert_int_equal(
+        add_job_ex(m, "a", "cv", NULL, 0, 1, 3, &(struct job_opts){.active_deadline_ms = 100000}),
+        0);
+    assert_int_equal(
+        add_job_ex(m, "b", "cv", NULL, 0, 1, 3, &(struct job_opts){.active_deadline_ms = b_dl_ms}),
+        0);
+    hold(m, "a-worker-0", "n1", 0, 3, 0);
+    hold(m, "b-worker-0", "n1", 3, 3, 0);
+    assert_int_equal(add_job(m, "h", "cv", NULL, 10, 1, 8), 0);
+    return m;
+}
+
+static bool gpu_free(const struct gt_sched_model *m, const char *node, int index)
+{
+    struct gt_sched_gpu_info gi;
+    assert_int_equal(gt_sched_gpu_get(m, node, index, &gi), 0);
+    return gi.state == GT_SCHED_GPU_FREE;
+}
+
+/* The head job that cannot start reserves concrete GPUs: all 8 of n1,
+ * remade each cycle; a job without a deadline cannot use the free ones. */
+static void test_backfill_head_reserves(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = backfill_model(200000);
+    assert_int_equal(add_job(m, "z", "cv", NULL, 20, 1, 1), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    for (int cycle = 0; cycle < 2; cycle++) {
+        run(m, "gantry", 1000 + cycle, &d);
+        assert_int_equal(d.n_binds, 0);
+        assert_int_equal(d.n_preempts, 0);
+        assert_int_equal(d.n_reserves, 1);
+        assert_string_equal(d.reserves[0].job_id, "h");
+        assert_string_equal(d.reserves[0].node, "n1");
+        assert_int_equal(d.reserves[0].n_gpus, 8);
+        int seen = 0;
+        for (size_t g = 0; g < d.reserves[0].n_gpus; g++) {
+            seen |= 1 << d.reserves[0].gpu_index[g];
+        }
+        assert_int_equal(seen, 0xff);
+        assert_int_equal(find_wait(&d, "z")->reason, GT_SCHED_WAIT_UNSCHEDULABLE);
+        assert_true(gpu_free(m, "n1", 6) && gpu_free(m, "n1", 7));
+    }
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* The due time is the latest deadline end among the tasks waited for (b's
+ * 200 s, not a's 100 s): a job ending at 151 s is lent a reserved GPU, one
+ * ending at 251 s is not. */
+static void test_backfill_due_is_latest_end(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = backfill_model(200000);
+    assert_int_equal(add_job_ex(m, "late", "cv", NULL, 20, 1, 1,
+                                &(struct job_opts){.active_deadline_ms = 250000}),
+                     0);
+    assert_int_equal(add_job_ex(m, "early", "cv", NULL, 30, 1, 1,
+                                &(struct job_opts){.active_deadline_ms = 150000}),
+                     0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 1000, &d);
+    assert_int_equal(d.n_reserves, 1);
+    assert_int_equal(d.n_binds, 1);
+    assert_int_equal(binds_of(&d, "early"), 1);
+    assert_string_equal(d.binds[0].node, "n1");
+    assert_true(d.binds[0].gpus[0].index >= 6);
+    assert_int_equal(find_wait(&d, "late")->reason, GT_SCHED_WAIT_UNSCHEDULABLE);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* If a task waited for has no deadline, no reserved GPU is lent, however
+ * short the borrower's deadline. */
+static void test_backfill_no_deadline_no_lend(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = backfill_model(0);
+    assert_int_equal(add_job_ex(m, "short", "cv", NULL, 20, 1, 1,
+                                &(struct job_opts){.active_deadline_ms = 1000}),
+                     0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 1000, &d);
+    assert_int_equal(d.n_reserves, 1);
+    assert_int_equal(d.n_binds, 0);
+    assert_int_equal(find_wait(&d, "short")->reason, GT_SCHED_WAIT_UNSCHEDULABLE);
+    assert_true(gpu_free(m, "n1", 6) && gpu_free(m, "n1", 7));
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* Jobs without a deadline use only GPUs outside the reservation, even once
+ * those run out; a job whose deadline ends before the due time still gets
+ * the reserved ones then (also when it may not preempt). */
+static void test_backfill_outside_reservation(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = backfill_model(200000);
+    assert_int_equal(gt_sched_priority_class_set(m, "meek", 0, GT_SCHED_PREEMPT_NEVER, false, NULL),
+                     0);
+    add_node(m, "n2", 8);
+    assert_int_equal(add_job(m, "c", "cv", NULL, 0, 1, 7), 0);
+    hold(m, "c-worker-0", "n2", 0, 7, 0);
+    assert_int_equal(add_job(m, "z1", "cv", NULL, 20, 1, 1), 0);
+    assert_int_equal(add_job(m, "z2", "cv", NULL, 30, 1, 1), 0);
+    assert_int_equal(
+        add_job_ex(m, "w", "cv", "meek", 40, 1, 2, &(struct job_opts){.active_deadline_ms = 50000}),
+        0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 1000, &d);
+    assert_int_equal(d.n_reserves, 1);
+    assert_string_equal(d.reserves[0].node, "n1"); /* waits for the earliest end */
+    assert_int_equal(d.n_binds, 2);
+    for (size_t b = 0; b < d.n_binds; b++) {
+        bool is_z1 = strcmp(d.binds[b].task_id, "z1-worker-0") == 0;
+        assert_true(is_z1 || strcmp(d.binds[b].task_id, "w-worker-0") == 0);
+        assert_string_equal(d.binds[b].node, is_z1 ? "n2" : "n1");
+    }
+    assert_int_equal(find_wait(&d, "z2")->reason, GT_SCHED_WAIT_UNSCHEDULABLE);
+    assert_false(gpu_free(m, "n1", 6) || gpu_free(m, "n1", 7));
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
 /* ---- property test ---- */
 
 struct rng {
@@ -455,8 +774,55 @@ static uint64_t rnd(struct rng *r)
     return r->s * 2685821657736338717ULL;
 }
 
-enum { P_NODES = 8, P_JOBS = 64, P_DEPTS = 3 };
+enum { P_NODES = 8, P_JOBS = 64, P_DEPTS = 3, P_PROJECTS = 2, P_MAX_TASKS = 4 };
 static const char *const p_depts[P_DEPTS] = {"cv", "nlp", "rl"};
+static const char *const p_projects[P_PROJECTS + 1] = {"pa", "pb", NULL};
+
+/* The live jobs of a property run: gang size and minAvailable (resolved),
+ * and each job's tasks holding resources and pending before a cycle. */
+struct p_jobs {
+    bool live[P_JOBS];
+    int tasks[P_JOBS], min_available[P_JOBS];
+    size_t holding[P_JOBS], pending[P_JOBS];
+    char task_id[P_JOBS][P_MAX_TASKS][40];
+};
+
+static void p_count(const struct gt_sched_model *m, const struct p_jobs *pj, int j, size_t *holding,
+                    size_t *pending)
+{
+    *holding = *pending = 0;
+    for (int t = 0; t < pj->tasks[j]; t++) {
+        struct gt_sched_task_info ti;
+        assert_int_equal(gt_sched_task_get(m, pj->task_id[j][t], &ti), 0);
+        *holding += ti.node != NULL;
+        *pending += ti.state == GT_SCHED_TASK_PENDING;
+    }
+}
+
+/* No gang partly bound, exactly: a cycle releases nothing it did not bind,
+ * so each job holds what it held plus its binds; and a job with binds holds
+ * its whole gang (minAvailable, or every task not finished if fewer are
+ * left), all of them counted. */
+static void p_check_gangs(const struct gt_sched_model *m, const struct p_jobs *pj,
+                          const struct gt_sched_decisions *d)
+{
+    size_t binds[P_JOBS] = {0};
+    for (size_t b = 0; b < d->n_binds; b++) {
+        long j = strtol(d->binds[b].task_id + 1, NULL, 10);
+        assert_true(d->binds[b].task_id[0] == 'j' && j >= 0 && j < P_JOBS && pj->live[j]);
+        binds[j]++;
+    }
+    for (int j = 0; j < P_JOBS; j++) {
+        if (!pj->live[j]) {
+            continue;
+        }
+        size_t holding, pending;
+        p_count(m, pj, j, &holding, &pending);
+        assert_int_equal(holding, pj->holding[j] + binds[j]);
+        size_t open = pj->holding[j] + pj->pending[j], gang = (size_t)pj->min_available[j];
+        assert_true(binds[j] == 0 || holding >= (gang < open ? gang : open));
+    }
+}
 static const char *const p_classes[3] = {"low", "high", "polite"};
 
 static void p_node(struct gt_sched_model *m, struct rng *r, int i, bool add)
@@ -485,14 +851,32 @@ static void p_quota(struct gt_sched_model *m, struct rng *r, const char *dept)
     add_dept(m, dept, g, l);
 }
 
+/* A project's GPU cap: set to 0..23 GPUs, or removed. */
+static void p_cap(struct gt_sched_model *m, struct rng *r, const char *project)
+{
+    int64_t gpus = (int64_t)(rnd(r) % 28);
+    if (gpus < 24) {
+        set_cap(m, project, gpus);
+    } else {
+        (void)gt_sched_project_remove(m, project, NULL);
+    }
+}
+
 /* Every decision checked against the model; folded into *digest. */
 static void p_check(struct gt_sched_model *m, const struct gt_sched_decisions *d,
-                    const struct gt_sched_res before[P_DEPTS], uint64_t *digest)
+                    const struct gt_sched_res before[P_DEPTS + P_PROJECTS], uint64_t *digest)
 {
     for (int i = 0; i < P_DEPTS; i++) {
         struct gt_sched_res lim, used;
         assert_int_equal(gt_sched_department_get(m, p_depts[i], NULL, &lim, &used), 0);
         assert_true(used.gpu_milli <= lim.gpu_milli || used.gpu_milli <= before[i].gpu_milli);
+    }
+    for (int i = 0; i < P_PROJECTS; i++) {
+        struct gt_sched_res hard, used;
+        if (gt_sched_project_get(m, p_projects[i], &hard, &used) == 0) {
+            assert_true(used.gpu_milli <= hard.gpu_milli ||
+                        used.gpu_milli <= before[P_DEPTS + i].gpu_milli);
+        }
     }
     for (size_t b = 0; b < d->n_binds; b++) {
         struct gt_sched_task_info ti;
@@ -505,17 +889,6 @@ static void p_check(struct gt_sched_model *m, const struct gt_sched_decisions *d
             assert_true(gi.healthy && gi.used_milli <= 1000);
             *digest = (*digest ^ (uint64_t)d->binds[b].gpus[g].index) * 1099511628211ULL;
         }
-        /* The whole job holds its gang: no job partly bound. */
-        char job[16];
-        snprintf(job, sizeof(job), "%s", ti.job);
-        size_t holding = 0;
-        for (int t = 0; t < 4; t++) {
-            char id[40];
-            snprintf(id, sizeof(id), "%s-worker-%d", job, t);
-            struct gt_sched_task_info tj;
-            holding += gt_sched_task_get(m, id, &tj) == 0 && tj.node;
-        }
-        assert_true(holding >= 1);
         for (const char *p = d->binds[b].task_id; *p; p++) {
             *digest = (*digest ^ (unsigned char)*p) * 1099511628211ULL;
         }
@@ -548,8 +921,14 @@ static uint64_t p_run(uint64_t seed, long events, size_t *n_binds, size_t *n_pre
         p_node(m, &r, i, true);
         up[i] = true;
     }
-    bool live[P_JOBS] = {false};
-    int gang[P_JOBS] = {0};
+    struct p_jobs *pj = gt_xcalloc(1, sizeof(*pj));
+    bool *live = pj->live;
+    int *gang = pj->tasks;
+    for (int j = 0; j < P_JOBS; j++) {
+        for (int t = 0; t < P_MAX_TASKS; t++) {
+            snprintf(pj->task_id[j][t], sizeof(pj->task_id[j][t]), "j%d-worker-%d", j, t);
+        }
+    }
     char *evict[256];
     size_t n_evict = 0;
     uint64_t digest = 14695981039346656037ULL;
@@ -565,10 +944,13 @@ static uint64_t p_run(uint64_t seed, long events, size_t *n_binds, size_t *n_pre
         snprintf(task, sizeof(task), "j%d-worker-%d", j, (int)(rnd(&r) % 4));
         if (ev < 20 && !live[j]) { /* arrival */
             static const int64_t sizes[] = {1, 1, 1, 2, 4, 8, 16};
-            gang[j] = (int)(rnd(&r) % 4) + 1;
+            gang[j] = (int)(rnd(&r) % P_MAX_TASKS) + 1;
             int64_t gpus = sizes[rnd(&r) % 7];
-            live[j] = add_job(m, id, p_depts[rnd(&r) % P_DEPTS], p_classes[rnd(&r) % 3], now,
-                              gang[j], gpus) == 0;
+            struct job_opts o = {.project = p_projects[rnd(&r) % (P_PROJECTS + 1)],
+                                 .min_available = (int32_t)(rnd(&r) % (uint64_t)(gang[j] + 1))};
+            pj->min_available[j] = o.min_available ? o.min_available : gang[j];
+            live[j] = add_job_ex(m, id, p_depts[rnd(&r) % P_DEPTS], p_classes[rnd(&r) % 3], now,
+                                 gang[j], gpus, &o) == 0;
             assert_true(live[j]);
         } else if (ev < 40 && live[j]) { /* completion or failure of a task */
             struct gt_sched_task_info ti;
@@ -595,8 +977,10 @@ static uint64_t p_run(uint64_t seed, long events, size_t *n_binds, size_t *n_pre
             up[ni] = !up[ni];
         } else if (ev < 52 && up[ni]) { /* health, readiness, cordon */
             p_node(m, &r, ni, false);
-        } else if (ev < 55) {
+        } else if (ev < 53) {
             p_quota(m, &r, p_depts[rnd(&r) % P_DEPTS]);
+        } else if (ev < 55) {
+            p_cap(m, &r, p_projects[rnd(&r) % P_PROJECTS]);
         } else if (ev < 57) {
             assert_int_equal(gt_sched_priority_class_set(m, "high", (int32_t)(rnd(&r) % 200),
                                                          GT_SCHED_PREEMPT_LOWER, false, NULL),
@@ -608,12 +992,21 @@ static uint64_t p_run(uint64_t seed, long events, size_t *n_binds, size_t *n_pre
             }
             n_evict = 0;
         } else {
-            struct gt_sched_res before[P_DEPTS];
+            struct gt_sched_res before[P_DEPTS + P_PROJECTS] = {0};
             for (int i = 0; i < P_DEPTS; i++) {
                 assert_int_equal(gt_sched_department_get(m, p_depts[i], NULL, NULL, &before[i]), 0);
             }
+            for (int i = 0; i < P_PROJECTS; i++) {
+                (void)gt_sched_project_get(m, p_projects[i], NULL, &before[P_DEPTS + i]);
+            }
+            for (int i = 0; i < P_JOBS; i++) {
+                if (live[i]) {
+                    p_count(m, pj, i, &pj->holding[i], &pj->pending[i]);
+                }
+            }
             run(m, pols[rnd(&r) % 5], now, &d);
             p_check(m, &d, before, &digest);
+            p_check_gangs(m, pj, &d);
             *n_binds += d.n_binds;
             *n_preempts += d.n_preempts;
             for (size_t i = 0; i < d.n_preempts && n_evict < 256; i++) {
@@ -627,6 +1020,7 @@ static uint64_t p_run(uint64_t seed, long events, size_t *n_binds, size_t *n_pre
     }
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
+    free(pj);
     return digest;
 }
 
@@ -654,6 +1048,10 @@ int main(void)
         cmocka_unit_test(test_cap_counts_request),
         cmocka_unit_test(test_negative_request_rejected),
         cmocka_unit_test(test_borrowing),
+        cmocka_unit_test(test_project_cap_same_cycle),
+        cmocka_unit_test(test_project_cap_counts_request),
+        cmocka_unit_test(test_project_cap_raise_and_remove),
+        cmocka_unit_test(test_project_cap_never_preempts),
         cmocka_unit_test(test_priority_and_fairness_order),
         cmocka_unit_test(test_head_of_line),
         cmocka_unit_test(test_two_whole_cluster_gangs),
@@ -661,6 +1059,10 @@ int main(void)
         cmocka_unit_test(test_preempt_frees_enough),
         cmocka_unit_test(test_preempt_rules),
         cmocka_unit_test(test_reclaim_and_no_loop),
+        cmocka_unit_test(test_backfill_head_reserves),
+        cmocka_unit_test(test_backfill_due_is_latest_end),
+        cmocka_unit_test(test_backfill_no_deadline_no_lend),
+        cmocka_unit_test(test_backfill_outside_reservation),
         cmocka_unit_test(test_property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -275,9 +275,9 @@ static void test_openb_alloc_window(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fifo_exact),       cmocka_unit_test(test_sjf_exact),
-        cmocka_unit_test(test_oracle_isolation), cmocka_unit_test(test_event_order),
-        cmocka_unit_test(test_gang_and_errors),  cmocka_unit_test(test_openb_alloc),
+        cmocka_unit_test(test_fifo_exact),         cmocka_unit_test(test_sjf_exact),
+        cmocka_unit_test(test_oracle_isolation),   cmocka_unit_test(test_event_order),
+        cmocka_unit_test(test_gang_and_errors),    cmocka_unit_test(test_openb_alloc),
         cmocka_unit_test(test_openb_alloc_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
