@@ -115,6 +115,7 @@ int gt_sim_openb_alloc(const struct gt_sim_openb *o, const char *policy_name, ui
         return gt_err_set(err, GT_EINVAL, "no pods");
     }
     struct gt_sched_model *m = gt_sched_model_new();
+    gt_sched_model_set_seed(m, seed); /* random placement and tie breaks follow the run's seed */
     struct gt_sched_decisions dec;
     gt_sched_decisions_init(&dec);
     int64_t cap = 0;
