@@ -19,6 +19,9 @@
 
 static const char marker[] = "";
 #define MARK ((void *)marker)
+/* Least time between two scheduling cycles: a burst of arrivals (or of
+ * exits) is decided in one cycle instead of one per loop turn. */
+#define GT_CTL_CYCLE_GAP_MS 20
 
 static void cobj_free(void *p)
 {
@@ -284,8 +287,18 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     free_keys(&tasks);
     free_keys(&jobs);
     if (c->want_cycle) {
-        c->want_cycle = false;
-        gt_feed_cycle(c);
+        /* arrivals in a burst share one cycle: at most one per GT_CTL_CYCLE_GAP_MS */
+        int64_t wait_ms = c->last_cycle_ms + GT_CTL_CYCLE_GAP_MS - gt_mono_ms();
+        if (wait_ms > 0) {
+            if (!evtimer_pending(c->cycle_timer, NULL)) {
+                struct timeval tv = {0, (suseconds_t)(wait_ms * 1000)};
+                evtimer_add(c->cycle_timer, &tv);
+            }
+        } else {
+            c->want_cycle = false;
+            c->last_cycle_ms = gt_mono_ms();
+            gt_feed_cycle(c);
+        }
     }
 }
 
@@ -354,6 +367,7 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
         return rc;
     }
     c->kick = event_new(c->s->base, -1, 0, on_kick, c);
+    c->cycle_timer = evtimer_new(c->s->base, on_kick, c);
     c->tick = event_new(c->s->base, -1, EV_PERSIST, on_tick, c);
     struct timeval tv = {.tv_sec = 1, .tv_usec = 0};
     evtimer_add(c->tick, &tv);
@@ -382,6 +396,7 @@ void gt_ctl_free(struct gt_ctl *c)
     }
     if (c->kick) {
         event_free(c->kick);
+        event_free(c->cycle_timer);
     }
     if (c->tick) {
         event_free(c->tick);

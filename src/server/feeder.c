@@ -589,23 +589,30 @@ static void apply_preempt(struct gt_ctl *c, const struct gt_sched_preempt *p)
 
 static void apply_wait(struct gt_ctl *c, const struct gt_sched_wait *w)
 {
-    char *key = gt_xasprintf("/jobs/%s", w->job_id);
-    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
-    const char *text = w->message ? w->message : "";
+    /* runs for every pending job every cycle: no allocation unless the
+     * reason changed */
+    char key[512];
+    char msg[1024];
     const char *code = gt_sched_wait_reason_str(w->reason);
-    char *msg = gt_xasprintf("%s: %s", code, text);
-    const char *was = gt_strmap_get(&c->waits, key);
-    if (o && (!was || strcmp(was, msg))) {
-        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Normal", code, text);
-        free(gt_strmap_put(&c->waits, key, msg));
-        msg = NULL;
-        gt_strmap_put(&c->dirty_jobs, key, (void *)marker);
-    }
-    free(msg);
+    int kn = snprintf(key, sizeof(key), "/jobs/%s", w->job_id);
+    int mn = snprintf(msg, sizeof(msg), "%s: %s", code, w->message ? w->message : "");
     if (w->reason < 2) {
         c->s->metrics.jobs_pending[w->reason]++;
     }
-    free(key);
+    if (kn < 0 || (size_t)kn >= sizeof(key) || mn < 0) {
+        return;
+    }
+    const char *was = gt_strmap_get(&c->waits, key);
+    if (was && !strcmp(was, msg)) {
+        return;
+    }
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
+    if (o) {
+        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Normal", code,
+                         w->message ? w->message : "");
+        free(gt_strmap_put(&c->waits, key, gt_xstrdup(msg)));
+        gt_strmap_put(&c->dirty_jobs, key, (void *)marker);
+    }
 }
 
 const char *gt_feed_wait(const struct gt_ctl *c, const char *job_key)

@@ -162,6 +162,8 @@ struct gt_ctl {
     struct event *kick;                   /* runs once per loop turn when something changed */
     struct event *tick;                   /* every second: node lifecycle, a cycle */
     bool want_cycle;
+    struct event *cycle_timer; /* a cycle deferred to keep GT_CTL_CYCLE_GAP_MS between cycles */
+    int64_t last_cycle_ms;     /* monotonic */
     int64_t start_ms;
     struct gt_sched_model *model;
     const struct gt_sched_policy *policy;
