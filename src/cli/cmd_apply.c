@@ -25,8 +25,12 @@
 
 enum { MAX_INPUT_BYTES = 64 << 20 };
 
+enum { MAX_FILES = 64 };
+
 struct apply_opts {
-    const char *file;
+    const char *files[MAX_FILES]; /* -f may be repeated, applied in order (as kubectl) */
+    size_t n_files;
+    bool too_many;
     const char *project;
 };
 
@@ -34,7 +38,11 @@ static int on_opt(int opt, const char *value, void *arg)
 {
     struct apply_opts *o = arg;
     if (opt == 'f') {
-        o->file = value;
+        if (o->n_files == MAX_FILES) {
+            o->too_many = true;
+        } else {
+            o->files[o->n_files++] = value;
+        }
     } else {
         GT_ASSERT(opt == 'p');
         o->project = value;
@@ -206,6 +214,61 @@ static void describe_failure(struct gt_err *err, const char *file, size_t index,
     }
 }
 
+/* Apply every document of one file in order; *client is made on first
+ * use. 0, GT_CLI_EXIT_FAIL (already reported) or an error in err. */
+static int apply_file(struct gt_cli_ctx *ctx, struct gt_cli_client **clientp, const char *file,
+                      const char *project, struct gt_err *errp)
+{
+    struct gt_err err = {0};
+    struct gt_buf text;
+    gt_buf_init(&text);
+    json_t *docs = NULL;
+    int rc = read_input(file, &text, &err);
+    if (rc == 0 && gt_yaml_load_documents(text.data ? text.data : "", text.len, &docs, &err)) {
+        gt_err_prefix(&err, "%s", strcmp(file, "-") == 0 ? "standard input" : file);
+        rc = GT_EBADREQ;
+    }
+    gt_buf_fini(&text);
+    if (rc == 0 && json_array_size(docs) == 0) {
+        rc = gt_err_set(&err, GT_EBADREQ, "no objects in %s", file);
+    }
+    if (rc == 0 && !*clientp && gt_cli_ctx_client(ctx, clientp) != 0) {
+        json_decref(docs);
+        return GT_CLI_EXIT_FAIL;
+    }
+    struct gt_cli_client *client = *clientp;
+    size_t n_docs = json_array_size(docs);
+    for (size_t i = 0; rc == 0 && i < n_docs; i++) {
+        struct target t = {0};
+        bool created = false;
+        char from_kind[64];
+        rc = convert_kubeflow(docs, i, project, from_kind, sizeof(from_kind), &err);
+        json_t *doc = json_array_get(docs, i);
+        if (rc == 0) {
+            rc = resolve_target(doc, project, &t, &err);
+        }
+        if (rc == 0) {
+            rc = apply_one(client, doc, &t, &created, &err);
+        }
+        if (rc != 0) {
+            describe_failure(&err, file, i, n_docs, &t);
+            break;
+        }
+        char res[64];
+        gt_cli_kind_resource(t.kind, res, sizeof(res));
+        if (from_kind[0]) {
+            fprintf(ctx->out, "%s/%s %s (as %s/%s)\n", from_kind, t.name,
+                    created ? "created" : "configured", res, t.name);
+        } else {
+            fprintf(ctx->out, "%s/%s %s\n", res, t.name, created ? "created" : "configured");
+        }
+        fflush(ctx->out);
+    }
+    json_decref(docs);
+    *errp = err;
+    return rc;
+}
+
 int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                      char **argv)
 {
@@ -220,57 +283,19 @@ int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, i
     if (rc != 0) {
         return rc;
     }
-    if (!o.file) {
+    if (o.n_files == 0) {
         return gt_cli_usage_error(ctx, cmd, "-f FILE is required");
+    }
+    if (o.too_many) {
+        return gt_cli_usage_error(ctx, cmd, "at most %d -f files", MAX_FILES);
     }
     if (first < argc) {
         return gt_cli_usage_error(ctx, cmd, "unexpected argument \"%s\"", argv[first]);
     }
     struct gt_err err = {0};
-    struct gt_buf text;
-    gt_buf_init(&text);
-    json_t *docs = NULL;
-    rc = read_input(o.file, &text, &err);
-    if (rc == 0 && gt_yaml_load_documents(text.data ? text.data : "", text.len, &docs, &err)) {
-        gt_err_prefix(&err, "%s", strcmp(o.file, "-") == 0 ? "standard input" : o.file);
-        rc = GT_EBADREQ;
-    }
-    gt_buf_fini(&text);
     struct gt_cli_client *client = NULL;
-    if (rc == 0 && json_array_size(docs) == 0) {
-        rc = gt_err_set(&err, GT_EBADREQ, "no objects in %s", o.file);
+    for (size_t i = 0; rc == 0 && i < o.n_files; i++) {
+        rc = apply_file(ctx, &client, o.files[i], o.project, &err);
     }
-    if (rc == 0 && gt_cli_ctx_client(ctx, &client) != 0) {
-        json_decref(docs);
-        return GT_CLI_EXIT_FAIL;
-    }
-    size_t n_docs = json_array_size(docs);
-    for (size_t i = 0; rc == 0 && i < n_docs; i++) {
-        struct target t = {0};
-        bool created = false;
-        char from_kind[64];
-        rc = convert_kubeflow(docs, i, o.project, from_kind, sizeof(from_kind), &err);
-        json_t *doc = json_array_get(docs, i);
-        if (rc == 0) {
-            rc = resolve_target(doc, o.project, &t, &err);
-        }
-        if (rc == 0) {
-            rc = apply_one(client, doc, &t, &created, &err);
-        }
-        if (rc != 0) {
-            describe_failure(&err, o.file, i, n_docs, &t);
-            break;
-        }
-        char res[64];
-        gt_cli_kind_resource(t.kind, res, sizeof(res));
-        if (from_kind[0]) {
-            fprintf(ctx->out, "%s/%s %s (as %s/%s)\n", from_kind, t.name,
-                    created ? "created" : "configured", res, t.name);
-        } else {
-            fprintf(ctx->out, "%s/%s %s\n", res, t.name, created ? "created" : "configured");
-        }
-        fflush(ctx->out);
-    }
-    json_decref(docs);
-    return rc == 0 ? GT_CLI_EXIT_OK : gt_cli_fail(ctx, &err);
+    return rc == 0 ? GT_CLI_EXIT_OK : rc == GT_CLI_EXIT_FAIL ? rc : gt_cli_fail(ctx, &err);
 }

@@ -397,6 +397,34 @@ static char *agent_port(const char *listen)
     return out;
 }
 
+/* Is ADDR:PORT free to listen on? Another gantryd already there would
+ * otherwise answer our health checks. 0, or an error naming the address. */
+static int listen_free(const char *listen, struct gt_err *err)
+{
+    const char *colon = strrchr(listen, ':');
+    char *host = colon ? gt_xstrndup(listen, (size_t)(colon - listen)) : NULL;
+    long port = colon ? strtol(colon + 1, NULL, 10) : -1;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    int rc = 0;
+    if (!host || port < 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        rc = gt_err_set(err, GT_EINVAL, "--listen %s: expected IPv4-ADDR:PORT", listen);
+    } else {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int one = 1;
+        if (fd >= 0) {
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        }
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+            rc = gt_err_set(err, -errno, "--listen %s: %s", listen, strerror(errno));
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+    }
+    free(host);
+    return rc;
+}
+
 static char *user_name(void)
 {
     struct passwd *pw = getpwuid(getuid());
@@ -425,6 +453,10 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
     free(state_text);
     free(state_path);
     json_decref(state);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = listen_free(f->listen, err);
     if (rc < 0) {
         return rc;
     }

@@ -26,9 +26,14 @@ class Durability(GantrydTest):
 
     def apply_examples(self):
         ex = os.path.join(SOURCE, "examples")
+        args = []
         for f in ("department.yaml", "project.yaml", "priorityclass.yaml", "job.yaml"):
-            p = self.g.cli("apply", "-f", os.path.join(ex, f))
-            self.assertIn("created", p.stdout)
+            args += ["-f", os.path.join(ex, f)]
+        p = self.g.cli("apply", *args)  # every -f is applied, in order
+        for res in ("department.gantry.dev/vision", "project.gantry.dev/detection",
+                    "priorityclass.gantry.dev/research-high", "priorityclass.gantry.dev/batch-low",
+                    "job.gantry.dev/resnet-train"):
+            self.assertIn(res + " created", p.stdout)
 
     def quiesced(self):
         """everything() once the controllers have stopped writing."""
