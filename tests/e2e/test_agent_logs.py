@@ -71,7 +71,9 @@ class Logs(AgentTest):
                 time.sleep(0.005)
             # follow as soon as it is bound: before, while or after it runs
             st, body, _ = self.follow(task)
-            if st == 404:  # the agent had not heard of the task yet
+            # 404: the agent had not heard of the task yet; 409: gantryd's
+            # controller cache had not yet seen the bind this GET saw
+            if st in (404, 409):
                 self.wait_phase(task, ("Running",) + TERMINAL)
                 st, body, _ = self.follow(task)
             self.assertEqual((st, body), (200, "hello\n"), task)
