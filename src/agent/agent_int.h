@@ -54,6 +54,9 @@ int gt_cgroup_read_key(const char *dir, const char *name, const char *key, int64
 int gt_cgroup_mkdirs(const char *root, const char *rel, bool *created, struct gt_err *err);
 /* rmdir root/rel, retrying EBUSY for about 2 s; ENOENT is success. */
 int gt_cgroup_rmdir(const char *root, const char *rel, struct gt_err *err);
+/* An existing task cgroup may be reused only when no process is in it:
+ * 0, -EBUSY naming the count, or the error of listing its pids. */
+int gt_cgroup_require_empty(const struct gt_cgroup *cg, struct gt_err *err);
 /* SIGKILL the pids listed in procs_file until it is empty (about 5 s). */
 int gt_cgroup_kill_loop(const char *procs_file, struct gt_err *err);
 /* Parse a cgroup.procs file into a new array. Missing file: zero pids. */

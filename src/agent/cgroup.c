@@ -392,3 +392,15 @@ void gt_cgroup_fini(struct gt_cgroup *cg)
     cg->oom_fd = -1;
     cg->oom_ctl_fd = -1;
 }
+
+int gt_cgroup_require_empty(const struct gt_cgroup *cg, struct gt_err *err)
+{
+    pid_t *pids;
+    size_t n;
+    int rc = gt_cgroup_pids(cg, &pids, &n, err);
+    free(pids);
+    if (rc == 0 && n > 0) {
+        return gt_err_set(err, -EBUSY, "exists and holds %zu processes", n);
+    }
+    return rc;
+}

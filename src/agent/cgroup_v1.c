@@ -207,13 +207,7 @@ static int v1_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, s
         }
     }
     if (rc == 0 && !any_new) {
-        pid_t *pids;
-        size_t n;
-        rc = gt_cgroup_pids(cg, &pids, &n, err);
-        free(pids);
-        if (rc == 0 && n > 0) {
-            return gt_err_set(err, -EBUSY, "exists and holds %zu processes", n);
-        }
+        rc = gt_cgroup_require_empty(cg, err);
     }
     rc = rc < 0 ? rc : write_limits(cg, lim, err);
     if (rc < 0) {

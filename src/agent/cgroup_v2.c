@@ -136,13 +136,7 @@ static int v2_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, s
         return rc;
     }
     if (!created) {
-        pid_t *pids;
-        size_t n;
-        rc = gt_cgroup_pids(cg, &pids, &n, err);
-        free(pids);
-        if (rc == 0 && n > 0) {
-            return gt_err_set(err, -EBUSY, "exists and holds %zu processes", n);
-        }
+        rc = gt_cgroup_require_empty(cg, err);
     }
     rc = rc < 0 ? rc : enable_controllers(cg, err);
     rc = rc < 0 ? rc : write_limits(cg, lim, err);
