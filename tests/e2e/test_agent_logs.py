@@ -39,7 +39,8 @@ class Logs(AgentTest):
         st, body, took = self.follow(running)
         self.assertEqual((st, body), (200, "one\ntwo\n"))
         self.assertLess(took, 10)
-        self.assertEqual(self.phase(running), "Succeeded")
+        # the stream ends with the task; its status write follows shortly
+        self.assertEqual(self.wait_phase(running, TERMINAL)["status"]["phase"], "Succeeded")
 
         done = self.submit("quick", ["echo", "hello"], gpus=0, cpu="10m")
         self.wait_phase(done, TERMINAL)
@@ -59,7 +60,7 @@ class Logs(AgentTest):
         p = self.g.cli("logs", "-f", "-p", "proj-a", "cli", token="alice")
         self.assertEqual(p.stdout, "first\nlast\n")
         self.assertLess(time.monotonic() - t0, 15)
-        self.assertEqual(self.phase(task), "Succeeded")
+        self.assertEqual(self.wait_phase(task, TERMINAL)["status"]["phase"], "Succeeded")
 
     def test_short_tasks_kept_and_logged(self):
         agent = self.gantlet(fake_gpus="2xA100-80GB")
