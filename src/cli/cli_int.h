@@ -97,6 +97,8 @@ struct gt_cli_ctx {
     const char *server_flag; /* --server, borrowed from argv; NULL if absent */
     const char *token_flag;  /* --token */
     struct gt_cli_client *client;
+    char *default_project; /* the configuration file's "project", loaded once; owned */
+    bool default_project_loaded;
     FILE *out; /* results */
     FILE *err; /* errors and notes */
 };
@@ -116,6 +118,13 @@ struct gt_cli_command {
 /* The client for ctx's server, made on first use from the flags,
  * environment and configuration file. 0, or 1 after printing the error. */
 int gt_cli_ctx_client(struct gt_cli_ctx *ctx, struct gt_cli_client **out);
+
+/* The project a command works in: flag (-p, borrowed, may be NULL) when
+ * given, else the configuration file's default project, as kubectl falls
+ * back to its context's namespace. *project is NULL when neither names one;
+ * it is borrowed from flag or ctx. 0, or 1 after printing the error for an
+ * unreadable configuration file. */
+int gt_cli_ctx_project(struct gt_cli_ctx *ctx, const char *flag, const char **project);
 
 /* Print "error: <err's message>" to ctx->err; returns GT_CLI_EXIT_FAIL. */
 int gt_cli_fail(struct gt_cli_ctx *ctx, const struct gt_err *err);

@@ -91,8 +91,8 @@ struct target {
     const char *project; /* NULL for cluster-scoped kinds */
 };
 
-static int resolve_target(json_t *doc, const char *project_flag, struct target *t,
-                          struct gt_err *err)
+static int resolve_target(json_t *doc, const char *project_flag, const char *default_project,
+                          struct target *t, struct gt_err *err)
 {
     if (!json_is_object(doc)) {
         return gt_err_set(err, GT_EBADREQ, "not an object");
@@ -118,7 +118,7 @@ static int resolve_target(json_t *doc, const char *project_flag, struct target *
         return gt_err_set(err, GT_EBADREQ, "metadata.project \"%s\" does not match -p \"%s\"", p,
                           project_flag);
     }
-    t->project = p ? p : project_flag;
+    t->project = p ? p : project_flag ? project_flag : default_project;
     if (!t->project) {
         return gt_err_set(err, GT_EBADREQ, "metadata.project: required (or pass -p PROJECT)");
     }
@@ -214,10 +214,11 @@ static void describe_failure(struct gt_err *err, const char *file, size_t index,
     }
 }
 
-/* Apply every document of one file in order; *client is made on first
- * use. 0, GT_CLI_EXIT_FAIL (already reported) or an error in err. */
+/* Apply every document of one file in order, in the project the document
+ * names, else project (-p), else default_project (the configuration
+ * file's; either may be NULL); *client is made on first use. 0, GT_CLI_EXIT_FAIL (already reported) or an error in err. */
 static int apply_file(struct gt_cli_ctx *ctx, struct gt_cli_client **clientp, const char *file,
-                      const char *project, struct gt_err *errp)
+                      const char *project, const char *default_project, struct gt_err *errp)
 {
     struct gt_err err = {0};
     struct gt_buf text;
@@ -245,7 +246,7 @@ static int apply_file(struct gt_cli_ctx *ctx, struct gt_cli_client **clientp, co
         rc = convert_kubeflow(docs, i, project, from_kind, sizeof(from_kind), &err);
         json_t *doc = json_array_get(docs, i);
         if (rc == 0) {
-            rc = resolve_target(doc, project, &t, &err);
+            rc = resolve_target(doc, project, default_project, &t, &err);
         }
         if (rc == 0) {
             rc = apply_one(client, doc, &t, &created, &err);
@@ -292,10 +293,14 @@ int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, i
     if (first < argc) {
         return gt_cli_usage_error(ctx, cmd, "unexpected argument \"%s\"", argv[first]);
     }
+    const char *default_project;
+    if (gt_cli_ctx_project(ctx, o.project, &default_project) != 0) {
+        return GT_CLI_EXIT_FAIL;
+    }
     struct gt_err err = {0};
     struct gt_cli_client *client = NULL;
     for (size_t i = 0; rc == 0 && i < o.n_files; i++) {
-        rc = apply_file(ctx, &client, o.files[i], o.project, &err);
+        rc = apply_file(ctx, &client, o.files[i], o.project, default_project, &err);
     }
     return rc == 0 ? GT_CLI_EXIT_OK : rc == GT_CLI_EXIT_FAIL ? rc : gt_cli_fail(ctx, &err);
 }

@@ -272,7 +272,10 @@ int gt_cli_cmd_get(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         return gt_cli_usage_error(ctx, cmd, "-A lists every project; it takes no %s",
                                   name ? "NAME" : "-p");
     }
-    const char *project = kind->namespaced ? o.project : NULL;
+    const char *project = NULL;
+    if (kind->namespaced && !o.all_projects && gt_cli_ctx_project(ctx, o.project, &project) != 0) {
+        return GT_CLI_EXIT_FAIL;
+    }
     if (kind->namespaced && !project && !o.all_projects) {
         return gt_cli_usage_error(ctx, cmd, "%s live in projects: pass -p PROJECT or -A",
                                   kind->plural);

@@ -70,9 +70,9 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     }
     const char *job = argv[first];
     struct gt_err err = {0};
-    char *project = NULL;
-    if (gt_cli_config_project(f.project, &project, &err) != 0) {
-        return gt_cli_fail(ctx, &err);
+    const char *project;
+    if (gt_cli_ctx_project(ctx, f.project, &project) != 0) {
+        return GT_CLI_EXIT_FAIL;
     }
     if (!project) {
         return gt_cli_usage_error(ctx, cmd, "no project: pass -p PROJECT");
@@ -114,6 +114,5 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
 out:
     free(task);
     json_decref(job_obj);
-    free(project);
     return rc;
 }

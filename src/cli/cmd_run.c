@@ -227,10 +227,10 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         return gt_cli_fail(ctx, &err);
     }
     f.o.requirements = reqs;
-    char *project = NULL;
-    if (gt_cli_config_project(f.project, &project, &err) != 0) {
+    const char *project;
+    if (gt_cli_ctx_project(ctx, f.project, &project) != 0) {
         json_decref(reqs);
-        return gt_cli_fail(ctx, &err);
+        return GT_CLI_EXIT_FAIL;
     }
     if (!project) {
         json_decref(reqs);
@@ -253,6 +253,5 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     json_decref(reqs);
     json_decref(job);
     free(name);
-    free(project);
     return rc;
 }

@@ -23,14 +23,15 @@ static const struct gt_cli_command commands[] = {
         .usage = "apply -f FILE|- [-p PROJECT]",
         .summary = "Create or update objects from YAML or JSON documents",
         .options = "  -f, --filename FILE   file to read, - for standard input\n"
-                   "  -p, --project NAME    project for documents that name none\n",
+                   "  -p, --project NAME    project for documents that name none (default:\n"
+                   "                        the config file's \"project\")\n",
         .run = gt_cli_cmd_apply,
     },
     {
         .name = "get",
         .usage = "get KIND [NAME] [-p PROJECT | -A] [-l SELECTOR] [-o wide|json|yaml|name] [-w]",
         .summary = "List objects, or show one",
-        .options = "  -p, --project NAME         project of a project-scoped kind\n"
+        .options = "  -p, --project NAME         project (default: the config file's \"project\")\n"
                    "  -A, --all-projects         every project you may read\n"
                    "  -l, --selector SELECTOR    label selector (a=b,c!=d,e in (x,y))\n"
                    "      --field-selector SEL   field selector (spec.nodeName=n1)\n"
@@ -42,14 +43,14 @@ static const struct gt_cli_command commands[] = {
         .name = "describe",
         .usage = "describe KIND NAME [-p PROJECT]",
         .summary = "Show an object in detail, with its events",
-        .options = "  -p, --project NAME    project of a project-scoped kind\n",
+        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
         .run = gt_cli_cmd_describe,
     },
     {
         .name = "delete",
         .usage = "delete KIND NAME... [-p PROJECT]",
         .summary = "Delete objects",
-        .options = "  -p, --project NAME    project of a project-scoped kind\n",
+        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
         .run = gt_cli_cmd_delete,
     },
     {
@@ -272,11 +273,34 @@ int gt_cli_resolve_kind(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
     if (!*kind) {
         return gt_cli_usage_error(ctx, cmd, "unknown kind \"%s\"", word);
     }
-    *project = (*kind)->namespaced ? project_flag : NULL;
-    if ((*kind)->namespaced && !project_flag) {
+    *project = NULL;
+    if (!(*kind)->namespaced) {
+        return 0;
+    }
+    if (gt_cli_ctx_project(ctx, project_flag, project) != 0) {
+        return GT_CLI_EXIT_FAIL;
+    }
+    if (!*project) {
         return gt_cli_usage_error(ctx, cmd, "%s live in projects: pass -p PROJECT",
                                   (*kind)->plural);
     }
+    return 0;
+}
+
+int gt_cli_ctx_project(struct gt_cli_ctx *ctx, const char *flag, const char **project)
+{
+    *project = flag;
+    if (flag) {
+        return 0;
+    }
+    if (!ctx->default_project_loaded) {
+        struct gt_err err = {0};
+        if (gt_cli_config_project(NULL, &ctx->default_project, &err) != 0) {
+            return gt_cli_fail(ctx, &err);
+        }
+        ctx->default_project_loaded = true;
+    }
+    *project = ctx->default_project;
     return 0;
 }
 
@@ -387,6 +411,7 @@ int gt_cli_main(int argc, char **argv, FILE *out, FILE *err)
     }
     int rc = cmd->run(&ctx, cmd, argc - 1, argv + 1);
     gt_cli_client_free(ctx.client);
+    free(ctx.default_project);
     fflush(out);
     return rc;
 }

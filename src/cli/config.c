@@ -6,8 +6,8 @@
  * is JSON, {"server": "http://127.0.0.1:7070", "token": "...", "project":
  * "default"}, written by `gantry up` through gt_cli_config_write: atomically
  * and readable only by its owner, since it holds a credential. "project" is
- * the default project of commands that create work (`gantry run`); only the
- * file and -p supply it.
+ * the project of every command given no -p (as kubectl's context
+ * namespace); only the file and -p supply it.
  */
 #include <errno.h>
 #include <fcntl.h>

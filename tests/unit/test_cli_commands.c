@@ -449,6 +449,51 @@ static void test_get_table_json_name(void **state)
     fake_finish(f);
 }
 
+/* With no -p, project-scoped commands use the configuration file's
+ * "project" (as kubectl uses its context's namespace); -p and a document's
+ * own metadata.project still win. */
+static void test_default_project_from_config(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", JOBS, 200, JOB_LIST, NULL},
+        {"GET", "/apis/gantry.dev/v1/projects/other/jobs", 200, JOB_LIST, NULL},
+        {"GET", JOBS "/train", 404,
+         "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\",\"message\":\"no\"}",
+         NULL},
+        {"POST", JOBS, 201, "{}", NULL},
+        {"DELETE", JOBS "/train", 200, "{}", NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    char *cfg = write_temp("{\"project\": \"detection\"}");
+    setenv("GANTRY_CONFIG", cfg, 1);
+    struct run_result r = run_cli(f, (const char *[]){"get", "jobs", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "train"));
+    run_result_free(&r);
+    r = run_cli(f, (const char *[]){"get", "jobs", "-p", "other", NULL});
+    assert_int_equal(r.rc, 0);
+    run_result_free(&r);
+    char *doc = write_temp("kind: Job\n"
+                           "metadata: {name: train}\n"
+                           "spec:\n"
+                           "  replicaSpecs:\n"
+                           "    Worker: {replicas: 1, template: {command: [\"true\"]}}\n");
+    r = run_cli(f, (const char *[]){"apply", "-f", doc, NULL});
+    assert_string_equal(r.err, "");
+    assert_int_equal(r.rc, 0);
+    run_result_free(&r);
+    r = run_cli(f, (const char *[]){"delete", "job", "train", NULL});
+    assert_int_equal(r.rc, 0);
+    run_result_free(&r);
+    setenv("GANTRY_CONFIG", "/nonexistent/gantry-test-config", 1);
+    fake_finish(f);
+    unlink(doc);
+    free(doc);
+    unlink(cfg);
+    free(cfg);
+}
+
 static void test_get_watch_streams_rows(void **state)
 {
     (void)state;
@@ -676,12 +721,15 @@ static void test_logs_picks_task(void **state)
 
 int main(void)
 {
+    /* No configuration file of the person running the tests. */
+    setenv("GANTRY_CONFIG", "/nonexistent/gantry-test-config", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_apply_creates_then_updates),
         cmocka_unit_test(test_apply_stops_at_first_error),
         cmocka_unit_test(test_apply_converts_kubeflow),
         cmocka_unit_test(test_apply_rejects_before_sending),
         cmocka_unit_test(test_get_table_json_name),
+        cmocka_unit_test(test_default_project_from_config),
         cmocka_unit_test(test_get_watch_streams_rows),
         cmocka_unit_test(test_watch_expired),
         cmocka_unit_test(test_describe_with_events),
