@@ -404,14 +404,19 @@ static char *task_node(const json_t *obj)
     return text_at(obj, "spec.nodeName");
 }
 
-/* GPUs bound to the task: each entry of spec.gpus holds `milli` of a device
- * (a whole device when milli is absent). */
+/* GPUs of the task: once bound, those of spec.gpus (each entry holds
+ * `milli` of a device, a whole device when milli is absent); before, what
+ * its template asks for, as kubectl shows a pending pod's requests. */
 static char *task_gpus(const json_t *obj)
 {
     size_t i;
     json_t *g;
     int64_t total = 0;
-    json_array_foreach(gt_json_path(obj, "spec.gpus"), i, g)
+    const json_t *bound = gt_json_path(obj, "spec.gpus");
+    if (!json_is_array(bound) && !json_string_value(gt_json_path(obj, "spec.nodeName"))) {
+        return gpu_text(resources_gpu_milli(gt_json_path(obj, "spec.template.resources")));
+    }
+    json_array_foreach(bound, i, g)
     {
         const json_t *m = json_object_get(g, "milli");
         int64_t milli = m ? json_integer_value(m) : 1000;

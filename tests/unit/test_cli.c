@@ -247,10 +247,13 @@ static void test_columns_nodes_tasks_events(void **state)
                     "\"},\"spec\":{\"nodeName\":\"gpu-1\",\"gpus\":[{\"index\":0},"
                     "{\"index\":1,\"milli\":500}]},\"status\":{\"phase\":\"Running\"}},"
                     "{\"metadata\":{\"name\":\"train-worker-1\",\"creationTimestamp\":\"" T0
+                    "\"},\"spec\":{\"template\":{\"resources\":{\"limits\":{\"nvidia.com/gpu\":2}}}}},"
+                    "{\"metadata\":{\"name\":\"cpu-worker-0\",\"creationTimestamp\":\"" T0
                     "\"},\"spec\":{}}]");
     assert_string_equal(s, "NAME             PHASE     NODE     GPUS   AGE\n"
                            "train-worker-0   Running   gpu-1    1.5    3m10s\n"
-                           "train-worker-1   Pending   <none>   0      3m10s\n");
+                           "train-worker-1   Pending   <none>   2      3m10s\n"
+                           "cpu-worker-0     Pending   <none>   0      3m10s\n");
     free(s);
 
     s = render_kind(GT_KIND_EVENT, false, false,
