@@ -87,6 +87,125 @@ int gt_netif_of_listen(const char *listen, char *ifname, size_t len, struct gt_e
  * with *err the errno to report (shim.c; async-signal-safe). */
 void gt_shim_exec_search(char *const *argv, char *const *env, int *err);
 
+/* ---- container images (image.c: pure parts; image_pull.c: the cache) ---- */
+
+#include <jansson.h>
+#include <limits.h>
+
+/* An image reference [HOST[:PORT]/]NAME[:TAG][@sha256:HEX], as the
+ * distribution spec has it: without a host, docker.io (library/ for a
+ * one-component name); without tag or digest, tag latest. */
+struct gt_image_ref {
+    char host[256];  /* "127.0.0.1:5000", "docker.io" */
+    char name[256];  /* "team/app" */
+    char tag[129];   /* "" when only a digest was given */
+    char digest[72]; /* "sha256:<64 hex>", "" when by tag */
+};
+
+/* Parse s (untrusted, borrowed) into ref. GT_EINVAL with err saying what
+ * is wrong ("invalid image reference ..."). */
+int gt_image_ref_parse(const char *s, struct gt_image_ref *ref, struct gt_err *err);
+/* skopeo's "docker://HOST/NAME@DIGEST" for digest (when non-empty), else
+ * "docker://HOST/NAME:TAG", into buf (len bytes). */
+void gt_image_ref_transport(const struct gt_image_ref *ref, const char *digest, char *buf,
+                            size_t len);
+
+/* Where a task's fresh working directory appears in its container. */
+#define GT_IMAGE_WORK_DIR "/work"
+
+/* What the task says about its process (all borrowed). */
+struct gt_image_task {
+    char *const *command; /* template.command; n_command 0: the image's Entrypoint */
+    size_t n_command;
+    char *const *args; /* template.args; n_args 0: the image's Cmd (unless command) */
+    size_t n_args;
+    char *const *env; /* the task's NAME=value list, agent variables included */
+    size_t n_env;
+    const char *working_dir; /* template.workingDir or NULL */
+};
+
+/* The container's process. Owned; free with gt_image_proc_fini. */
+struct gt_image_proc {
+    char **argv; /* NULL-terminated */
+    size_t n_argv;
+    char **env; /* NULL-terminated */
+    size_t n_env;
+    char *cwd;
+    bool mount_work; /* cwd is GT_IMAGE_WORK_DIR: mount the task's working directory there */
+};
+
+/* Merge an OCI image config (borrowed; its "config" object holds
+ * Entrypoint, Cmd, Env, WorkingDir) with the task as Docker and Kubernetes
+ * do: command replaces Entrypoint and drops Cmd; args replace Cmd; the
+ * task's env overrides the image's by name, CUDA_VISIBLE_DEVICES renumbered
+ * from 0, PATH defaulted; cwd = workingDir, else the image's, else
+ * GT_IMAGE_WORK_DIR. The image's User is not used: the task's uid follows
+ * runAsUser as for host tasks. GT_EINVAL when there is no command at all. */
+int gt_image_process_merge(const json_t *image_config, const struct gt_image_task *t,
+                           struct gt_image_proc *out, struct gt_err *err);
+void gt_image_proc_fini(struct gt_image_proc *p);
+
+/* --image-gc-threshold: bytes ("10Gi") into *bytes or "N%" into *percent
+ * (the other 0). GT_EINVAL. */
+int gt_image_gc_threshold_parse(const char *s, int64_t *bytes, int *percent, struct gt_err *err);
+
+/* One cached image, for GC. */
+struct gt_image_entry {
+    char digest_hex[65];
+    int64_t size_bytes;
+    int64_t last_used_ms;
+    bool in_use; /* a task holds it: never collected */
+};
+
+/* Which unused entries to remove, least recently used first, until
+ * usage_bytes falls to limit_bytes: their indices into victims (room for
+ * n). Returns how many. */
+size_t gt_image_gc_plan(const struct gt_image_entry *entries, size_t n, int64_t usage_bytes,
+                        int64_t limit_bytes, size_t *victims);
+
+struct gt_shim_image;
+
+/* A cached image a task uses: IMAGE_DIR/store/<hex>/ holding rootfs/,
+ * config.json (umoci's runtime config), image.json (the image config).
+ * use_fd holds a shared flock on its use lock while the task runs (GC
+ * takes it exclusively); close it after the container is gone. */
+struct gt_image_pulled {
+    char digest[72];
+    char dir[PATH_MAX];
+    int64_t size_bytes;
+    int64_t pull_ms; /* 0 when it was already cached */
+    bool cached;
+    int use_fd;
+    json_t *config; /* the image config (owned) */
+};
+
+/* Resolve im->ref with the registry (a digest reference that is cached
+ * needs no registry), pull it with skopeo into a temporary OCI layout and
+ * unpack it with umoci, then rename it into the store; all under an
+ * exclusive flock per digest, retried with back-off on transient errors.
+ * Appends Pulling/Pulled lines to STATE_DIR/events (gt_image_event_add),
+ * then collects unused images above the threshold. On failure err holds
+ * the registry's or the tool's message. out is the caller's storage;
+ * gt_image_pulled_fini releases it. */
+int gt_image_pull(const struct gt_shim_image *im, const char *state_dir,
+                  struct gt_image_pulled *out, struct gt_err *err);
+void gt_image_pulled_fini(struct gt_image_pulled *p);
+
+/* Append "REASON\tMESSAGE\n" to STATE_DIR/events for the agent to post
+ * as an Event of the task (message without tabs or newlines). */
+void gt_image_event_add(const char *state_dir, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Run argv (argv[0] searched in a default PATH; no shell) with env, stdin
+ * /dev/null, its stdout into out (may be NULL: discarded) and stderr into
+ * errout (may be NULL), at most 1 MiB each. Returns the wait status, or
+ * -errno when it could not run. */
+int gt_image_tool_run(char *const *argv, char *const *env, struct gt_buf *out,
+                      struct gt_buf *errout);
+/* The message of a Go tool's stderr: the last msg="..." (unquoted), else
+ * the last non-empty line, into buf. */
+void gt_image_tool_message(const char *stderr_text, char *buf, size_t len);
+
 /* ---- the gantlet daemon (daemon.c, tasks.c, logserve.c, apiclient.c) ---- */
 
 #include <event2/http.h>
@@ -138,8 +257,10 @@ struct gt_ltask {
     json_t *obj;         /* last Task object seen from gantryd (owned); NULL until seen */
     int64_t retry_at_ms; /* no status write before this (monotonic) */
     bool put_in_flight;
-    int gpus;  /* GPUs it holds on this node */
-    bool seen; /* in the last full list */
+    int gpus;          /* GPUs it holds on this node */
+    bool seen;         /* in the last full list */
+    int events_posted; /* lines of DIR/events posted as Events */
+    bool events_done;  /* DIR/events is complete and posted */
 };
 
 /* The daemon's state, owned by gt_gantlet_run. */
@@ -153,7 +274,10 @@ struct gt_gantlet {
     bool have_cgroups;
     char tasks_dir[PATH_MAX];
     char venvs_dir[PATH_MAX];
-    char cluster_ifname[64]; /* "" when unknown */
+    char images_dir[PATH_MAX];         /* the image cache */
+    char runtime_root[PATH_MAX];       /* the OCI runtime's --root: ROOT/oci */
+    struct gt_task_image_params image; /* borrows the two above and cfg */
+    char cluster_ifname[64];           /* "" when unknown */
     char shim[PATH_MAX];
     char agent_url[300];
     struct gt_ltask *tasks;
@@ -194,7 +318,45 @@ void gt_gantlet_tasks_count(const struct gt_gantlet *g, int *running, int *gpus)
 struct gt_ltask *gt_gantlet_task_find(const struct gt_gantlet *g, const char *uid);
 void gt_gantlet_tasks_free(struct gt_gantlet *g);
 
+/* image_events.c: post the new lines of a task's DIR/events as Events. */
+void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t);
+
 /* logserve.c: the --listen server (logs, /healthz, /metrics). */
 int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
+
+/* ---- the container of an image task (oci.c), run by the shim ---- */
+
+/* Host paths a container config needs besides the spec (borrowed). */
+struct gt_oci_paths {
+    const char *rootfs;                /* the task's root file system */
+    const char *hosts;                 /* bind-mounted over /etc/hosts, NULL: none */
+    const char *const *volume_sources; /* resolved host path per spec volume */
+    const char *dev_dir;               /* where /dev/nvidia* nodes are ("/dev") */
+};
+
+/* The OCI runtime config of spec's task: base (umoci's config.json of the
+ * image, borrowed; defaults for mounts, masked paths) with the process
+ * (borrowed), uid/gid/groups (no capabilities unless uid 0, no_new_privs
+ * unless privileged), pid+mount(+uts+ipc) namespaces and no network
+ * namespace, cgroupsPath /<cgroup path> with the spec's limits, devices
+ * denied but the task's GPUs (+ nvidiactl, nvidia-uvm) and the driver's
+ * files bind-mounted read-only, volumes, hosts and the working directory.
+ * Returns a new object (caller decrefs). */
+json_t *gt_oci_config_build(const json_t *base, const struct gt_shim_spec *spec,
+                            const struct gt_image_proc *proc, const struct gt_oci_paths *paths);
+/* STATE_DIR/rootfs: an overlayfs of image_rootfs (read-only lower) and
+ * STATE_DIR/ovl/{upper,work} (*mounted true), else a copy. 0 or negative. */
+int gt_oci_rootfs_prepare(const char *image_rootfs, const char *state_dir, bool *mounted,
+                          struct gt_err *err);
+/* `RUNTIME run -d` of the bundle STATE_DIR (config.json written) with
+ * stdin /dev/null and stdout/stderr out_fd: *pid is the container's init
+ * (host pid). On failure err has the runtime's message. */
+int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, pid_t *pid,
+               struct gt_err *err);
+/* After the container's processes are gone: `RUNTIME delete --force`,
+ * the empty parent cgroups the runtime left in hierarchies outside sys
+ * removed, the rootfs unmounted (when mounted). Best effort, logged. */
+void gt_oci_cleanup(const struct gt_shim_spec *spec, const struct gt_cgroup_sys *sys,
+                    const char *state_dir, bool rootfs_mounted);
 
 #endif

@@ -291,6 +291,36 @@ static int mkdirs(const char *path)
     return mkdir(p, 0711) < 0 && errno != EEXIST ? -errno : 0;
 }
 
+/* The image cache, the OCI runtime's root and the parsed image flags. */
+static int image_setup(struct gt_gantlet *g, struct gt_err *err)
+{
+    const struct gt_gantlet_config *c = g->cfg;
+    struct gt_task_image_params *ip = &g->image;
+    int rc = gt_image_gc_threshold_parse(c->image_gc_threshold, &ip->gc_threshold_bytes,
+                                         &ip->gc_threshold_percent, err);
+    if (rc < 0) {
+        return rc;
+    }
+    if (strcmp(c->oci_runtime, "runc") != 0 && strcmp(c->oci_runtime, "crun") != 0) {
+        return gt_err_set(err, GT_EINVAL, "--oci-runtime %s: want runc or crun", c->oci_runtime);
+    }
+    snprintf(g->images_dir, sizeof(g->images_dir), "%s", c->image_dir ? c->image_dir : "");
+    if (!c->image_dir) {
+        snprintf(g->images_dir, sizeof(g->images_dir), "%s/images", c->root);
+    }
+    snprintf(g->runtime_root, sizeof(g->runtime_root), "%s/oci", c->root);
+    if ((rc = mkdirs(g->images_dir)) < 0 || (rc = mkdirs(g->runtime_root)) < 0) {
+        return gt_err_set(err, rc, "image directories: %s", strerror(-rc));
+    }
+    ip->dir = g->images_dir;
+    ip->runtime = c->oci_runtime;
+    ip->runtime_root = g->runtime_root;
+    ip->auth_file = c->registry_auth_file;
+    ip->insecure = c->insecure_registries.items;
+    ip->n_insecure = c->insecure_registries.n;
+    return 0;
+}
+
 static void discover_gpus(struct gt_gantlet *g)
 {
     struct gt_err err = {0};
@@ -317,6 +347,9 @@ static int setup(struct gt_gantlet *g, struct gt_err *err)
     snprintf(g->venvs_dir, sizeof(g->venvs_dir), "%s/venvs", g->cfg->root);
     if ((rc = mkdirs(g->venvs_dir)) < 0) {
         return gt_err_set(err, rc, "%s: %s", g->venvs_dir, strerror(-rc));
+    }
+    if ((rc = image_setup(g, err)) < 0) {
+        return rc;
     }
     struct gt_err cgerr = {0};
     if (g->cfg->cluster_interface) {

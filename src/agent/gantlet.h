@@ -18,22 +18,24 @@
 #include "agent/agent.h"
 #include "agent/shim.h"
 
-
 /* ---- configuration (gantlet_config.c): one declarative table ---- */
 
 struct gt_gantlet_config {
-    char *server;         /* gantryd base URL, "http://host:port" */
-    char *token_file;     /* the agent's token: first line, bare or token,user,uid,"groups" */
-    char *name;           /* node name */
-    char *listen;         /* ADDR:PORT for logs, /healthz, /metrics */
-    char *fake_gpus;      /* NULL: NVML */
-    char *nvml_lib;       /* NULL: GT_NVML_LIBRARY */
-    char *root;           /* state root: ROOT/tasks/<uid>/ */
-    char *shim;           /* NULL: gantry-shim next to the gantlet binary */
-    struct gt_config_list storage_roots; /* allowed volume roots, owned */
-    char *pip_find_links;    /* NULL: none; a directory of wheels for tasks' requirements */
-    char *pip_index_url;     /* NULL: pip's default index (--no-index with find-links) */
-    char *cluster_interface; /* NULL: the interface owning the --listen address */
+    char *server;     /* gantryd base URL, "http://host:port" */
+    char *token_file; /* the agent's token: first line, bare or token,user,uid,"groups" */
+    char *name;       /* node name */
+    char *listen;     /* ADDR:PORT for logs, /healthz, /metrics */
+    char *fake_gpus;  /* NULL: NVML */
+    char *nvml_lib;   /* NULL: GT_NVML_LIBRARY */
+    char *root;       /* state root: ROOT/tasks/<uid>/ */
+    char *shim;       /* NULL: gantry-shim next to the gantlet binary */
+    struct gt_config_list storage_roots;       /* allowed volume roots, owned */
+    char *cluster_interface;                   /* NULL: the interface owning the --listen address */
+    char *image_dir;                           /* NULL: ROOT/images */
+    char *image_gc_threshold;                  /* "20Gi" or "80%" */
+    char *registry_auth_file;                  /* NULL: none */
+    struct gt_config_list insecure_registries; /* HOST:PORT, owned */
+    char *oci_runtime;                         /* "runc" or "crun" */
     int64_t heartbeat_s;
     int64_t log_max_bytes; /* per task log file before rotation */
     int64_t log_level;     /* enum gt_log_level */
@@ -59,6 +61,18 @@ int gt_gantlet_token_read(const char *path, char **token, struct gt_err *err);
 /* PATH given to a task whose env has none. */
 #define GT_GANTLET_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+/* The node's image configuration, for image tasks (all borrowed). */
+struct gt_task_image_params {
+    const char *dir;          /* the image cache */
+    const char *runtime;      /* "runc" or "crun" */
+    const char *runtime_root; /* the runtime's --root */
+    const char *auth_file;    /* NULL: none */
+    char *const *insecure;    /* HOST:PORT registries over plain HTTP */
+    size_t n_insecure;
+    int64_t gc_threshold_bytes;
+    int gc_threshold_percent;
+};
+
 /* What the agent adds to a Task to make a shim spec. */
 struct gt_task_spec_params {
     const char *state_dir;         /* ROOT/tasks/<uid>, absolute */
@@ -67,10 +81,9 @@ struct gt_task_spec_params {
     int log_keep_files;
     char *const *storage_roots; /* allowed volume roots (borrowed) */
     size_t n_storage_roots;
-    const char *venv_root;      /* ROOT/venvs; NULL: requirements are refused */
-    const char *pip_find_links; /* node pip configuration, may be NULL */
-    const char *pip_index_url;
-    const char *cluster_ifname; /* NULL: no GLOO/NCCL_SOCKET_IFNAME */
+    const char *venv_root;                    /* ROOT/venvs; NULL: requirements are refused */
+    const char *cluster_ifname;               /* NULL: no GLOO/NCCL_SOCKET_IFNAME */
+    const struct gt_task_image_params *image; /* NULL: images are refused */
 };
 
 /* Build the shim spec of a Task object (borrowed) into spec (caller's
@@ -80,11 +93,20 @@ struct gt_task_spec_params {
  * (0 only with spec.privileged), cwd = workingDir else STATE_DIR/work,
  * limits from resources.limits (else requests), log in STATE_DIR/log;
  * spec.source and spec.requirements as they are (venvDir =
- * VENV_ROOT/<task uid>), template.volumeMounts joined with spec.volumes and
+ * VENV_ROOT/<task uid>) with spec.pip's indexUrl and findLinks (the
+ * cluster's, from gantryd), template.volumeMounts joined with spec.volumes and
  * placed beneath a storage root, spec.hosts (plus NAME.<project>.svc for
  * each NAME without a dot). GT_EFORBIDDEN when a volume is outside every
  * storage root (reason VolumeDenied), else GT_EINVAL, with err saying why. */
 int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
+                       struct gt_shim_spec *spec, struct gt_err *err);
+
+/* The image part of a Task's shim spec (template.image set): spec->image
+ * from the template's image, command, args and workingDir and the node's
+ * image parameters; the agent's default PATH dropped from spec->env unless
+ * the template sets PATH (the image's then applies). GT_EINVAL when the
+ * node has no image parameters. Called by gt_task_spec_build (image.c). */
+int gt_task_spec_image(const json_t *tmpl, const struct gt_task_spec_params *p,
                        struct gt_shim_spec *spec, struct gt_err *err);
 
 /* The reason a stop request is reported with: "Deleted" (or none) is

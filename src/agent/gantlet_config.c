@@ -29,11 +29,6 @@ static const struct gt_config_opt opts[] = {
      "state directory (ROOT/tasks/<task-uid>/)"},
     {"storage-root", GT_CONFIG_LIST, OFF(storage_roots), NULL, 0, 0, false,
      "a directory volumes may be mounted from (repeatable)"},
-    {"pip-find-links", GT_CONFIG_STR, OFF(pip_find_links), NULL, 0, 0, false,
-     "a directory of wheels for tasks' requirements (pip --find-links; offline without "
-     "--pip-index-url)"},
-    {"pip-index-url", GT_CONFIG_STR, OFF(pip_index_url), NULL, 0, 0, false,
-     "the package index for tasks' requirements (pip --index-url)"},
     {"cluster-interface", GT_CONFIG_STR, OFF(cluster_interface), NULL, 0, 0, false,
      "network interface of the cluster network for GLOO/NCCL_SOCKET_IFNAME (default: the one "
      "owning the --listen address)"},
@@ -42,6 +37,17 @@ static const struct gt_config_opt opts[] = {
      "gantry-shim binary (default: next to gantlet)"},
     {"log-max-bytes", GT_CONFIG_INT, OFF(log_max_bytes), "104857600", 4096, INT64_MAX / 2, false,
      "task log file size before it is rotated (3 rotated files kept)"},
+    {"image-dir", GT_CONFIG_STR, OFF(image_dir), NULL, 0, 0, false,
+     "container image cache (default ROOT/images)"},
+    {"image-gc-threshold", GT_CONFIG_STR, OFF(image_gc_threshold), "80%", 0, 0, false,
+     "collect unused images, least recently used first, above this: bytes of images (20Gi) "
+     "or how full the image file system is (80%)"},
+    {"registry-auth-file", GT_CONFIG_STR, OFF(registry_auth_file), NULL, 0, 0, false,
+     "registry credentials in the format skopeo reads (containers-auth.json)"},
+    {"insecure-registry", GT_CONFIG_LIST, OFF(insecure_registries), NULL, 0, 0, false,
+     "HOST:PORT of a registry reached over plain HTTP (repeatable)"},
+    {"oci-runtime", GT_CONFIG_STR, OFF(oci_runtime), "runc", 0, 0, false,
+     "OCI runtime of image tasks: runc or crun (crun needs a pure cgroup v2 machine)"},
     {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false, "debug, info, warn or error"},
 };
 

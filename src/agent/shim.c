@@ -119,6 +119,9 @@ struct shim {
     int prep_rd_fd;     /* the preparer's failure report; -1 when none */
     bool *vol_is_dir;   /* per volume: a directory (else a file) */
     struct gt_shim_exit ex;
+    struct gt_image_pulled img; /* an image task's image (use_fd -1 until pulled) */
+    bool rootfs_mounted;        /* an image task's overlay is mounted */
+    bool container;             /* the OCI runtime was asked to run it */
 };
 
 /* ---- the task's side: runs between clone3 and execve ---- */
@@ -475,6 +478,100 @@ out:
     return rc;
 }
 
+/* The resolved host path of each volume (checked beneath its root), for
+ * the runtime, which mounts them by path. */
+static int volume_sources(struct shim *s, char ***out, struct gt_err *err)
+{
+    char **v = gt_xcalloc(s->spec.n_volumes + 1, sizeof(char *));
+    *out = v;
+    for (size_t i = 0; i < s->spec.n_volumes; i++) {
+        int fd;
+        int rc = gt_volume_open(s->spec.volumes[i].root, s->spec.volumes[i].path, &fd, err);
+        if (rc < 0) {
+            snprintf(s->ex.reason, sizeof(s->ex.reason), "VolumeDenied");
+            return rc;
+        }
+        char link[32], target[PATH_MAX];
+        fd_path(link, fd);
+        ssize_t n = readlink(link, target, sizeof(target) - 1);
+        close(fd);
+        if (n < 0) {
+            return gt_err_set(err, -errno, "volume at %s: %s", s->spec.volumes[i].mount_path,
+                              strerror(errno));
+        }
+        target[n] = '\0';
+        v[i] = gt_xstrdup(target);
+    }
+    return 0;
+}
+
+/* An image task: its process merged from the image, its rootfs, its
+ * config.json, then the runtime. 0, or negative with err set. */
+static int start_container(struct shim *s, struct gt_err *err)
+{
+    const struct gt_shim_image *im = s->spec.image;
+    struct gt_image_task t = {.command = im->command,
+                              .n_command = im->n_command,
+                              .args = im->args,
+                              .n_args = im->n_args,
+                              .env = s->spec.env,
+                              .n_env = s->spec.n_env,
+                              .working_dir = im->working_dir};
+    struct gt_image_proc proc;
+    char lower[PATH_MAX + 16], rootfs[PATH_MAX + 16], hosts[PATH_MAX + 16], base[PATH_MAX + 16];
+    char **sources = NULL, *text = NULL;
+    int out[2] = {-1, -1};
+    json_t *cfg = NULL, *base_cfg = NULL;
+    int rc = gt_image_process_merge(s->img.config, &t, &proc, err);
+    if (rc < 0) {
+        return rc;
+    }
+    snprintf(lower, sizeof(lower), "%s/rootfs", s->img.dir);
+    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", s->dir);
+    snprintf(hosts, sizeof(hosts), "%s/hosts", s->dir);
+    snprintf(base, sizeof(base), "%s/config.json", s->img.dir);
+    rc = volume_sources(s, &sources, err);
+    rc = rc < 0 ? rc : gt_oci_rootfs_prepare(lower, s->dir, &s->rootfs_mounted, err);
+    size_t len;
+    rc = rc < 0 ? rc : gt_agent_file_read(base, 1 << 20, &text, &len, err);
+    if (rc == 0) {
+        base_cfg = json_loadb(text, len, 0, NULL);
+        free(text);
+        rc = base_cfg ? 0 : gt_err_set(err, GT_EINVAL, "%s: not JSON", base);
+    }
+    if (rc == 0) {
+        struct gt_oci_paths paths = {.rootfs = rootfs,
+                                     .hosts = s->spec.n_hosts ? hosts : NULL,
+                                     .volume_sources = (const char *const *)sources,
+                                     .dev_dir = s->cg.sys.dev_dir};
+        cfg = gt_oci_config_build(base_cfg, &s->spec, &proc, &paths);
+        text = gt_json_dumps(cfg);
+        rc = gt_agent_file_write_atomic(s->dir, "config.json", text, strlen(text), false, err);
+        free(text);
+    }
+    if (rc == 0 && pipe2(out, O_CLOEXEC) < 0) {
+        rc = gt_err_set(err, -errno, "pipe: %s", strerror(errno));
+    }
+    if (rc == 0) {
+        s->container = true;
+        rc = gt_oci_run(&s->spec, s->dir, out[1], &s->task_pid, err);
+    }
+    if (rc == 0) {
+        s->log_rd_fd = out[0];
+        out[0] = -1;
+    }
+    close_fd(&out[0]);
+    close_fd(&out[1]);
+    for (size_t i = 0; sources && i < s->spec.n_volumes; i++) {
+        free(sources[i]);
+    }
+    free(sources);
+    json_decref(cfg);
+    json_decref(base_cfg);
+    gt_image_proc_fini(&proc);
+    return rc;
+}
+
 static void write_number(struct shim *s, const char *name, long long v)
 {
     char buf[32];
@@ -650,6 +747,9 @@ static void finish(struct shim *s)
     if (s->cg_created) {
         gt_err_clear(&err);
         kill_everything(s);
+        if (s->container || s->rootfs_mounted) {
+            gt_oci_cleanup(&s->spec, &s->cg.sys, s->dir, s->rootfs_mounted);
+        }
         if (gt_cgroup_remove(&s->cg, &err) < 0) {
             gt_log_error("cannot remove the task cgroup", "err=\"%s\"", err.msg);
         }
@@ -727,6 +827,16 @@ static int prepare_and_start(struct shim *s, struct gt_err *err)
     if (rc < 0) {
         return gt_err_set(err, rc, "signals: %s", strerror(-rc));
     }
+    if (s->spec.image) {
+        /* before the cgroup: a failed pull leaves nothing to clean up */
+        rc = gt_image_pull(s->spec.image, s->dir, &s->img, err);
+        if (rc < 0) {
+            snprintf(s->ex.reason, sizeof(s->ex.reason), "ImagePullFailed");
+            gt_err_prefix(err, "image %s", s->spec.image->ref);
+            gt_image_event_add(s->dir, "Failed", "Failed to pull image: %s", err->msg);
+            return rc;
+        }
+    }
     rc = gt_cgroup_sys_detect(&sys, err);
     rc = rc < 0 ? rc : gt_cgroup_init(&s->cg, &sys, s->spec.cgroup_path, err);
     rc = rc < 0 ? rc : gt_cgroup_create(&s->cg, &s->spec.limits, err);
@@ -741,6 +851,9 @@ static int prepare_and_start(struct shim *s, struct gt_err *err)
                           err);
     rc = rc < 0 ? rc : check_volumes(s, err);
     rc = rc < 0 || !s->spec.n_hosts ? rc : write_hosts(s, err);
+    if (rc == 0 && s->spec.image) {
+        return start_container(s, err);
+    }
     return rc < 0 ? rc : start_task(s, err);
 }
 
@@ -755,6 +868,7 @@ static _Noreturn void run_detached(struct shim *s)
     s->cg.oom_fd = -1;
     s->cg.oom_ctl_fd = -1;
     s->prep_rd_fd = -1;
+    s->img.use_fd = -1;
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     write_number(s, "shim.pid", getpid());
     struct gt_err err = {0};
@@ -764,6 +878,7 @@ static _Noreturn void run_detached(struct shim *s)
         s->ex.exit_code = 127;
         snprintf(s->ex.error, sizeof(s->ex.error), "%s", err.msg);
         finish(s);
+        gt_image_pulled_fini(&s->img);
         _exit(write(STATUS_FD, "S", 1) == 1 ? 0 : 1);
     }
     write_number(s, "task.pid", s->task_pid);
@@ -779,6 +894,7 @@ static _Noreturn void run_detached(struct shim *s)
                 (int)s->ex.oom_killed);
     gt_shim_log_close(&s->log);
     gt_cgroup_fini(&s->cg);
+    gt_image_pulled_fini(&s->img);
     free(s->vol_is_dir);
     gt_shim_spec_fini(&s->spec);
     close_fd(&s->sig_fd);

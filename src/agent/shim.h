@@ -40,8 +40,19 @@
  *                                              with requirements, writable by uid
  *    "volumes": [{"root": "/storage", "path": "rel/in/root", "mountPath": "/abs",
  *                 "readOnly": false}],         need the mount namespace
- *    "hosts": [{"ip": "10.0.0.2", "hostname": "job-worker-0"}]}  ditto
+ *    "hosts": [{"ip": "10.0.0.2", "hostname": "job-worker-0"}],  ditto
+ *    "image": {"ref": "HOST/NAME:TAG", "dir": "/abs/images",  optional; argv
+ *              "runtime": "runc", "runtimeRoot": "/abs/oci",   may then be empty
+ *              "command": [...], "args": [...], "workingDir": "/abs",
+ *              "authFile": "/abs", "insecureRegistries": ["HOST:PORT"],
+ *              "gcThresholdBytes": 0, "gcThresholdPercent": 80}}
  * Unknown fields are rejected.
+ *
+ * An image task (see image_pull.c, oci.c and docs/agent.md) is pulled
+ * first (Pulling/Pulled lines in DIR/events; a failure is exit 127 with
+ * reason ImagePullFailed), then runs through the OCI runtime with the
+ * bundle in DIR (config.json, rootfs/, ovl/, container.pid, runtime.log)
+ * instead of the clone below; the rest of the protocol is the same.
  *
  * Before the task's command (all in its cgroup and namespaces): volumes
  * are opened beneath their root (openat2, see gt_volume_open) by the shim
@@ -98,6 +109,24 @@ struct gt_shim_host {
     char *hostname;
 };
 
+/* The container image of a task (spec "image"); NULL for host tasks. */
+struct gt_shim_image {
+    char *ref;          /* the image reference, as the template has it */
+    char *dir;          /* the node's image directory (absolute) */
+    char *runtime;      /* "runc" or "crun" */
+    char *runtime_root; /* the runtime's --root (absolute) */
+    char **command;     /* template.command, NULL-terminated (n 0: none) */
+    size_t n_command;
+    char **args; /* template.args, NULL-terminated (n 0: none) */
+    size_t n_args;
+    char *working_dir; /* template.workingDir, NULL when unset */
+    char *auth_file;   /* registry credentials (skopeo --authfile), NULL: none */
+    char **insecure;   /* HOST:PORT registries reached over plain HTTP */
+    size_t n_insecure;
+    int64_t gc_threshold_bytes;   /* images above this are collected (0: see percent) */
+    int64_t gc_threshold_percent; /* ... or the image file system above this % full */
+};
+
 /* A parsed spec.json. Every pointer is owned by the spec. */
 struct gt_shim_spec {
     char **argv; /* NULL-terminated */
@@ -131,6 +160,7 @@ struct gt_shim_spec {
     size_t n_volumes;
     struct gt_shim_host *hosts;
     size_t n_hosts;
+    struct gt_shim_image *image; /* NULL: a host task */
 };
 
 /* How a task ended, as exit.json records it. */

@@ -322,14 +322,64 @@ static int parse_mounts(json_t *root, struct gt_shim_spec *spec, struct gt_err *
     return 0;
 }
 
+static int parse_image(json_t *o, struct gt_shim_spec *spec, struct gt_err *err)
+{
+    static const char *const keys[] = {"ref",
+                                       "dir",
+                                       "runtime",
+                                       "runtimeRoot",
+                                       "command",
+                                       "args",
+                                       "workingDir",
+                                       "authFile",
+                                       "insecureRegistries",
+                                       "gcThresholdBytes",
+                                       "gcThresholdPercent"};
+    if (!json_is_object(o)) {
+        return gt_err_set(err, GT_EINVAL, "image: want an object");
+    }
+    struct gt_shim_image *im = spec->image = gt_xcalloc(1, sizeof(*im));
+    int rc = check_keys(o, "image.", keys, GT_ARRAY_LEN(keys), err);
+    rc = rc < 0 ? rc : get_str(o, "ref", "image.", true, &im->ref, err);
+    rc = rc < 0 ? rc : get_str(o, "dir", "image.", true, &im->dir, err);
+    rc = rc < 0 ? rc : get_str(o, "runtime", "image.", true, &im->runtime, err);
+    rc = rc < 0 ? rc : get_str(o, "runtimeRoot", "image.", true, &im->runtime_root, err);
+    rc = rc < 0 ? rc : get_strv(o, "command", false, &im->command, &im->n_command, err);
+    rc = rc < 0 ? rc : get_strv(o, "args", false, &im->args, &im->n_args, err);
+    rc = rc < 0 ? rc : get_str(o, "workingDir", "image.", false, &im->working_dir, err);
+    rc = rc < 0 ? rc : get_str(o, "authFile", "image.", false, &im->auth_file, err);
+    rc =
+        rc < 0 ? rc : get_strv(o, "insecureRegistries", false, &im->insecure, &im->n_insecure, err);
+    rc = rc < 0
+             ? rc
+             : get_int(o, "gcThresholdBytes", "image.", 0, INT64_MAX, &im->gc_threshold_bytes, err);
+    rc = rc < 0
+             ? rc
+             : get_int(o, "gcThresholdPercent", "image.", 0, 100, &im->gc_threshold_percent, err);
+    if (rc == 0 && (strcmp(im->runtime, "runc") != 0 && strcmp(im->runtime, "crun") != 0)) {
+        rc = gt_err_set(err, GT_EINVAL, "image.runtime: want runc or crun");
+    }
+    if (rc == 0 && (im->dir[0] != '/' || im->runtime_root[0] != '/' ||
+                    (im->working_dir && im->working_dir[0] != '/'))) {
+        rc = gt_err_set(err, GT_EINVAL, "image: dir, runtimeRoot and workingDir absolute");
+    }
+    if (rc == 0 && !(spec->namespaces & GT_NS_MOUNT)) {
+        rc = gt_err_set(err, GT_EINVAL, "image: needs the mount namespace");
+    }
+    return rc;
+}
+
 static int parse_root(json_t *root, struct gt_shim_spec *spec, struct gt_err *err)
 {
     static const char *const keys[] = {
         "argv",       "env",          "cwd",        "uid",     "gid",     "groups",
         "privileged", "hostname",     "namespaces", "cgroup",  "log",     "stopGracePeriodMs",
-        "source",     "requirements", "pip",        "venvDir", "volumes", "hosts"};
+        "source",     "requirements", "pip",        "venvDir", "volumes", "hosts",
+        "image"};
     int rc = check_keys(root, "", keys, GT_ARRAY_LEN(keys), err);
-    rc = rc < 0 ? rc : get_strv(root, "argv", true, &spec->argv, &spec->n_argv, err);
+    /* an image task may take its whole command from the image */
+    bool image = json_object_get(root, "image") != NULL;
+    rc = rc < 0 ? rc : get_strv(root, "argv", !image, &spec->argv, &spec->n_argv, err);
     rc = rc < 0 ? rc : get_strv(root, "env", false, &spec->env, &spec->n_env, err);
     for (size_t i = 0; rc == 0 && i < spec->n_env; i++) {
         if (!strchr(spec->env[i], '=') || spec->env[i][0] == '=') {
@@ -359,6 +409,7 @@ static int parse_root(json_t *root, struct gt_shim_spec *spec, struct gt_err *er
     json_t *src = json_object_get(root, "source");
     rc = rc < 0 || !src ? rc : parse_source(src, spec, err);
     rc = rc < 0 ? rc : parse_requirements(root, spec, err);
+    rc = rc < 0 || !image ? rc : parse_image(json_object_get(root, "image"), spec, err);
     return rc < 0 ? rc : parse_mounts(root, spec, err);
 }
 
@@ -388,6 +439,30 @@ static json_t *strv_json(char *const *v, size_t n)
         json_array_append_new(a, json_string(v[i]));
     }
     return a;
+}
+
+static json_t *image_to_json(const struct gt_shim_image *im)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "ref", im->ref, "dir", im->dir, "runtime",
+                          im->runtime, "runtimeRoot", im->runtime_root);
+    if (im->n_command) {
+        json_object_set_new(o, "command", strv_json(im->command, im->n_command));
+    }
+    if (im->n_args) {
+        json_object_set_new(o, "args", strv_json(im->args, im->n_args));
+    }
+    if (im->working_dir) {
+        json_object_set_new(o, "workingDir", json_string(im->working_dir));
+    }
+    if (im->auth_file) {
+        json_object_set_new(o, "authFile", json_string(im->auth_file));
+    }
+    if (im->n_insecure) {
+        json_object_set_new(o, "insecureRegistries", strv_json(im->insecure, im->n_insecure));
+    }
+    json_object_set_new(o, "gcThresholdBytes", json_integer(im->gc_threshold_bytes));
+    json_object_set_new(o, "gcThresholdPercent", json_integer(im->gc_threshold_percent));
+    return o;
 }
 
 /* The optional parts (source, requirements, volumes, hosts) into root. */
@@ -427,6 +502,9 @@ static void prep_to_json(const struct gt_shim_spec *spec, json_t *root)
                                                   v->read_only));
         }
         json_object_set_new(root, "volumes", vols);
+    }
+    if (spec->image) {
+        json_object_set_new(root, "image", image_to_json(spec->image));
     }
     if (spec->n_hosts) {
         json_t *hosts = json_array();
@@ -518,6 +596,18 @@ void gt_shim_spec_fini(struct gt_shim_spec *spec)
         free(spec->hosts[i].hostname);
     }
     free(spec->hosts);
+    if (spec->image) {
+        free(spec->image->ref);
+        free(spec->image->dir);
+        free(spec->image->runtime);
+        free(spec->image->runtime_root);
+        strv_free(spec->image->command);
+        strv_free(spec->image->args);
+        free(spec->image->working_dir);
+        free(spec->image->auth_file);
+        strv_free(spec->image->insecure);
+        free(spec->image);
+    }
     memset(spec, 0, sizeof(*spec));
 }
 

@@ -18,6 +18,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,7 +71,10 @@ static int rm_one(const char *path, const struct stat *st, int type, struct FTW 
 
 static void task_remove(struct gt_gantlet *g, struct gt_ltask *t)
 {
-    nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    char rootfs[PATH_MAX + 200];
+    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", t->dir);
+    umount2(rootfs, MNT_DETACH); /* an image task whose shim died left its overlay */
+    nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
     gt_log_info("task state removed", "task=%s uid=%s", t->name, t->uid);
     for (struct gt_ltask **p = &g->tasks; *p; p = &(*p)->next) {
         if (*p == t) {
@@ -295,9 +299,8 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task,
                                     .storage_roots = g->cfg->storage_roots.items,
                                     .n_storage_roots = g->cfg->storage_roots.n,
                                     .venv_root = g->venvs_dir,
-                                    .pip_find_links = g->cfg->pip_find_links,
-                                    .pip_index_url = g->cfg->pip_index_url,
-                                    .cluster_ifname = g->cluster_ifname};
+                                    .cluster_ifname = g->cluster_ifname,
+                                    .image = &g->image};
     struct gt_shim_spec spec;
     int rc = gt_task_spec_build(task, &p, &spec, err);
     rc = rc < 0 ? rc : check_volumes(&spec, err);
@@ -604,6 +607,9 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g)
                     exit_synthesize(t, NULL, "the agent restarted while starting the task");
                 }
             }
+        }
+        if (t->obj) {
+            gt_gantlet_task_events(g, t);
         }
         /* act only on tasks whose Task object was seen (adopted ones wait for the list) */
         if (t->obj || t->st.killing) {

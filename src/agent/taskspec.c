@@ -169,7 +169,8 @@ static int build_limits(const json_t *task, const json_t *tmpl, const struct gt_
     return 0;
 }
 
-/* spec.source and spec.requirements, with the node's pip configuration. */
+/* spec.source and spec.requirements, with the cluster's pip configuration
+ * (spec.pip, set by gantryd's job controller). */
 static int build_prep(const json_t *task, const struct gt_task_spec_params *p,
                       struct gt_shim_spec *spec, struct gt_err *err)
 {
@@ -205,8 +206,10 @@ static int build_prep(const json_t *task, const struct gt_task_spec_params *p,
         spec->n_req = sv.n;
     }
     spec->venv_dir = gt_xasprintf("%s/%u", p->venv_root, (unsigned)spec->uid);
-    spec->pip_find_links = p->pip_find_links ? gt_xstrdup(p->pip_find_links) : NULL;
-    spec->pip_index_url = p->pip_index_url ? gt_xstrdup(p->pip_index_url) : NULL;
+    const char *links = str_at(task, "spec.pip.findLinks");
+    const char *url = str_at(task, "spec.pip.indexUrl");
+    spec->pip_find_links = links ? gt_xstrdup(links) : NULL;
+    spec->pip_index_url = url ? gt_xstrdup(url) : NULL;
     return 0;
 }
 
@@ -304,11 +307,9 @@ int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
     if (!json_is_object(tmpl) || !uid || !gt_obj_name(task)) {
         return gt_err_set(err, GT_EINVAL, "task without spec.template, name or uid");
     }
-    if (json_object_get(tmpl, "image")) {
-        return gt_err_set(err, GT_EINVAL, "spec.template.image: images are not supported yet");
-    }
+    bool image = json_object_get(tmpl, "image") != NULL;
     build_argv(tmpl, spec);
-    if (spec->n_argv == 0) {
+    if (spec->n_argv == 0 && !image) {
         gt_shim_spec_fini(spec);
         return gt_err_set(err, GT_EINVAL, "spec.template.command: required");
     }
@@ -318,6 +319,7 @@ int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
     rc = rc < 0 ? rc : build_prep(task, p, spec, err);
     rc = rc < 0 ? rc : build_volumes(task, tmpl, p, spec, err);
     rc = rc < 0 ? rc : build_hosts(task, spec, err);
+    rc = rc < 0 || !image ? rc : gt_task_spec_image(tmpl, p, spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(spec);
         return rc;

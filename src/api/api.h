@@ -113,6 +113,10 @@ void gt_fieldsel_free(struct gt_fieldsel *sel);
 
 /* ---- Kubeflow manifests (kubeflow.c) ---- */
 
+/* runPolicy.backoffLimit meaning "no limit on restarts": a Kubeflow job
+ * without backoffLimit converts to it (gantry's own default is 6). */
+#define GT_API_BACKOFF_UNLIMITED INT32_MAX
+
 /* Is doc in the kubeflow.org API group (any version or kind)? Such documents
  * go through gt_api_kubeflow_convert, which names what it cannot take. */
 bool gt_api_kubeflow_is(const json_t *doc);
@@ -122,7 +126,8 @@ bool gt_api_kubeflow_is(const json_t *doc);
  * json_decref()s). metadata.namespace (required) becomes metadata.project; the
  * framework container ("tensorflow"/"pytorch", else the only one) becomes
  * each replica's template; pod hostPath volumes become spec.volumes; the
- * job is annotated gantry.dev/framework: pytorch | tensorflow. Any field
+ * job is annotated gantry.dev/framework: pytorch | tensorflow; an unset
+ * runPolicy.backoffLimit becomes GT_API_BACKOFF_UNLIMITED. Any field
  * gantry cannot honour is refused, never dropped. Returns 0, or GT_EINVAL
  * (*job_out NULL) with err "field.path: reason" naming the manifest's field,
  * or, for a value refused when the result is validated, "converted Job: "

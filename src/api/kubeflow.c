@@ -11,7 +11,9 @@
  * the container's name and imagePullPolicy, and the pod template's labels
  * and annotations (Kubernetes uses them for services and sidecar
  * injection). Kubeflow's defaults that differ from gantry's are written out
- * (restartPolicy OnFailure for PyTorchJob, Never for TFJob), and the output
+ * (restartPolicy OnFailure for PyTorchJob, Never for TFJob; no
+ * runPolicy.backoffLimit: GT_API_BACKOFF_UNLIMITED, as the operator does not
+ * limit restarts then), and the output
  * is annotated gantry.dev/framework (pytorch | tensorflow) so that the job
  * controller knows which distributed environment the tasks expect.
  *
@@ -665,6 +667,19 @@ static int convert_spec(const json_t *spec, const struct framework *fw, json_t *
     rc = convert_replicas(specs, join(p, "spec", fw->specs_key), fw, gspec, err);
     if (rc == 0 && rp) {
         rc = convert_run_policy(rp, "spec.runPolicy", gspec, err);
+    }
+    if (rc == 0) {
+        /* the training operator restarts without limit when backoffLimit
+         * is unset; gantry's default would be 6 */
+        json_t *out = json_object_get(gspec, "runPolicy");
+        if (!out) {
+            out = json_object();
+            json_object_set_new(gspec, "runPolicy", out);
+        }
+        json_t *bl = json_object_get(out, "backoffLimit");
+        if (!bl || json_is_null(bl)) {
+            json_object_set_new(out, "backoffLimit", json_integer(GT_API_BACKOFF_UNLIMITED));
+        }
     }
     return rc;
 }

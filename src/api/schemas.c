@@ -635,6 +635,15 @@ static const struct gt_field stop_fields[] = {
 };
 static const struct gt_schema stop_schema = {stop_fields, NULL};
 
+/* spec.pip of a Task: the cluster's pip configuration (gantryd
+ * --pip-index-url, --pip-find-links), used by the agent for requirements */
+static const struct gt_field task_pip_fields[] = {
+    STR("indexUrl", .max_len = 4096),
+    STR("findLinks", .max_len = 4096),
+    END,
+};
+static const struct gt_schema task_pip_schema = {task_pip_fields, NULL};
+
 static const struct gt_field task_spec_fields[] = {
     STR("job", DNS),
     STR("replicaType", .enums = replica_types),
@@ -650,6 +659,7 @@ static const struct gt_field task_spec_fields[] = {
     BOOL("privileged", .flags = GT_F_DEFAULT, .def_int = 0),
     OBJ("source", source_schema),
     {.name = "requirements", .type = GT_F_ANY, .check = gt_check_requirements},
+    OBJ("pip", task_pip_schema),
     LIST("volumes", volume_item, .max_len = 64),
     END,
 };

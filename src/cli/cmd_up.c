@@ -461,8 +461,15 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         return rc;
     }
     pid_t server_pid, agent_pid;
-    char *const server_argv[] = {cl->gantryd, "--data-dir", cl->store,         "--token-file",
-                                 cl->tokens,  "--listen",   (char *)f->listen, NULL};
+    /* gantryd admits hostPath volumes beneath the same roots the agent mounts from */
+    char *server_argv[8 + 2 * MAX_STORAGE_ROOTS] = {cl->gantryd,      "--data-dir", cl->store,
+                                                    "--token-file",   cl->tokens,   "--listen",
+                                                    (char *)f->listen};
+    size_t n_server = 7;
+    for (size_t i = 0; i < f->n_storage_roots; i++) {
+        server_argv[n_server++] = "--storage-root";
+        server_argv[n_server++] = (char *)f->storage_roots[i];
+    }
     rc = spawn(server_argv, cl->gantryd_log, cl->gantryd_pid, &server_pid, err);
     if (rc < 0) {
         return rc;

@@ -182,6 +182,9 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
     for (t = 0; t < job->n_tasks; t++) {
         gt_sched_job_pending_delta(job, &job->tasks[t], +1);
     }
+    for (size_t g = 0; g < job->n_groups; g++) {
+        gt_sched_workload_note(&m->workload, &job->groups[g].req, job->groups[g].replicas);
+    }
     return 0;
 fail:
     job_free(job);
@@ -271,7 +274,7 @@ void gt_sched_task_hold(struct gt_sched_task *task, struct gt_sched_node *node,
     node->task_head = task;
     node->n_tasks++;
     task->job->n_holding++;
-    gt_sched_job_holding_delta(task->job, +1);
+    gt_sched_task_holding_delta(task, +1);
     if (n_gpus > 0) {
         gt_sched_node_reindex(node, false);
     }
@@ -313,7 +316,7 @@ void gt_sched_task_unhold(struct gt_sched_task *task)
     task->node = NULL;
     node->n_tasks--;
     task->job->n_holding--;
-    gt_sched_job_holding_delta(task->job, -1);
+    gt_sched_task_holding_delta(task, -1);
     if (had_gpus) {
         gt_sched_node_reindex(node, false);
     }
@@ -332,7 +335,11 @@ void gt_sched_task_take(struct gt_sched_task *task, struct gt_sched_node *node,
 void gt_sched_task_release(struct gt_sched_task *task, bool requeue)
 {
     gt_sched_task_unhold(task);
-    task->evicting = false;
+    if (task->evicting) {
+        GT_ASSERT(task->job->dept->n_evicting > 0);
+        task->job->dept->n_evicting--;
+        task->evicting = false;
+    }
     task->state = requeue ? GT_SCHED_TASK_PENDING : GT_SCHED_TASK_DONE;
     if (requeue) {
         gt_sched_job_pending_delta(task->job, task, +1);

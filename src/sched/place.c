@@ -3,13 +3,17 @@
  * for a task without changing the model (the cycle then binds, preemption's
  * simulation holds), so the cycle and the what-if use exactly one rule.
  *
- * - gantry: a multi-GPU task inside one NVLink/PCIe group when one fits,
- *   choosing the node whose largest group block is the smallest that fits
- *   (best fit, keeps large blocks whole); else the node with the fewest
- *   avail GPUs that fit, GPUs taken from the fullest groups first. A
- *   fractional share goes on the fullest shared GPU with room in the
- *   cluster, else on a free GPU of the node with the fewest avail; a
- *   cpu-only task on the node with the fewest avail GPUs. Indexed.
+ * - gantry: fragmentation-aware (frag.c: the FGD measure over the
+ *   workload the model has seen). A whole-GPU task goes inside one
+ *   NVLink/PCIe group when one fits, else on the nodes with enough avail
+ *   GPUs (GPUs taken from the fullest groups first); among the first
+ *   FRAG_CANDIDATES fitting nodes in index order (smallest block, or
+ *   fewest avail, first) it takes the one whose fragmentation grows least,
+ *   ties to the first, so on an empty workload it is plain best fit. A
+ *   fractional share goes on the GPU of the whole cluster whose taking
+ *   grows its node's fragmentation least (ties to the fullest GPU); a
+ *   cpu-only task on the first node, fewest avail GPUs first, where it
+ *   grows least.
  * - bestfit and random: the baselines of the FGD paper (Weng et al.,
  *   ATC'23) as its simulator runs them, for every kind of task. Among the
  *   nodes where the task fits (cpu, memory, GPUs), bestfit takes the one
@@ -27,6 +31,9 @@
  * reservation tries those nodes first under every placement. Not Ready,
  * cordoned and unhealthy capacity is never picked.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "sched/sched_int.h"
 
 bool gt_sched_resv_lends(const struct gt_sched_resv *r, const struct gt_sched_job *job,
@@ -125,85 +132,205 @@ static bool place_reserved(const struct gt_sched_model *m, const struct gt_sched
     return false;
 }
 
-/* Whole GPUs from index idx: the first node in key order (from key k) that
- * fits. */
-static bool place_indexed(const struct gt_sched_model *m, const struct gt_sched_task *task, int idx,
+/* Milli-GPU of g that a share of job could take: none on an unhealthy GPU,
+ * one held whole, or one reserved by a job that does not lend it. */
+static int32_t room_milli(const struct gt_sched_gpu *g, const struct gt_sched_job *job,
+                          int64_t now_ms)
+{
+    if (!g->healthy || g->state == GT_SCHED_GPU_WHOLE ||
+        (g->reserved_by && g->reserved_by != job &&
+         !gt_sched_resv_lends(g->reserved_by->resv, job, now_ms))) {
+        return 0;
+    }
+    return 1000 - g->used_milli;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The rooms of node's GPUs for job, ascending, into rooms[node->n_gpus]. */
+static void node_rooms(const struct gt_sched_node *node, const struct gt_sched_job *job,
+                       int64_t now_ms, int32_t *rooms)
+{
+    for (size_t i = 0; i < node->n_gpus; i++) {
+        int32_t r = room_milli(&node->gpus[i], job, now_ms);
+        size_t j = i;
+        /* insertion sort: nodes have a handful of GPUs */
+        while (node->n_gpus <= 64 && j > 0 && rooms[j - 1] > r) {
+            rooms[j] = rooms[j - 1];
+            j--;
+        }
+        rooms[j] = r;
+    }
+    if (node->n_gpus > 64) {
+        qsort(rooms, node->n_gpus, sizeof(*rooms), cmp_i32);
+    }
+}
+
+static int64_t cpu_free(const struct gt_sched_node *node)
+{
+    return node->cpu_milli_alloc - node->cpu_milli_used;
+}
+
+/* Fragmentation changes closer than this are ties (sums of doubles). */
+#define FRAG_EPS 1e-6
+/* Nodes a whole-GPU task compares, in index order: bounds a placement on
+ * a large cluster; smaller ones are compared whole. */
+#define FRAG_CANDIDATES 128
+
+/* Whole GPUs from index idx: of the first FRAG_CANDIDATES nodes in key
+ * order (from key k) that fit, the one whose fragmentation grows least,
+ * ties to the first. */
+static bool place_indexed(struct gt_sched_model *m, const struct gt_sched_task *task, int idx,
                           bool topo, int64_t now_ms, struct gt_sched_pick *out)
 {
     const struct gt_sched_task_req *req = &task->group->req;
-    size_t k = (size_t)req->gpus;
-    for (int32_t key = gt_sched_idx_first(&m->idx[idx], k); key >= 0;
+    size_t k = (size_t)req->gpus, seen = 0;
+    int32_t rooms[GT_SCHED_MAX_NODE_GPUS];
+    struct gt_sched_node *best = NULL;
+    double best_d = 0;
+    for (int32_t key = gt_sched_idx_first(&m->idx[idx], k); key >= 0 && seen < FRAG_CANDIDATES;
          key = gt_sched_idx_first(&m->idx[idx], (size_t)key + 1)) {
-        for (struct gt_sched_node *node = m->idx[idx].head[key]; node;
+        for (struct gt_sched_node *node = m->idx[idx].head[key]; node && seen < FRAG_CANDIDATES;
              node = node->link[idx].next) {
-            if (gt_sched_node_fits(node, req) &&
-                pick_whole(node, task->job, k, topo, now_ms, out->shares)) {
-                out->node = node;
-                out->n = k;
-                return true;
+            if (!gt_sched_node_fits(node, req)) {
+                continue;
+            }
+            node_rooms(node, task->job, now_ms, rooms);
+            size_t n = node->n_gpus;
+            /* free GPUs (room 1000) sort last; a whole task takes k of them */
+            if (n < k || (k > 0 && rooms[n - k] < 1000)) {
+                continue;
+            }
+            seen++;
+            int64_t cpu = cpu_free(node);
+            double d = gt_sched_frag(&m->workload, rooms, n - k, cpu - req->cpu_milli) -
+                       gt_sched_frag(&m->workload, rooms, n, cpu);
+            if (!best || d < best_d - FRAG_EPS) {
+                best = node;
+                best_d = d;
             }
         }
     }
-    return false;
+    if (!best || !pick_whole(best, task->job, k, topo, now_ms, out->shares)) {
+        return false;
+    }
+    out->node = best;
+    out->n = k;
+    return true;
 }
 
-/* A fractional or cpu-only task (gantry). */
-static bool place_light(const struct gt_sched_model *m, const struct gt_sched_task *task,
-                        int64_t now_ms, struct gt_sched_pick *out)
+/* A cpu-only task: the node whose fragmentation grows least (taking cpu
+ * never lowers it, so the first node where it does not grow ends the
+ * search), in index order (fewest avail GPUs first). */
+static bool place_cpu(struct gt_sched_model *m, const struct gt_sched_task *task, int64_t now_ms,
+                      struct gt_sched_pick *out)
 {
     const struct gt_sched_task_req *req = &task->group->req;
     const struct gt_sched_buckets *b = &m->idx[GT_SCHED_IDX_AVAIL];
-    if (req->gpu_milli == 0) {
-        for (int32_t key = gt_sched_idx_first(b, 0); key >= 0;
-             key = gt_sched_idx_first(b, (size_t)key + 1)) {
-            for (struct gt_sched_node *node = b->head[key]; node;
-                 node = node->link[GT_SCHED_IDX_AVAIL].next) {
-                if (gt_sched_node_fits(node, req)) {
-                    out->node = node;
-                    out->n = 0;
-                    return true;
-                }
-            }
-        }
-        return false;
-    }
-    /* The fullest shared GPU with room (this scans the schedulable nodes:
-     * fractional tasks are few), else a whole free GPU. */
-    const struct gt_sched_gpu *best = NULL;
-    struct gt_sched_node *best_node = NULL;
+    int32_t rooms[GT_SCHED_MAX_NODE_GPUS];
+    struct gt_sched_node *best = NULL;
+    double best_d = 0;
     for (int32_t key = gt_sched_idx_first(b, 0); key >= 0;
          key = gt_sched_idx_first(b, (size_t)key + 1)) {
         for (struct gt_sched_node *node = b->head[key]; node;
              node = node->link[GT_SCHED_IDX_AVAIL].next) {
-            for (size_t i = 0; gt_sched_node_fits(node, req) && i < node->n_gpus; i++) {
-                const struct gt_sched_gpu *g = &node->gpus[i];
-                if (g->healthy && g->state == GT_SCHED_GPU_SHARED &&
-                    g->used_milli + req->gpu_milli <= 1000 &&
-                    (!best || g->used_milli > best->used_milli)) {
-                    best = g;
-                    best_node = node;
+            if (!gt_sched_node_fits(node, req)) {
+                continue;
+            }
+            node_rooms(node, task->job, now_ms, rooms);
+            int64_t cpu = cpu_free(node);
+            double d = gt_sched_frag(&m->workload, rooms, node->n_gpus, cpu - req->cpu_milli) -
+                       gt_sched_frag(&m->workload, rooms, node->n_gpus, cpu);
+            if (!best || d < best_d - FRAG_EPS) {
+                best = node;
+                best_d = d;
+            }
+            if (best_d <= FRAG_EPS) {
+                goto done;
+            }
+        }
+    }
+done:
+    out->node = best;
+    out->n = 0;
+    return best != NULL;
+}
+
+/* A fractional task (gantry): over the schedulable nodes and each distinct
+ * room of their GPUs that holds the share, the GPU whose taking grows the
+ * node's fragmentation least; ties to the fullest GPU, then index order
+ * (fewest avail GPUs first), then the lowest GPU index. A job holding a
+ * reservation uses it first. */
+static bool place_share(struct gt_sched_model *m, const struct gt_sched_task *task, int64_t now_ms,
+                        struct gt_sched_pick *out)
+{
+    const struct gt_sched_task_req *req = &task->group->req;
+    if (task->job->resv) {
+        struct gt_sched_task probe = *task;
+        struct gt_sched_group grp = *task->group;
+        grp.req.gpus = 1;
+        probe.group = &grp;
+        if (place_reserved(m, &probe, true, now_ms, out)) {
+            out->shares[0].milli = (int32_t)req->gpu_milli;
+            return true;
+        }
+    }
+    const struct gt_sched_buckets *b = &m->idx[GT_SCHED_IDX_AVAIL];
+    int32_t rooms[GT_SCHED_MAX_NODE_GPUS], after[GT_SCHED_MAX_NODE_GPUS];
+    int32_t want = (int32_t)req->gpu_milli, best_room = 0;
+    struct gt_sched_node *best = NULL;
+    double best_d = 0;
+    for (int32_t key = gt_sched_idx_first(b, 0); key >= 0;
+         key = gt_sched_idx_first(b, (size_t)key + 1)) {
+        for (struct gt_sched_node *node = b->head[key]; node;
+             node = node->link[GT_SCHED_IDX_AVAIL].next) {
+            size_t n = node->n_gpus;
+            if (!gt_sched_node_fits(node, req) || n == 0) {
+                continue;
+            }
+            node_rooms(node, task->job, now_ms, rooms);
+            if (rooms[n - 1] < want) {
+                continue;
+            }
+            int64_t cpu = cpu_free(node);
+            double before = gt_sched_frag(&m->workload, rooms, n, cpu);
+            for (size_t i = 0; i < n; i++) {
+                if (rooms[i] < want || (i > 0 && rooms[i] == rooms[i - 1])) {
+                    continue;
+                }
+                /* rooms with GPU i's room less the share, still ascending */
+                memcpy(after, rooms, n * sizeof(*after));
+                size_t j = i;
+                int32_t left = rooms[i] - want;
+                while (j > 0 && after[j - 1] > left) {
+                    after[j] = after[j - 1];
+                    j--;
+                }
+                after[j] = left;
+                double d = gt_sched_frag(&m->workload, after, n, cpu - req->cpu_milli) - before;
+                if (!best || d < best_d - FRAG_EPS ||
+                    (d <= best_d + FRAG_EPS && rooms[i] < best_room)) {
+                    best = node;
+                    best_d = d;
+                    best_room = rooms[i];
                 }
             }
         }
     }
     if (!best) {
-        struct gt_sched_task_req one = *req;
-        one.gpus = 1;
-        struct gt_sched_task probe = *task;
-        struct gt_sched_group grp = *task->group;
-        grp.req = one;
-        probe.group = &grp;
-        if (!place_reserved(m, &probe, true, now_ms, out) &&
-            !place_indexed(m, &probe, GT_SCHED_IDX_AVAIL, true, now_ms, out)) {
-            return false;
-        }
-        out->shares[0].milli = (int32_t)req->gpu_milli;
-        return true;
+        return false;
     }
-    out->node = best_node;
+    size_t g = 0;
+    while (room_milli(&best->gpus[g], task->job, now_ms) != best_room) {
+        g++;
+    }
+    out->node = best;
     out->n = 1;
-    out->shares[0] =
-        (struct gt_sched_gpu_share){.index = best->index, .milli = (int32_t)req->gpu_milli};
+    out->shares[0] = (struct gt_sched_gpu_share){.index = best->gpus[g].index, .milli = want};
     return true;
 }
 
@@ -212,7 +339,8 @@ bool gt_sched_place_gantry(struct gt_sched_model *m, const struct gt_sched_task 
 {
     const struct gt_sched_task_req *req = &task->group->req;
     if (req->gpus == 0) {
-        return place_light(m, task, now_ms, out);
+        return req->gpu_milli > 0 ? place_share(m, task, now_ms, out)
+                                  : place_cpu(m, task, now_ms, out);
     }
     if (req->gpus > GT_SCHED_MAX_NODE_GPUS) {
         return false;
@@ -233,19 +361,6 @@ static size_t draw(struct gt_sched_model *m, size_t n)
     m->rng ^= m->rng << 25;
     m->rng ^= m->rng >> 27;
     return (size_t)((m->rng * 2685821657736338717ULL) % n);
-}
-
-/* Milli-GPU of g that a share of job could take: none on an unhealthy GPU,
- * one held whole, or one reserved by a job that does not lend it. */
-static int32_t room_milli(const struct gt_sched_gpu *g, const struct gt_sched_job *job,
-                          int64_t now_ms)
-{
-    if (!g->healthy || g->state == GT_SCHED_GPU_WHOLE ||
-        (g->reserved_by && g->reserved_by != job &&
-         !gt_sched_resv_lends(g->reserved_by->resv, job, now_ms))) {
-        return 0;
-    }
-    return 1000 - g->used_milli;
 }
 
 /* Does task fit on node? If so, *score is its FGD BestFit score there. */

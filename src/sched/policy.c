@@ -7,8 +7,10 @@
  * - sjf: shortest runtime estimate first (the simulator's oracle; unknown
  *   last); head-of-line like fifo.
  * - srtf: shortest remaining time first (estimate less the time served,
- *   attained GPU-ms over the job's GPUs); skips jobs that do not fit and
- *   preempts by the gantry rules.
+ *   attained GPU-ms over the job's GPUs); skips jobs that do not fit; a job
+ *   that does not fit preempts, besides what the gantry rules allow, jobs
+ *   of its department and priority whose remaining time is longer than its
+ *   own, longest first (Helios' preemptive SRTF).
  * - tiresias: 2D least attained service: attained GPU-ms discretised into
  *   queues by tiresias_thresholds, FIFO inside a queue; skips jobs that do
  *   not fit; no preemption.
@@ -44,8 +46,7 @@ static int sjf_order(const struct gt_sched_job *a, const struct gt_sched_job *b,
     return cmp_i64(estimate(a), estimate(b));
 }
 
-/* Oracle remaining time: the estimate less the wall time served so far. */
-static int64_t remaining(const struct gt_sched_job *j)
+int64_t gt_sched_job_remaining_ms(const struct gt_sched_job *j)
 {
     int64_t est = estimate(j);
     if (est == INT64_MAX) {
@@ -68,7 +69,7 @@ static int64_t remaining(const struct gt_sched_job *j)
 static int srtf_order(const struct gt_sched_job *a, const struct gt_sched_job *b, int64_t now_ms)
 {
     (void)now_ms;
-    return cmp_i64(remaining(a), remaining(b));
+    return cmp_i64(gt_sched_job_remaining_ms(a), gt_sched_job_remaining_ms(b));
 }
 
 /* Tiresias' queue thresholds in GPU-ms: 1 and 10 GPU-hours. */
@@ -91,42 +92,46 @@ static int tiresias_order(const struct gt_sched_job *a, const struct gt_sched_jo
     return tiresias_queue(a) - tiresias_queue(b);
 }
 
-#define ORDER_ROW(oname, ofn, hol, pre, res)                                                       \
+#define ORDER_ROW(oname, ofn, hol, pre, rem, res)                                                  \
     {.name = oname,                                                                                \
      .order = ofn,                                                                                 \
      .place = gt_sched_place_gantry,                                                               \
      .head_of_line = hol,                                                                          \
      .preempt = pre,                                                                               \
+     .by_remaining = rem,                                                                          \
      .reserve = res},                                                                              \
         {.name = oname "/gantry",                                                                  \
          .order = ofn,                                                                             \
          .place = gt_sched_place_gantry,                                                           \
          .head_of_line = hol,                                                                      \
          .preempt = pre,                                                                           \
+         .by_remaining = rem,                                                                      \
          .reserve = res},                                                                          \
         {.name = oname "/bestfit",                                                                 \
          .order = ofn,                                                                             \
          .place = gt_sched_place_bestfit,                                                          \
          .head_of_line = hol,                                                                      \
          .preempt = pre,                                                                           \
+         .by_remaining = rem,                                                                      \
          .reserve = res},                                                                          \
         {.name = oname "/random",                                                                  \
          .order = ofn,                                                                             \
          .place = gt_sched_place_random,                                                           \
          .head_of_line = hol,                                                                      \
          .preempt = pre,                                                                           \
+         .by_remaining = rem,                                                                      \
          .reserve = res},                                                                          \
     {                                                                                              \
         .name = oname "/firstfit", .order = ofn, .place = gt_sched_place_firstfit,                 \
-        .head_of_line = hol, .preempt = pre, .reserve = res                                        \
+        .head_of_line = hol, .preempt = pre, .by_remaining = rem, .reserve = res                   \
     }
 
 static const struct gt_sched_policy policies[] = {
-    ORDER_ROW("gantry", NULL, false, true, true),
-    ORDER_ROW("fifo", fifo_order, true, false, false),
-    ORDER_ROW("sjf", sjf_order, true, false, false),
-    ORDER_ROW("srtf", srtf_order, false, true, false),
-    ORDER_ROW("tiresias", tiresias_order, false, false, false),
+    ORDER_ROW("gantry", NULL, false, true, false, true),
+    ORDER_ROW("fifo", fifo_order, true, false, false, false),
+    ORDER_ROW("sjf", sjf_order, true, false, false, false),
+    ORDER_ROW("srtf", srtf_order, false, true, true, false),
+    ORDER_ROW("tiresias", tiresias_order, false, false, false, false),
 };
 
 const struct gt_sched_policy *gt_sched_policy_by_name(const char *name)

@@ -11,13 +11,17 @@
  * preempt decision. The model's holdings are then restored exactly.
  *
  * Candidates when preempting: jobs of the preemptor's department with a
- * strictly lower priority; and, only when the preemptor's department stays
- * within its GPU guarantee with the gang (a reclaim), jobs of other
- * departments whose department stays at or above its GPU guarantee without
- * them (they lose borrowed capacity only). Jobs already being evicted and
- * the preemptor itself are never candidates. Cost, compared in order:
- * highest victim priority, GPUs the victims hold, work lost (sum of
- * GPU-ms since bind), so the lowest-priority, smallest, newest go first.
+ * strictly lower priority, or (policies by remaining time, srtf) with its
+ * priority and a longer oracle remaining time than its own; and, only when
+ * the preemptor's department stays within its GPU guarantee with the gang (a
+ * reclaim), jobs of other departments whose department stays at or above its
+ * GPU guarantee without them (they lose borrowed capacity only). Jobs
+ * already being evicted and the preemptor itself are never candidates. Cost,
+ * compared in order: highest victim priority, GPUs the victims hold, work
+ * lost (sum of GPU-ms since bind), so the lowest-priority, smallest, newest
+ * go first; by remaining time: highest victim priority, then the shortest
+ * remaining time in the set (longer is cheaper), then GPUs, so the jobs with
+ * the longest remaining time go first.
  * When only waiting (the head job's backfill reservation) every holding job
  * is a candidate and the cost puts the earliest deadline end first.
  *
@@ -77,7 +81,7 @@ bool gt_sched_resv_waiting(const struct gt_sched_job *job)
 struct cand {
     struct gt_sched_job *job;
     int32_t priority;
-    int64_t gpus, work_ms, end_ms;
+    int64_t gpus, work_ms, end_ms, remaining_ms;
     size_t gpus_here;
     int64_t cpu_here, mem_here;
 };
@@ -108,6 +112,8 @@ struct attempt {
     struct gt_sched_model *m;
     struct gt_sched_job *job;
     bool preempt, reclaim;
+    bool by_remaining;    /* srtf: equal priority, longer remaining time */
+    int64_t remaining_ms; /* the preemptor's, when by_remaining */
     int64_t now_ms;
     /* victim jobs chosen so far, and the tasks unheld for them */
     struct gt_sched_job **victims;
@@ -145,7 +151,9 @@ static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
         return true;
     }
     if (v->dept == a->job->dept) {
-        return v->priority < a->job->priority;
+        return v->priority < a->job->priority ||
+               (a->by_remaining && v->priority == a->job->priority &&
+                gt_sched_job_remaining_ms(v) > a->remaining_ms);
     }
     if (!a->reclaim) {
         return false;
@@ -173,6 +181,7 @@ static void cand_fill(struct cand *c, const struct attempt *a)
 {
     const struct gt_sched_job *v = c->job;
     c->priority = v->priority;
+    c->remaining_ms = gt_sched_job_remaining_ms(v);
     c->gpus = c->work_ms = 0;
     c->end_ms = 0;
     for (size_t i = 0; i < v->n_tasks; i++) {
@@ -193,6 +202,10 @@ static void cand_fill(struct cand *c, const struct attempt *a)
 
 static struct cost cand_cost(const struct attempt *a, const struct cand *c)
 {
+    if (a->by_remaining) {
+        /* longest remaining first; remaining_ms >= 0 */
+        return (struct cost){c->priority, -c->remaining_ms, c->gpus};
+    }
     if (a->preempt) {
         return (struct cost){c->priority, c->gpus, c->work_ms};
     }
@@ -219,7 +232,9 @@ static size_t may_free(const struct attempt *a, const struct gt_sched_node *node
         const struct gt_sched_job *v = t->job;
         if (t->group->req.gpus > 0 && !t->evicting && v != a->job &&
             (!a->preempt ||
-             (v->dept == a->job->dept ? v->priority < a->job->priority : a->reclaim))) {
+             (v->dept == a->job->dept ? v->priority < a->job->priority ||
+                                            (a->by_remaining && v->priority == a->job->priority)
+                                      : a->reclaim))) {
             n += t->n_gpus;
         }
     }
@@ -288,7 +303,12 @@ static bool node_victims(const struct attempt *a, const struct gt_sched_node *no
         mem_free += c->mem_here;
         struct cost cc = cand_cost(a, c);
         total.a = cc.a > total.a ? cc.a : total.a;
-        total.b = cc.b > INT64_MAX - total.b ? INT64_MAX : total.b + cc.b;
+        if (a->by_remaining) {
+            /* the set's cost is its shortest remaining time, negated */
+            total.b = used == 1 || cc.b > total.b ? cc.b : total.b;
+        } else {
+            total.b = cc.b > INT64_MAX - total.b ? INT64_MAX : total.b + cc.b;
+        }
         total.c = cc.c > INT64_MAX - total.c ? INT64_MAX : total.c + cc.c;
     }
     *n_out = used;
@@ -346,7 +366,8 @@ static bool cost_floor(const struct attempt *a, int64_t *floor)
         }
         for (size_t b = 0; b < dept->n_bands; b++) {
             const struct gt_sched_band *band = &dept->bands[b];
-            if (band->n_holding > 0 && (!own || band->value < a->job->priority)) {
+            if (band->n_holding > 0 && (!own || band->value < a->job->priority ||
+                                        (a->by_remaining && band->value == a->job->priority))) {
                 any = true;
                 *floor = band->value < *floor ? band->value : *floor;
             }
@@ -380,7 +401,8 @@ static bool free_room(struct attempt *a, const struct gt_sched_task *task)
     size_t window = PREEMPT_TIE_NODES, visited = 0;
     for (int32_t key = gt_sched_idx_last(b, GT_SCHED_N_BUCKETS - 1); key >= 0 && window > 0;
          key = key > 0 ? gt_sched_idx_last(b, (size_t)key - 1) : -1) {
-        struct cost bound = {floor, k > key ? k - key : 0, 0};
+        /* (by remaining time the second component is not GPUs: no bound) */
+        struct cost bound = {floor, a->by_remaining ? INT64_MIN : k > key ? k - key : 0, 0};
         if (best && cost_cmp(&bound, &best_cost) > 0) {
             break;
         }
@@ -444,6 +466,24 @@ static void reserve(struct attempt *a, struct gt_sched_task **tasks, size_t n_ta
     a->job->resv = r;
 }
 
+/* Why victim is preempted for a's job (taken by the caller). */
+static char *victim_reason(const struct attempt *a, const struct gt_sched_job *victim,
+                           const struct gt_sched_policy *policy)
+{
+    if (victim->dept != a->job->dept) {
+        return gt_xasprintf("reclaimed: department %s needs its guarantee for job %s; "
+                            "department %s is above its own",
+                            a->job->dept->name, a->job->id, victim->dept->name);
+    }
+    if (victim->priority < a->job->priority) {
+        return gt_xasprintf("preempted by job %s (priority %d over %d, policy %s)", a->job->id,
+                            (int)a->job->priority, (int)victim->priority, policy->name);
+    }
+    return gt_xasprintf("preempted by job %s (remaining %lld s, under its %lld s, policy %s)",
+                        a->job->id, (long long)(a->remaining_ms / 1000),
+                        (long long)(gt_sched_job_remaining_ms(victim) / 1000), policy->name);
+}
+
 static void add_preempts(struct attempt *a, const struct gt_sched_policy *policy,
                          struct gt_sched_decisions *out)
 {
@@ -455,14 +495,7 @@ static void add_preempts(struct attempt *a, const struct gt_sched_policy *policy
                 continue;
             }
             t->evicting = true;
-            char *why = victim->dept == a->job->dept
-                            ? gt_xasprintf("preempted by job %s (priority %d over %d, policy %s)",
-                                           a->job->id, (int)a->job->priority, (int)victim->priority,
-                                           policy->name)
-                            : gt_xasprintf("reclaimed: department %s needs its guarantee for "
-                                           "job %s; department %s is above its own",
-                                           a->job->dept->name, a->job->id, victim->dept->name);
-            gt_sched_decisions_add_preempt(out, t, why);
+            gt_sched_decisions_add_preempt(out, t, victim_reason(a, victim, policy));
         }
     }
 }
@@ -473,7 +506,12 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
                           struct gt_sched_decisions *out)
 {
     gt_sched_resv_drop(job, m);
-    struct attempt a = {.m = m, .job = job, .preempt = preempt, .now_ms = now_ms};
+    struct attempt a = {.m = m,
+                        .job = job,
+                        .preempt = preempt,
+                        .by_remaining = preempt && policy->by_remaining,
+                        .remaining_ms = gt_sched_job_remaining_ms(job),
+                        .now_ms = now_ms};
     /* A reclaim only restores the preemptor's guarantee. */
     int64_t gang = 0;
     for (size_t i = 0; i < need; i++) {

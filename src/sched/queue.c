@@ -166,10 +166,18 @@ static void dequeue(struct gt_sched_job *job)
     job->dept->model->n_preemptor_queued -= job->preemption != GT_SCHED_PREEMPT_NEVER;
 }
 
-void gt_sched_job_holding_delta(struct gt_sched_job *job, int delta)
+void gt_sched_task_holding_delta(const struct gt_sched_task *task, int delta)
 {
+    const struct gt_sched_job *job = task->job;
     struct gt_sched_band *b = band_get(job->dept, job->priority);
     size_t *deadline = &job->dept->model->n_deadline_holding;
+    /* bounded: the department's use, which includes it, is checked */
+    int64_t sign = delta > 0 ? 1 : -1;
+    const struct gt_sched_res *use = &task->group->use;
+    b->held.cpu_milli += sign * use->cpu_milli;
+    b->held.memory_bytes += sign * use->memory_bytes;
+    b->held.storage_bytes += sign * use->storage_bytes;
+    b->held.gpu_milli += sign * use->gpu_milli;
     if (delta > 0) {
         b->n_holding++;
         *deadline += job->active_deadline_ms > 0;

@@ -106,13 +106,14 @@ struct gt_sched_node {
  * (ties by id): aging never reorders inside it, since older is never
  * younger. The list is also a skip list (skip_head: levels 1..), so a job
  * arriving out of order, or among many with the same arrival, is placed in
- * O(log n). n_holding: tasks of its jobs holding resources, which bounds
- * preemption's search (preempt.c). */
+ * O(log n). n_holding: tasks of its jobs holding resources, and held:
+ * their group use; both bound preemption's search (preempt.c). */
 struct gt_sched_band {
     int32_t value;
     struct gt_sched_job *head, *tail;
     struct gt_sched_job *skip_head[GT_SCHED_SKIP_LEVELS - 1];
     size_t n_holding;
+    struct gt_sched_res held;
 };
 
 struct gt_sched_dept {
@@ -120,6 +121,7 @@ struct gt_sched_dept {
     struct gt_sched_res guarantee, limit, used;
     __int128 pending[GT_SCHED_N_RES]; /* sum of its PENDING tasks' use (wide: no overflow) */
     size_t n_jobs;
+    size_t n_evicting;           /* its holding tasks chosen as preemption victims */
     struct gt_sched_band *bands; /* by value, descending; empty bands are kept */
     size_t n_bands, cap_bands;
     size_t vec_index; /* position in model->depts */
@@ -198,6 +200,35 @@ struct gt_sched_resv {
     bool preempted; /* made by preemption (kept), else by backfill (per cycle) */
 };
 
+/* ---- the workload seen (frag.c) ---- */
+
+#define GT_SCHED_MAX_SHAPES 64
+
+/* A kind of GPU task: gpus GPUs with at least milli room each (1000 for
+ * whole GPUs) and cpu_milli on their node; weight: decayed count. */
+struct gt_sched_shape {
+    int64_t cpu_milli;
+    int32_t gpus, milli;
+    double weight;
+};
+
+/* The decayed histogram of the GPU task shapes of arriving jobs. */
+struct gt_sched_workload {
+    struct gt_sched_shape shape[GT_SCHED_MAX_SHAPES]; /* by milli, ascending */
+    size_t n;
+    double total; /* sum of the weights */
+};
+
+/* Count replicas more tasks asking req (cpu-only ones are not counted),
+ * after aging the histogram by one arrival. */
+void gt_sched_workload_note(struct gt_sched_workload *w, const struct gt_sched_task_req *req,
+                            int32_t replicas);
+/* The expected milli-GPU of a node with GPU rooms rooms[0..n) (milli a new
+ * task could use of each GPU, ascending) and cpu_free milli-CPU free that a
+ * task drawn from w could not use; 0 while w is empty. */
+double gt_sched_frag(const struct gt_sched_workload *w, const int32_t *rooms, size_t n,
+                     int64_t cpu_free);
+
 struct gt_sched_model {
     struct gt_sched_map node_map, dept_map, project_map, pclass_map, job_map, task_map;
     struct gt_sched_node **nodes; /* sorted by name: placement scans in this order */
@@ -216,6 +247,7 @@ struct gt_sched_model {
     int64_t aging_tier_ms; /* 0: no aging */
     uint64_t n_cycles;
     uint64_t rng; /* the random placement's state */
+    struct gt_sched_workload workload;
 };
 
 /* ---- shared helpers (model.c) ---- */
@@ -275,9 +307,10 @@ void gt_sched_job_pending_delta(struct gt_sched_job *job, const struct gt_sched_
                                 int delta);
 /* The band of dept with this value, or NULL. */
 struct gt_sched_band *gt_sched_dept_band(struct gt_sched_dept *dept, int32_t value);
-/* A task of job started (+1) or stopped (-1) holding resources: keep the
- * band's and the model's holding counts that bound preemption's search. */
-void gt_sched_job_holding_delta(struct gt_sched_job *job, int delta);
+/* A task started (+1) or stopped (-1) holding resources: keep its band's
+ * holding count and use and the model's counts that bound preemption's
+ * search. */
+void gt_sched_task_holding_delta(const struct gt_sched_task *task, int delta);
 /* Free the department's band array. */
 void gt_sched_dept_bands_free(struct gt_sched_dept *dept);
 
@@ -326,6 +359,8 @@ struct gt_sched_policy {
     gt_sched_place_fn *place;
     bool head_of_line; /* stop at the first job that does not start (no backfill) */
     bool preempt;      /* make room by preemption */
+    bool by_remaining; /* preemption also takes equal-priority jobs of the department whose
+                          remaining time is longer, longest first (srtf) */
     bool reserve;      /* the head job that cannot start reserves GPUs (backfill) */
 };
 
@@ -337,17 +372,44 @@ gt_sched_place_fn gt_sched_place_gantry, gt_sched_place_bestfit, gt_sched_place_
 bool gt_sched_resv_lends(const struct gt_sched_resv *r, const struct gt_sched_job *job,
                          int64_t now_ms);
 
-/* Find victims (preempt) or tasks to wait for (!preempt) whose removal lets
+/* The admission rule (cycle.c's file comment): may dept take add more, as
+ * if its tasks holding freed (NULL: nothing) had exited? If not and why is
+ * non-NULL, describe the first resource that does not fit. */
+bool gt_sched_admit(const struct gt_sched_model *m, const struct gt_sched_dept *dept,
+                    const struct gt_sched_res *add, const struct gt_sched_res *freed,
+                    struct gt_buf *why);
+
+/* What gt_sched_reserve_for looks for. */
+enum gt_sched_resv_mode {
+    GT_SCHED_RESV_WAIT,    /* tasks to wait for (the head job's backfill reservation) */
+    GT_SCHED_RESV_PREEMPT, /* victims that free the nodes the gang needs */
+    GT_SCHED_RESV_QUOTA,   /* first lower-priority jobs of its own department whose exit
+                              lets the gang be admitted, then as PREEMPT */
+};
+
+/* Find victims or tasks to wait for (mode) whose removal lets
  * tasks[0..need) of job fit, and if there are any, reserve the GPUs job
  * would take and, when preempting, emit the victims' preemptions. true if
- * a reservation was made. Leaves the model's holdings as they were. */
+ * a reservation was made; *n_victims (may be NULL) gets how many jobs it
+ * preempts. Leaves the model's holdings as they were. */
 bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
-                          struct gt_sched_task **tasks, size_t need, bool preempt,
+                          struct gt_sched_task **tasks, size_t need, enum gt_sched_resv_mode mode,
                           const struct gt_sched_policy *policy, int64_t now_ms,
-                          struct gt_sched_decisions *out);
+                          struct gt_sched_decisions *out, size_t *n_victims);
+
+/* Could job's department admit gang (job's first tasks) if every job of it
+ * that job may preempt had exited? A cheap bound from the bands, checked
+ * before a GT_SCHED_RESV_QUOTA search. */
+bool gt_sched_quota_may_free(const struct gt_sched_model *m, const struct gt_sched_job *job,
+                             const struct gt_sched_res *gang, bool by_remaining);
 
 /* Is a reserved GPU of job's reservation still held by a task? */
 bool gt_sched_resv_waiting(const struct gt_sched_job *job);
+
+/* A job's oracle remaining time in ms: its runtime estimate less the wall
+ * time served (attained GPU-ms over its GPUs); INT64_MAX without an
+ * estimate. */
+int64_t gt_sched_job_remaining_ms(const struct gt_sched_job *j);
 
 /* Each policy is a const table; gt_sched_policy_by_name (policy.c) lists
  * them. */

@@ -1,8 +1,9 @@
 /*
  * gantryd's configuration: one declarative table (see common/config.h)
  * gives every setting's name, type, default, bounds and help; it drives
- * the flags, the environment (GANTRYD_<NAME>), --help and validation.
- * Strings in struct gt_server_config are owned by it.
+ * the flags, the environment (GANTRYD_<NAME>), --help and validation;
+ * --storage-root may be repeated. Strings in struct gt_server_config are
+ * owned by it.
  */
 #include <stddef.h>
 
@@ -22,7 +23,8 @@ static const struct gt_config_opt opts[] = {
      "store events kept for watches; older start points get 410"},
     {"max-body-bytes", GT_CONFIG_INT, OFF(max_body_bytes), "3145728", 1024, 1073741824, false,
      "largest request body; larger ones get 413"},
-    {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false, "debug, info, warn or error"},
+    {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false,
+     "debug, info, warn or error"},
     {"enable-fault-injection", GT_CONFIG_BOOL, OFF(enable_fault_injection), "false", 0, 0, false,
      "serve POST /debug/fault (admins only), for tests"},
     {"scheduler-policy", GT_CONFIG_STR, OFF(scheduler_policy), NULL, 0, 0, false,
@@ -34,6 +36,15 @@ static const struct gt_config_opt opts[] = {
      "LOW-HIGH: each node's ports for tasks (MASTER_PORT, TF_CONFIG, template.ports)"},
     {"restart-backoff-ms", GT_CONFIG_INT, OFF(restart_backoff_ms), "10000", 1, 3600000, false,
      "back-off before a job's first restart; doubles per restart up to 30 times this"},
+    {"storage-root", GT_CONFIG_LIST, OFF(storage_roots), NULL, 0, 0, false,
+     "a directory Job and Task volumes (hostPath) may come from (repeatable; as the nodes' "
+     "gantlet --storage-root); none: hostPath volumes are refused"},
+    {"pip-index-url", GT_CONFIG_STR, OFF(pip_index_url), NULL, 0, 0, false,
+     "the package index for tasks' requirements (pip --index-url): the spec.pip of the tasks of "
+     "jobs with requirements"},
+    {"pip-find-links", GT_CONFIG_STR, OFF(pip_find_links), NULL, 0, 0, false,
+     "a directory of wheels on the nodes for tasks' requirements (pip --find-links; offline "
+     "without --pip-index-url): the spec.pip of the tasks of jobs with requirements"},
 };
 
 static const struct gt_config_table table = {
@@ -48,7 +59,14 @@ int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *
                            char *const *envp, bool *help, struct gt_err *err)
 {
     *cfg = (struct gt_server_config){0};
-    return gt_config_parse(&table, cfg, argc, argv, envp, help, err);
+    int rc = gt_config_parse(&table, cfg, argc, argv, envp, help, err);
+    for (size_t i = 0; rc == 0 && !*help && i < cfg->storage_roots.n; i++) {
+        if (cfg->storage_roots.items[i][0] != '/') {
+            rc = gt_err_set(err, GT_EINVAL, "--storage-root %s: want an absolute path",
+                            cfg->storage_roots.items[i]);
+        }
+    }
+    return rc;
 }
 
 void gt_server_config_fini(struct gt_server_config *cfg)

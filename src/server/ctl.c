@@ -11,6 +11,14 @@
  * writes what differs, conditional on the cached revision; a conflict
  * needs no handling because the newer object arrives through the watch
  * and triggers another reconcile. Everything runs on the loop thread.
+ *
+ * Costs, since every API create fans out into controller work: an object
+ * this process wrote (controllers' writes, and the API's through
+ * gt_ctl_written) is cached as the JSON value it encoded, not parsed back
+ * from the watch event's text; a kick syncs the dirty jobs into the
+ * scheduler model and may run the cycle before it reconciles them, so a
+ * new job's first status already says why it waits; and the gap between
+ * cycles grows with their cost, which grows with the pending jobs.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +30,11 @@ static const char marker[] = "";
 /* Least time between two scheduling cycles: a burst of arrivals (or of
  * exits) is decided in one cycle instead of one per loop turn. */
 #define GT_CTL_CYCLE_GAP_MS 20
+/* A cycle's cost grows with the pending jobs; the gap after one is at least
+ * this many times its duration, so that under a burst cycles take at most
+ * an eighth of the loop and requests keep being served. */
+#define GT_CTL_CYCLE_GAP_FACTOR 8
+#define GT_CTL_CYCLE_GAP_MAX_MS 1000
 
 static void cobj_free(void *p)
 {
@@ -89,6 +102,7 @@ static void mark_task_job(struct gt_ctl *c, const json_t *task)
 struct wctx {
     struct gt_ctl *c;
     char *key;
+    json_t *obj; /* what is written (a reference), NULL for DELETE */
     enum gt_kind kind;
     gt_ctl_done_fn done;
     void *arg;
@@ -107,11 +121,14 @@ static void inflight_add(struct gt_ctl *c, const char *key, intptr_t d)
 
 static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
 {
-    (void)rev;
     struct wctx *w = arg;
     struct gt_ctl *c = w->c;
     gt_server_write_done(c->s, rc, w->submit_ns);
     inflight_add(c, w->key, -1);
+    if (rc == 0 && w->obj) {
+        gt_ctl_written(c, w->kind, w->key, rev, w->obj);
+    }
+    json_decref(w->obj);
     if (rc && rc != GT_ECONFLICT && rc != GT_EEXISTS && rc != GT_ENOTFOUND) {
         gt_log_warn("controller write failed", "key=%s err=\"%s\"", w->key,
                     err && err->msg[0] ? err->msg : gt_errcode_str(rc));
@@ -144,14 +161,15 @@ static enum gt_kind kind_of_key(const char *key)
     return !strncmp(key, "/nodes/", 7) ? GT_KIND_NODE : GT_KIND_EVENT;
 }
 
-int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, const json_t *obj,
+int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t *obj,
                  int64_t expected_rev, gt_ctl_done_fn done, void *arg)
 {
     size_t len = 0;
-    char *text = obj ? gt_encode_object(obj, &len) : NULL;
+    char *text = obj && op != GT_STORE_DELETE ? gt_encode_object(obj, &len) : NULL;
     struct wctx *w = gt_xcalloc(1, sizeof(*w));
     w->c = c;
     w->key = gt_xstrdup(key);
+    w->obj = text ? json_incref(obj) : NULL;
     w->kind = kind_of_key(key);
     w->done = done;
     w->arg = arg;
@@ -160,6 +178,7 @@ int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, const j
                              write_done, w);
     free(text);
     if (rc) {
+        json_decref(w->obj);
         free(w->key);
         free(w);
         return rc;
@@ -170,11 +189,51 @@ int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, const j
 
 /* ---- the cache ---- */
 
-static void cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, const char *value,
-                      size_t len, int64_t rev, json_t **old)
+/* A committed write whose watch event has not arrived yet. */
+struct fresh {
+    int64_t rev;
+    json_t *obj;
+};
+
+static void fresh_free(void *p)
+{
+    struct fresh *f = p;
+    if (f) {
+        json_decref(f->obj);
+        free(f);
+    }
+}
+
+void gt_ctl_written(struct gt_ctl *c, enum gt_kind kind, const char *key, int64_t rev, json_t *obj)
+{
+    if (kind == GT_KIND_EVENT) {
+        return;
+    }
+    struct fresh *f = gt_xmalloc(sizeof(*f));
+    f->rev = rev;
+    f->obj = json_incref(obj);
+    fresh_free(gt_strmap_put(&c->fresh, key, f));
+}
+
+/* The object written at key as revision rev, if this process wrote it
+ * (new reference), else NULL. Forgets whatever was kept for key. */
+static json_t *take_fresh(struct gt_ctl *c, const char *key, int64_t rev)
+{
+    struct fresh *f = gt_strmap_del(&c->fresh, key);
+    json_t *obj = NULL;
+    if (f && f->rev == rev) {
+        obj = json_incref(f->obj);
+    }
+    fresh_free(f);
+    return obj;
+}
+
+/* Cache obj (taken) at key; *old gets the replaced object (a reference) or
+ * NULL. */
+static void cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
+                      int64_t rev, json_t **old)
 {
     *old = NULL;
-    json_t *obj = json_loadb(value, len, 0, NULL);
     if (!obj) {
         return;
     }
@@ -195,7 +254,8 @@ void gt_ctl_load(struct gt_ctl *c, const struct gt_kind_info *kind, const struct
         return;
     }
     json_t *old = NULL;
-    cache_put(c, kind->kind, kv->key, kv->value, kv->value_len, kv->mod_rev, &old);
+    cache_put(c, kind->kind, kv->key, json_loadb(kv->value, kv->value_len, 0, NULL), kv->mod_rev,
+              &old);
     json_decref(old);
 }
 
@@ -214,7 +274,12 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
             cobj_free(was);
         }
     } else {
-        cache_put(c, k, ev->key, ev->value, ev->value_len, ev->mod_rev, &old);
+        /* what this process wrote is not parsed back from the stored text */
+        json_t *obj = take_fresh(c, ev->key, ev->mod_rev);
+        if (!obj) {
+            obj = json_loadb(ev->value, ev->value_len, 0, NULL);
+        }
+        cache_put(c, k, ev->key, obj, ev->mod_rev, &old);
     }
     const struct gt_cobj *now = gt_ctl_get(c, k, ev->key);
     const json_t *cur = now ? now->obj : NULL;
@@ -266,6 +331,32 @@ static void free_keys(struct keys *k)
     free(k->v);
 }
 
+/* Run the cycle if one is wanted and the gap since the last has passed;
+ * else make sure the cycle timer will. */
+static void maybe_cycle(struct gt_ctl *c)
+{
+    if (!c->want_cycle) {
+        return;
+    }
+    /* arrivals in a burst share one cycle: at most one per gap */
+    int64_t gap_ms = GT_CTL_CYCLE_GAP_FACTOR * c->last_cycle_cost_ms;
+    gap_ms = gap_ms < GT_CTL_CYCLE_GAP_MS       ? GT_CTL_CYCLE_GAP_MS
+             : gap_ms > GT_CTL_CYCLE_GAP_MAX_MS ? GT_CTL_CYCLE_GAP_MAX_MS
+                                                : gap_ms;
+    int64_t wait_ms = c->last_cycle_ms + gap_ms - gt_mono_ms();
+    if (wait_ms > 0) {
+        if (!evtimer_pending(c->cycle_timer, NULL)) {
+            struct timeval tv = {0, (suseconds_t)(wait_ms * 1000)};
+            evtimer_add(c->cycle_timer, &tv);
+        }
+        return;
+    }
+    c->want_cycle = false;
+    c->last_cycle_ms = gt_mono_ms();
+    gt_feed_cycle(c);
+    c->last_cycle_cost_ms = gt_mono_ms() - c->last_cycle_ms;
+}
+
 static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -279,27 +370,24 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < tasks.n; i++) {
         gt_jobctl_reconcile_task(c, tasks.v[i]);
     }
-    take_keys(&c->dirty_jobs, &jobs);
+    free_keys(&tasks);
+    /* the model first, then the cycle, then the jobs' status: a job that
+     * entered the model waits for its first cycle, so that its first
+     * status write already carries why it waits (or that it is bound) */
+    gt_strmap_each(&c->dirty_jobs, collect_cb, &jobs);
     for (size_t i = 0; i < jobs.n; i++) {
-        gt_jobctl_reconcile_job(c, jobs.v[i]);
         gt_feed_sync_job(c, jobs.v[i]);
     }
-    free_keys(&tasks);
     free_keys(&jobs);
-    if (c->want_cycle) {
-        /* arrivals in a burst share one cycle: at most one per GT_CTL_CYCLE_GAP_MS */
-        int64_t wait_ms = c->last_cycle_ms + GT_CTL_CYCLE_GAP_MS - gt_mono_ms();
-        if (wait_ms > 0) {
-            if (!evtimer_pending(c->cycle_timer, NULL)) {
-                struct timeval tv = {0, (suseconds_t)(wait_ms * 1000)};
-                evtimer_add(c->cycle_timer, &tv);
-            }
-        } else {
-            c->want_cycle = false;
-            c->last_cycle_ms = gt_mono_ms();
-            gt_feed_cycle(c);
+    maybe_cycle(c);
+    jobs = (struct keys){0};
+    take_keys(&c->dirty_jobs, &jobs);
+    for (size_t i = 0; i < jobs.n; i++) {
+        if (!gt_strmap_get(&c->unseen, jobs.v[i])) { /* else the cycle marks it again */
+            gt_jobctl_reconcile_job(c, jobs.v[i]);
         }
     }
+    free_keys(&jobs);
 }
 
 static int retry_job_cb(const char *key, void *val, void *arg)
@@ -340,6 +428,8 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->dirty_tasks);
     gt_strmap_init(&c->waits);
     gt_strmap_init(&c->in_model);
+    gt_strmap_init(&c->fresh);
+    gt_strmap_init(&c->unseen);
     c->model = gt_sched_model_new();
     gt_sched_decisions_init(&c->dec);
     return c;
@@ -409,6 +499,8 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->dirty_tasks, NULL);
     gt_strmap_fini(&c->waits, free);
     gt_strmap_fini(&c->in_model, NULL);
+    gt_strmap_fini(&c->fresh, fresh_free);
+    gt_strmap_fini(&c->unseen, NULL);
     gt_sched_decisions_fini(&c->dec);
     gt_sched_model_free(c->model);
     free(c);

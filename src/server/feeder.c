@@ -21,7 +21,8 @@
  * job controller requeues the job (a restart that counts toward no
  * backoffLimit), whose recreated Pending tasks re-enter the model. Wait
  * reasons become a folded Event (reason Quota or Unschedulable) on the job
- * and its Queued condition's message, "Reason: text" (c->waits).
+ * and its Queued condition's message, "Reason: text" (c->waits, by model
+ * id), each written only when it changed.
  * Department status (used, borrowed) is computed from the model on reads.
  * A Project's spec.hard is its hard cap in the model (gt_project_cap_sync);
  * jobs name their project, so its use is counted from their tasks.
@@ -255,7 +256,9 @@ static void sync_task(struct gt_ctl *c, const char *id, const json_t *task)
 
 /* ---- jobs ---- */
 
-static bool job_tasks(struct gt_ctl *c, const json_t *job, json_t **tasks, size_t max, size_t *n,
+/* The job's tasks in the cache, in replica order, into *tasks (grown as
+ * needed; *cap its size). True if every task exists. */
+static bool job_tasks(struct gt_ctl *c, const json_t *job, json_t ***tasks, size_t *cap, size_t *n,
                       bool *any_holds)
 {
     const char *type;
@@ -274,9 +277,11 @@ static bool job_tasks(struct gt_ctl *c, const json_t *job, json_t **tasks, size_
                 all = false;
             } else {
                 *any_holds |= gt_task_holds(t->obj);
-                if (*n < max) {
-                    tasks[(*n)++] = t->obj;
+                if (*n == *cap) {
+                    *cap = *cap ? *cap * 2 : 16;
+                    *tasks = gt_xrealloc(*tasks, *cap * sizeof(**tasks));
                 }
+                (*tasks)[(*n)++] = t->obj;
             }
             free(key);
             free(name);
@@ -338,21 +343,20 @@ static int add_job(struct gt_ctl *c, const char *id, const json_t *job)
     return rc;
 }
 
-#define FEED_MAX_TASKS 5000
-
 void gt_feed_sync_job(struct gt_ctl *c, const char *key)
 {
     const char *id = model_id(key);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
     bool in = gt_strmap_get(&c->in_model, key) != NULL;
-    json_t **tasks = gt_xcalloc(FEED_MAX_TASKS, sizeof(*tasks));
-    size_t n = 0;
+    json_t **tasks = NULL;
+    size_t n = 0, cap = 0;
     bool holds = false;
-    bool all = o && job_tasks(c, o->obj, tasks, FEED_MAX_TASKS, &n, &holds);
+    bool all = o && job_tasks(c, o->obj, &tasks, &cap, &n, &holds);
     bool active =
         o && !gt_job_finished(o->obj) && !gt_json_path(o->obj, "metadata.deletionTimestamp");
     if (!in && all && (active || holds) && add_job(c, id, o->obj) == 0) {
         gt_strmap_put(&c->in_model, key, (void *)marker);
+        gt_strmap_put(&c->unseen, key, (void *)marker);
         in = true;
         c->want_cycle = true;
     }
@@ -366,7 +370,8 @@ void gt_feed_sync_job(struct gt_ctl *c, const char *key)
             struct gt_err err = {0};
             if (gt_sched_job_remove(c->model, id, &err) == 0) {
                 gt_strmap_del(&c->in_model, key);
-                free(gt_strmap_del(&c->waits, key));
+                gt_strmap_del(&c->unseen, key);
+                free(gt_strmap_del(&c->waits, id));
             }
         }
     }
@@ -587,43 +592,57 @@ static void apply_preempt(struct gt_ctl *c, const struct gt_sched_preempt *p)
     free(key);
 }
 
+/* Is was ("Reason: message", may be NULL) the wait of code and message? */
+static bool same_wait(const char *was, const char *code, const char *message)
+{
+    size_t n = strlen(code);
+    return was && !strncmp(was, code, n) && !strncmp(was + n, ": ", 2) &&
+           !strcmp(was + n + 2, message);
+}
+
 static void apply_wait(struct gt_ctl *c, const struct gt_sched_wait *w)
 {
-    /* runs for every pending job every cycle: no allocation unless the
-     * reason changed */
-    char key[512];
-    char msg[1024];
+    /* runs for every pending job every cycle: a lookup and a compare, no
+     * formatting, allocation or write unless the reason changed */
     const char *code = gt_sched_wait_reason_str(w->reason);
-    int kn = snprintf(key, sizeof(key), "/jobs/%s", w->job_id);
-    int mn = snprintf(msg, sizeof(msg), "%s: %s", code, w->message ? w->message : "");
+    const char *message = w->message ? w->message : "";
     if (w->reason < 2) {
         c->s->metrics.jobs_pending[w->reason]++;
     }
-    if (kn < 0 || (size_t)kn >= sizeof(key) || mn < 0) {
+    if (same_wait(gt_strmap_get(&c->waits, w->job_id), code, message)) {
         return;
     }
-    const char *was = gt_strmap_get(&c->waits, key);
-    if (was && !strcmp(was, msg)) {
-        return;
-    }
+    char *key = gt_xasprintf("/jobs/%s", w->job_id);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
     if (o) {
-        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Normal", code,
-                         w->message ? w->message : "");
-        free(gt_strmap_put(&c->waits, key, gt_xstrdup(msg)));
+        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Normal", code, message);
+        free(gt_strmap_put(&c->waits, w->job_id, gt_xasprintf("%s: %s", code, message)));
         gt_strmap_put(&c->dirty_jobs, key, (void *)marker);
     }
+    free(key);
 }
 
 const char *gt_feed_wait(const struct gt_ctl *c, const char *job_key)
 {
-    return gt_strmap_get(&c->waits, job_key);
+    return gt_strmap_get(&c->waits, model_id(job_key));
+}
+
+static int seen_cb(const char *key, void *val, void *arg)
+{
+    (void)val;
+    struct gt_ctl *c = arg;
+    gt_strmap_put(&c->dirty_jobs, key, (void *)marker);
+    return 0;
 }
 
 void gt_feed_cycle(struct gt_ctl *c)
 {
     int64_t t0 = gt_now_ns();
     gt_sched_cycle(c->model, gt_now_ms(), c->policy, &c->dec);
+    /* the jobs held back for this cycle get their status now */
+    gt_strmap_each(&c->unseen, seen_cb, c);
+    gt_strmap_fini(&c->unseen, NULL);
+    gt_strmap_init(&c->unseen);
     json_t *plan = gt_jobctl_bind_plan(c, c->dec.binds, c->dec.n_binds);
     for (size_t i = 0; i < c->dec.n_binds; i++) {
         apply_bind(c, &c->dec.binds[i], plan);
@@ -637,7 +656,7 @@ void gt_feed_cycle(struct gt_ctl *c)
         apply_wait(c, &c->dec.waits[i]);
     }
     gt_histogram_observe(&c->s->metrics.cycle_seconds, (double)(gt_now_ns() - t0) / 1e9);
-    if (c->dec.n_waits && c->dirty_jobs.n) {
+    if (c->dirty_jobs.n) {
         gt_ctl_kick(c);
     }
 }

@@ -103,17 +103,30 @@ void gt_jobctl_reconcile_task(struct gt_ctl *c, const char *key)
 /* ---- jobs ---- */
 
 struct job_tasks {
-    const struct gt_cobj *o[MAX_JOB_TASKS];
-    json_t *obj[MAX_JOB_TASKS];
+    const struct gt_cobj **o; /* both point into the same allocation */
+    json_t **obj;
     size_t n, expected;
 };
 
-static void find_tasks(struct gt_ctl *c, const json_t *job, struct job_tasks *jt)
+/* The job's tasks in the cache, in one allocation sized for its replicas
+ * (the caller free()s it): most jobs have a few, reconciles are frequent. */
+static struct job_tasks *find_tasks(struct gt_ctl *c, const json_t *job)
 {
     const char *jname = gt_obj_name(job);
     const char *project = gt_obj_project(job);
     const char *type;
     json_t *rs;
+    size_t max = 0;
+    json_object_foreach(gt_json_path(job, "spec.replicaSpecs"), type, rs)
+    {
+        json_int_t reps = json_integer_value(json_object_get(rs, "replicas"));
+        max += reps > 0 && max < MAX_JOB_TASKS ? (size_t)reps : 0;
+    }
+    max = max < MAX_JOB_TASKS ? max : MAX_JOB_TASKS;
+    struct job_tasks *jt =
+        gt_xmalloc(sizeof(*jt) + (max ? max : 1) * (sizeof(*jt->o) + sizeof(*jt->obj)));
+    jt->o = (const struct gt_cobj **)(jt + 1);
+    jt->obj = (json_t **)(jt->o + (max ? max : 1));
     jt->n = jt->expected = 0;
     json_object_foreach(gt_json_path(job, "spec.replicaSpecs"), type, rs)
     {
@@ -133,6 +146,7 @@ static void find_tasks(struct gt_ctl *c, const json_t *job, struct job_tasks *jt
             free(name);
         }
     }
+    return jt;
 }
 
 static int32_t job_priority(const struct gt_ctl *c, const json_t *job)
@@ -148,13 +162,18 @@ static int32_t job_priority(const struct gt_ctl *c, const json_t *job)
     return 0;
 }
 
-static void create_tasks(struct gt_ctl *c, const json_t *job, int64_t generation)
+/* Create (or replace, for a restart) the job's missing tasks; returns how
+ * many task writes it queued. */
+static size_t create_tasks(struct gt_ctl *c, const json_t *job, int64_t generation)
 {
+    size_t n_written = 0;
     const char *project = gt_obj_project(job);
     struct gt_job_task_opts opts = {.department = gt_ctl_project_department(c, project),
                                     .priority = job_priority(c, job),
                                     .privileged = gt_ctl_project_privileged(c, project),
-                                    .generation = generation};
+                                    .generation = generation,
+                                    .pip_index_url = c->s->cfg->pip_index_url,
+                                    .pip_find_links = c->s->cfg->pip_find_links};
     json_t *tasks = gt_job_build_tasks(job, &opts);
     size_t i;
     json_t *t;
@@ -172,7 +191,7 @@ static void create_tasks(struct gt_ctl *c, const json_t *job, int64_t generation
         if (gt_ctl_busy(c, key)) {
             /* wait for the write in flight */
         } else if (!was) {
-            gt_ctl_write(c, GT_STORE_CREATE, key, t, 0, NULL, NULL);
+            n_written += gt_ctl_write(c, GT_STORE_CREATE, key, t, 0, NULL, NULL) == 0;
         } else if (gt_task_generation(was->obj) < generation &&
                    gt_task_phase_terminal(gt_task_phase_of(was->obj))) {
             /* the restart: the same name with a new uid, in one write */
@@ -183,11 +202,12 @@ static void create_tasks(struct gt_ctl *c, const json_t *job, int64_t generation
                 json_object_set_new(prev, "nodeName", json_string(pnode));
             }
             json_object_set_new(json_object_get(t, "status"), "previous", prev);
-            gt_ctl_write(c, GT_STORE_UPDATE, key, t, was->rev, NULL, NULL);
+            n_written += gt_ctl_write(c, GT_STORE_UPDATE, key, t, was->rev, NULL, NULL) == 0;
         }
         free(key);
     }
     json_decref(tasks);
+    return n_written;
 }
 
 static void delete_job(struct gt_ctl *c, const struct gt_cobj *o, struct job_tasks *jt)
@@ -264,8 +284,7 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
     if (!o || gt_ctl_busy(c, key)) {
         return;
     }
-    struct job_tasks *jt = gt_xmalloc(sizeof(*jt));
-    find_tasks(c, o->obj, jt);
+    struct job_tasks *jt = find_tasks(c, o->obj);
     if (has_del(o->obj)) {
         delete_job(c, o, jt);
         free(jt);
@@ -278,13 +297,16 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
         free(jt);
         return;
     }
+    bool creating = false;
     if ((jt->n < jt->expected && !past_created(o->obj)) || d.action == GT_JOB_RECREATE) {
-        create_tasks(c, o->obj, d.generation);
+        creating = create_tasks(c, o->obj, d.generation) > 0;
     }
     json_t *st =
         gt_job_derive_status(o->obj, jt->obj, jt->n, &d, gt_feed_wait(c, key), gt_now_ms());
-    if (!json_equal(st, json_object_get(o->obj, "status"))) {
-        json_t *j = json_deep_copy(o->obj);
+    /* tasks being written come back through the watch and reconcile the
+     * job again: its status is written once, from them */
+    if (!creating && !json_equal(st, json_object_get(o->obj, "status"))) {
+        json_t *j = json_copy(o->obj); /* cached objects never change: share the rest */
         json_object_set(j, "status", st);
         write_obj(c, o, j);
     }
@@ -366,8 +388,7 @@ int gt_jobctl_admit(struct gt_ctl *c, const json_t *job, const struct gt_server_
 
 static bool job_has_tasks(struct gt_ctl *c, const json_t *job)
 {
-    struct job_tasks *jt = gt_xmalloc(sizeof(*jt));
-    find_tasks(c, job, jt);
+    struct job_tasks *jt = find_tasks(c, job);
     bool any = jt->n > 0;
     free(jt);
     return any;
@@ -548,7 +569,9 @@ static void plan_env(const struct gt_ctl *c, const json_t *plan, const json_t *t
             free(name);
         }
     }
-    json_object_set_new(entry, "env", gt_jobenv_env(jname, project, m, n, self));
+    const char *fw = json_string_value(
+        json_object_get(gt_json_path(job->obj, "metadata.annotations"), GT_ANNOTATION_FRAMEWORK));
+    json_object_set_new(entry, "env", gt_jobenv_env(jname, project, fw, m, n, self));
     json_object_set_new(entry, "hosts", gt_jobenv_hosts(jname, project, m, n));
     free(m);
 }

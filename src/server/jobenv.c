@@ -6,8 +6,13 @@
  * the members of a job and writes the results into each Task in its
  * binding write, so the agent only passes them on.
  *
- * A job is PyTorch-like when it has a Master replica type; otherwise, when
- * it has more than one replica, TensorFlow-like (TF_CONFIG). Host names are
+ * The framework comes from the job's gantry.dev/framework annotation
+ * (written by the Kubeflow conversion): "pytorch" gets PyTorch's variables,
+ * "tensorflow" TF_CONFIG (also for a TFJob's deprecated Master replica).
+ * Without it a job is PyTorch-like when it has a Master replica type;
+ * otherwise, when it has more than one replica, TensorFlow-like. As
+ * Kubeflow, TF_CONFIG is given only to a distributed job (more than one
+ * replica) and PyTorch's variables only when a Master exists. Host names are
  * Kubeflow's: "<job>-<lower(type)>-<index>" and that plus ".<project>.svc".
  * All returned JSON and strings are the caller's.
  */
@@ -156,16 +161,22 @@ char *gt_jobenv_tf_config(const char *job, const char *project, const struct gt_
     return gt_buf_take(&b);
 }
 
-json_t *gt_jobenv_env(const char *job, const char *project, const struct gt_jobenv_member *m,
-                      size_t n, size_t self)
+json_t *gt_jobenv_env(const char *job, const char *project, const char *framework,
+                      const struct gt_jobenv_member *m, size_t n, size_t self)
 {
     json_t *env = json_array();
-    if (has_type(m, n, "Master")) {
+    bool tf = framework && !strcmp(framework, GT_FRAMEWORK_TENSORFLOW);
+    bool pytorch = framework && !strcmp(framework, GT_FRAMEWORK_PYTORCH);
+    if (!tf && !pytorch) {
+        pytorch = has_type(m, n, "Master");
+        tf = !pytorch;
+    }
+    if (pytorch && has_type(m, n, "Master")) {
         pytorch_env(env, job, m, n, self);
-    } else if (n > 1) {
-        char *tf = gt_jobenv_tf_config(job, project, m, n, self);
-        env_add(env, "TF_CONFIG", tf);
-        free(tf);
+    } else if (tf && n > 1) {
+        char *config = gt_jobenv_tf_config(job, project, m, n, self);
+        env_add(env, "TF_CONFIG", config);
+        free(config);
     }
     return env;
 }

@@ -1,8 +1,9 @@
 /*
  * The job controller's pure parts: the Tasks a Job becomes, the admission
- * rule for runAsUser, a job's status derived from its tasks' phases, and
- * what a task asks for. No I/O and no clock (times are passed in), so unit
- * tests reach every rule; jobctl.c applies them to the store.
+ * rules for runAsUser and for volumes' storage roots, a job's status
+ * derived from its tasks' phases, and what a task asks for. No I/O and no
+ * clock (times are passed in), so unit tests reach every rule; jobctl.c
+ * applies them to the store.
  *
  * Inputs are validated, canonical objects (borrowed); every returned JSON
  * value is new and owned by the caller.
@@ -96,6 +97,73 @@ int gt_job_check_run_as(const json_t *job, int64_t creator_uid, bool allow_privi
     return 0;
 }
 
+/* Is path (absolute, no ".." component) lexically beneath root: equal to
+ * it or below it at a whole component ("/srv/data" is not beneath "/srv/d")? */
+static bool path_beneath(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/') {
+        n--;
+    }
+    if (n == 1 && root[0] == '/') {
+        return true;
+    }
+    return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+int gt_job_check_volumes(const json_t *spec, char *const *roots, size_t n_roots, struct gt_err *err)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(spec, "volumes"), i, v)
+    {
+        const char *host = json_string_value(json_object_get(v, "hostPath"));
+        if (!host) {
+            continue;
+        }
+        if (!n_roots) {
+            return gt_err_set(err, GT_EINVAL,
+                              "spec.volumes[%zu].hostPath: hostPath volumes are refused: this "
+                              "cluster has no storage root (an admin sets gantryd --storage-root)",
+                              i);
+        }
+        bool ok = false;
+        for (size_t r = 0; r < n_roots && !ok; r++) {
+            ok = path_beneath(host, roots[r]);
+        }
+        if (!ok) {
+            struct gt_buf list;
+            gt_buf_init(&list);
+            for (size_t r = 0; r < n_roots; r++) {
+                gt_buf_printf(&list, "%s%s", r ? ", " : "", roots[r]);
+            }
+            gt_err_set(err, GT_EINVAL,
+                       "spec.volumes[%zu].hostPath: %s is not beneath a storage root of this "
+                       "cluster (%s)",
+                       i, host, list.data);
+            gt_buf_fini(&list);
+            return GT_EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* spec.pip of a task that installs requirements: the cluster's index. */
+static void set_pip(json_t *spec, const struct gt_job_task_opts *opts)
+{
+    if (!json_object_get(spec, "requirements") || (!opts->pip_index_url && !opts->pip_find_links)) {
+        return;
+    }
+    json_t *pip = json_object();
+    if (opts->pip_index_url) {
+        json_object_set_new(pip, "indexUrl", json_string(opts->pip_index_url));
+    }
+    if (opts->pip_find_links) {
+        json_object_set_new(pip, "findLinks", json_string(opts->pip_find_links));
+    }
+    json_object_set_new(spec, "pip", pip);
+}
+
 json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opts)
 {
     json_t *out = json_array();
@@ -135,6 +203,7 @@ json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opt
                     json_object_set(spec, shared[k], v);
                 }
             }
+            set_pip(spec, opts);
             json_array_append_new(out, json_pack("{s:o, s:s, s:s, s:o, s:{s:s}}", "metadata", md,
                                                  "apiVersion", GT_API_VERSION, "kind", "Task",
                                                  "spec", spec, "status", "phase", "Pending"));
@@ -289,7 +358,7 @@ static void judge_tasks(const json_t *job, json_t *const *tasks, size_t n,
     }
     char what[200];
     json_t *bl = gt_json_path(job, "spec.runPolicy.backoffLimit");
-    int64_t limit = json_is_integer(bl) ? json_integer_value(bl) : 6;
+    int64_t limit = json_is_integer(bl) ? json_integer_value(bl) : GT_JOB_BACKOFF_DEFAULT;
     int64_t restarts = status_int(job, "restartCount");
     if (worst[GT_RESTART_PERMANENT]) {
         describe_failure(worst[GT_RESTART_PERMANENT], what, sizeof(what));
@@ -312,7 +381,10 @@ static void judge_tasks(const json_t *job, json_t *const *tasks, size_t n,
         d->generation++;
         const char *r = json_string_value(gt_json_path(t, "status.reason"));
         snprintf(d->reason, sizeof(d->reason), "%s", d->counted || !r ? "TaskFailed" : r);
-        if (d->counted) {
+        if (d->counted && limit == GT_API_BACKOFF_UNLIMITED) {
+            snprintf(d->message, sizeof(d->message), "%s; restart %lld (no backoffLimit)", what,
+                     (long long)restarts + 1);
+        } else if (d->counted) {
             snprintf(d->message, sizeof(d->message), "%s; restart %lld of at most %lld", what,
                      (long long)restarts + 1, (long long)limit);
         } else {

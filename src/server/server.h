@@ -17,6 +17,7 @@
 
 #include "api/api.h"
 #include "common/common.h"
+#include "common/config.h"
 
 /* ---- configuration (config.c): one declarative table drives flags,
  * GANTRYD_<NAME> environment variables, --help and validation ---- */
@@ -33,12 +34,16 @@ struct gt_server_config {
     int64_t node_grace_s;   /* --node-grace SECONDS without heartbeat: node lost */
     char *port_range;           /* --port-range LOW-HIGH: ports handed to tasks per node */
     int64_t restart_backoff_ms; /* --restart-backoff-ms: first restart back-off (doubles) */
+    struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
+    char *pip_index_url;  /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
+    char *pip_find_links; /* --pip-find-links DIR: a directory of wheels; NULL: none */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
  * may be NULL), then argv (flags win). *help is set when --help was given
  * (cfg is then only partly filled). Returns 0, or -GT_EINVAL with err naming
- * the flag and the reason. Free with gt_server_config_fini. */
+ * the flag and the reason (also for a --storage-root that is not an
+ * absolute path). Free with gt_server_config_fini. */
 int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *argv,
                            char *const *envp, bool *help, struct gt_err *err);
 /* Free the strings cfg owns. */
@@ -252,14 +257,29 @@ char *gt_job_task_name(const char *job, const char *type, int64_t index);
 int gt_job_check_run_as(const json_t *job, int64_t creator_uid, bool allow_privileged,
                         struct gt_err *err);
 
+/* Admission: every spec.volumes[i].hostPath of a Job or Task spec (validated,
+ * borrowed) must be lexically beneath one of roots (whole components, as
+ * gantlet places it); with no roots every hostPath volume is refused. 0 or
+ * GT_EINVAL with the message starting at the field
+ * ("spec.volumes[0].hostPath: ..."). */
+int gt_job_check_volumes(const json_t *spec, char *const *roots, size_t n_roots,
+                         struct gt_err *err);
+
+/* runPolicy.backoffLimit when absent (GT_API_BACKOFF_UNLIMITED: no limit). */
+#define GT_JOB_BACKOFF_DEFAULT 6
+
 struct gt_job_task_opts {
-    const char *department; /* the project's department, may be NULL */
-    int32_t priority;       /* the job's priority class value */
-    bool privileged;        /* the project's allowPrivileged */
-    int64_t generation;     /* the job's restart generation (GT_LABEL_GENERATION) */
+    const char *department;     /* the project's department, may be NULL */
+    int32_t priority;           /* the job's priority class value */
+    bool privileged;            /* the project's allowPrivileged */
+    int64_t generation;         /* the job's restart generation (GT_LABEL_GENERATION) */
+    const char *pip_index_url;  /* cluster pip configuration (may be NULL): spec.pip of */
+    const char *pip_find_links; /* the tasks of a job with requirements */
 };
 /* The Pending Tasks of a stored job (array of Task objects, without uid and
- * creationTimestamp), named by gt_job_task_name, in replica-type order. */
+ * creationTimestamp), named by gt_job_task_name, in replica-type order;
+ * spec.volumes/source/requirements copied from the job, and spec.pip
+ * {indexUrl, findLinks} from opts when the job has requirements. */
 json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opts);
 /* Has the job a True Succeeded or Failed condition? */
 bool gt_job_finished(const json_t *job);
@@ -339,11 +359,17 @@ struct gt_jobenv_member {
     int32_t port;   /* its "gantry" port; 0: not known yet */
     const char *ip; /* its node's InternalIP; NULL: not known yet */
 };
+/* The job annotation naming the framework its tasks expect, and its values. */
+#define GT_ANNOTATION_FRAMEWORK "gantry.dev/framework"
+#define GT_FRAMEWORK_PYTORCH "pytorch"
+#define GT_FRAMEWORK_TENSORFLOW "tensorflow"
 /* The env entries ([{name, value}]) gantry gives member self of a job
- * whose replicas are m[0..n): PyTorch's when a Master exists, else
- * TF_CONFIG when n > 1, else none. */
-json_t *gt_jobenv_env(const char *job, const char *project, const struct gt_jobenv_member *m,
-                      size_t n, size_t self);
+ * whose replicas are m[0..n). framework (the job's GT_ANNOTATION_FRAMEWORK,
+ * may be NULL) picks the kind: "pytorch": PyTorch's MASTER_/PET_ variables
+ * when a Master exists; "tensorflow": TF_CONFIG when n > 1; none or another
+ * value: pytorch when a Master exists, else tensorflow. */
+json_t *gt_jobenv_env(const char *job, const char *project, const char *framework,
+                      const struct gt_jobenv_member *m, size_t n, size_t self);
 /* Kubeflow's TF_CONFIG for member self (compact JSON; caller frees). */
 char *gt_jobenv_tf_config(const char *job, const char *project, const struct gt_jobenv_member *m,
                           size_t n, size_t self);

@@ -157,13 +157,18 @@ struct gt_ctl {
     struct gt_strmap inflight;            /* key -> count of controller writes in flight */
     struct gt_strmap dirty_jobs;          /* job keys to reconcile this turn */
     struct gt_strmap dirty_tasks;         /* task keys to reconcile this turn */
-    struct gt_strmap waits;               /* job key -> its last wait message (char *) */
+    struct gt_strmap waits;               /* job model id -> its last wait message (char *) */
     struct gt_strmap in_model;            /* job keys added to the scheduler model */
-    struct event *kick;                   /* runs once per loop turn when something changed */
-    struct event *tick;                   /* every second: node lifecycle, a cycle */
+    /* job keys added to the model since the last cycle: their reconcile
+     * waits for it, which marks them dirty */
+    struct gt_strmap unseen;
+    struct gt_strmap fresh; /* key -> a committed write of ours until its watch event */
+    struct event *kick;     /* runs once per loop turn when something changed */
+    struct event *tick;     /* every second: node lifecycle, a cycle */
     bool want_cycle;
-    struct event *cycle_timer; /* a cycle deferred to keep GT_CTL_CYCLE_GAP_MS between cycles */
-    int64_t last_cycle_ms;     /* monotonic */
+    struct event *cycle_timer;  /* a cycle deferred to keep the gap between cycles */
+    int64_t last_cycle_ms;      /* monotonic, when the last cycle started */
+    int64_t last_cycle_cost_ms; /* how long it took */
     int64_t start_ms;
     struct gt_sched_model *model;
     const struct gt_sched_policy *policy;
@@ -188,12 +193,20 @@ void gt_ctl_mark_job(struct gt_ctl *c, const char *project, const char *job);
 /* Is a controller write to key in flight? */
 bool gt_ctl_busy(const struct gt_ctl *c, const char *key);
 typedef void (*gt_ctl_done_fn)(struct gt_ctl *c, int rc, void *arg);
-/* Write obj (borrowed; NULL for DELETE) at key on the controllers' behalf,
+/* Write obj (NULL for DELETE) at key on the controllers' behalf,
  * conditional on expected_rev (0: any; CREATE ignores it). done (may be
  * NULL) runs when it is durable or failed; the owning job is reconciled
- * again afterwards. Returns 0 or the immediate error (done not called). */
-int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, const json_t *obj,
+ * again afterwards. A reference to obj is kept and becomes the cached
+ * object once the write commits, so the caller must not change obj after
+ * the call (drop its own reference as usual). Returns 0 or the immediate
+ * error (done not called). */
+int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t *obj,
                  int64_t expected_rev, gt_ctl_done_fn done, void *arg);
+/* A write of obj at key committed as revision rev (from a done callback,
+ * which runs before the write's watch event): the cache takes a reference
+ * and uses obj for that event instead of parsing the stored text, so obj
+ * must equal what was stored and must not change afterwards. */
+void gt_ctl_written(struct gt_ctl *c, enum gt_kind kind, const char *key, int64_t rev, json_t *obj);
 /* The project's allowPrivileged and department (borrowed, may be NULL). */
 bool gt_ctl_project_privileged(const struct gt_ctl *c, const char *project);
 const char *gt_ctl_project_department(const struct gt_ctl *c, const char *project);
@@ -227,11 +240,13 @@ int gt_feed_build(struct gt_ctl *c, struct gt_err *err);
  * (either NULL). */
 void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key, const json_t *old,
                     const json_t *now);
-/* Add, re-sync or remove the job at key in the model as the cache says. */
+/* Add, re-sync or remove the job at key in the model as the cache says. A
+ * job added waits in c->unseen for the next cycle. */
 void gt_feed_sync_job(struct gt_ctl *c, const char *key);
 /* Node lost: free everything on it in the model at once. */
 void gt_feed_node_lost(struct gt_ctl *c, const json_t *node);
-/* Run one scheduling cycle and apply its decisions. */
+/* Run one scheduling cycle and apply its decisions; the jobs of c->unseen
+ * become dirty. */
 void gt_feed_cycle(struct gt_ctl *c);
 /* The wait message last recorded for a job key (borrowed), or NULL:
  * "Reason: text" with Reason the wait reason (Quota, Unschedulable). */

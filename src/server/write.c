@@ -1,7 +1,8 @@
 /*
  * Writes: create (POST), replace (PUT), replace status (PUT .../status),
- * delete and bind (POST tasks/X/binding). Each checks access, validates,
- * sets what the server owns (uid, creationTimestamp, creator, status) and
+ * delete and bind (POST tasks/X/binding). Each checks access, validates
+ * (a Job's or Task's hostPath volumes also against --storage-root), sets
+ * what the server owns (uid, creationTimestamp, creator, status) and
  * queues one store write; the reply is sent only from the store's done
  * callback, i.e. once the write is durable. A client that went away before
  * then gets nothing: libevent frees a request whose connection is gone when
@@ -186,6 +187,18 @@ static void set_created_condition(json_t *obj)
                                   "job created", "lastTransitionTime", ts));
 }
 
+/* Jobs and Tasks: hostPath volumes only beneath the cluster's storage
+ * roots (gantlet checks again on the node, symlinks included). */
+static int check_storage(const struct gt_req *r, const json_t *obj, struct gt_err *err)
+{
+    enum gt_kind k = r->route.kind->kind;
+    const struct gt_config_list *roots = &r->s->cfg->storage_roots;
+    if (k != GT_KIND_JOB && k != GT_KIND_TASK) {
+        return 0;
+    }
+    return gt_job_check_volumes(json_object_get(obj, "spec"), roots->items, roots->n, err);
+}
+
 void gt_write_create(struct gt_req *r)
 {
     const struct gt_route *rt = &r->route;
@@ -209,7 +222,7 @@ void gt_write_create(struct gt_req *r)
     }
     json_object_del(obj, "status");
     struct gt_err err = {0};
-    if (gt_api_validate(rt->kind->kind, obj, &err)) {
+    if (gt_api_validate(rt->kind->kind, obj, &err) || check_storage(r, obj, &err)) {
         gt_req_error_err(r, &err);
         return;
     }
@@ -306,7 +319,7 @@ static int merge_update(struct gt_req *r, json_t *stored)
     } else {
         json_object_del(obj, "status");
     }
-    if (gt_api_validate(rt->kind->kind, obj, &err)) {
+    if (gt_api_validate(rt->kind->kind, obj, &err) || check_storage(r, obj, &err)) {
         json_decref(obj);
         gt_req_error_err(r, &err);
         return -1;
@@ -567,6 +580,9 @@ static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
     gt_server_write_done(r->s, rc, r->submit_ns);
     enum wop op = wop_of(r);
     if (rc == 0) {
+        if (op != W_DELETE || r->soft_delete) {
+            gt_ctl_written(r->s->ctl, r->route.kind->kind, r->key, rev, r->obj);
+        }
         if (op == W_DELETE && !r->soft_delete) {
             reply_stored(r, 200, r->value, strlen(r->value), r->stored_rev);
             return;

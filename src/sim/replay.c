@@ -433,11 +433,14 @@ static int cluster_init(struct engine *e, int32_t ci, size_t n_jobs, struct gt_e
     cl->m = gt_sched_model_new();
     cl->cycle_at = -1;
     cl->running = gt_xcalloc(n_jobs ? n_jobs : 1, sizeof(*cl->running));
-    int64_t gpus = (int64_t)vc->nodes * vc->gpus_per_node;
+    /* The VC's GPUs are its only limit. A quota of exactly those GPUs would
+     * refuse a job at admission whenever the VC is full, and a job held back
+     * by quota neither preempts nor reserves: srtf could never preempt, nor
+     * gantry reserve for its head job. */
     struct gt_sched_res quota = {.cpu_milli = HUGE_AMOUNT,
                                  .memory_bytes = HUGE_AMOUNT,
                                  .storage_bytes = HUGE_AMOUNT,
-                                 .gpu_milli = gpus * 1000};
+                                 .gpu_milli = HUGE_AMOUNT};
     int rc = gt_sched_department_set(cl->m, "vc", &quota, &quota, err);
     struct gt_sched_gpu_spec *g = gt_xcalloc((size_t)vc->gpus_per_node, sizeof(*g));
     for (int32_t i = 0; i < vc->gpus_per_node; i++) {

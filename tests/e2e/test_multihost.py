@@ -114,6 +114,10 @@ class BridgeServer(GantrydTest):
 @unittest.skipUnless(can_make_netns(), "needs root, ip(8), nsenter(1), network namespaces and gantlet")
 @unittest.skipUnless(has_torch(), "needs Debian's python3-torch and python3-sklearn")
 class TwoHosts(AgentTest, BridgeServer):
+    # gantryd admits the volumes (beneath the temporary directory); each agent
+    # mounts them from its own storage root
+    gantryd_args = AgentTest.gantryd_args + ("--storage-root", tempfile.gettempdir())
+
     def setUp(self):
         super().setUp()
         self.tmp = tempfile.mkdtemp(prefix="gantry-multihost-")

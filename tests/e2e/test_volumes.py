@@ -1,10 +1,12 @@
 """Volumes (spec.volumes hostPath) on one real gantlet with a storage root.
 
 A volume beneath the root is mounted where the template says (read-only
-when asked). A hostPath with a ".." component is refused at apply; one
-outside every storage root, or one that leaves the root through a symlink
-placed on the node, fails the task with reason VolumeDenied and a message
-saying why, before the command runs.
+when asked). gantryd's own --storage-root (here the test's whole temporary
+directory, wider than the node's) refuses at apply a hostPath outside it,
+or with a ".." component. One that gantryd admits but that is outside every
+storage root of the node, or that leaves the root through a symlink placed
+on the node, fails the task with reason VolumeDenied and a message saying
+why, before the command runs.
 """
 import os
 import shutil
@@ -19,9 +21,10 @@ from gantry_e2e import GANTLET, AgentTest, obj  # noqa: E402
 @unittest.skipUnless(os.access(GANTLET, os.X_OK), "needs gantlet in the build directory")
 class Volumes(AgentTest):
     def setUp(self):
-        super().setUp()
         self.tmp = tempfile.mkdtemp(prefix="gantry-volumes-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.gantryd_args = AgentTest.gantryd_args + ("--storage-root", self.tmp)
+        super().setUp()
         os.chmod(self.tmp, 0o711)
         self.root = os.path.join(self.tmp, "storage")
         self.outside = os.path.join(self.tmp, "outside")
@@ -69,6 +72,17 @@ class Volumes(AgentTest):
         self.assertEqual(body["message"],
                          'spec.volumes[0].hostPath: must not contain a ".." component')
         st, _ = self.g.request("GET", self.PROJECT + "/jobs/dots")
+        self.assertEqual(st, 404)
+
+    def test_outside_cluster_roots_refused_at_apply(self):
+        st, body = self.submit_with_volume("etc", "/etc", "cat /data/passwd")
+        self.assertEqual((st, body["reason"]), (422, "Invalid"), body)
+        self.assertEqual(body["details"]["field"], "spec.volumes[0].hostPath", body)
+        self.assertIn("/etc is not beneath a storage root of this cluster", body["message"])
+        # the root is a whole path component: a sibling with a common prefix is outside
+        st, body = self.submit_with_volume("sib", self.tmp + "x/data", "true")
+        self.assertEqual(st, 422, body)
+        st, _ = self.g.request("GET", self.PROJECT + "/jobs/etc")
         self.assertEqual(st, 404)
 
     def test_outside_roots_denied(self):

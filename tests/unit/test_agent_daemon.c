@@ -112,14 +112,13 @@ static void spec_prep_parts(void **state)
     p.storage_roots = roots;
     p.n_storage_roots = 2;
     p.venv_root = "/var/lib/gantlet/venvs";
-    p.pip_find_links = "/wheels";
     p.cluster_ifname = "eth1";
     struct gt_shim_spec s;
     struct gt_err err = {0};
     json_t *t =
         task_json(",\"volumeMounts\":[{\"name\":\"out\",\"mountPath\":\"/out\"}]",
                   ",\"source\":{\"git\":\"file:///r\",\"revision\":\"main\"},"
-                  "\"requirements\":[\"a==1\"],"
+                  "\"requirements\":[\"a==1\"],\"pip\":{\"findLinks\":\"/wheels\"},"
                   "\"volumes\":[{\"name\":\"out\",\"hostPath\":\"/data/x\",\"readOnly\":true}],"
                   "\"hosts\":[{\"hostname\":\"train-master-0\",\"ip\":\"10.0.0.2\"}]");
     assert_int_equal(gt_task_spec_build(t, &p, &s, &err), 0);

@@ -4,7 +4,9 @@
  * (file://) fetched at a revision (a bad URL or revision fails with git's
  * message, reason SourceFetchFailed); requirements naming a wheel built
  * here installed into a cached virtual environment that a second task
- * reuses (a missing package fails with pip's message, RequirementsFailed);
+ * reuses (a missing package fails with pip's message, RequirementsFailed),
+ * with the pip configuration the agent takes from the Task's spec.pip (the
+ * cluster's, set by gantryd; gantlet has no pip flags of its own);
  * volumes beneath a storage root bind-mounted (read-only honoured), a
  * symlink escaping the root refused (VolumeDenied); /etc/hosts inside the
  * task mapping the spec's host names. Everything made here is removed.
@@ -226,6 +228,41 @@ static void make_wheel(const struct fixture *fx)
     free(cmd);
 }
 
+/* The shim spec's pip part as the agent builds it from a Task whose
+ * spec.pip names find_links: ",\"pip\":{...}" (caller frees). */
+static char *pip_from_task(const char *find_links)
+{
+    char *text = gt_xasprintf(
+        "{\"metadata\":{\"name\":\"t\",\"project\":\"p\",\"uid\":\"u\","
+        "\"creator\":{\"user\":\"nobody\",\"uid\":%d}},\"spec\":{\"template\":{\"command\":"
+        "[\"true\"]},\"requirements\":[\"x\"],\"pip\":{\"findLinks\":\"%s\"}}}",
+        NOBODY, find_links);
+    json_t *task = json_loads(text, 0, NULL);
+    assert_non_null(task);
+    const struct gt_task_spec_params p = {.state_dir = "/nonexistent/state",
+                                          .venv_root = "/nonexistent/venvs",
+                                          .log_max_bytes = 4096,
+                                          .log_keep_files = 1};
+    struct gt_shim_spec s;
+    struct gt_err err = {0};
+    if (gt_task_spec_build(task, &p, &s, &err) < 0) {
+        fail_msg("spec: %s", err.msg);
+    }
+    assert_string_equal(s.pip_find_links, find_links);
+    assert_null(s.pip_index_url);
+    char *spec_text = gt_shim_spec_to_json(&s);
+    json_t *spec = json_loads(spec_text, 0, NULL);
+    char *pip = gt_json_dumps(json_object_get(spec, "pip"));
+    char *out = gt_xasprintf(",\"pip\":%s", pip);
+    free(pip);
+    json_decref(spec);
+    free(spec_text);
+    gt_shim_spec_fini(&s);
+    json_decref(task);
+    free(text);
+    return out;
+}
+
 static void test_requirements(void **state)
 {
     struct fixture *fx = *state;
@@ -234,8 +271,11 @@ static void test_requirements(void **state)
     }
     make_wheel(fx);
     struct gt_shim_exit ex;
-    char *pip = gt_xasprintf(",\"pip\":{\"findLinks\":\"%s/wheels\"},\"venvDir\":\"%s/venvs/%d\"",
-                             fx->top, fx->top, NOBODY);
+    char *wheels = gt_xasprintf("%s/wheels", fx->top);
+    char *task_pip = pip_from_task(wheels);
+    char *pip = gt_xasprintf("%s,\"venvDir\":\"%s/venvs/%d\"", task_pip, fx->top, NOBODY);
+    free(task_pip);
+    free(wheels);
     /* a requirements file in the fetched source */
     char *extra = gt_xasprintf(
         ",\"source\":{\"git\":\"file://%s/repo\"},\"requirements\":\"requirements.txt\"%s", fx->top,
@@ -277,6 +317,26 @@ static void test_requirements(void **state)
         fail_msg("message: %s", ex.error);
     }
     free(pip);
+}
+
+/* The pip configuration is the cluster's: gantlet refuses the old flags. */
+static void test_no_node_pip_flags(void **state)
+{
+    (void)state;
+    static const char *const flags[] = {"--pip-find-links", "--pip-index-url"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(flags); i++) {
+        char *argv[] = {(char *)"gantlet",    (char *)"--server",
+                        (char *)"http://h:1", (char *)"--token-file",
+                        (char *)"/t",         (char *)"--name",
+                        (char *)"n1",         (char *)flags[i],
+                        (char *)"/wheels",    NULL};
+        struct gt_gantlet_config cfg;
+        bool help;
+        struct gt_err err = {0};
+        assert_int_equal(gt_gantlet_config_parse(&cfg, 9, argv, NULL, &help, &err), GT_EINVAL);
+        assert_non_null(strstr(err.msg, "unknown flag"));
+        gt_gantlet_config_fini(&cfg);
+    }
 }
 
 /* ---- volumes and /etc/hosts ---- */
@@ -368,6 +428,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_source),
         cmocka_unit_test(test_requirements),
+        cmocka_unit_test(test_no_node_pip_flags),
         cmocka_unit_test(test_volumes_and_hosts),
         cmocka_unit_test(test_volume_checks),
     };

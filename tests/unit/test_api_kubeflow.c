@@ -3,7 +3,8 @@
  * documentation convert to exactly the expected gantry Job (compared as
  * JSON, after validation filled gantry's defaults); the input is left
  * unchanged; a table of single-field additions of things gantry cannot
- * honour is each refused with the field's path in the manifest's terms.
+ * honour is each refused with the field's path in the manifest's terms; an
+ * unset backoffLimit keeps Kubeflow's meaning (no limit).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -160,7 +161,7 @@ static const char tf_expected[] =
     "\"Worker\":{\"replicas\":2,\"restartPolicy\":\"ExitCode\",\"template\":{"
     "\"image\":\"kubeflow/tf-dist-mnist-test:latest\","
     "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}}},"
-    "\"runPolicy\":{\"backoffLimit\":6,\"cleanPodPolicy\":\"None\"}}}";
+    "\"runPolicy\":{\"backoffLimit\":2147483647,\"cleanPodPolicy\":\"None\"}}}";
 
 static json_t *load_yaml(const char *text)
 {
@@ -379,13 +380,46 @@ static void test_container_choice_and_defaults(void **state)
     json_decref(native);
 }
 
+/* The training operator restarts without limit when backoffLimit is unset
+ * (no runPolicy, a runPolicy without it, or null); a given one is kept. */
+static void test_backoff_limit(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *run_policy; /* JSON, NULL: none */
+        json_int_t want;
+    } cases[] = {
+        {NULL, GT_API_BACKOFF_UNLIMITED},
+        {"{\"cleanPodPolicy\":\"All\"}", GT_API_BACKOFF_UNLIMITED},
+        {"{\"backoffLimit\":null}", GT_API_BACKOFF_UNLIMITED},
+        {"{\"backoffLimit\":0}", 0},
+        {"{\"backoffLimit\":3}", 3},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *doc = load_yaml(tf_yaml);
+        if (cases[i].run_policy) {
+            json_object_set_new(walk(doc, "spec"), "runPolicy",
+                                json_loads(cases[i].run_policy, 0, NULL));
+        }
+        json_t *job = NULL;
+        struct gt_err err = {0};
+        if (gt_api_kubeflow_convert(doc, &job, &err) != 0) {
+            fail_msg("case %zu: %s", i, err.msg);
+        }
+        json_t *bl = walk(job, "spec.runPolicy.backoffLimit");
+        assert_true(json_is_integer(bl));
+        assert_int_equal(json_integer_value(bl), cases[i].want);
+        json_decref(job);
+        json_decref(doc);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pytorchjob),
-        cmocka_unit_test(test_tfjob),
-        cmocka_unit_test(test_unsupported),
-        cmocka_unit_test(test_container_choice_and_defaults),
+        cmocka_unit_test(test_pytorchjob),    cmocka_unit_test(test_tfjob),
+        cmocka_unit_test(test_unsupported),   cmocka_unit_test(test_container_choice_and_defaults),
+        cmocka_unit_test(test_backoff_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

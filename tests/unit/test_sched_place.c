@@ -1,10 +1,12 @@
 /*
- * Unit tests for the bestfit and random placements (place.c), the FGD
+ * Unit tests for the placements (place.c). bestfit and random are the FGD
  * paper's baselines: bestfit takes the feasible node with the least cpu and
  * milli-GPU left (ties drawn from the seeded generator) and the fullest GPU
  * with room for a share; random draws a feasible node, and a GPU with room
- * for a share, uniformly. Each test places one single-task job per cycle
- * through the public API and checks where it went.
+ * for a share, uniformly. gantry's light tasks and node choice minimise
+ * the growth of fragmentation for the workload seen (frag.c). Each test
+ * places one single-task job per cycle through the public API and checks
+ * where it went.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -224,12 +226,81 @@ static void test_random_shares(void **state)
     rig_fini(&r);
 }
 
+/* Bind a one-task job (counted in the workload like any arrival) onto
+ * node, on GPU index gpu when gpus > 0. */
+static void hold(struct rig *r, const char *node, int64_t cpu_milli, int64_t gpus, int32_t gpu)
+{
+    char id[32], task[40];
+    snprintf(id, sizeof(id), "h%lld", (long long)r->seq);
+    snprintf(task, sizeof(task), "%s-w-0", id);
+    struct gt_sched_group_spec g = {
+        .name = "w",
+        .replicas = 1,
+        .req = {.cpu_milli = cpu_milli, .memory_bytes = GIB, .gpus = gpus}};
+    struct gt_sched_job_spec spec = {
+        .id = id, .department = "d", .arrival_ms = r->seq, .groups = &g, .n_groups = 1};
+    assert_int_equal(gt_sched_job_add(r->m, &spec, NULL), 0);
+    struct gt_sched_gpu_share share = {.index = gpu, .milli = 1000};
+    assert_int_equal(gt_sched_task_bind(r->m, task, node, &share, gpus > 0 ? 1 : 0, r->seq, NULL),
+                     0);
+    r->seq++;
+}
+
+/* gantry: a share goes where it grows the node's fragmentation for the
+ * recent workload least, not on the fullest GPU: after a 500 share, a 300
+ * share would leave 200 next to it, too little for a 500, so it opens the
+ * other GPU; a 200 share then joins the 300 (leaving 500), not the 500
+ * (leaving 300). */
+static void test_gantry_share_frag(void **state)
+{
+    (void)state;
+    struct rig r;
+    rig_init(&r, "fifo", 1);
+    add_node(r.m, "a", 64000, 1);
+    add_node(r.m, "b", 64000, 1);
+    const struct gt_sched_bind *first = place(&r, 100, 0, 500);
+    assert_non_null(first);
+    char *n500 = gt_xstrdup(first->node);
+    const char *other = strcmp(n500, "a") == 0 ? "b" : "a";
+    expect(&r, 100, 0, 300, other, 0);
+    expect(&r, 100, 0, 200, other, 0);
+    struct gt_sched_gpu_info gi;
+    assert_int_equal(gt_sched_gpu_get(r.m, other, 0, &gi), 0);
+    assert_int_equal(gi.used_milli, 500);
+    free(n500);
+    rig_fini(&r);
+}
+
+/* gantry: a cpu-only task keeps away from a node where its cpu would strand
+ * a free GPU (the GPU tasks seen ask 4 cores each), though that node has
+ * the fewest free GPUs; a whole-GPU task likewise takes the node whose
+ * remaining GPU keeps enough cpu. */
+static void test_gantry_cpu_frag(void **state)
+{
+    (void)state;
+    struct rig r;
+    rig_init(&r, "fifo", 1);
+    add_node(r.m, "a", 10000, 2);
+    add_node(r.m, "b", 64000, 4);
+    hold(&r, "a", 4000, 1, 0); /* a: 1 GPU and 6 cores free */
+    expect(&r, 4000, 0, 0, "b", 0);
+    rig_fini(&r);
+
+    rig_init(&r, "fifo", 1);
+    add_node(r.m, "a", 10000, 2);
+    add_node(r.m, "b", 64000, 4);
+    hold(&r, "b", 8000, 1, 0);      /* b: 3 GPUs free; a: 2 GPUs, 10 cores */
+    expect(&r, 8000, 1, 0, "b", 1); /* on a, the other GPU would keep 2 cores */
+    rig_fini(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bestfit_least_left), cmocka_unit_test(test_bestfit_cpu),
         cmocka_unit_test(test_bestfit_ties),       cmocka_unit_test(test_random_nodes),
-        cmocka_unit_test(test_random_shares),
+        cmocka_unit_test(test_random_shares),      cmocka_unit_test(test_gantry_share_frag),
+        cmocka_unit_test(test_gantry_cpu_frag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

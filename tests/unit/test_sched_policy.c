@@ -72,6 +72,7 @@ struct job_opts {
     const char *project;
     int32_t min_available;
     int64_t active_deadline_ms;
+    int64_t runtime_estimate_ms;
 };
 
 static int add_job_ex(struct gt_sched_model *m, const char *id, const char *dept,
@@ -91,7 +92,8 @@ static int add_job_ex(struct gt_sched_model *m, const char *id, const char *dept
                                      .min_available = o->min_available,
                                      .groups = &g,
                                      .n_groups = 1,
-                                     .active_deadline_ms = o->active_deadline_ms};
+                                     .active_deadline_ms = o->active_deadline_ms,
+                                     .runtime_estimate_ms = o->runtime_estimate_ms};
     return gt_sched_job_add(m, &spec, NULL);
 }
 
@@ -562,6 +564,65 @@ static void test_preempt_rules(void **state)
     assert_int_equal(d.n_preempts, 0);
     run(m, "gantry", 80, &d);
     assert_int_equal(d.n_preempts, 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* A one-task job of gpus GPUs in department cv, estimated to run
+ * estimate_min minutes. */
+static int add_timed(struct gt_sched_model *m, const char *id, int64_t arrival_ms, int64_t gpus,
+                     int64_t estimate_min)
+{
+    return add_job_ex(m, id, "cv", "low", arrival_ms, 1, gpus,
+                      &(struct job_opts){.runtime_estimate_ms = estimate_min * 60 * 1000});
+}
+
+/* srtf preempts equal priority by remaining time: the running job with the
+ * longest remaining time goes first, and only jobs whose remaining time is
+ * longer than the preemptor's; a job without an estimate preempts nothing,
+ * and the gantry order never preempts equal priority. */
+static void test_srtf_remaining(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 8, 16);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    assert_int_equal(add_timed(m, "long", 1, 4, 600), 0);
+    assert_int_equal(add_timed(m, "mid", 2, 4, 120), 0);
+    run(m, "srtf", 10, &d);
+    assert_int_equal(d.n_binds, 2);
+    /* An estimate longer than both remaining times, and none at all. */
+    assert_int_equal(add_timed(m, "longer", 20, 4, 1200), 0);
+    assert_int_equal(add_job(m, "blind", "cv", "low", 21, 1, 4), 0);
+    run(m, "srtf", 30, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(gt_sched_job_remove(m, "longer", NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "blind", NULL), 0);
+    /* One hour: "long" (10 h left) goes, not "mid" (2 h). */
+    assert_int_equal(add_timed(m, "short", 40, 4, 60), 0);
+    run(m, "gantry", 50, &d);
+    assert_int_equal(d.n_preempts, 0);
+    run(m, "srtf", 60, &d);
+    assert_int_equal(preempts_of(&d, "long"), 1);
+    assert_int_equal(preempts_of(&d, "mid"), 0);
+    assert_non_null(strstr(d.preempts[0].reason, "remaining"));
+    apply_preempts(m, &d);
+    run(m, "srtf", 70, &d);
+    assert_int_equal(binds_of(&d, "short"), 1);
+    assert_int_equal(d.n_preempts, 0);
+    /* Served time counts (attained GPU-ms over the job's GPUs): "mid" has
+     * served 90 of its 120 min, so its 30 min left do not exceed the 30 min
+     * of "next"; "short" has 59 min left and goes; "long" waits, holding
+     * nothing. */
+    assert_int_equal(gt_sched_job_set_attained(m, "mid", INT64_C(4) * 5400 * 1000, NULL), 0);
+    assert_int_equal(add_timed(m, "next", 80, 4, 30), 0);
+    assert_int_equal(gt_sched_job_set_attained(m, "short", INT64_C(4) * 60 * 1000, NULL), 0);
+    run(m, "srtf", 90, &d);
+    assert_int_equal(preempts_of(&d, "short"), 1);
+    assert_int_equal(preempts_of(&d, "mid"), 0);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
 }
@@ -1057,6 +1118,7 @@ int main(void)
         cmocka_unit_test(test_two_whole_cluster_gangs),
         cmocka_unit_test(test_topology),
         cmocka_unit_test(test_preempt_frees_enough),
+        cmocka_unit_test(test_srtf_remaining),
         cmocka_unit_test(test_preempt_rules),
         cmocka_unit_test(test_reclaim_and_no_loop),
         cmocka_unit_test(test_backfill_head_reserves),

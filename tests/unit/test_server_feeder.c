@@ -1,19 +1,26 @@
 /*
- * Unit tests of the scheduler wiring's pure parts: a department's computed
- * status (used and borrowed) from a real scheduler model, a Project's
- * spec.hard fed to the model as its hard cap, the drain test of a Node, and
- * the resource amounts status fields show.
+ * Unit tests of the scheduler wiring: its pure parts (a department's
+ * computed status (used and borrowed) from a real scheduler model, a
+ * Project's spec.hard fed to the model as its hard cap, the drain test of
+ * a Node, the resource amounts status fields show), and, over a real
+ * controllers' cache, store (memory backend) and event loop, what a Job
+ * create costs in writes: the cache takes the objects this process wrote
+ * without parsing them back, a new job's first status waits for its first
+ * cycle and carries its wait reason, and an unchanged wait reason is not
+ * written again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
+#include <event2/event.h>
 
 #include "sched/sched.h"
-#include "server/server.h"
+#include "server/server_int.h"
 
 static const char *res_at(const json_t *st, const char *which, const char *res)
 {
@@ -157,6 +164,210 @@ static void test_node_draining_needs_no_execute(void **state)
     json_decref(n);
 }
 
+/* ---- a daemon without HTTP: cache, store, event loop ---- */
+
+struct env {
+    struct gt_server_config cfg;
+    struct gt_server s;
+    char port_range[32];
+    int job_events; /* watch events on /jobs/ */
+    int task_events;
+};
+
+static void env_event(const struct gt_store_event *ev, void *arg)
+{
+    struct env *e = arg;
+    char plural[32];
+    const char *slash = strchr(ev->key + 1, '/');
+    size_t n = slash ? (size_t)(slash - ev->key - 1) : 0;
+    if (n == 0 || n >= sizeof(plural)) {
+        return;
+    }
+    memcpy(plural, ev->key + 1, n);
+    plural[n] = '\0';
+    const struct gt_kind_info *k = gt_kind_by_plural(plural);
+    assert_non_null(k);
+    e->job_events += k->kind == GT_KIND_JOB;
+    e->task_events += k->kind == GT_KIND_TASK;
+    gt_ctl_event(e->s.ctl, k, ev);
+}
+
+/* Open with a Department "d" and a Project "p" cached and the controllers
+ * started; the store's writer thread reports through the loop. */
+static void env_open(struct env *e)
+{
+    memset(e, 0, sizeof(*e));
+    snprintf(e->port_range, sizeof(e->port_range), "30000-32767");
+    e->cfg.port_range = e->port_range;
+    e->s.cfg = &e->cfg;
+    e->s.base = event_base_new();
+    assert_non_null(e->s.base);
+    struct gt_store_options o = {.backend = &gt_store_memory_backend, .base = e->s.base};
+    assert_int_equal(gt_store_open(&o, &e->s.store, NULL), 0);
+    e->s.events = gt_events_new(&e->s);
+    e->s.ctl = gt_ctl_new(&e->s);
+    static const char *const objs[][2] = {
+        {"departments", "{\"metadata\":{\"name\":\"d\"}}"},
+        {"projects", "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"department\":\"d\"}}"},
+    };
+    for (size_t i = 0; i < GT_ARRAY_LEN(objs); i++) {
+        char key[64];
+        snprintf(key, sizeof(key), "/%s/%s", objs[i][0], i ? "p" : "d");
+        struct gt_store_kv kv = {.key = key,
+                                 .value = (char *)objs[i][1],
+                                 .value_len = strlen(objs[i][1]),
+                                 .create_rev = 0,
+                                 .mod_rev = 0};
+        gt_ctl_load(e->s.ctl, gt_kind_by_plural(objs[i][0]), &kv);
+    }
+    assert_int_equal(gt_ctl_start(e->s.ctl, NULL), 0);
+    assert_int_equal(gt_store_watch(e->s.store, "/", 0, env_event, e, &e->s.index_watch, NULL), 0);
+}
+
+static void env_close(struct env *e)
+{
+    gt_store_unwatch(e->s.index_watch);
+    gt_events_free(e->s.events);
+    gt_store_close(e->s.store);
+    gt_ctl_free(e->s.ctl);
+    event_base_free(e->s.base);
+}
+
+/* Run the loop until done(e) or 5 s; returns done(e). */
+static bool env_run(struct env *e, bool (*done)(struct env *e))
+{
+    for (int i = 0; i < 5000 && !done(e); i++) {
+        event_base_loop(e->s.base, EVLOOP_NONBLOCK);
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return done(e);
+}
+
+static const char *JOB_J =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"j\","
+    "\"project\":\"p\",\"uid\":\"u1\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\","
+    "\"creator\":{\"user\":\"alice\",\"uid\":1001}},\"spec\":{\"replicaSpecs\":{\"Worker\":"
+    "{\"replicas\":1,\"restartPolicy\":\"Never\",\"template\":{\"command\":[\"true\"]}}}},"
+    "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"}]}}";
+
+static const char *queued_message(struct env *e)
+{
+    const struct gt_cobj *o = gt_ctl_get(e->s.ctl, GT_KIND_JOB, "/jobs/p/j");
+    size_t i;
+    json_t *cnd;
+    json_array_foreach(o ? gt_json_path(o->obj, "status.conditions") : NULL, i, cnd)
+    {
+        if (!strcmp(json_string_value(json_object_get(cnd, "type")), "Queued")) {
+            return json_string_value(json_object_get(cnd, "message"));
+        }
+    }
+    return NULL;
+}
+
+static bool job_waits(struct env *e)
+{
+    const char *m = queued_message(e);
+    return m && !strncmp(m, "Unschedulable: ", 15) && !gt_ctl_busy(e->s.ctl, "/jobs/p/j") &&
+           e->s.ctl->dirty_jobs.n == 0;
+}
+
+/* A Job on a cluster without nodes: its Task is created, and its status
+ * is written once, with Queued already saying why it waits; the job's
+ * status write does not wait for the task's write to come back in vain. */
+static void test_job_create_writes_status_once(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+    assert_int_equal(gt_store_write(e.s.store, GT_STORE_CREATE, "/jobs/p/j", JOB_J, strlen(JOB_J),
+                                    0, NULL, NULL),
+                     0);
+    assert_true(env_run(&e, job_waits));
+    assert_int_equal(e.task_events, 1);
+    assert_int_equal(e.job_events, 2); /* created, then its status once */
+    const struct gt_cobj *t = gt_ctl_get(e.s.ctl, GT_KIND_TASK, "/tasks/p/j-worker-0");
+    assert_non_null(t);
+    assert_string_equal(json_string_value(gt_json_path(t->obj, "status.phase")), "Pending");
+    assert_null(gt_strmap_get(&e.s.ctl->unseen, "/jobs/p/j"));
+    env_close(&e);
+}
+
+/* A cycle that finds the same reason again writes nothing and marks no
+ * job; a changed reason is recorded and the job marked. */
+static void test_unchanged_wait_not_rewritten(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+    assert_int_equal(gt_store_write(e.s.store, GT_STORE_CREATE, "/jobs/p/j", JOB_J, strlen(JOB_J),
+                                    0, NULL, NULL),
+                     0);
+    assert_true(env_run(&e, job_waits));
+    struct gt_ctl *c = e.s.ctl;
+    const char *was = gt_feed_wait(c, "/jobs/p/j");
+    assert_non_null(was);
+    char *text = gt_xstrdup(was);
+    int64_t rev = gt_store_revision(e.s.store);
+    for (int i = 0; i < 3; i++) {
+        gt_feed_cycle(c);
+        assert_int_equal(c->dirty_jobs.n, 0);
+        assert_ptr_equal(gt_feed_wait(c, "/jobs/p/j"), was);
+    }
+    event_base_loop(e.s.base, EVLOOP_NONBLOCK);
+    assert_int_equal(gt_store_revision(e.s.store), rev);
+    assert_int_equal(e.job_events, 2);
+
+    /* a different reason (here: forgotten) is recorded and written again */
+    free(gt_strmap_put(&c->waits, "p/j", gt_xstrdup("Quota: before")));
+    gt_feed_cycle(c);
+    assert_non_null(gt_strmap_get(&c->dirty_jobs, "/jobs/p/j"));
+    assert_string_equal(gt_feed_wait(c, "/jobs/p/j"), text);
+    free(text);
+    env_close(&e);
+}
+
+/* The cache keeps the object this process wrote (no parse of the stored
+ * text) when the watch event is that write; any other event is parsed. */
+static void test_cache_takes_written_object(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+    struct gt_ctl *c = e.s.ctl;
+    json_t *mine = json_loads(JOB_J, 0, NULL);
+    assert_non_null(mine);
+    gt_ctl_written(c, GT_KIND_JOB, "/jobs/p/j", 7, mine);
+    struct gt_store_event ev = {.type = GT_STORE_EV_PUT,
+                                .created = true,
+                                .key = "/jobs/p/j",
+                                .value = JOB_J,
+                                .value_len = strlen(JOB_J),
+                                .create_rev = 7,
+                                .mod_rev = 7};
+    gt_ctl_event(c, gt_kind_get(GT_KIND_JOB), &ev);
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, "/jobs/p/j");
+    assert_ptr_equal(o->obj, mine);
+    assert_int_equal(o->rev, 7);
+    assert_int_equal(c->fresh.n, 0);
+
+    /* written as 8, but the event is a later write by someone else */
+    json_t *stale = json_deep_copy(mine);
+    json_object_set_new(stale, "kind", json_string("Stale"));
+    gt_ctl_written(c, GT_KIND_JOB, "/jobs/p/j", 8, stale);
+    ev.created = false;
+    ev.mod_rev = 9;
+    gt_ctl_event(c, gt_kind_get(GT_KIND_JOB), &ev);
+    o = gt_ctl_get(c, GT_KIND_JOB, "/jobs/p/j");
+    assert_ptr_not_equal(o->obj, stale);
+    assert_true(json_equal(o->obj, mine));
+    assert_int_equal(o->rev, 9);
+    assert_int_equal(c->fresh.n, 0);
+    json_decref(stale);
+    json_decref(mine);
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -164,6 +375,9 @@ int main(void)
         cmocka_unit_test(test_project_cap_from_spec_hard),
         cmocka_unit_test(test_resources_json_fractions),
         cmocka_unit_test(test_node_draining_needs_no_execute),
+        cmocka_unit_test(test_job_create_writes_status_once),
+        cmocka_unit_test(test_unchanged_wait_not_rewritten),
+        cmocka_unit_test(test_cache_takes_written_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

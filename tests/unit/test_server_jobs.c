@@ -2,8 +2,10 @@
  * Unit tests of the job controller's restart and environment rules: the
  * verdict of each restart policy per exit code and reason, the back-off
  * schedule, the gang restart decisions (counted, requeued, backoffLimit,
- * deadline, ttl), port allocation, and the PyTorch and TensorFlow
- * environments string for string.
+ * deadline, ttl, no backoffLimit), port allocation, the PyTorch and
+ * TensorFlow environments string for string and chosen by the framework
+ * annotation, the storage-root admission of volumes, the cluster's pip
+ * configuration in the tasks a job becomes, and gantryd's flags for both.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -244,7 +246,7 @@ static void test_pytorch_env(void **state)
         {"Worker", 0, 30000, "10.0.0.2"},
         {"Worker", 1, 30002, NULL},
     };
-    json_t *env = gt_jobenv_env("digits", "p", m, 3, 2);
+    json_t *env = gt_jobenv_env("digits", "p", NULL, m, 3, 2);
     assert_string_equal(env_of(env, "MASTER_ADDR"), "digits-master-0");
     assert_string_equal(env_of(env, "PET_MASTER_ADDR"), "digits-master-0");
     assert_string_equal(env_of(env, "MASTER_PORT"), "30001");
@@ -257,7 +259,7 @@ static void test_pytorch_env(void **state)
     assert_string_equal(env_of(env, "PYTHONUNBUFFERED"), "1");
     assert_null(env_of(env, "TF_CONFIG"));
     json_decref(env);
-    env = gt_jobenv_env("digits", "p", m, 3, 0);
+    env = gt_jobenv_env("digits", "p", GT_FRAMEWORK_PYTORCH, m, 3, 0);
     assert_string_equal(env_of(env, "RANK"), "0");
 
     /* user env wins over gantry's */
@@ -291,7 +293,7 @@ static void test_tf_config(void **state)
             "\"worker\":[\"mnist-worker-0.team.svc:30002\",\"mnist-worker-1.team.svc:30003\"]},"
             "\"task\":{\"type\":\"worker\",\"index\":1},\"environment\":\"cloud\"}");
     free(tf);
-    json_t *env = gt_jobenv_env("mnist", "team", m, 4, 1);
+    json_t *env = gt_jobenv_env("mnist", "team", NULL, m, 4, 1);
     assert_string_equal(env_of(env, "TF_CONFIG"),
                         "{\"cluster\":{\"chief\":[\"mnist-chief-0.team.svc:30001\"],"
                         "\"ps\":[\"mnist-ps-0.team.svc:30000\"],"
@@ -301,18 +303,177 @@ static void test_tf_config(void **state)
     assert_null(env_of(env, "MASTER_ADDR"));
     json_decref(env);
     /* one replica: no TF_CONFIG */
-    env = gt_jobenv_env("mnist", "team", m, 1, 0);
+    env = gt_jobenv_env("mnist", "team", GT_FRAMEWORK_TENSORFLOW, m, 1, 0);
     assert_int_equal(json_array_size(env), 0);
     json_decref(env);
+}
+
+/* A converted TFJob with the deprecated Master replica gets TF_CONFIG, not
+ * PyTorch's variables; without the annotation a Master means PyTorch. */
+static void test_framework_env(void **state)
+{
+    (void)state;
+    const struct gt_jobenv_member m[] = {
+        {"Master", 0, 30000, NULL},
+        {"Worker", 0, 30001, NULL},
+    };
+    json_t *env = gt_jobenv_env("tfm", "team", GT_FRAMEWORK_TENSORFLOW, m, 2, 1);
+    assert_null(env_of(env, "MASTER_ADDR"));
+    assert_null(env_of(env, "WORLD_SIZE"));
+    assert_string_equal(env_of(env, "TF_CONFIG"),
+                        "{\"cluster\":{\"master\":[\"tfm-master-0.team.svc:30000\"],"
+                        "\"worker\":[\"tfm-worker-0.team.svc:30001\"]},"
+                        "\"task\":{\"type\":\"worker\",\"index\":0},\"environment\":\"cloud\"}");
+    json_decref(env);
+    env = gt_jobenv_env("tfm", "team", NULL, m, 2, 1);
+    assert_string_equal(env_of(env, "MASTER_ADDR"), "tfm-master-0");
+    assert_null(env_of(env, "TF_CONFIG"));
+    json_decref(env);
+    /* an unknown value falls back to the replica types too */
+    env = gt_jobenv_env("tfm", "team", "jax", m, 2, 0);
+    assert_string_equal(env_of(env, "RANK"), "0");
+    json_decref(env);
+    /* a PyTorch job without a Master gets no TF_CONFIG */
+    env = gt_jobenv_env("tfm", "team", GT_FRAMEWORK_PYTORCH, m + 1, 1, 0);
+    assert_int_equal(json_array_size(env), 0);
+    json_decref(env);
+}
+
+static void test_backoff_unlimited(void **state)
+{
+    (void)state;
+    const int64_t t0 = 1700000000000;
+    char ts[32];
+    gt_time_format(t0, ts, sizeof(ts));
+    json_t *job = job_with("OnFailure", json_pack("{s:s, s:[], s:i}", "startTime", ts, "conditions",
+                                                  "restartCount", 1000));
+    json_object_set_new(gt_json_path(job, "spec.runPolicy"), "backoffLimit",
+                        json_integer(GT_API_BACKOFF_UNLIMITED));
+    json_t *tasks[2] = {running("Master", "1000"), failed("Worker", "Error", 1, "1000")};
+    struct gt_job_decision d;
+    gt_job_decide(job, tasks, 2, t0 + 1000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RESTART);
+    assert_true(d.begins && d.counted);
+    assert_non_null(strstr(d.message, "restart 1001 (no backoffLimit)"));
+    json_decref(tasks[0]);
+    json_decref(tasks[1]);
+    json_decref(job);
+}
+
+static void test_check_volumes(void **state)
+{
+    (void)state;
+    char *roots[] = {(char *)"/srv/data/", (char *)"/mnt/team"};
+    json_t *spec = json_pack("{s:[{s:s, s:s}, {s:s, s:s}]}", "volumes", "name", "a", "hostPath",
+                             "/srv/data/x/y", "name", "b", "hostPath", "/mnt/team");
+    struct gt_err err = {0};
+    assert_int_equal(gt_job_check_volumes(spec, roots, 2, &err), 0);
+    /* a whole-component prefix only */
+    json_object_set_new(json_array_get(json_object_get(spec, "volumes"), 1), "hostPath",
+                        json_string("/mnt/teamb"));
+    assert_int_equal(gt_job_check_volumes(spec, roots, 2, &err), GT_EINVAL);
+    assert_string_equal(err.msg, "spec.volumes[1].hostPath: /mnt/teamb is not beneath a storage "
+                                 "root of this cluster (/srv/data/, /mnt/team)");
+    char field[128];
+    gt_status_field(err.msg, field, sizeof(field));
+    assert_string_equal(field, "spec.volumes[1].hostPath");
+    gt_err_clear(&err);
+    /* no roots: every hostPath volume is refused, saying what to set */
+    assert_int_equal(gt_job_check_volumes(spec, NULL, 0, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.volumes[0].hostPath: hostPath volumes are refused"));
+    assert_non_null(strstr(err.msg, "gantryd --storage-root"));
+    gt_err_clear(&err);
+    /* "/" holds everything; no volumes need no roots */
+    char *slash[] = {(char *)"/"};
+    assert_int_equal(gt_job_check_volumes(spec, slash, 1, &err), 0);
+    json_t *none = json_object();
+    assert_int_equal(gt_job_check_volumes(none, NULL, 0, &err), 0);
+    json_decref(none);
+    json_decref(spec);
+}
+
+static void test_build_tasks_pip(void **state)
+{
+    (void)state;
+    json_t *job = json_pack("{s:{s:s, s:s}, s:{s:{s:{s:i, s:{s:[s]}}}, s:[s]}}", "metadata", "name",
+                            "train", "project", "p", "spec", "replicaSpecs", "Worker", "replicas",
+                            2, "template", "command", "train", "requirements", "numpy");
+    struct gt_job_task_opts opts = {.pip_index_url = "http://pypi.local/simple",
+                                    .pip_find_links = "/wheels"};
+    json_t *tasks = gt_job_build_tasks(job, &opts);
+    assert_int_equal(json_array_size(tasks), 2);
+    json_t *t1 = json_array_get(tasks, 1);
+    assert_string_equal(json_string_value(gt_json_path(t1, "spec.pip.indexUrl")),
+                        "http://pypi.local/simple");
+    assert_string_equal(json_string_value(gt_json_path(t1, "spec.pip.findLinks")), "/wheels");
+    assert_string_equal(json_string_value(json_array_get(gt_json_path(t1, "spec.requirements"), 0)),
+                        "numpy");
+    struct gt_err err = {0};
+    if (gt_api_validate(GT_KIND_TASK, t1, &err) != 0) {
+        fail_msg("%s", err.msg);
+    }
+    json_decref(tasks);
+    /* nothing configured, or nothing to install: no spec.pip */
+    opts.pip_index_url = opts.pip_find_links = NULL;
+    tasks = gt_job_build_tasks(job, &opts);
+    assert_null(gt_json_path(json_array_get(tasks, 0), "spec.pip"));
+    json_decref(tasks);
+    json_object_del(json_object_get(job, "spec"), "requirements");
+    opts.pip_find_links = "/wheels";
+    tasks = gt_job_build_tasks(job, &opts);
+    assert_null(gt_json_path(json_array_get(tasks, 0), "spec.pip"));
+    json_decref(tasks);
+    json_decref(job);
+}
+
+/* gantryd's job-wide cluster settings: roots repeatable, pip from the
+ * environment, a relative root refused. */
+static void test_cluster_config(void **state)
+{
+    (void)state;
+    struct gt_server_config cfg;
+    struct gt_err err = {0};
+    bool help;
+    char *argv[] = {"gantryd",
+                    "--data-dir",
+                    "/d",
+                    "--token-file",
+                    "/t",
+                    "--storage-root",
+                    "/srv/a",
+                    "--storage-root=/srv/b",
+                    "--pip-index-url",
+                    "http://pypi.local/simple",
+                    NULL};
+    char *env[] = {"GANTRYD_PIP_FIND_LINKS=/wheels", "GANTRYD_STORAGE_ROOT=/env", NULL};
+    assert_int_equal(gt_server_config_parse(&cfg, 10, argv, env, &help, &err), 0);
+    assert_int_equal(cfg.storage_roots.n, 2); /* flags replace the environment's list */
+    assert_string_equal(cfg.storage_roots.items[1], "/srv/b");
+    assert_string_equal(cfg.pip_find_links, "/wheels");
+    assert_string_equal(cfg.pip_index_url, "http://pypi.local/simple");
+    gt_server_config_fini(&cfg);
+    char *bad[] = {"gantryd", "--data-dir",     "/d",  "--token-file",
+                   "/t",      "--storage-root", "srv", NULL};
+    assert_int_equal(gt_server_config_parse(&cfg, 7, bad, NULL, &help, &err), GT_EINVAL);
+    assert_string_equal(err.msg, "--storage-root srv: want an absolute path");
+    gt_server_config_fini(&cfg);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_verdicts),       cmocka_unit_test(test_backoff),
-        cmocka_unit_test(test_decide_restart), cmocka_unit_test(test_decide_exit_code_and_ttl),
-        cmocka_unit_test(test_ports),          cmocka_unit_test(test_pytorch_env),
+        cmocka_unit_test(test_verdicts),
+        cmocka_unit_test(test_backoff),
+        cmocka_unit_test(test_decide_restart),
+        cmocka_unit_test(test_decide_exit_code_and_ttl),
+        cmocka_unit_test(test_ports),
+        cmocka_unit_test(test_pytorch_env),
         cmocka_unit_test(test_tf_config),
+        cmocka_unit_test(test_framework_env),
+        cmocka_unit_test(test_backoff_unlimited),
+        cmocka_unit_test(test_check_volumes),
+        cmocka_unit_test(test_build_tasks_pip),
+        cmocka_unit_test(test_cluster_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -149,6 +149,40 @@ static void test_oracle_isolation(void **state)
     gt_sim_trace_fini(&swapped);
 }
 
+/* srtf preempts by remaining time: A (1,000 s, all 8 GPUs) runs when B
+ * (50 s, 8 GPUs) arrives at t=100; B's 50 s are less than A's 900 left, so
+ * A is preempted at 100 and B starts at the next cycle (101). A restarts
+ * when B ends (151), losing the 60 s restart overhead: it resumes its 900 s
+ * left, or, for "srtf-restart", runs its 1,000 s again. B never preempts
+ * back (A's remaining time is longer). gantry never preempts equal
+ * priority, so there A runs first and B waits. */
+static void test_srtf_preempts(void **state)
+{
+    (void)state;
+    struct gt_sim_trace t;
+    struct gt_sim_run r, rs, rg;
+    trace_load(&t, "0,1000,8\n100,50,8\n");
+    replay(&t, "srtf", &r);
+    assert_int_equal(r.n_preemptions, 1);
+    assert_int_equal(r.jobs[0].preemptions, 1);
+    assert_int_equal(r.jobs[1].start_s, 101);
+    assert_int_equal(r.jobs[1].finish_s, 151);
+    assert_int_equal(r.jobs[0].start_s, 0);
+    assert_int_equal(r.jobs[0].finish_s, 151 + 60 + 900);
+    replay(&t, "srtf-restart", &rs);
+    assert_int_equal(rs.n_preemptions, 1);
+    assert_int_equal(rs.jobs[1].finish_s, 151);
+    assert_int_equal(rs.jobs[0].finish_s, 151 + 60 + 1000);
+    replay(&t, "gantry-restart", &rg);
+    assert_int_equal(rg.n_preemptions, 0);
+    assert_int_equal(rg.jobs[0].finish_s, 1000);
+    assert_int_equal(rg.jobs[1].start_s, 1000);
+    gt_sim_run_fini(&r);
+    gt_sim_run_fini(&rs);
+    gt_sim_run_fini(&rg);
+    gt_sim_trace_fini(&t);
+}
+
 /* A finish frees GPUs before an arrival at the same second, and both come
  * before that second's cycle, so B starts the moment A ends. Cycles run on
  * multiples of the interval: with 60 s, C arriving at 61 starts at 120. */
@@ -275,10 +309,10 @@ static void test_openb_alloc_window(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fifo_exact),         cmocka_unit_test(test_sjf_exact),
-        cmocka_unit_test(test_oracle_isolation),   cmocka_unit_test(test_event_order),
-        cmocka_unit_test(test_gang_and_errors),    cmocka_unit_test(test_openb_alloc),
-        cmocka_unit_test(test_openb_alloc_window),
+        cmocka_unit_test(test_fifo_exact),       cmocka_unit_test(test_sjf_exact),
+        cmocka_unit_test(test_oracle_isolation), cmocka_unit_test(test_srtf_preempts),
+        cmocka_unit_test(test_event_order),      cmocka_unit_test(test_gang_and_errors),
+        cmocka_unit_test(test_openb_alloc),      cmocka_unit_test(test_openb_alloc_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
