@@ -1,6 +1,6 @@
 /*
  * The container side of an image task, run by the shim as root: the
- * task's root file system (the image's shared read-only rootfs under a
+ * task's root filesystem (the image's shared read-only rootfs under a
  * per-task overlayfs upper layer, or a private copy where overlayfs is not
  * available), the OCI runtime config (config.json, from umoci's config of
  * the image with the task's process, limits, namespaces, mounts and GPUs)

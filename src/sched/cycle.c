@@ -86,10 +86,11 @@ static void add_wait(struct cycle *c, const struct gt_sched_job *job,
 }
 
 /* Would the departments' claims on resource r fit the pool with add more
- * used by dept (and add less pending)? protect: count what other departments
- * claim for their pending work within their guarantee. */
+ * used by dept (and add less pending) and freed less used? protect: count
+ * what other departments claim for their pending work within their
+ * guarantee. */
 static bool claims_fit(const struct gt_sched_model *m, const struct gt_sched_dept *dept, int r,
-                       int64_t add, bool protect)
+                       int64_t add, int64_t freed, bool protect)
 {
     int64_t pool[GT_SCHED_N_RES];
     gt_sched_res_unpack(&m->pool, pool);
@@ -101,7 +102,7 @@ static bool claims_fit(const struct gt_sched_model *m, const struct gt_sched_dep
         gt_sched_res_unpack(&d->guarantee, g);
         __int128 u = used[r], p = protect ? d->pending[r] : 0;
         if (d == dept) {
-            u += add;
+            u += (__int128)add - freed;
             p = p > add ? p - add : 0;
         }
         __int128 want = u + p < g[r] ? u + p : g[r];
@@ -113,21 +114,33 @@ static bool claims_fit(const struct gt_sched_model *m, const struct gt_sched_dep
 static const char *const res_names[GT_SCHED_N_RES] = {"cpu_milli", "memory_bytes", "storage_bytes",
                                                       "gpu_milli"};
 
-/* The admission rule of the file comment; why gets the reason. */
-static bool admit(const struct gt_sched_model *m, const struct gt_sched_dept *dept,
-                  const struct gt_sched_res *add, struct gt_buf *why)
+bool gt_sched_admit(const struct gt_sched_model *m, const struct gt_sched_dept *dept,
+                    const struct gt_sched_res *add, const struct gt_sched_res *freed,
+                    struct gt_buf *why)
 {
-    if (!gt_sched_dept_admits(dept, add, why)) {
-        return false;
-    }
-    int64_t used[GT_SCHED_N_RES], a[GT_SCHED_N_RES], g[GT_SCHED_N_RES];
+    int64_t used[GT_SCHED_N_RES], a[GT_SCHED_N_RES], g[GT_SCHED_N_RES], f[GT_SCHED_N_RES] = {0};
     gt_sched_res_unpack(&dept->used, used);
     gt_sched_res_unpack(add, a);
     gt_sched_res_unpack(&dept->guarantee, g);
+    if (!freed) {
+        if (!gt_sched_dept_admits(dept, add, why)) {
+            return false;
+        }
+    } else {
+        int64_t l[GT_SCHED_N_RES];
+        gt_sched_res_unpack(freed, f);
+        gt_sched_res_unpack(&dept->limit, l);
+        for (int r = 0; r < GT_SCHED_N_RES; r++) {
+            if (a[r] > 0 && (__int128)used[r] - f[r] + a[r] > l[r]) {
+                return false;
+            }
+        }
+    }
     for (int r = 0; r < GT_SCHED_N_RES; r++) {
         /* storage is quota-only: no pool to borrow from, the limit rules */
-        if (r == 2 || a[r] == 0 || (__int128)used[r] + a[r] <= g[r] ||
-            claims_fit(m, dept, r, a[r], true) || !claims_fit(m, dept, r, a[r], false)) {
+        if (r == 2 || a[r] == 0 || (__int128)used[r] - f[r] + a[r] <= g[r] ||
+            claims_fit(m, dept, r, a[r], f[r], true) ||
+            !claims_fit(m, dept, r, a[r], f[r], false)) {
             continue;
         }
         if (why) {
@@ -148,7 +161,7 @@ static bool task_admitted(const struct cycle *c, const struct gt_sched_task *t, 
 {
     const struct gt_sched_job *job = t->job;
     const struct gt_sched_res *use = &t->group->use;
-    bool dept_ok = beyond_gang ? admit(c->m, job->dept, use, NULL)
+    bool dept_ok = beyond_gang ? gt_sched_admit(c->m, job->dept, use, NULL, NULL)
                                : gt_sched_dept_admits(job->dept, use, NULL);
     return dept_ok && (!job->project || gt_sched_project_admits(job->project, use, NULL));
 }
@@ -220,13 +233,13 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
     }
     if (may_preempt(c, job)) {
         c->n_preemptors++;
-        made =
-            gt_sched_reserve_for(c->m, job, c->pending, gang, true, c->policy, c->now_ms, c->out);
+        made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_PREEMPT, c->policy,
+                                    c->now_ms, c->out, NULL);
     }
     if (!made && c->policy->reserve && !c->head_done) {
         c->head_done = true;
-        made =
-            gt_sched_reserve_for(c->m, job, c->pending, gang, false, c->policy, c->now_ms, c->out);
+        made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_WAIT, c->policy,
+                                    c->now_ms, c->out, NULL);
     }
     if (c->waits_left > 0) {
         add_wait(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
