@@ -29,7 +29,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
 import os
 import sys
-import threading
 import time
 
 os.environ["GANTRY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
@@ -38,11 +37,6 @@ import gantry_e2e as E  # noqa: E402
 
 API = E.API
 P = API + "/projects/bench"
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 
 
 def rss_kb(pid):
@@ -62,42 +56,6 @@ def job(name, command, gpus, grace_s=0):
                           "limits": {"nvidia.com/gpu": gpus, "cpu": "1", "memory": "32Mi"}}}
     return E.obj("Job", name, "bench",
                  spec={"replicaSpecs": {"Worker": {"replicas": 1, "template": tmpl}}})
-
-
-class Phases:
-    """First monotonic time each task name is seen in each phase (task watch)."""
-
-    def __init__(self, g):
-        self.seen = {}
-        self.cond = threading.Condition()
-        self.w = E.Watch(g, API + "/tasks")
-        threading.Thread(target=self.pump, daemon=True).start()
-
-    def pump(self):
-        i = 0
-        while True:
-            evs = self.w.events
-            if i == len(evs):
-                time.sleep(0.002)
-                continue
-            with self.cond:
-                for ts, _, o in evs[i:]:
-                    ph = (o.get("status") or {}).get("phase")
-                    self.seen.setdefault((o["metadata"]["name"], ph), ts)
-                i = len(evs)
-                self.cond.notify_all()
-
-    def wait(self, name, phases, timeout=60):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for ph in phases:
-                    if (name, ph) in self.seen:
-                        return self.seen[(name, ph)]
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise RuntimeError("%s never reached %s" % (name, phases))
-                self.cond.wait(left)
 
 
 def dump_stacks(g, agent):
@@ -141,7 +99,7 @@ def main():
             assert st == 201, (st, body)
         agent = E.Gantlet(g, fake_gpus="8xA100-80GB", heartbeat_s=10,
                           extra_args=("--log-level", "warn")).start()
-        ph = Phases(g)
+        ph = E.Phases(g)
         print("setup=release gantryd and gantlet on loopback, 8 fake GPUs, %d CPUs, uid 1001"
               % os.cpu_count())
 
@@ -170,7 +128,7 @@ def main():
                     shims.append(rss_kb(pid))
                 assert len(shims) == len(names), len(shims)
                 print("gantlet_rss_kb=%d" % rss_kb(agent.proc.pid))
-                print("shim_rss_kb=%d" % pct(shims, 50))
+                print("shim_rss_kb=%d" % E.pct(shims, 50))
                 print("shim_rss_total_kb=%d" % sum(shims))
                 print("shims_measured=%d" % len(shims))
                 for n in names:
@@ -178,11 +136,11 @@ def main():
                     assert st == 200, (st, body)
                 for n in names:
                     ph.wait(n + "-worker-0", ("Failed", "Succeeded"))
-        print("task_start_ms_p50=%.1f" % pct(lat, 50))
-        print("task_start_ms_p99=%.1f" % pct(lat, 99))
+        print("task_start_ms_p50=%.1f" % E.pct(lat, 50))
+        print("task_start_ms_p99=%.1f" % E.pct(lat, 99))
         print("task_start_samples=%d" % len(lat))
-        print("task_start_burst_ms_p50=%.1f" % pct(burst, 50))
-        print("task_start_burst_ms_p99=%.1f" % pct(burst, 99))
+        print("task_start_burst_ms_p50=%.1f" % E.pct(burst, 50))
+        print("task_start_burst_ms_p99=%.1f" % E.pct(burst, 99))
         print("task_start_measured=client watch, Bound seen to Running seen")
 
         # 2. submit to first output line, one job at a time
@@ -197,8 +155,8 @@ def main():
             lat.append((time.monotonic() - ts) * 1000.0)
             if line != b"hello\n":
                 raise RuntimeError("log of %s: %r" % (t, line))
-        print("submit_to_output_ms_p50=%.1f" % pct(lat, 50))
-        print("submit_to_output_ms_p99=%.1f" % pct(lat, 99))
+        print("submit_to_output_ms_p50=%.1f" % E.pct(lat, 50))
+        print("submit_to_output_ms_p99=%.1f" % E.pct(lat, 99))
         # 3. throughput: 1,000 one-GPU jobs on 8 GPUs
         names = ["tp-%04d" % i for i in range(1000)]
         done = {}

@@ -20,7 +20,6 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 
 os.environ["GANTRY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
@@ -31,47 +30,6 @@ import test_images as TI  # noqa: E402
 API = E.API
 P = API + "/projects/bench"
 N_TASKS = 20
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
-
-
-class Phases:
-    """First monotonic time each task name is seen in each phase (task watch)."""
-
-    def __init__(self, g):
-        self.seen = {}
-        self.cond = threading.Condition()
-        self.w = E.Watch(g, API + "/tasks")
-        threading.Thread(target=self.pump, daemon=True).start()
-
-    def pump(self):
-        i = 0
-        while True:
-            evs = self.w.events
-            if i == len(evs):
-                time.sleep(0.002)
-                continue
-            with self.cond:
-                for ts, _, o in evs[i:]:
-                    ph = (o.get("status") or {}).get("phase")
-                    self.seen.setdefault((o["metadata"]["name"], ph), ts)
-                i = len(evs)
-                self.cond.notify_all()
-
-    def wait(self, name, phases, timeout=60):
-        deadline = time.monotonic() + timeout
-        with self.cond:
-            while True:
-                for ph in phases:
-                    if (name, ph) in self.seen:
-                        return self.seen[(name, ph)]
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise RuntimeError("%s never reached %s" % (name, phases))
-                self.cond.wait(left)
 
 
 def job(name, ref):
@@ -130,7 +88,7 @@ def main():
             assert st == 201, (st, body)
         agent = E.Gantlet(g, fake_gpus="2xA100-80GB", heartbeat_s=10, extra_args=(
             "--log-level", "warn", "--insecure-registry", "127.0.0.1:%d" % port)).start()
-        ph = Phases(g)
+        ph = E.Phases(g)
         submit(g, job("pull", ref))
         ph.wait("pull-worker-0", ("Running",))
         print("image_pull_ms=%.0f" % pulled_ms(g, "pull-worker-0"))
@@ -144,8 +102,8 @@ def main():
             run = ph.wait(t, ("Running", "Failed"))
             lat.append((run - bound) * 1000.0)
             delete_and_wait(g, name)
-        print("image_task_start_ms_p50=%.0f" % pct(lat, 50))
-        print("image_task_start_ms_p99=%.0f" % pct(lat, 99))
+        print("image_task_start_ms_p50=%.0f" % E.pct(lat, 50))
+        print("image_task_start_ms_p99=%.0f" % E.pct(lat, 99))
     finally:
         if agent:
             agent.cleanup()

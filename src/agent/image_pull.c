@@ -64,17 +64,7 @@ int gt_image_tool_run(char *const *argv, char *const *env, struct gt_buf *out,
     }
     pid_t pid = fork();
     if (pid == 0) {
-        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        int err_no = 0;
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (null_fd >= 0 && dup2(null_fd, STDIN_FILENO) >= 0 && dup2(o[1], STDOUT_FILENO) >= 0 &&
-            dup2(e[1], STDERR_FILENO) >= 0) {
-            gt_shim_exec_search(argv, env, &err_no);
-        }
-        dprintf(STDERR_FILENO, "cannot run %s: %s\n", argv[0], strerror(err_no ? err_no : errno));
-        _exit(127);
+        gt_shim_exec_tool(argv, env, o[1], e[1]);
     }
     close(o[1]);
     close(e[1]);

@@ -311,19 +311,7 @@ int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_f
     int lock_fd = cgroup_lock(im, LOCK_SH);
     pid_t child = fork();
     if (child == 0) {
-        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        int e = 0;
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGHUP, SIG_DFL);
-        if (null_fd >= 0 && dup2(null_fd, STDIN_FILENO) >= 0 && dup2(out_fd, STDOUT_FILENO) >= 0 &&
-            dup2(out_fd, STDERR_FILENO) >= 0) {
-            gt_shim_exec_search(argv, env, &e);
-        }
-        dprintf(STDERR_FILENO, "gantry: cannot run %s: %s\n", argv[0], strerror(e ? e : errno));
-        _exit(127);
+        gt_shim_exec_tool(argv, env, out_fd, out_fd);
     }
     int st = -1;
     while (child > 0 && waitpid(child, &st, 0) < 0 && errno == EINTR) {

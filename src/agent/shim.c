@@ -189,6 +189,23 @@ void gt_shim_exec_search(char *const *argv, char *const *env, int *err)
     *err = eacces ? EACCES : ENOENT;
 }
 
+_Noreturn void gt_shim_exec_tool(char *const *argv, char *const *env, int out_fd, int err_fd)
+{
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int e = 0;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    if (null_fd >= 0 && dup2(null_fd, STDIN_FILENO) >= 0 && dup2(out_fd, STDOUT_FILENO) >= 0 &&
+        dup2(err_fd, STDERR_FILENO) >= 0) {
+        gt_shim_exec_search(argv, env, &e);
+    }
+    dprintf(STDERR_FILENO, "cannot run %s: %s\n", argv[0], strerror(e ? e : errno));
+    _exit(127);
+}
+
 /* mkdir -p of a missing mount point (its leaf an empty file when the
  * source is not a directory); existing parts are left as they are. */
 static int make_mount_point(const char *path, bool leaf_is_dir)

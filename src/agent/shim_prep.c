@@ -97,12 +97,7 @@ static int run_tool(char *const *argv, char *const *env, char tail[TAIL_BYTES])
     }
     pid_t pid = fork();
     if (pid == 0) {
-        int e = 0;
-        if (dup2(pfd[1], STDOUT_FILENO) >= 0 && dup2(pfd[1], STDERR_FILENO) >= 0) {
-            gt_shim_exec_search(argv, env, &e);
-        }
-        dprintf(STDERR_FILENO, "cannot run %s: %s\n", argv[0], strerror(e ? e : errno));
-        _exit(127);
+        gt_shim_exec_tool(argv, env, pfd[1], pfd[1]);
     }
     close(pfd[1]);
     char buf[4096];

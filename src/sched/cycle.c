@@ -33,7 +33,13 @@
  * Unschedulable rather than Quota.) (c) its project, if it has a hard cap,
  * stays within it in every resource. Use includes every bound, running or
  * terminating task and every bind made earlier in this cycle (binds are
- * applied as they are made). A job held back by quota neither preempts nor
+ * applied as they are made).
+ *
+ * A job its department refuses (a or b) may preempt jobs of that department
+ * it outranks (preempt.c, GT_SCHED_RESV_QUOTA): the cheapest set whose exit
+ * lets it be admitted, if the gang then also fits on the nodes; it keeps a
+ * Quota wait and a reservation until they have exited, and preempts nothing
+ * more meanwhile. A job its project's cap refuses neither preempts nor
  * reserves, so a cap never makes anything preemptable.
  */
 #include <stdlib.h>
@@ -252,6 +258,50 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
     }
 }
 
+/* Does job hold a reservation made by preemption whose victims have not all
+ * exited? One whose victims are gone while the job still cannot start is
+ * dropped, so a job held back by quota holds no GPUs. A victim of a quota
+ * preemption may hold no reserved GPU: any eviction still under way in
+ * the job's department counts. */
+static bool preempted_waiting(struct cycle *c, struct gt_sched_job *job)
+{
+    if (!job->resv || !job->resv->preempted) {
+        return false;
+    }
+    if (gt_sched_resv_waiting(job) || job->dept->n_evicting > 0) {
+        return true;
+    }
+    gt_sched_resv_drop(job, c->m);
+    return false;
+}
+
+/* job's department refused its gang (admission, not a project cap): unless
+ * it already waits for victims, preempt jobs of its own department that it
+ * may preempt (lower priority; srtf: also longer remaining time) whose exit
+ * lets the gang in and whose GPUs, with any further victims, let it fit
+ * (DESIGN.md step 4). Returns the wait message (taken), why (the refusal,
+ * consumed) with what it does. */
+static char *quota_preempt(struct cycle *c, struct gt_sched_job *job, size_t gang,
+                           const struct gt_sched_res *use, struct gt_buf *why)
+{
+    const char *dept = job->dept->name;
+    if (preempted_waiting(c, job)) {
+        gt_buf_printf(why, "; waiting for the jobs it preempted to exit");
+        return gt_buf_take(why);
+    }
+    size_t n_victims = 0;
+    if (may_preempt(c, job) &&
+        gt_sched_quota_may_free(c->m, job, use, c->policy->by_remaining)) {
+        c->n_preemptors++;
+        if (gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_QUOTA, c->policy,
+                                 c->now_ms, c->out, &n_victims)) {
+            gt_buf_printf(why, "; preempting %zu lower-priority job%s of department %s for it",
+                          n_victims, n_victims == 1 ? "" : "s", dept);
+        }
+    }
+    return gt_buf_take(why);
+}
+
 /* Is there anything left a job without a reservation could use? A
  * reservation whose due time is known may still lend its free GPUs to a
  * job with an early enough deadline (backfill). */
@@ -294,6 +344,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     }
     int64_t *refused = &c->refused_gpu_milli[job->dept->vec_index];
     if (!overflow && gang.gpu_milli > 0 && gang.gpu_milli >= *refused) {
+        preempted_waiting(c, job);
         if (c->waits_left > 0) {
             add_wait(c, job, GT_SCHED_WAIT_QUOTA,
                      gt_xasprintf("department %s: no quota for %lld gpu_milli this cycle",
@@ -307,7 +358,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     }
     struct gt_buf why;
     gt_buf_init(&why);
-    bool dept_ok = !overflow && admit(c->m, job->dept, &gang, &why);
+    bool dept_ok = !overflow && gt_sched_admit(c->m, job->dept, &gang, NULL, &why);
     if (!dept_ok || (job->project && !gt_sched_project_admits(job->project, &gang, &why))) {
         /* only the department's refusal holds for its other projects' jobs */
         if (!dept_ok && !overflow && gang.gpu_milli > 0 && gang.gpu_milli < *refused) {
@@ -316,7 +367,11 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
         if (overflow) {
             gt_buf_printf(&why, "department %s: gang request overflows", job->dept->name);
         }
-        add_wait(c, job, GT_SCHED_WAIT_QUOTA, gt_buf_take(&why));
+        /* a project cap never makes anything preemptable */
+        bool by_dept =
+            !dept_ok && !overflow && (!job->project || gt_sched_project_admits(job->project, &gang, NULL));
+        add_wait(c, job, GT_SCHED_WAIT_QUOTA,
+                 by_dept ? quota_preempt(c, job, need ? need : 1, &gang, &why) : gt_buf_take(&why));
         if (c->policy->head_of_line) {
             c->stop = true;
             c->blocked_by = job->id;

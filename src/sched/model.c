@@ -7,7 +7,9 @@
  * - a node's cpu/memory used and its GPUs' state/used_milli are the sums of
  *   the tasks linked on it; n_gpus_free counts its healthy FREE GPUs;
  * - a department's used is the sum of its holding tasks' group use, and so
- *   is a project's; a project lives while it has a cap or jobs.
+ *   are its bands' held summed and a project's used; a department's
+ *   n_evicting counts its holding tasks marked evicting; a project lives
+ *   while it has a cap or jobs.
  * Every update validates all of its input before it changes anything, so a
  * failed call leaves the model as it was.
  */
@@ -758,16 +760,22 @@ int gt_sched_model_check(const struct gt_sched_model *m, struct gt_err *err)
         if (!m->dept_map.slots[s].key) {
             continue;
         }
-        struct gt_sched_res sum = {0};
+        struct gt_sched_res sum = {0}, band_sum = {0};
+        size_t evicting = 0;
         for (size_t j = 0; j < m->n_jobs; j++) {
             const struct gt_sched_job *job = m->jobs[j];
             for (size_t i = 0; job->dept == d && i < job->n_tasks; i++) {
                 if (job->tasks[i].node) {
                     GT_ASSERT(gt_sched_res_add(&sum, &job->tasks[i].group->use) == 0);
+                    evicting += job->tasks[i].evicting;
                 }
             }
         }
-        if (memcmp(&sum, &d->used, sizeof(sum)) != 0) {
+        for (size_t b = 0; b < d->n_bands; b++) {
+            GT_ASSERT(gt_sched_res_add(&band_sum, &d->bands[b].held) == 0);
+        }
+        if (memcmp(&sum, &d->used, sizeof(sum)) != 0 ||
+            memcmp(&sum, &band_sum, sizeof(sum)) != 0 || evicting != d->n_evicting) {
             return gt_err_set(err, GT_EINTERNAL, "department %s: usage out of step", d->name);
         }
     }

@@ -25,6 +25,14 @@
  * When only waiting (the head job's backfill reservation) every holding job
  * is a candidate and the cost puts the earliest deadline end first.
  *
+ * Quota preemption (GT_SCHED_RESV_QUOTA: the preemptor's department refused
+ * it): first the candidates of its own department, cheapest first, are
+ * taken until their exit would let the gang be admitted, then any of them
+ * the others make unnecessary is put back, latest taken first but for the
+ * last (Kueue's minimal set within a ClusterQueue); then the gang is placed
+ * as above, with further victims if the nodes need them. The job's
+ * department then counts the victims in n_evicting until they exit.
+ *
  * A reservation lasts until its job binds or is removed, a GPU of it
  * vanishes, or (preemption) the victims have exited and the job still
  * cannot bind; a head-of-line one is remade every cycle. A preemptor whose
@@ -80,6 +88,7 @@ bool gt_sched_resv_waiting(const struct gt_sched_job *job)
 /* What removing one candidate job costs and when its tasks end. */
 struct cand {
     struct gt_sched_job *job;
+    struct gt_sched_res use; /* the group use of its holding tasks */
     int32_t priority;
     int64_t gpus, work_ms, end_ms, remaining_ms;
     size_t gpus_here;
@@ -184,11 +193,14 @@ static void cand_fill(struct cand *c, const struct attempt *a)
     c->remaining_ms = gt_sched_job_remaining_ms(v);
     c->gpus = c->work_ms = 0;
     c->end_ms = 0;
+    c->use = (struct gt_sched_res){0};
     for (size_t i = 0; i < v->n_tasks; i++) {
         const struct gt_sched_task *t = &v->tasks[i];
         if (!t->node) {
             continue;
         }
+        /* bounded: the department's use includes it */
+        GT_ASSERT(gt_sched_res_add(&c->use, &t->group->use) == 0);
         int64_t g = (int64_t)t->n_gpus, age = a->now_ms > t->bound_ms ? a->now_ms - t->bound_ms : 0;
         c->gpus += g;
         int64_t w;
@@ -439,6 +451,82 @@ static bool free_room(struct attempt *a, const struct gt_sched_task *task)
     return best != NULL;
 }
 
+bool gt_sched_quota_may_free(const struct gt_sched_model *m, const struct gt_sched_job *job,
+                             const struct gt_sched_res *gang, bool by_remaining)
+{
+    const struct gt_sched_dept *dept = job->dept;
+    struct gt_sched_res bound = {0};
+    bool any = false;
+    for (size_t b = 0; b < dept->n_bands; b++) {
+        const struct gt_sched_band *band = &dept->bands[b];
+        if (band->n_holding > 0 &&
+            (band->value < job->priority || (by_remaining && band->value == job->priority))) {
+            any = true;
+            GT_ASSERT(gt_sched_res_add(&bound, &band->held) == 0);
+        }
+    }
+    return any && gt_sched_admit(m, dept, gang, &bound, NULL);
+}
+
+/* The use of cands[0..k) but skip and those put back (job NULL). */
+static struct gt_sched_res kept_use(const struct cand *cands, size_t k, size_t skip)
+{
+    struct gt_sched_res sum = {0};
+    for (size_t i = 0; i < k; i++) {
+        if (i != skip && cands[i].job) {
+            GT_ASSERT(gt_sched_res_add(&sum, &cands[i].use) == 0);
+        }
+    }
+    return sum;
+}
+
+/* Take the cheapest minimal set of a's department's candidates whose exit
+ * lets gang be admitted; false (nothing taken) if all of them would not. */
+static bool quota_victims(struct attempt *a, const struct gt_sched_res *gang)
+{
+    struct gt_sched_model *m = a->m;
+    const struct gt_sched_dept *dept = a->job->dept;
+    struct cand *cands = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < m->n_jobs; i++) {
+        struct gt_sched_job *v = m->jobs[i];
+        if (v->dept != dept || !eligible(a, v)) {
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            cands = gt_xrealloc(cands, cap * sizeof(*cands));
+        }
+        cands[n] = (struct cand){.job = v};
+        cand_fill(&cands[n++], a);
+    }
+    if (n > 1) {
+        qsort_r(cands, n, sizeof(*cands), cand_sort_cmp, a);
+    }
+    struct gt_sched_res freed = {0};
+    size_t k = 0;
+    while (!gt_sched_admit(m, dept, gang, &freed, NULL)) {
+        if (k == n) {
+            free(cands);
+            return false;
+        }
+        GT_ASSERT(gt_sched_res_add(&freed, &cands[k++].use) == 0);
+    }
+    for (size_t i = k > 0 ? k - 1 : 0; i-- > 0;) {
+        struct gt_sched_res without = kept_use(cands, k, i);
+        if (gt_sched_admit(m, dept, gang, &without, NULL)) {
+            cands[i].job = NULL;
+        }
+    }
+    for (size_t i = 0; i < k; i++) {
+        if (cands[i].job) {
+            take_victim(a, cands[i].job);
+        }
+    }
+    free(cands);
+    return true;
+}
+
 /* Record job's reservation on the GPUs its simulated tasks hold. */
 static void reserve(struct attempt *a, struct gt_sched_task **tasks, size_t n_tasks)
 {
@@ -495,32 +583,37 @@ static void add_preempts(struct attempt *a, const struct gt_sched_policy *policy
                 continue;
             }
             t->evicting = true;
+            victim->dept->n_evicting++;
             gt_sched_decisions_add_preempt(out, t, victim_reason(a, victim, policy));
         }
     }
 }
 
 bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
-                          struct gt_sched_task **tasks, size_t need, bool preempt,
+                          struct gt_sched_task **tasks, size_t need, enum gt_sched_resv_mode mode,
                           const struct gt_sched_policy *policy, int64_t now_ms,
-                          struct gt_sched_decisions *out)
+                          struct gt_sched_decisions *out, size_t *n_victims)
 {
     gt_sched_resv_drop(job, m);
+    bool preempt = mode != GT_SCHED_RESV_WAIT;
     struct attempt a = {.m = m,
                         .job = job,
                         .preempt = preempt,
                         .by_remaining = preempt && policy->by_remaining,
                         .remaining_ms = gt_sched_job_remaining_ms(job),
                         .now_ms = now_ms};
-    /* A reclaim only restores the preemptor's guarantee. */
-    int64_t gang = 0;
+    struct gt_sched_res gang = {0};
     for (size_t i = 0; i < need; i++) {
-        gang += tasks[i]->group->use.gpu_milli; /* bounded: job_add checked the sum */
+        /* bounded: job_add checked the sum */
+        GT_ASSERT(gt_sched_res_add(&gang, &tasks[i]->group->use) == 0);
     }
-    a.reclaim = job->dept->used.gpu_milli + gang <= job->dept->guarantee.gpu_milli;
+    bool admitted = mode != GT_SCHED_RESV_QUOTA || quota_victims(&a, &gang);
+    /* A reclaim only restores the preemptor's guarantee (once any quota
+     * victims are gone). */
+    a.reclaim = job->dept->used.gpu_milli + gang.gpu_milli <= job->dept->guarantee.gpu_milli;
     size_t placed = 0;
     struct gt_sched_pick *pick = gt_xcalloc(1, sizeof(*pick));
-    for (; placed < need; placed++) {
+    for (; admitted && placed < need; placed++) {
         const struct gt_sched_task *t = tasks[placed];
         if (!policy->place(m, t, now_ms, pick) &&
             (!free_room(&a, t) || !policy->place(m, t, now_ms, pick))) {
@@ -529,7 +622,7 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
         gt_sched_task_hold(tasks[placed], pick->node, pick->shares, pick->n);
     }
     free(pick);
-    bool ok = placed == need && a.n_victims > 0;
+    bool ok = admitted && placed == need && a.n_victims > 0;
     if (ok) {
         reserve(&a, tasks, need);
     }
@@ -560,6 +653,9 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
             add_preempts(&a, policy, out);
         }
         gt_sched_decisions_add_reserve(out, job);
+    }
+    if (n_victims) {
+        *n_victims = ok ? a.n_victims : 0;
     }
     free(a.saved);
     free(a.victims);

@@ -206,7 +206,7 @@ static void fresh_free(void *p)
 
 void gt_ctl_written(struct gt_ctl *c, enum gt_kind kind, const char *key, int64_t rev, json_t *obj)
 {
-    if (kind == GT_KIND_EVENT) {
+    if (!c || !obj || kind == GT_KIND_EVENT) {
         return;
     }
     struct fresh *f = gt_xmalloc(sizeof(*f));

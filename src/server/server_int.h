@@ -205,7 +205,7 @@ int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t 
 /* A write of obj at key committed as revision rev (from a done callback,
  * which runs before the write's watch event): the cache takes a reference
  * and uses obj for that event instead of parsing the stored text, so obj
- * must equal what was stored and must not change afterwards. */
+ * must equal what was stored and must not change afterwards. c NULL: no-op. */
 void gt_ctl_written(struct gt_ctl *c, enum gt_kind kind, const char *key, int64_t rev, json_t *obj);
 /* The project's allowPrivileged and department (borrowed, may be NULL). */
 bool gt_ctl_project_privileged(const struct gt_ctl *c, const char *project);

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 import http.client
@@ -435,3 +436,47 @@ class AgentTest(GantrydTest):
 
 def main():
     unittest.main(verbosity=2)
+
+
+# ---- for the benchmarks (bench/*.sh) ----
+
+def pct(xs, p):
+    """The p-th percentile of xs (nearest rank)."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+
+
+class Phases:
+    """First monotonic time each task name is seen in each phase (task watch)."""
+
+    def __init__(self, g):
+        self.seen = {}
+        self.cond = threading.Condition()
+        self.w = Watch(g, API + "/tasks")
+        threading.Thread(target=self.pump, daemon=True).start()
+
+    def pump(self):
+        i = 0
+        while True:
+            evs = self.w.events
+            if i == len(evs):
+                time.sleep(0.002)
+                continue
+            with self.cond:
+                for ts, _, o in evs[i:]:
+                    ph = (o.get("status") or {}).get("phase")
+                    self.seen.setdefault((o["metadata"]["name"], ph), ts)
+                i = len(evs)
+                self.cond.notify_all()
+
+    def wait(self, name, phases, timeout=60):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for ph in phases:
+                    if (name, ph) in self.seen:
+                        return self.seen[(name, ph)]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError("%s never reached %s" % (name, phases))
+                self.cond.wait(left)

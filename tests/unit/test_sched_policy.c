@@ -3,7 +3,7 @@
  * firstfit): admission with guarantee, limit and borrowing; priority order;
  * gang all-or-nothing for whole-cluster gangs; topology-aware placement;
  * preemption (victim choice, gang-level, reclaim, never looping, Never
- * policy) with reservations; and a property test over random events.
+ * policy, inside a department at its quota) with reservations; and a property test over random events.
  * Everything goes through sched/sched.h; the model checker runs after every
  * cycle.
  */
@@ -673,6 +673,225 @@ static void test_reclaim_and_no_loop(void **state)
     gt_sched_model_free(m);
 }
 
+/* ---- preemption inside a department at its quota (DESIGN.md step 4) ---- */
+
+/* Does job's wait say it is of reason and mentions text? */
+static void assert_wait(const struct gt_sched_decisions *d, const char *job,
+                        enum gt_sched_wait_reason reason, const char *text)
+{
+    const struct gt_sched_wait *w = find_wait(d, job);
+    assert_non_null(w);
+    assert_int_equal(w->reason, reason);
+    if (text && !strstr(w->message, text)) {
+        fail_msg("wait of %s: \"%s\" lacks \"%s\"", job, w->message, text);
+    }
+}
+
+/* cv (guarantee = limit = 8 GPUs) runs a low job on all 8 of its GPUs; a
+ * high job of cv needing 4 preempts exactly that job, waits (Quota) with a
+ * reservation while it exits, then binds on the reserved GPUs. With one
+ * node the GPUs are short too; with two only the quota is. */
+static void test_quota_preempts_own_lower(void **state)
+{
+    (void)state;
+    for (int n_nodes = 1; n_nodes <= 2; n_nodes++) {
+        struct gt_sched_model *m = gt_sched_model_new();
+        add_classes(m);
+        add_node(m, "n1", 8);
+        if (n_nodes == 2) {
+            add_node(m, "n2", 8);
+        }
+        add_dept(m, "cv", 8, 8);
+        assert_int_equal(add_job(m, "low", "cv", "low", 1, 2, 4), 0);
+        struct gt_sched_decisions d;
+        gt_sched_decisions_init(&d);
+        run(m, "gantry", 10, &d);
+        assert_int_equal(binds_of(&d, "low"), 2);
+        assert_int_equal(add_job(m, "high", "cv", "high", 20, 1, 4), 0);
+        run(m, "gantry", 30, &d);
+        assert_int_equal(preempts_of(&d, "low"), 2);
+        assert_int_equal(d.n_preempts, 2);
+        assert_non_null(strstr(d.preempts[0].reason, "preempted by job high"));
+        assert_int_equal(d.n_binds, 0);
+        assert_int_equal(d.n_reserves, 1);
+        assert_string_equal(d.reserves[0].job_id, "high");
+        assert_int_equal(d.reserves[0].n_gpus, 4);
+        assert_wait(&d, "high", GT_SCHED_WAIT_QUOTA,
+                    "preempting 1 lower-priority job of department cv");
+        char node[16];
+        snprintf(node, sizeof(node), "%s", d.reserves[0].node);
+        int32_t first_gpu = d.reserves[0].gpu_index[0];
+        /* The victims are stopping: nothing more is preempted or bound. */
+        for (int i = 0; i < 2; i++) {
+            char task[32];
+            snprintf(task, sizeof(task), "low-worker-%d", i);
+            assert_int_equal(gt_sched_task_set_state(m, task, GT_SCHED_TASK_TERMINATING, NULL), 0);
+        }
+        for (int i = 0; i < 2; i++) {
+            run(m, "gantry", 40 + i, &d);
+            assert_int_equal(d.n_preempts, 0);
+            assert_int_equal(binds_of(&d, "high"), 0);
+            assert_wait(&d, "high", GT_SCHED_WAIT_QUOTA, "waiting for the jobs it preempted");
+        }
+        assert_int_equal(gt_sched_task_exit(m, "low-worker-0", true, NULL), 0);
+        assert_int_equal(gt_sched_task_exit(m, "low-worker-1", true, NULL), 0);
+        run(m, "gantry", 50, &d);
+        assert_int_equal(binds_of(&d, "high"), 1);
+        assert_int_equal(d.n_preempts, 0);
+        struct gt_sched_task_info ti;
+        assert_int_equal(gt_sched_task_get(m, "high-worker-0", &ti), 0);
+        assert_string_equal(ti.node, node);
+        assert_int_equal(ti.gpus[0].index, first_gpu);
+        /* The requeued low job waits for quota and preempts nothing. */
+        assert_int_equal(binds_of(&d, "low"), 0);
+        assert_wait(&d, "low", GT_SCHED_WAIT_QUOTA, NULL);
+        run(m, "gantry", 60, &d);
+        assert_int_equal(d.n_preempts, 0);
+        gt_sched_decisions_fini(&d);
+        gt_sched_model_free(m);
+    }
+}
+
+/* Two low jobs of 4 GPUs, the high job needs 4: only the younger goes. */
+static void test_quota_preempts_youngest_only(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 8);
+    add_node(m, "n2", 8);
+    add_dept(m, "cv", 8, 8);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    assert_int_equal(add_job(m, "old", "cv", "low", 1, 1, 4), 0);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(add_job(m, "young", "cv", "low", 15, 1, 4), 0);
+    run(m, "gantry", 20, &d);
+    assert_int_equal(binds_of(&d, "young"), 1);
+    assert_int_equal(add_job(m, "high", "cv", "high", 30, 1, 4), 0);
+    run(m, "gantry", 1000, &d);
+    assert_int_equal(d.n_preempts, 1);
+    assert_int_equal(preempts_of(&d, "young"), 1);
+    assert_wait(&d, "high", GT_SCHED_WAIT_QUOTA, "preempting 1 lower-priority job");
+    apply_preempts(m, &d);
+    run(m, "gantry", 1010, &d);
+    assert_int_equal(binds_of(&d, "high"), 1);
+    assert_int_equal(d.n_preempts, 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* Equal priority never preempts; nor do the non-preemptive policies, nor a
+ * Never-policy job; all keep the plain Quota wait. */
+static void test_quota_no_preempt(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 8);
+    add_node(m, "n2", 8);
+    add_dept(m, "cv", 8, 8);
+    assert_int_equal(add_job(m, "r", "cv", "high", 1, 1, 8), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(add_job(m, "peer", "cv", "high", 20, 1, 4), 0);
+    run(m, "gantry", 30, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(d.n_reserves, 0);
+    assert_wait(&d, "peer", GT_SCHED_WAIT_QUOTA, "department cv");
+    assert_null(strstr(find_wait(&d, "peer")->message, "preempting"));
+    assert_int_equal(gt_sched_job_remove(m, "peer", NULL), 0);
+    assert_int_equal(gt_sched_task_exit(m, "r-worker-0", false, NULL), 0);
+    assert_int_equal(add_job(m, "lowr", "cv", "low", 40, 1, 8), 0);
+    run(m, "gantry", 50, &d);
+    assert_int_equal(binds_of(&d, "lowr"), 1);
+    assert_int_equal(add_job(m, "polite", "cv", "polite", 60, 1, 4), 0);
+    run(m, "gantry", 70, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_wait(&d, "polite", GT_SCHED_WAIT_QUOTA, NULL);
+    assert_int_equal(gt_sched_job_remove(m, "polite", NULL), 0);
+    assert_int_equal(add_job(m, "high", "cv", "high", 80, 1, 4), 0);
+    const char *calm[] = {"fifo", "sjf", "tiresias", "fifo/bestfit"};
+    for (size_t i = 0; i < sizeof(calm) / sizeof(calm[0]); i++) {
+        run(m, calm[i], 90 + (int64_t)i, &d);
+        assert_int_equal(d.n_preempts, 0);
+        assert_int_equal(d.n_reserves, 0);
+        assert_wait(&d, "high", GT_SCHED_WAIT_QUOTA, NULL);
+    }
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* Only the preemptor's own department gives victims for its quota: nlp's
+ * low jobs stay, cv's low one goes; with none of cv's left, nothing does. */
+static void test_quota_other_department_spared(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 8);
+    add_node(m, "n2", 8);
+    add_node(m, "n3", 8);
+    add_dept(m, "cv", 8, 8);
+    add_dept(m, "nlp", 0, 16);
+    assert_int_equal(add_job(m, "cv-low", "cv", "low", 1, 1, 4), 0);
+    assert_int_equal(add_job(m, "cv-mid", "cv", "high", 2, 1, 4), 0);
+    assert_int_equal(add_job(m, "nlp-low", "nlp", "low", 3, 2, 4), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(d.n_binds, 4);
+    assert_int_equal(add_job(m, "cv-high", "cv", "high", 20, 1, 4), 0);
+    run(m, "gantry", 30, &d);
+    assert_int_equal(d.n_preempts, 1);
+    assert_int_equal(preempts_of(&d, "cv-low"), 1);
+    apply_preempts(m, &d);
+    run(m, "gantry", 40, &d);
+    assert_int_equal(binds_of(&d, "cv-high"), 1);
+    /* cv is at its limit with high jobs only: another high one waits. */
+    assert_int_equal(add_job(m, "cv-more", "cv", "high", 50, 1, 4), 0);
+    run(m, "gantry", 60, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(d.n_reserves, 0);
+    assert_wait(&d, "cv-more", GT_SCHED_WAIT_QUOTA, NULL);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* A project cap refusal never starts a quota preemption, even when the
+ * department is at its limit too; without the cap the job preempts. */
+static void test_quota_project_cap_no_preempt(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_classes(m);
+    add_node(m, "n1", 8);
+    add_node(m, "n2", 8);
+    add_dept(m, "cv", 8, 8);
+    set_cap(m, "p", 4);
+    const struct job_opts in_p = {.project = "p"}, in_q = {.project = "q"};
+    assert_int_equal(add_job_ex(m, "low-p", "cv", "low", 1, 1, 4, &in_p), 0);
+    assert_int_equal(add_job_ex(m, "low-q", "cv", "low", 2, 1, 4, &in_q), 0);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(d.n_binds, 2);
+    assert_int_equal(add_job_ex(m, "high-p", "cv", "high", 20, 1, 4, &in_p), 0);
+    for (int i = 0; i < 2; i++) {
+        run(m, i == 1 ? "srtf" : "gantry", 30 + i, &d);
+        assert_int_equal(d.n_preempts, 0);
+        assert_int_equal(d.n_reserves, 0);
+        assert_wait(&d, "high-p", GT_SCHED_WAIT_QUOTA, NULL);
+    }
+    assert_int_equal(gt_sched_project_remove(m, "p", NULL), 0);
+    run(m, "gantry", 40, &d);
+    assert_int_equal(d.n_preempts, 1);
+    assert_wait(&d, "high-p", GT_SCHED_WAIT_QUOTA, "preempting 1 lower-priority job");
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
 /* ---- backfill (DESIGN.md Scheduling, step 5) ---- */
 
 /* Bind task to GPUs first..first+n-1 of node at bound_ms (as restored). */
@@ -1121,6 +1340,11 @@ int main(void)
         cmocka_unit_test(test_srtf_remaining),
         cmocka_unit_test(test_preempt_rules),
         cmocka_unit_test(test_reclaim_and_no_loop),
+        cmocka_unit_test(test_quota_preempts_own_lower),
+        cmocka_unit_test(test_quota_preempts_youngest_only),
+        cmocka_unit_test(test_quota_no_preempt),
+        cmocka_unit_test(test_quota_other_department_spared),
+        cmocka_unit_test(test_quota_project_cap_no_preempt),
         cmocka_unit_test(test_backfill_head_reserves),
         cmocka_unit_test(test_backfill_due_is_latest_end),
         cmocka_unit_test(test_backfill_no_deadline_no_lend),
