@@ -290,13 +290,14 @@ static char *quota_preempt(struct cycle *c, struct gt_sched_job *job, size_t gan
         return gt_buf_take(why);
     }
     size_t n_victims = 0;
-    if (may_preempt(c, job) &&
-        gt_sched_quota_may_free(c->m, job, use, c->policy->by_remaining)) {
+    if (may_preempt(c, job) && gt_sched_quota_may_free(c->m, job, use, c->policy->by_remaining)) {
         c->n_preemptors++;
         if (gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_QUOTA, c->policy,
                                  c->now_ms, c->out, &n_victims)) {
-            gt_buf_printf(why, "; preempting %zu lower-priority job%s of department %s for it",
-                          n_victims, n_victims == 1 ? "" : "s", dept);
+            gt_buf_printf(
+                why, "; preempting %zu %sjob%s of department %s%s for it", n_victims,
+                c->policy->by_remaining ? "" : "lower-priority ", n_victims == 1 ? "" : "s", dept,
+                c->policy->by_remaining ? " with a lower priority or a longer remaining time" : "");
         }
     }
     return gt_buf_take(why);
@@ -342,9 +343,13 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     for (size_t i = 0; i < (need ? need : 1); i++) {
         overflow = overflow || gt_sched_res_add(&gang, &c->pending[i]->group->use) < 0;
     }
+    /* A refusal stands for larger gangs of the department, unless the job
+     * may preempt its way in (quota_preempt). */
     int64_t *refused = &c->refused_gpu_milli[job->dept->vec_index];
-    if (!overflow && gang.gpu_milli > 0 && gang.gpu_milli >= *refused) {
-        preempted_waiting(c, job);
+    if (!overflow && gang.gpu_milli > 0 && gang.gpu_milli >= *refused &&
+        !(may_preempt(c, job) &&
+          gt_sched_quota_may_free(c->m, job, &gang, c->policy->by_remaining))) {
+        preempted_waiting(c, job); /* only to drop a stale reservation */
         if (c->waits_left > 0) {
             add_wait(c, job, GT_SCHED_WAIT_QUOTA,
                      gt_xasprintf("department %s: no quota for %lld gpu_milli this cycle",
@@ -368,8 +373,8 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
             gt_buf_printf(&why, "department %s: gang request overflows", job->dept->name);
         }
         /* a project cap never makes anything preemptable */
-        bool by_dept =
-            !dept_ok && !overflow && (!job->project || gt_sched_project_admits(job->project, &gang, NULL));
+        bool by_dept = !dept_ok && !overflow &&
+                       (!job->project || gt_sched_project_admits(job->project, &gang, NULL));
         add_wait(c, job, GT_SCHED_WAIT_QUOTA,
                  by_dept ? quota_preempt(c, job, need ? need : 1, &gang, &why) : gt_buf_take(&why));
         if (c->policy->head_of_line) {

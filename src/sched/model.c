@@ -774,8 +774,8 @@ int gt_sched_model_check(const struct gt_sched_model *m, struct gt_err *err)
         for (size_t b = 0; b < d->n_bands; b++) {
             GT_ASSERT(gt_sched_res_add(&band_sum, &d->bands[b].held) == 0);
         }
-        if (memcmp(&sum, &d->used, sizeof(sum)) != 0 ||
-            memcmp(&sum, &band_sum, sizeof(sum)) != 0 || evicting != d->n_evicting) {
+        if (memcmp(&sum, &d->used, sizeof(sum)) != 0 || memcmp(&sum, &band_sum, sizeof(sum)) != 0 ||
+            evicting != d->n_evicting) {
             return gt_err_set(err, GT_EINTERNAL, "department %s: usage out of step", d->name);
         }
     }

@@ -3,9 +3,9 @@
  * firstfit): admission with guarantee, limit and borrowing; priority order;
  * gang all-or-nothing for whole-cluster gangs; topology-aware placement;
  * preemption (victim choice, gang-level, reclaim, never looping, Never
- * policy, inside a department at its quota) with reservations; and a property test over random events.
- * Everything goes through sched/sched.h; the model checker runs after every
- * cycle.
+ * policy, inside a department at its quota) with reservations; and a
+ * property test over random events. Everything goes through sched/sched.h;
+ * the model checker runs after every cycle.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -782,7 +782,8 @@ static void test_quota_preempts_youngest_only(void **state)
 }
 
 /* Equal priority never preempts; nor do the non-preemptive policies, nor a
- * Never-policy job; all keep the plain Quota wait. */
+ * Never-policy job; all keep the plain Quota wait. A Never job refused
+ * first does not keep a later job of its department from preempting. */
 static void test_quota_no_preempt(void **state)
 {
     (void)state;
@@ -810,15 +811,19 @@ static void test_quota_no_preempt(void **state)
     run(m, "gantry", 70, &d);
     assert_int_equal(d.n_preempts, 0);
     assert_wait(&d, "polite", GT_SCHED_WAIT_QUOTA, NULL);
-    assert_int_equal(gt_sched_job_remove(m, "polite", NULL), 0);
     assert_int_equal(add_job(m, "high", "cv", "high", 80, 1, 4), 0);
     const char *calm[] = {"fifo", "sjf", "tiresias", "fifo/bestfit"};
     for (size_t i = 0; i < sizeof(calm) / sizeof(calm[0]); i++) {
         run(m, calm[i], 90 + (int64_t)i, &d);
         assert_int_equal(d.n_preempts, 0);
         assert_int_equal(d.n_reserves, 0);
-        assert_wait(&d, "high", GT_SCHED_WAIT_QUOTA, NULL);
+        assert_null(strstr(find_wait(&d, "high")->message, "preempting"));
     }
+    run(m, "gantry", 100, &d);
+    assert_int_equal(d.n_preempts, 1);
+    assert_int_equal(preempts_of(&d, "lowr"), 1);
+    assert_null(strstr(find_wait(&d, "polite")->message, "preempting"));
+    assert_wait(&d, "high", GT_SCHED_WAIT_QUOTA, "preempting 1 lower-priority job");
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
 }
