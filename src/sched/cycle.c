@@ -117,9 +117,6 @@ static bool claims_fit(const struct gt_sched_model *m, const struct gt_sched_dep
     return claims <= pool[r];
 }
 
-static const char *const res_names[GT_SCHED_N_RES] = {"cpu_milli", "memory_bytes", "storage_bytes",
-                                                      "gpu_milli"};
-
 bool gt_sched_admit(const struct gt_sched_model *m, const struct gt_sched_dept *dept,
                     const struct gt_sched_res *add, const struct gt_sched_res *freed,
                     struct gt_buf *why)
@@ -150,11 +147,14 @@ bool gt_sched_admit(const struct gt_sched_model *m, const struct gt_sched_dept *
             continue;
         }
         if (why) {
+            char t[3][32];
             gt_buf_printf(why,
-                          "department %s: needs %s %lld above its guarantee %lld (using %lld); "
+                          "department %s: needs %s %s above its guarantee %s (using %s); "
                           "no idle capacity to borrow",
-                          dept->name, res_names[r], (long long)a[r], (long long)g[r],
-                          (long long)used[r]);
+                          dept->name, gt_sched_res_name(r),
+                          gt_sched_res_text(r, a[r], t[0], sizeof(t[0])),
+                          gt_sched_res_text(r, g[r], t[1], sizeof(t[1])),
+                          gt_sched_res_text(r, used[r], t[2], sizeof(t[2])));
         }
         return false;
     }
@@ -351,9 +351,11 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
           gt_sched_quota_may_free(c->m, job, &gang, c->policy->by_remaining))) {
         preempted_waiting(c, job); /* only to drop a stale reservation */
         if (c->waits_left > 0) {
+            char t[32];
             add_wait(c, job, GT_SCHED_WAIT_QUOTA,
-                     gt_xasprintf("department %s: no quota for %lld gpu_milli this cycle",
-                                  job->dept->name, (long long)gang.gpu_milli));
+                     gt_xasprintf("department %s: no quota for nvidia.com/gpu %s this cycle",
+                                  job->dept->name,
+                                  gt_sched_res_text(3, gang.gpu_milli, t, sizeof(t))));
         }
         if (c->policy->head_of_line) {
             c->stop = true;

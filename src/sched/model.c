@@ -14,8 +14,11 @@
  * failed call leaves the model as it was.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/quantity.h"
 
 #include "sched/sched_int.h"
 
@@ -312,8 +315,31 @@ bool gt_sched_node_fits(const struct gt_sched_node *node, const struct gt_sched_
 
 /* The resources of a struct gt_sched_res, for loops over all four. */
 #define N_RES GT_SCHED_N_RES
-static const char *const res_names[N_RES] = {"cpu_milli", "memory_bytes", "storage_bytes",
-                                             "gpu_milli"};
+static const char *const res_names[N_RES] = {"cpu", "memory", "storage", "nvidia.com/gpu"};
+
+const char *gt_sched_res_text(int r, int64_t v, char *buf, size_t len)
+{
+    if (r == 0) {
+        gt_quantity_format(v, GT_QTY_MILLI, 0, buf, len);
+    } else if (r < 3) {
+        gt_quantity_format(v, GT_QTY_UNIT, 1, buf, len);
+    } else if (v % 1000 == 0) {
+        snprintf(buf, len, "%lld", (long long)(v / 1000));
+    } else {
+        /* milli-GPUs as a decimal fraction: 1250 -> "1.25" */
+        int n = snprintf(buf, len, "%lld.%03lld", (long long)(v / 1000),
+                         (long long)((v < 0 ? -v : v) % 1000));
+        while (n > 0 && (size_t)n < len && buf[n - 1] == '0') {
+            buf[--n] = '\0';
+        }
+    }
+    return buf;
+}
+
+const char *gt_sched_res_name(int r)
+{
+    return res_names[r];
+}
 
 void gt_sched_res_unpack(const struct gt_sched_res *r, int64_t v[N_RES])
 {
@@ -360,10 +386,12 @@ bool gt_sched_dept_admits(const struct gt_sched_dept *dept, const struct gt_sche
     int64_t used[N_RES], add[N_RES], limit[N_RES];
     int i = res_over(&dept->used, use, &dept->limit, used, add, limit);
     if (i >= 0 && why) {
-        gt_buf_printf(why, "department %s: needs %s %lld, has %lld of limit %lld free", dept->name,
-                      res_names[i], (long long)add[i],
-                      (long long)(limit[i] > used[i] ? limit[i] - used[i] : 0),
-                      (long long)limit[i]);
+        char t[3][32];
+        gt_buf_printf(
+            why, "department %s: needs %s %s, has %s of limit %s free", dept->name, res_names[i],
+            gt_sched_res_text(i, add[i], t[0], sizeof(t[0])),
+            gt_sched_res_text(i, limit[i] > used[i] ? limit[i] - used[i] : 0, t[1], sizeof(t[1])),
+            gt_sched_res_text(i, limit[i], t[2], sizeof(t[2])));
     }
     return i < 0;
 }
@@ -377,9 +405,11 @@ bool gt_sched_project_admits(const struct gt_sched_project *project, const struc
     int64_t used[N_RES], add[N_RES], hard[N_RES];
     int i = res_over(&project->used, use, &project->hard, used, add, hard);
     if (i >= 0 && why) {
-        gt_buf_printf(why, "project %s needs %s %lld, hard cap %lld reached (%lld in use)",
-                      project->name, res_names[i], (long long)add[i], (long long)hard[i],
-                      (long long)used[i]);
+        char t[3][32];
+        gt_buf_printf(why, "project %s needs %s %s, hard cap %s reached (%s in use)", project->name,
+                      res_names[i], gt_sched_res_text(i, add[i], t[0], sizeof(t[0])),
+                      gt_sched_res_text(i, hard[i], t[1], sizeof(t[1])),
+                      gt_sched_res_text(i, used[i], t[2], sizeof(t[2])));
     }
     return i < 0;
 }

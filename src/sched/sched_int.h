@@ -44,6 +44,15 @@ void gt_sched_map_del(struct gt_sched_map *map, const char *key);
 enum { GT_SCHED_N_RES = 4 };
 void gt_sched_res_unpack(const struct gt_sched_res *r, int64_t v[GT_SCHED_N_RES]);
 
+/* Resource r (an index of gt_sched_res_unpack) as users name it in
+ * resources.limits: "cpu", "memory", "storage", "nvidia.com/gpu". */
+const char *gt_sched_res_name(int r);
+
+/* Value v of resource r as a Kubernetes quantity into buf (len >= 32):
+ * milli-CPU 1500 -> "1500m", bytes -> "16Gi", milli-GPU 1250 -> "1.25".
+ * Returns buf, for use in messages. */
+const char *gt_sched_res_text(int r, int64_t v, char *buf, size_t len);
+
 struct gt_sched_job;
 
 struct gt_sched_gpu {

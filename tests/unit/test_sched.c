@@ -471,7 +471,7 @@ static void test_quota_blocks_admission(void **state)
     assert_non_null(w);
     assert_int_equal(w->reason, GT_SCHED_WAIT_QUOTA);
     assert_non_null(strstr(w->message, "cv"));
-    assert_non_null(strstr(w->message, "gpu_milli"));
+    assert_non_null(strstr(w->message, "nvidia.com/gpu"));
     w = find_wait(&d, "c");
     assert_non_null(w);
     assert_int_equal(w->reason, GT_SCHED_WAIT_QUOTA);

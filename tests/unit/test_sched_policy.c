@@ -273,7 +273,7 @@ static void test_project_cap_same_cycle(void **state)
     assert_non_null(w);
     assert_int_equal(w->reason, GT_SCHED_WAIT_QUOTA);
     assert_string_equal(w->message,
-                        "project p needs gpu_milli 1000, hard cap 4000 reached (4000 in use)");
+                        "project p needs nvidia.com/gpu 1, hard cap 4 reached (4 in use)");
     assert_int_equal(project_gpu_milli(m, "p"), 4000);
     assert_int_equal(project_gpu_milli(m, "q"), 3000);
     /* Use follows exits: a task ends, the waiting job fits. */
@@ -306,7 +306,7 @@ static void test_project_cap_counts_request(void **state)
     run(m, "gantry", 20, &d);
     assert_int_equal(d.n_binds, 0);
     assert_int_equal(find_wait(&d, "b")->reason, GT_SCHED_WAIT_QUOTA);
-    assert_non_null(strstr(find_wait(&d, "g")->message, "project p needs gpu_milli 3000"));
+    assert_non_null(strstr(find_wait(&d, "g")->message, "project p needs nvidia.com/gpu 3"));
     assert_int_equal(project_gpu_milli(m, "p"), 3000);
     /* A bad cap is refused and changes nothing. */
     struct gt_sched_res bad = {0, 0, 0, -1};

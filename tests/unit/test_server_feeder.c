@@ -125,7 +125,7 @@ static void test_project_cap_from_spec_hard(void **state)
     char *wait;
     assert_int_equal(cycle_binds(m, 1000, &wait), 0);
     assert_non_null(wait);
-    assert_non_null(strstr(wait, "project p needs gpu_milli 3000, hard cap 2000 reached"));
+    assert_non_null(strstr(wait, "project p needs nvidia.com/gpu 3, hard cap 2 reached"));
     free(wait);
 
     /* spec.hard gone (edited out, or the Project deleted): no cap. */
