@@ -278,6 +278,57 @@ static void expire_job(struct gt_ctl *c, const struct gt_cobj *o)
     write_obj(c, o, j);
 }
 
+/* The condition of type in conds (a status.conditions array) when its
+ * status is True, else NULL (borrowed). */
+static const json_t *true_cond(const json_t *conds, const char *type)
+{
+    size_t i;
+    json_t *cnd;
+    json_array_foreach(conds, i, cnd)
+    {
+        const char *t = json_string_value(json_object_get(cnd, "type"));
+        const char *s = json_string_value(json_object_get(cnd, "status"));
+        if (t && s && !strcmp(t, type) && !strcmp(s, "True")) {
+            return cnd;
+        }
+    }
+    return NULL;
+}
+
+/* An Event on the job for each condition st (its new status) turns True,
+ * as the training operator's JobRunning, JobRestarting, JobSucceeded and
+ * JobFailed: reason the condition's (BackoffLimitExceeded,
+ * DeadlineExceeded, ...) or Job<Type>, Warning for Restarting and Failed.
+ * Each further restart (a new Restarting message) is an Event too. */
+static void record_transitions(struct gt_ctl *c, const json_t *job, const json_t *st)
+{
+    static const struct {
+        const char *type, *event_type;
+    } watched[] = {{"Running", "Normal"},
+                   {"Restarting", "Warning"},
+                   {"Succeeded", "Normal"},
+                   {"Failed", "Warning"}};
+    for (size_t i = 0; i < GT_ARRAY_LEN(watched); i++) {
+        const char *type = watched[i].type;
+        const json_t *now = true_cond(json_object_get(st, "conditions"), type);
+        const json_t *was = true_cond(gt_json_path(job, "status.conditions"), type);
+        const char *msg = json_string_value(json_object_get(now, "message"));
+        const char *was_msg = json_string_value(json_object_get(was, "message"));
+        bool again = !strcmp(type, "Restarting") && msg && (!was_msg || strcmp(msg, was_msg));
+        if (!now || (was && !again)) {
+            continue;
+        }
+        const char *reason = json_string_value(json_object_get(now, "reason"));
+        char fallback[32];
+        if (!reason || !strcmp(reason, type)) {
+            snprintf(fallback, sizeof(fallback), "Job%s", type);
+            reason = fallback;
+        }
+        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), job, watched[i].event_type, reason,
+                         msg ? msg : "");
+    }
+}
+
 void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
 {
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
@@ -308,6 +359,7 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
     if (!creating && !json_equal(st, json_object_get(o->obj, "status"))) {
         json_t *j = json_copy(o->obj); /* cached objects never change: share the rest */
         json_object_set(j, "status", st);
+        record_transitions(c, o->obj, st);
         write_obj(c, o, j);
     }
     json_t *fake = json_pack("{s:O}", "status", st);

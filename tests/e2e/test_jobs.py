@@ -63,6 +63,12 @@ class JobsTest(tc.ControllerTest):
         on = [c for c in st.get("conditions", []) if c["status"] == "True"]
         return on[-1] if on else {}
 
+    def job_events(self, name):
+        """The Events about job name, by reason."""
+        items = self.get("/apis/gantry.dev/v1/events?fieldSelector=involvedObject.name=" + name)
+        return {e["reason"]: e for e in items.get("items", [])
+                if e["involvedObject"]["kind"] == "Job"}
+
     def test_on_failure_backoff_limit(self):
         self.agent.exit_codes["bo-master-0"] = 1
         self.assertEqual(self.g.request("POST", P + "/jobs", job("bo", "OnFailure"))[0], 201)
@@ -73,6 +79,14 @@ class JobsTest(tc.ControllerTest):
         self.assertGreaterEqual(runs[1][1] - runs[0][1], BACKOFF_MS / 1000)
         self.assertGreaterEqual(runs[2][1] - runs[1][1], 2 * BACKOFF_MS / 1000)
         self.assertEqual(self.get(P + "/jobs/bo")["status"]["restartCount"], 2)
+        # the job's story as Events: two restarts, then the failure
+        ev = self.job_events("bo")
+        self.assertEqual(ev["BackoffLimitExceeded"]["type"], "Warning")
+        # Restarting (the second restart folds into this Event's count)
+        self.assertEqual(ev["TaskFailed"]["type"], "Warning")
+        self.assertIn("bo-master-0 failed (Error, exit code 1); restart 1",
+                      ev["TaskFailed"]["message"])
+        self.assertIn("JobRunning", ev)
         t = self.task("bo-master-0")
         self.assertEqual(t["metadata"]["uid"], runs[2][0])
         self.assertEqual(t["status"]["previous"]["uid"], runs[1][0])
