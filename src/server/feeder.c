@@ -20,7 +20,8 @@
  * free in the model (and a cycle runs at once, for the preemptor), and the
  * job controller requeues the job (a restart that counts toward no
  * backoffLimit), whose recreated Pending tasks re-enter the model. Wait
- * reasons become a folded Event (reason Quota or Unschedulable) on the job
+ * reasons become a folded Warning Event (reason Quota or Unschedulable, as
+ * Kubernetes' FailedScheduling) on the job
  * and its Queued condition's message, "Reason: text" (c->waits, by model
  * id), each written only when it changed.
  * Department status (used, borrowed) is computed from the model on reads.
@@ -615,7 +616,7 @@ static void apply_wait(struct gt_ctl *c, const struct gt_sched_wait *w)
     char *key = gt_xasprintf("/jobs/%s", w->job_id);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
     if (o) {
-        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Normal", code, message);
+        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Warning", code, message);
         free(gt_strmap_put(&c->waits, w->job_id, gt_xasprintf("%s: %s", code, message)));
         gt_strmap_put(&c->dirty_jobs, key, (void *)marker);
     }
