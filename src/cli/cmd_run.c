@@ -111,6 +111,75 @@ static int read_requirements(const char *path, json_t **out, struct gt_err *err)
     return rc;
 }
 
+/* While a job waits: the last wait message printed (owned). */
+struct queue_watch {
+    FILE *err;
+    char *said;
+};
+
+/* Whether job's condition type is True; *message gets its message. */
+static bool cond_true(const json_t *job, const char *type, const char **message)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(gt_json_path(job, "status.conditions"), i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (t && st && !strcmp(t, type) && !strcmp(st, "True")) {
+            *message = json_string_value(json_object_get(c, "message"));
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A job watch event: print each new reason the job waits for (its Queued
+ * condition's message, as srun's "queued and waiting for resources");
+ * 1 once the job has moved on (or is gone). */
+static int on_job_event(const json_t *event, void *arg)
+{
+    struct queue_watch *q = arg;
+    static const char *const moved_on[] = {"Running", "Restarting", "Succeeded", "Failed"};
+    const char *type = json_string_value(json_object_get(event, "type"));
+    const json_t *job = json_object_get(event, "object");
+    const char *msg = NULL;
+    if (!type || !strcmp(type, "DELETED")) {
+        return 1;
+    }
+    for (size_t i = 0; i < GT_ARRAY_LEN(moved_on); i++) {
+        if (cond_true(job, moved_on[i], &msg)) {
+            return 1;
+        }
+    }
+    if (cond_true(job, "Queued", &msg) && msg && *msg && (!q->said || strcmp(q->said, msg))) {
+        fprintf(q->err, "waiting: %s\n", msg);
+        free(q->said);
+        q->said = gt_xstrdup(msg);
+    }
+    return 0;
+}
+
+/* Until job runs (or ends), say why it waits whenever that changes. */
+static int wait_queued(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const char *project,
+                       const char *job, struct gt_err *err)
+{
+    char *coll = gt_cli_kind_path(gt_kind_get(GT_KIND_JOB), project, NULL);
+    char *sel = gt_xasprintf("metadata.name=%s", job);
+    char *sel_q = gt_cli_url_escape(sel);
+    char *path = gt_xasprintf("%s?watch=true&resourceVersion=0&fieldSelector=%s", coll, sel_q);
+    struct queue_watch q = {.err = ctx->err};
+    int rc;
+    while ((rc = gt_cli_client_watch(client, path, on_job_event, &q, err)) == 0) {
+    }
+    free(q.said);
+    free(path);
+    free(sel_q);
+    free(sel);
+    free(coll);
+    return rc == 1 ? 0 : rc;
+}
+
 /* Follow the submitted job's task to its end; returns the exit status. */
 static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const char *project,
                        const char *job, const char *type)
@@ -118,7 +187,10 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
     char *name = gt_xasprintf("%s-%s-0", job, type);
     struct gt_err err = {0};
     json_t *task = NULL;
-    int rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_STARTED, &task, &err);
+    int rc = wait_queued(ctx, client, project, job, &err);
+    if (rc == 0) {
+        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_STARTED, &task, &err);
+    }
     bool ran = rc == 0 && (gt_json_path(task, "status.startTime") ||
                            !gt_cli_task_reached(task, GT_CLI_TASK_DONE));
     if (ran) {

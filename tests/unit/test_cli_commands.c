@@ -459,8 +459,7 @@ static void test_default_project_from_config(void **state)
         {"GET", JOBS, 200, JOB_LIST, NULL},
         {"GET", "/apis/gantry.dev/v1/projects/other/jobs", 200, JOB_LIST, NULL},
         {"GET", JOBS "/train", 404,
-         "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\",\"message\":\"no\"}",
-         NULL},
+         "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\",\"message\":\"no\"}", NULL},
         {"POST", JOBS, 201, "{}", NULL},
         {"DELETE", JOBS "/train", 200, "{}", NULL},
     };
@@ -609,6 +608,18 @@ static void test_delete_and_errors(void **state)
     "{\"type\":\"" type "\",\"object\":{\"metadata\":{\"name\":\"x-worker-0\","                    \
     "\"project\":\"detection\"},\"spec\":{},\"status\":" status "}}\n"
 
+#define WATCH_JOB_X JOBS "?watch=true&resourceVersion=0&fieldSelector=metadata.name%3Dx"
+#define JOB_EVENT(type, conds)                                                                     \
+    "{\"type\":\"" type "\",\"object\":{\"metadata\":{\"name\":\"x\",\"project\":\"detection\"},"  \
+    "\"status\":{\"conditions\":" conds "}}}\n"
+#define QUEUED(msg) "{\"type\":\"Queued\",\"status\":\"True\",\"message\":\"" msg "\"}"
+
+/* The job is past its queue at once. */
+static const char *const job_running[] = {
+    JOB_EVENT("ADDED", "[" QUEUED("") ",{\"type\":\"Running\",\"status\":\"True\"}]"),
+    NULL,
+};
+
 static void test_run_follows_and_exits_with_task_status(void **state)
 {
     (void)state;
@@ -626,6 +637,7 @@ static void test_run_follows_and_exits_with_task_status(void **state)
     };
     static const struct exchange script[] = {
         {"POST", JOBS, 201, "{}", NULL},
+        {"GET", WATCH_JOB_X, 200, NULL, job_running},
         {"GET", WATCH_X, 200, NULL, started},
         {"GET", TASKS "/x-worker-0/log?follow=true", 200, NULL, log},
         {"GET", WATCH_X, 200, NULL, done},
@@ -651,14 +663,26 @@ static void test_run_task_lost_before_start(void **state)
         TASK_EVENT("ADDED", "{\"phase\":\"Failed\",\"reason\":\"NodeLost\"}"),
         NULL,
     };
+    /* While it waits, each new reason is said once. */
+    static const char *const queued[] = {
+        JOB_EVENT("ADDED", "[" QUEUED("") "]"),
+        JOB_EVENT("MODIFIED", "[" QUEUED("Unschedulable: no node fits: needs 16 GPUs") "]"),
+        JOB_EVENT("MODIFIED", "[" QUEUED("Unschedulable: no node fits: needs 16 GPUs") "]"),
+        JOB_EVENT("MODIFIED", "[" QUEUED("Quota: department d: needs nvidia.com/gpu 16") "]"),
+        JOB_EVENT("MODIFIED", "[{\"type\":\"Failed\",\"status\":\"True\"}]"),
+        NULL,
+    };
     static const struct exchange script[] = {
         {"POST", JOBS, 201, "{}", NULL},
+        {"GET", WATCH_JOB_X, 200, NULL, queued},
         {"GET", WATCH_X, 200, NULL, lost},
     };
     struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
     struct run_result r =
         run_cli(f, (const char *[]){"run", "-p", "detection", "--name", "x", "--", "true", NULL});
     assert_string_equal(r.err, "job.gantry.dev/x created\n"
+                               "waiting: Unschedulable: no node fits: needs 16 GPUs\n"
+                               "waiting: Quota: department d: needs nvidia.com/gpu 16\n"
                                "error: task x-worker-0 ended Failed: NodeLost\n");
     assert_int_equal(r.rc, 1);
     run_result_free(&r);
