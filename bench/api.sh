@@ -18,7 +18,10 @@ printf '%s,bench,0,"gantry:admins"\n' "$token" >"$dir/tokens.csv"
 "$BUILD/gantryd" --data-dir "$dir/data" --listen "127.0.0.1:$port" --token-file "$dir/tokens.csv" \
     --log-level warn 2>"$dir/gantryd.log" &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
+cleanup() { kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"; }
+# also when a signal ends the script (a closed output pipe): no gantryd left behind
+trap cleanup EXIT
+trap 'cleanup; trap - EXIT; exit 1' HUP INT TERM PIPE
 url="http://127.0.0.1:$port"
 until curl -fs "$url/healthz" >/dev/null; do sleep 0.1; done
 auth="Authorization: Bearer $token"
