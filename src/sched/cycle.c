@@ -18,6 +18,14 @@
  * Once no avail GPU is left and no queued job asks for less than a whole
  * GPU, only jobs holding a reservation can still start: the cycle tries
  * those and stops considering the rest (they may still get a wait reason).
+ * With no schedulable node at all nothing can start, preempt or reserve:
+ * jobs without a reservation only get an Unschedulable wait.
+ *
+ * Waits: with gt_sched_cycle_opts.changed_waits_only each job remembers the
+ * last wait reported for it (job->wait_reason, wait_message) and an
+ * unchanged one is only counted (out->n_waiting), so a cycle over many
+ * waiting jobs allocates and reports only what changed. The model keeps
+ * the cycle's scratch (pick, pending) between cycles.
  *
  * Admission, precisely: a gang (its use summed, checked) is admitted when
  * (a) its department stays within its limit in every resource, and (b) for
@@ -42,6 +50,8 @@
  * more meanwhile. A job its project's cap refuses neither preempts nor
  * reserves, so a cap never makes anything preemptable.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,12 +67,13 @@ struct cycle {
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions *out;
     size_t waits_left;
-    struct gt_sched_task **pending; /* scratch */
-    size_t cap_pending;
+    bool changed_only; /* report a wait only when it differs from the job's last */
+    struct gt_sched_task **pending; /* collect's result, in the model's scratch */
     size_t n_preemptors;
     bool head_done; /* the head job has had its chance to reserve */
     bool full;      /* only reservation holders can start now */
     bool stop;      /* head-of-line: nothing more starts */
+    bool dead;      /* no schedulable node: nothing can start, preempt or reserve */
     const char *blocked_by;
     /* per department (model->depts order): the smallest gang GPU request
      * its admission refused this cycle; use only grows within a cycle, so
@@ -80,15 +91,66 @@ void gt_sched_model_set_seed(struct gt_sched_model *m, uint64_t seed)
     m->rng = seed ? seed : 0x9e3779b97f4a7c15ULL;
 }
 
-static void add_wait(struct cycle *c, const struct gt_sched_job *job,
-                     enum gt_sched_wait_reason reason, char *message)
+/* Is (reason, message) the wait last reported for job? */
+static bool same_wait(const struct gt_sched_job *job, enum gt_sched_wait_reason reason,
+                      const char *message)
+{
+    return job->wait_message && job->wait_reason == reason && !strcmp(job->wait_message, message);
+}
+
+/* job waits for reason (message: taken). With changed_only, the job
+ * remembers it and an unchanged wait is counted but not reported. */
+static void add_wait(struct cycle *c, struct gt_sched_job *job, enum gt_sched_wait_reason reason,
+                     char *message)
 {
     if (c->waits_left == 0) {
         free(message);
         return;
     }
+    c->out->n_waiting[reason]++;
+    if (c->changed_only) {
+        if (same_wait(job, reason, message)) {
+            free(message);
+            return;
+        }
+        free(job->wait_message);
+        job->wait_message = gt_xstrdup(message);
+        job->wait_reason = reason;
+    }
     c->waits_left--;
     gt_sched_decisions_add_wait(c->out, job, reason, message);
+}
+
+/* add_wait with a printf-style message, formatted on the stack first so
+ * that an unchanged wait costs no allocation. */
+static void add_waitf(struct cycle *c, struct gt_sched_job *job, enum gt_sched_wait_reason reason,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add_waitf(struct cycle *c, struct gt_sched_job *job, enum gt_sched_wait_reason reason,
+                      const char *fmt, ...)
+{
+    if (c->waits_left == 0) {
+        return;
+    }
+    char buf[256];
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    GT_ASSERT(n >= 0);
+    char *message;
+    if ((size_t)n < sizeof(buf)) {
+        message = c->changed_only && same_wait(job, reason, buf) ? NULL : gt_xstrdup(buf);
+    } else { /* a long job id */
+        message = gt_xmalloc((size_t)n + 1);
+        vsnprintf(message, (size_t)n + 1, fmt, ap2);
+    }
+    va_end(ap2);
+    if (message) {
+        add_wait(c, job, reason, message);
+    } else {
+        c->out->n_waiting[reason]++;
+    }
 }
 
 /* Would the departments' claims on resource r fit the pool with add more
@@ -175,10 +237,12 @@ static bool task_admitted(const struct cycle *c, const struct gt_sched_task *t, 
 /* Collect job's PENDING tasks into c->pending; how many. */
 static size_t collect(struct cycle *c, struct gt_sched_job *job)
 {
-    if (job->n_pending > c->cap_pending) {
-        c->cap_pending = job->n_pending;
-        c->pending = gt_xrealloc(c->pending, c->cap_pending * sizeof(*c->pending));
+    struct gt_sched_model *m = c->m;
+    if (job->n_pending > m->cap_pending) {
+        m->cap_pending = job->n_pending;
+        m->pending = gt_xrealloc(m->pending, m->cap_pending * sizeof(*m->pending));
     }
+    c->pending = m->pending;
     size_t n = 0;
     for (size_t i = 0; i < job->n_tasks && n < job->n_pending; i++) {
         if (job->tasks[i].state == GT_SCHED_TASK_PENDING) {
@@ -221,7 +285,7 @@ static bool may_preempt(const struct cycle *c, const struct gt_sched_job *job)
 static bool cycle_done(const struct cycle *c)
 {
     return c->waits_left == 0 &&
-           (c->stop || (c->full && !(c->policy->preempt && c->m->n_preemptor_queued > 0 &&
+           (c->stop || c->dead || (c->full && !(c->policy->preempt && c->m->n_preemptor_queued > 0 &&
                                      c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE)));
 }
 
@@ -232,9 +296,8 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
     size_t gang = need ? need : 1;
     bool made = false;
     if (job->resv && job->resv->preempted && gt_sched_resv_waiting(job)) {
-        add_wait(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
-                 gt_xasprintf("waiting for preempted tasks to exit from its %zu reserved GPUs",
-                              job->resv->n));
+        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
+                  "waiting for preempted tasks to exit from its %zu reserved GPUs", job->resv->n);
         return;
     }
     if (may_preempt(c, job)) {
@@ -247,14 +310,16 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
         made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_WAIT, c->policy,
                                     c->now_ms, c->out, NULL);
     }
-    if (c->waits_left > 0) {
-        add_wait(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
-                 made ? gt_xasprintf("no node fits its gang of %zu now; holds a reservation of "
-                                     "%zu GPUs until the tasks on them exit",
-                                     gang, job->resv->n)
-                      : gt_xasprintf("no node fits: gang needs %zu more task%s placed together, "
-                                     "%zu fit on ready nodes within the quota",
-                                     gang, gang == 1 ? "" : "s", placed));
+    if (made) {
+        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
+                  "no node fits its gang of %zu now; holds a reservation of %zu GPUs until the "
+                  "tasks on them exit",
+                  gang, job->resv->n);
+    } else {
+        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
+                  "no node fits: gang needs %zu more task%s placed together, %zu fit on ready "
+                  "nodes within the quota",
+                  gang, gang == 1 ? "" : "s", placed);
     }
 }
 
@@ -323,12 +388,22 @@ static bool cluster_full(const struct gt_sched_model *m)
 static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sched_pick *pick)
 {
     job->seen_cycle = c->m->n_cycles;
-    if (c->stop || (c->full && !job->resv && !may_preempt(c, job))) {
-        if (c->waits_left > 0) {
-            add_wait(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
-                     c->stop ? gt_xasprintf("blocked behind job %s (head of line)", c->blocked_by)
-                             : gt_xasprintf("no free GPUs left this cycle"));
+    if (c->stop) {
+        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "blocked behind job %s (head of line)",
+                  c->blocked_by);
+        return;
+    }
+    if (c->dead && !job->resv) {
+        /* no placement, preemption or reservation can help: skip them all */
+        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "no node is Ready and uncordoned");
+        if (c->policy->head_of_line) {
+            c->stop = true;
+            c->blocked_by = job->id;
         }
+        return;
+    }
+    if (c->full && !job->resv && !may_preempt(c, job)) {
+        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "no free GPUs left this cycle");
         return;
     }
     size_t n = collect(c, job);
@@ -350,13 +425,10 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
         !(may_preempt(c, job) &&
           gt_sched_quota_may_free(c->m, job, &gang, c->policy->by_remaining))) {
         preempted_waiting(c, job); /* only to drop a stale reservation */
-        if (c->waits_left > 0) {
-            char t[32];
-            add_wait(c, job, GT_SCHED_WAIT_QUOTA,
-                     gt_xasprintf("department %s: no quota for nvidia.com/gpu %s this cycle",
-                                  job->dept->name,
-                                  gt_sched_res_text(3, gang.gpu_milli, t, sizeof(t))));
-        }
+        char t[32];
+        add_waitf(c, job, GT_SCHED_WAIT_QUOTA,
+                  "department %s: no quota for nvidia.com/gpu %s this cycle", job->dept->name,
+                  gt_sched_res_text(3, gang.gpu_milli, t, sizeof(t)));
         if (c->policy->head_of_line) {
             c->stop = true;
             c->blocked_by = job->id;
@@ -571,13 +643,19 @@ int gt_sched_cycle_ex(struct gt_sched_model *m, int64_t now_ms,
                       .now_ms = now_ms,
                       .policy = policy,
                       .out = out,
-                      .waits_left = opts ? opts->max_waits : SIZE_MAX};
+                      .waits_left = opts ? opts->max_waits : SIZE_MAX,
+                      .changed_only = opts && opts->changed_waits_only};
     c.full = cluster_full(m);
+    /* schedulability changes only outside the cycle */
+    c.dead = gt_sched_idx_first(&m->idx[GT_SCHED_IDX_AVAIL], 0) < 0;
     c.refused_gpu_milli = gt_xcalloc(m->n_depts + 1, sizeof(*c.refused_gpu_milli));
     for (size_t i = 0; i < m->n_depts; i++) {
         c.refused_gpu_milli[i] = INT64_MAX;
     }
-    struct gt_sched_pick *pick = gt_xcalloc(1, sizeof(*pick));
+    if (!m->pick) {
+        m->pick = gt_xcalloc(1, sizeof(*m->pick));
+    }
+    struct gt_sched_pick *pick = m->pick;
     if (policy->order) {
         run_sorted(&c, pick);
     } else {
@@ -595,8 +673,6 @@ int gt_sched_cycle_ex(struct gt_sched_model *m, int64_t now_ms,
         }
     }
     free(holders);
-    free(pick);
-    free(c.pending);
     free(c.refused_gpu_milli);
     return 0;
 }

@@ -35,6 +35,7 @@ void gt_sched_decisions_reset(struct gt_sched_decisions *d)
         free(d->waits[i].message);
     }
     d->n_binds = d->n_preempts = d->n_reserves = d->n_waits = 0;
+    memset(d->n_waiting, 0, sizeof(d->n_waiting));
 }
 
 void gt_sched_decisions_fini(struct gt_sched_decisions *d)

@@ -66,6 +66,7 @@ static void job_free(struct gt_sched_job *job)
     free(job->tasks);
     free(job->groups);
     free(job->skip);
+    free(job->wait_message);
     free(job->id);
     free(job);
 }

@@ -60,6 +60,8 @@ void gt_sched_model_free(struct gt_sched_model *m)
         GT_ASSERT(gt_sched_job_remove(m, job->id, NULL) == 0);
     }
     free(m->jobs);
+    free(m->pick);
+    free(m->pending);
     for (size_t i = 0; i < m->n_nodes; i++) {
         node_free(m->nodes[i]);
     }

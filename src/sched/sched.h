@@ -346,6 +346,10 @@ struct gt_sched_decisions {
     size_t n_reserves, cap_reserves;
     struct gt_sched_wait *waits;
     size_t n_waits, cap_waits;
+    /* Jobs that waited this cycle, by reason (indexed by enum
+     * gt_sched_wait_reason), counting those whose unchanged wait was not
+     * reported (gt_sched_cycle_opts.changed_waits_only). */
+    size_t n_waiting[2];
 };
 
 void gt_sched_decisions_init(struct gt_sched_decisions *d);
@@ -390,6 +394,11 @@ struct gt_sched_cycle_opts {
      * so a cycle over 100,000 pending jobs costs what it binds, not what
      * waits; the caller keeps the last reason it saw for the others. */
     size_t max_waits;
+    /* Report a job's wait only when it differs (reason or message) from the
+     * last one the model reported for it, in any cycle with this option
+     * set; a job's first wait is always reported. out->n_waiting still
+     * counts every waiting job. */
+    bool changed_waits_only;
 };
 
 /* gt_sched_cycle with options (NULL: the defaults of gt_sched_cycle). */

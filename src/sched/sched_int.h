@@ -196,6 +196,8 @@ struct gt_sched_job {
     bool queued;                                  /* n_pending > 0 */
     struct gt_sched_resv *resv;                   /* NULL: no reservation */
     uint64_t seen_cycle;                          /* last cycle that considered it */
+    enum gt_sched_wait_reason wait_reason;        /* the last wait reported, if wait_message */
+    char *wait_message;                           /* owned; NULL: no wait reported yet */
 };
 
 /* GPUs a job holds until the tasks occupying them exit (preemption victims
@@ -257,6 +259,10 @@ struct gt_sched_model {
     uint64_t n_cycles;
     uint64_t rng; /* the random placement's state */
     struct gt_sched_workload workload;
+    /* the cycle's scratch, kept between cycles (cycle.c) */
+    struct gt_sched_pick *pick;
+    struct gt_sched_task **pending;
+    size_t cap_pending;
 };
 
 /* ---- shared helpers (model.c) ---- */

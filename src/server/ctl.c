@@ -242,6 +242,9 @@ static void cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json
     o->obj = obj;
     o->rev = rev;
     struct gt_cobj *was = gt_strmap_put(&c->objs[kind], key, o);
+    if (kind == GT_KIND_JOB) {
+        gt_jobctl_note_job(c, key, obj);
+    }
     if (was) {
         *old = json_incref(was->obj);
         cobj_free(was);
@@ -269,6 +272,9 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     json_t *old = NULL;
     if (ev->type == GT_STORE_EV_DELETE) {
         struct gt_cobj *was = gt_strmap_del(&c->objs[k], ev->key);
+        if (k == GT_KIND_JOB) {
+            gt_jobctl_note_job(c, ev->key, NULL);
+        }
         if (was) {
             old = json_incref(was->obj);
             cobj_free(was);
@@ -430,6 +436,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->in_model);
     gt_strmap_init(&c->fresh);
     gt_strmap_init(&c->unseen);
+    gt_strmap_init(&c->timed);
     c->model = gt_sched_model_new();
     gt_sched_decisions_init(&c->dec);
     return c;
@@ -501,6 +508,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->in_model, NULL);
     gt_strmap_fini(&c->fresh, fresh_free);
     gt_strmap_fini(&c->unseen, NULL);
+    gt_strmap_fini(&c->timed, NULL);
     gt_sched_decisions_fini(&c->dec);
     gt_sched_model_free(c->model);
     free(c);

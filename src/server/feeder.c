@@ -23,7 +23,8 @@
  * reasons become a folded Warning Event (reason Quota or Unschedulable, as
  * Kubernetes' FailedScheduling) on the job
  * and its Queued condition's message, "Reason: text" (c->waits, by model
- * id), each written only when it changed.
+ * id), each written only when it changed: the cycle reports only waits
+ * that changed (changed_waits_only) and counts all (jobs_pending metrics).
  * Department status (used, borrowed) is computed from the model on reads.
  * A Project's spec.hard is its hard cap in the model (gt_project_cap_sync);
  * jobs name their project, so its use is counted from their tasks.
@@ -603,13 +604,10 @@ static bool same_wait(const char *was, const char *code, const char *message)
 
 static void apply_wait(struct gt_ctl *c, const struct gt_sched_wait *w)
 {
-    /* runs for every pending job every cycle: a lookup and a compare, no
-     * formatting, allocation or write unless the reason changed */
+    /* the cycle reports only changed waits; this compare also covers a
+     * job that left the model and came back with the same wait */
     const char *code = gt_sched_wait_reason_str(w->reason);
     const char *message = w->message ? w->message : "";
-    if (w->reason < 2) {
-        c->s->metrics.jobs_pending[w->reason]++;
-    }
     if (same_wait(gt_strmap_get(&c->waits, w->job_id), code, message)) {
         return;
     }
@@ -639,7 +637,8 @@ static int seen_cb(const char *key, void *val, void *arg)
 void gt_feed_cycle(struct gt_ctl *c)
 {
     int64_t t0 = gt_now_ns();
-    gt_sched_cycle(c->model, gt_now_ms(), c->policy, &c->dec);
+    const struct gt_sched_cycle_opts opts = {.max_waits = SIZE_MAX, .changed_waits_only = true};
+    gt_sched_cycle_ex(c->model, gt_now_ms(), c->policy, &opts, &c->dec);
     /* the jobs held back for this cycle get their status now */
     gt_strmap_each(&c->unseen, seen_cb, c);
     gt_strmap_fini(&c->unseen, NULL);
@@ -652,7 +651,8 @@ void gt_feed_cycle(struct gt_ctl *c)
     for (size_t i = 0; i < c->dec.n_preempts; i++) {
         apply_preempt(c, &c->dec.preempts[i]);
     }
-    c->s->metrics.jobs_pending[0] = c->s->metrics.jobs_pending[1] = 0;
+    c->s->metrics.jobs_pending[0] = (int64_t)c->dec.n_waiting[0];
+    c->s->metrics.jobs_pending[1] = (int64_t)c->dec.n_waiting[1];
     for (size_t i = 0; i < c->dec.n_waits; i++) {
         apply_wait(c, &c->dec.waits[i]);
     }

@@ -408,25 +408,32 @@ static bool needs_time(const json_t *job)
     return false;
 }
 
+void gt_jobctl_note_job(struct gt_ctl *c, const char *key, const json_t *job)
+{
+    if (job && needs_time(job)) {
+        gt_strmap_put(&c->timed, key, (void *)"");
+    } else {
+        gt_strmap_del(&c->timed, key);
+    }
+}
+
 static int tick_cb(const char *key, void *val, void *arg)
 {
-    const struct gt_cobj *o = val;
-    if (needs_time(o->obj)) {
-        char *k = gt_xstrdup(key);
-        const char *proj = k + strlen("/jobs/");
-        char *slash = strchr(proj, '/');
-        if (slash) {
-            *slash = '\0';
-            gt_ctl_mark_job(arg, proj, slash + 1);
-        }
-        free(k);
+    (void)val;
+    char *k = gt_xstrdup(key);
+    const char *proj = k + strlen("/jobs/");
+    char *slash = strchr(proj, '/');
+    if (slash) {
+        *slash = '\0';
+        gt_ctl_mark_job(arg, proj, slash + 1);
     }
+    free(k);
     return 0;
 }
 
 void gt_jobctl_tick(struct gt_ctl *c)
 {
-    gt_strmap_each(&c->objs[GT_KIND_JOB], tick_cb, c);
+    gt_strmap_each(&c->timed, tick_cb, c);
 }
 
 /* ---- admission and delete ---- */

@@ -163,6 +163,7 @@ struct gt_ctl {
      * waits for it, which marks them dirty */
     struct gt_strmap unseen;
     struct gt_strmap fresh; /* key -> a committed write of ours until its watch event */
+    struct gt_strmap timed; /* job keys whose next step is due by time (gt_jobctl_tick) */
     struct event *kick;     /* runs once per loop turn when something changed */
     struct event *tick;     /* every second: node lifecycle, a cycle */
     bool want_cycle;
@@ -222,8 +223,11 @@ int gt_jobctl_admit(struct gt_ctl *c, const json_t *job, const struct gt_server_
  * true; false: delete now. */
 bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
 /* Mark the jobs whose next step is due by time (deadline, back-off, ttl);
- * every second. */
+ * every second. Visits only c->timed, not every job. */
 void gt_jobctl_tick(struct gt_ctl *c);
+/* The cached job at key is now job (borrowed; NULL: gone): keep c->timed,
+ * the jobs gt_jobctl_tick visits, current. */
+void gt_jobctl_note_job(struct gt_ctl *c, const char *key, const json_t *job);
 /* What the tasks of this cycle's binds get in their binding write: a JSON
  * object task id -> {ports, node, env, hosts} (caller json_decref()s).
  * Ports come from each node's --port-range, lowest free among the tasks

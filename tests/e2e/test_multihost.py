@@ -213,7 +213,9 @@ class TwoHosts(AgentTest, BridgeServer):
                 if alloc.get("gpus"):
                     return False
             return True
-        wait_for("all GPUs free", all_free, timeout=20)
+        # the worker may still be finishing (or be stopped, with its grace
+        # period) when the master has succeeded
+        wait_for("all GPUs free", all_free, timeout=60)
 
 
 if __name__ == "__main__":

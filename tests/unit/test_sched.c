@@ -1042,6 +1042,65 @@ static void test_randomized(void **state)
     assert_true(a == b);
 }
 
+/* changed_waits_only: with no schedulable node, N cpu-only pending jobs
+ * each report their wait once, then nothing (still counted) until the
+ * cluster changes what they wait for; a job new to the model reports its
+ * own. Same waits as a plain cycle. */
+static void test_changed_waits_only(void **state)
+{
+    (void)state;
+    enum { N = 50 };
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_dept(m, "cv", 8000);
+    char id[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(id[i], sizeof(id[i]), "j%d", i);
+        assert_int_equal(add_job(m, id[i], "cv", i, 1, 0, 0, 1), 0);
+    }
+    const struct gt_sched_policy *p = gt_sched_policy_by_name("gantry");
+    const struct gt_sched_cycle_opts opts = {.max_waits = SIZE_MAX, .changed_waits_only = true};
+    struct gt_sched_decisions d, plain;
+    gt_sched_decisions_init(&d);
+    gt_sched_decisions_init(&plain);
+    assert_int_equal(gt_sched_cycle(m, 100, p, &plain), 0);
+    assert_int_equal(plain.n_waits, N);
+    assert_int_equal(gt_sched_cycle_ex(m, 100, p, &opts, &d), 0);
+    assert_int_equal(d.n_waits, N);
+    for (int i = 0; i < N; i++) {
+        const struct gt_sched_wait *w = find_wait(&d, id[i]);
+        assert_non_null(w);
+        assert_int_equal(w->reason, GT_SCHED_WAIT_UNSCHEDULABLE);
+        assert_string_equal(w->message, find_wait(&plain, id[i])->message);
+    }
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(gt_sched_cycle_ex(m, 200 + k, p, &opts, &d), 0);
+        assert_int_equal(d.n_waits, 0);
+        assert_int_equal(d.n_waiting[GT_SCHED_WAIT_UNSCHEDULABLE], N);
+        assert_int_equal(d.n_waiting[GT_SCHED_WAIT_QUOTA], 0);
+    }
+    /* a new job: only its wait */
+    assert_int_equal(add_job(m, "late", "cv", 1000, 1, 0, 0, 1), 0);
+    assert_int_equal(gt_sched_cycle_ex(m, 1000, p, &opts, &d), 0);
+    assert_int_equal(d.n_waits, 1);
+    assert_string_equal(d.waits[0].job_id, "late");
+    assert_int_equal(d.n_waiting[GT_SCHED_WAIT_UNSCHEDULABLE], N + 1);
+    /* a node too small for them changes every wait: each reported once */
+    struct gt_sched_gpu_spec gpus[1];
+    struct gt_sched_node_spec spec;
+    node_spec(&spec, gpus, "small", 0);
+    spec.cpu_milli = 500;
+    assert_int_equal(gt_sched_node_add(m, &spec, NULL), 0);
+    assert_int_equal(gt_sched_cycle_ex(m, 2000, p, &opts, &d), 0);
+    assert_int_equal(d.n_waits, N + 1);
+    assert_int_equal(d.n_binds, 0);
+    assert_int_equal(gt_sched_cycle_ex(m, 3000, p, &opts, &d), 0);
+    assert_int_equal(d.n_waits, 0);
+    check_model(m);
+    gt_sched_decisions_fini(&d);
+    gt_sched_decisions_fini(&plain);
+    gt_sched_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1058,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_node_lost),
         cmocka_unit_test(test_many_nodes_map),
         cmocka_unit_test(test_randomized),
+        cmocka_unit_test(test_changed_waits_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
