@@ -67,7 +67,7 @@ struct cycle {
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions *out;
     size_t waits_left;
-    bool changed_only; /* report a wait only when it differs from the job's last */
+    bool changed_only;              /* report a wait only when it differs from the job's last */
     struct gt_sched_task **pending; /* collect's result, in the model's scratch */
     size_t n_preemptors;
     bool head_done; /* the head job has had its chance to reserve */
@@ -119,6 +119,21 @@ static void add_wait(struct cycle *c, struct gt_sched_job *job, enum gt_sched_wa
     }
     c->waits_left--;
     gt_sched_decisions_add_wait(c->out, job, reason, message);
+}
+
+/* add_wait with a fixed message (borrowed): an unchanged wait costs a
+ * compare. */
+static void add_wait_text(struct cycle *c, struct gt_sched_job *job,
+                          enum gt_sched_wait_reason reason, const char *text)
+{
+    if (c->waits_left == 0) {
+        return;
+    }
+    if (c->changed_only && same_wait(job, reason, text)) {
+        c->out->n_waiting[reason]++;
+        return;
+    }
+    add_wait(c, job, reason, gt_xstrdup(text));
 }
 
 /* add_wait with a printf-style message, formatted on the stack first so
@@ -285,8 +300,9 @@ static bool may_preempt(const struct cycle *c, const struct gt_sched_job *job)
 static bool cycle_done(const struct cycle *c)
 {
     return c->waits_left == 0 &&
-           (c->stop || c->dead || (c->full && !(c->policy->preempt && c->m->n_preemptor_queued > 0 &&
-                                     c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE)));
+           (c->stop || c->dead ||
+            (c->full && !(c->policy->preempt && c->m->n_preemptor_queued > 0 &&
+                          c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE)));
 }
 
 /* The job did not start: preempt or reserve if the policy does, and say
@@ -395,7 +411,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     }
     if (c->dead && !job->resv) {
         /* no placement, preemption or reservation can help: skip them all */
-        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "no node is Ready and uncordoned");
+        add_wait_text(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "no node is Ready and uncordoned");
         if (c->policy->head_of_line) {
             c->stop = true;
             c->blocked_by = job->id;
@@ -403,7 +419,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
         return;
     }
     if (c->full && !job->resv && !may_preempt(c, job)) {
-        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "no free GPUs left this cycle");
+        add_wait_text(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "no free GPUs left this cycle");
         return;
     }
     size_t n = collect(c, job);

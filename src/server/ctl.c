@@ -143,7 +143,13 @@ static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
             mark_task_job(c, o->obj);
         }
     } else if (w->kind == GT_KIND_JOB) {
-        gt_strmap_put(&c->dirty_jobs, w->key, MARK);
+        /* a settled write is caught up by its watch event (gt_ctl_event) */
+        if (rc) {
+            gt_strmap_del(&c->settled, w->key);
+        }
+        if (!gt_strmap_get(&c->settled, w->key)) {
+            gt_strmap_put(&c->dirty_jobs, w->key, MARK);
+        }
     }
     gt_ctl_kick(c);
     free(w->key);
@@ -270,6 +276,7 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
         return;
     }
     json_t *old = NULL;
+    bool mine = false;
     if (ev->type == GT_STORE_EV_DELETE) {
         struct gt_cobj *was = gt_strmap_del(&c->objs[k], ev->key);
         if (k == GT_KIND_JOB) {
@@ -282,6 +289,7 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     } else {
         /* what this process wrote is not parsed back from the stored text */
         json_t *obj = take_fresh(c, ev->key, ev->mod_rev);
+        mine = obj != NULL;
         if (!obj) {
             obj = json_loadb(ev->value, ev->value_len, 0, NULL);
         }
@@ -291,7 +299,9 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     const json_t *cur = now ? now->obj : NULL;
     gt_feed_change(c, k, ev->key, old, cur);
     if (k == GT_KIND_JOB) {
-        gt_strmap_put(&c->dirty_jobs, ev->key, MARK);
+        /* our own settled status write needs the model's sync only */
+        bool settled = gt_strmap_del(&c->settled, ev->key) != NULL && mine;
+        gt_strmap_put(settled ? &c->sync_jobs : &c->dirty_jobs, ev->key, MARK);
     } else if (k == GT_KIND_TASK) {
         if (cur) {
             gt_strmap_put(&c->dirty_tasks, ev->key, MARK);
@@ -380,6 +390,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     /* the model first, then the cycle, then the jobs' status: a job that
      * entered the model waits for its first cycle, so that its first
      * status write already carries why it waits (or that it is bound) */
+    take_keys(&c->sync_jobs, &jobs);
     gt_strmap_each(&c->dirty_jobs, collect_cb, &jobs);
     for (size_t i = 0; i < jobs.n; i++) {
         gt_feed_sync_job(c, jobs.v[i]);
@@ -437,6 +448,8 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->fresh);
     gt_strmap_init(&c->unseen);
     gt_strmap_init(&c->timed);
+    gt_strmap_init(&c->settled);
+    gt_strmap_init(&c->sync_jobs);
     c->model = gt_sched_model_new();
     gt_sched_decisions_init(&c->dec);
     return c;
@@ -509,6 +522,8 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->fresh, fresh_free);
     gt_strmap_fini(&c->unseen, NULL);
     gt_strmap_fini(&c->timed, NULL);
+    gt_strmap_fini(&c->settled, NULL);
+    gt_strmap_fini(&c->sync_jobs, NULL);
     gt_sched_decisions_fini(&c->dec);
     gt_sched_model_free(c->model);
     free(c);

@@ -332,6 +332,9 @@ static void record_transitions(struct gt_ctl *c, const json_t *job, const json_t
 void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
 {
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
+    /* any reconcile, also one skipped while our write is in flight, means
+     * the write's return must reconcile again */
+    gt_strmap_del(&c->settled, key);
     if (!o || gt_ctl_busy(c, key)) {
         return;
     }
@@ -356,14 +359,22 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
         gt_job_derive_status(o->obj, jt->obj, jt->n, &d, gt_feed_wait(c, key), gt_now_ms());
     /* tasks being written come back through the watch and reconcile the
      * job again: its status is written once, from them */
+    bool wrote = false;
     if (!creating && !json_equal(st, json_object_get(o->obj, "status"))) {
         json_t *j = json_copy(o->obj); /* cached objects never change: share the rest */
         json_object_set(j, "status", st);
         record_transitions(c, o->obj, st);
         write_obj(c, o, j);
+        wrote = gt_ctl_busy(c, key);
     }
     json_t *fake = json_pack("{s:O}", "status", st);
     bool finished = gt_job_finished(fake);
+    /* a status-only write that time cannot change: reconciling it again
+     * once written would derive the same status (nothing else changed
+     * unless something marks the job, which reconciles it) */
+    if (wrote && !finished && d.action == GT_JOB_KEEP && d.wake_ms == 0) {
+        gt_strmap_put(&c->settled, key, (void *)"");
+    }
     const char *why = NULL;
     size_t i;
     json_t *cnd;

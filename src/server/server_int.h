@@ -164,8 +164,14 @@ struct gt_ctl {
     struct gt_strmap unseen;
     struct gt_strmap fresh; /* key -> a committed write of ours until its watch event */
     struct gt_strmap timed; /* job keys whose next step is due by time (gt_jobctl_tick) */
-    struct event *kick;     /* runs once per loop turn when something changed */
-    struct event *tick;     /* every second: node lifecycle, a cycle */
+    /* job keys with a status write of ours in flight after which a
+     * reconcile would change nothing (jobctl.c): its write_done and watch
+     * event do not mark the job dirty; the event puts it in sync_jobs, the
+     * jobs that only the model sync (gt_feed_sync_job) must see */
+    struct gt_strmap settled;
+    struct gt_strmap sync_jobs;
+    struct event *kick; /* runs once per loop turn when something changed */
+    struct event *tick; /* every second: node lifecycle, a cycle */
     bool want_cycle;
     struct event *cycle_timer;  /* a cycle deferred to keep the gap between cycles */
     int64_t last_cycle_ms;      /* monotonic, when the last cycle started */
@@ -197,10 +203,11 @@ typedef void (*gt_ctl_done_fn)(struct gt_ctl *c, int rc, void *arg);
 /* Write obj (NULL for DELETE) at key on the controllers' behalf,
  * conditional on expected_rev (0: any; CREATE ignores it). done (may be
  * NULL) runs when it is durable or failed; the owning job is reconciled
- * again afterwards. A reference to obj is kept and becomes the cached
- * object once the write commits, so the caller must not change obj after
- * the call (drop its own reference as usual). Returns 0 or the immediate
- * error (done not called). */
+ * again afterwards (not after a settled job status write: c->settled). A
+ * reference to obj is kept and becomes the cached object once the write
+ * commits, so the caller must not change obj after the call (drop its own
+ * reference as usual). Returns 0 or the immediate error (done not
+ * called). */
 int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t *obj,
                  int64_t expected_rev, gt_ctl_done_fn done, void *arg);
 /* A write of obj at key committed as revision rev (from a done callback,
@@ -213,6 +220,9 @@ bool gt_ctl_project_privileged(const struct gt_ctl *c, const char *project);
 const char *gt_ctl_project_department(const struct gt_ctl *c, const char *project);
 
 /* ---- jobctl.c: the job and task controllers ---- */
+/* Reconcile the cached job at key: its tasks, restarts, deletion and
+ * status. A status-only write that a reconcile of its result would not
+ * change leaves key in c->settled (see there). */
 void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key);
 void gt_jobctl_reconcile_task(struct gt_ctl *c, const char *key);
 /* Admission of a Job create by user: 0, or GT_EINVAL with err. */

@@ -290,6 +290,15 @@ static void test_job_create_writes_status_once(void **state)
     assert_non_null(t);
     assert_string_equal(json_string_value(gt_json_path(t->obj, "status.phase")), "Pending");
     assert_null(gt_strmap_get(&e.s.ctl->unseen, "/jobs/p/j"));
+    /* its status write was settled: no reconcile followed it, and one
+     * would have changed nothing */
+    assert_int_equal(e.s.ctl->settled.n, 0);
+    assert_int_equal(e.s.ctl->sync_jobs.n, 0);
+    int64_t rev = gt_store_revision(e.s.store);
+    gt_jobctl_reconcile_job(e.s.ctl, "/jobs/p/j");
+    assert_false(gt_ctl_busy(e.s.ctl, "/jobs/p/j"));
+    event_base_loop(e.s.base, EVLOOP_NONBLOCK);
+    assert_int_equal(gt_store_revision(e.s.store), rev);
     env_close(&e);
 }
 
@@ -335,6 +344,51 @@ static void test_unchanged_wait_not_rewritten(void **state)
     assert_non_null(gt_strmap_get(&c->dirty_jobs, "/jobs/p/j"));
     assert_string_equal(gt_feed_wait(c, "/jobs/p/j"), text);
     free(text);
+    env_close(&e);
+}
+
+static const char *JOB_D =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"d\","
+    "\"project\":\"p\",\"uid\":\"u2\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\","
+    "\"creator\":{\"user\":\"alice\",\"uid\":1001}},\"spec\":{\"runPolicy\":"
+    "{\"activeDeadlineSeconds\":600},\"replicaSpecs\":{\"Worker\":"
+    "{\"replicas\":1,\"restartPolicy\":\"Never\",\"template\":{\"command\":[\"true\"]}}}},"
+    "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"}]}}";
+
+static bool job_d_gone(struct env *e)
+{
+    return gt_ctl_get(e->s.ctl, GT_KIND_JOB, "/jobs/p/d") == NULL;
+}
+
+/* The tick visits only the jobs whose next step is due by time (here: an
+ * activeDeadlineSeconds), kept as the cache changes. */
+static void test_tick_visits_timed_jobs(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+    assert_int_equal(gt_store_write(e.s.store, GT_STORE_CREATE, "/jobs/p/d", JOB_D, strlen(JOB_D),
+                                    0, NULL, NULL),
+                     0);
+    assert_int_equal(gt_store_write(e.s.store, GT_STORE_CREATE, "/jobs/p/j", JOB_J, strlen(JOB_J),
+                                    0, NULL, NULL),
+                     0);
+    assert_true(env_run(&e, job_waits));
+    struct gt_ctl *c = e.s.ctl;
+    assert_int_equal(c->timed.n, 1);
+    assert_non_null(gt_strmap_get(&c->timed, "/jobs/p/d"));
+    gt_strmap_fini(&c->dirty_jobs, NULL);
+    gt_strmap_init(&c->dirty_jobs);
+    gt_jobctl_tick(c);
+    assert_int_equal(c->dirty_jobs.n, 1);
+    assert_non_null(gt_strmap_get(&c->dirty_jobs, "/jobs/p/d"));
+
+    /* gone from the cache: gone from the set */
+    int64_t rev = gt_ctl_get(c, GT_KIND_JOB, "/jobs/p/d")->rev;
+    assert_int_equal(
+        gt_store_write(e.s.store, GT_STORE_DELETE, "/jobs/p/d", NULL, 0, rev, NULL, NULL), 0);
+    assert_true(env_run(&e, job_d_gone));
+    assert_int_equal(c->timed.n, 0);
     env_close(&e);
 }
 
@@ -388,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_node_draining_needs_no_execute),
         cmocka_unit_test(test_job_create_writes_status_once),
         cmocka_unit_test(test_unchanged_wait_not_rewritten),
+        cmocka_unit_test(test_tick_visits_timed_jobs),
         cmocka_unit_test(test_cache_takes_written_object),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
