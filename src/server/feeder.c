@@ -21,8 +21,8 @@
  * job controller requeues the job (a restart that counts toward no
  * backoffLimit), whose recreated Pending tasks re-enter the model. Wait
  * reasons become a folded Warning Event (reason Quota or Unschedulable, as
- * Kubernetes' FailedScheduling) on the job
- * and its Queued condition's message, "Reason: text" (c->waits, by model
+ * Kubernetes' FailedScheduling) on the job and its Queued condition's
+ * message, "Reason: text" (c->waits, by model
  * id), each written only when it changed: the cycle reports only waits
  * that changed (changed_waits_only) and counts all (jobs_pending metrics).
  * Department status (used, borrowed) is computed from the model on reads.

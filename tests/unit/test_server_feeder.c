@@ -27,9 +27,9 @@ static const char *res_at(const json_t *st, const char *which, const char *res)
     return json_string_value(json_object_get(json_object_get(st, which), res));
 }
 
-static void test_department_status_used_and_borrowed(void **state)
+/* A model with one Ready node "n1": 8 GPUs in two groups of 4, 64 CPUs, 1 TiB. */
+static struct gt_sched_model *model_with_node(void)
 {
-    (void)state;
     struct gt_sched_model *m = gt_sched_model_new();
     struct gt_sched_gpu_spec gpus[8];
     for (int i = 0; i < 8; i++) {
@@ -42,6 +42,13 @@ static void test_department_status_used_and_borrowed(void **state)
                                       .gpus = gpus,
                                       .n_gpus = 8};
     assert_int_equal(gt_sched_node_add(m, &node, NULL), 0);
+    return m;
+}
+
+static void test_department_status_used_and_borrowed(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = model_with_node();
     struct gt_sched_res g = {.cpu_milli = 8000, .memory_bytes = 1LL << 33, .gpu_milli = 4000};
     struct gt_sched_res l = {.cpu_milli = 8000, .memory_bytes = 1LL << 33, .gpu_milli = 8000};
     assert_int_equal(gt_sched_department_set(m, "cv", &g, &l, NULL), 0);
@@ -90,18 +97,7 @@ static size_t cycle_binds(struct gt_sched_model *m, int64_t now_ms, char **wait)
 static void test_project_cap_from_spec_hard(void **state)
 {
     (void)state;
-    struct gt_sched_model *m = gt_sched_model_new();
-    struct gt_sched_gpu_spec gpus[8];
-    for (int i = 0; i < 8; i++) {
-        gpus[i] = (struct gt_sched_gpu_spec){.index = i, .group = i / 4, .healthy = true};
-    }
-    struct gt_sched_node_spec node = {.name = "n1",
-                                      .cpu_milli = 64000,
-                                      .memory_bytes = 1LL << 40,
-                                      .ready = true,
-                                      .gpus = gpus,
-                                      .n_gpus = 8};
-    assert_int_equal(gt_sched_node_add(m, &node, NULL), 0);
+    struct gt_sched_model *m = model_with_node();
     struct gt_sched_res q = {.cpu_milli = 64000, .memory_bytes = 1LL << 40, .gpu_milli = 8000};
     assert_int_equal(gt_sched_department_set(m, "cv", &q, &q, NULL), 0);
 
