@@ -22,9 +22,9 @@
  * backoffLimit), whose recreated Pending tasks re-enter the model. Wait
  * reasons become a folded Warning Event (reason Quota or Unschedulable, as
  * Kubernetes' FailedScheduling) on the job and its Queued condition's
- * message, "Reason: text" (c->waits, by model
- * id), each written only when it changed: the cycle reports only waits
- * that changed (changed_waits_only) and counts all (jobs_pending metrics).
+ * message, "Reason: text" (c->waits, by model id), each written only when
+ * it changed: the cycle reports only waits that changed
+ * (changed_waits_only) and counts all (jobs_pending metrics).
  * Department status (used, borrowed) is computed from the model on reads.
  * A Project's spec.hard is its hard cap in the model (gt_project_cap_sync);
  * jobs name their project, so its use is counted from their tasks.
