@@ -258,7 +258,8 @@ struct gt_ltask {
     char project[64];
     char dir[PATH_MAX + 160];
     struct gt_task_local st;
-    pid_t invoker_pid; /* the gantry-shim process starting it, 0 when none */
+    int start_fd;           /* read end of the starting shim's status pipe; -1 none */
+    struct event *start_ev; /* EV_READ on start_fd (owned); NULL none */
     pid_t host_pid;
     int64_t start_ms;    /* when the agent began starting it (wall clock) */
     json_t *obj;         /* last Task object seen from gantryd (owned); NULL until seen */
@@ -268,6 +269,7 @@ struct gt_ltask {
     bool seen;         /* in the last full list */
     int events_posted; /* lines of DIR/events posted as Events */
     bool events_done;  /* DIR/events is complete and posted */
+    bool quiet;        /* ended and reported: polls skip it until its Task object changes */
 };
 
 /* The daemon's state, owned by gt_gantlet_run. */

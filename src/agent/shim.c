@@ -1,12 +1,14 @@
 /*
  * gantry-shim's body (see shim.h for the state directory and the protocol).
  *
- * Processes: the invoking process (the agent's child) reads the spec, then
- * forks; the child starts a session and forks the shim proper, which reports
- * back through a pipe once the task runs (or its start failure is recorded)
- * and the invoker exits 0. The shim is then an orphan in its own session,
- * untouched when the agent dies. It is a child subreaper, so processes the
- * task leaves behind are reaped here.
+ * Processes: the agent starts the shim in a session of its own with a pipe
+ * on --status-fd and the shim supervises from that process, reporting on
+ * the pipe once the task runs (or its start failure is recorded). Started
+ * any other way, the invoking process reads the spec, then forks; the child
+ * starts a session and forks the shim proper, which reports back through a
+ * pipe, and the invoker exits 0. Either way the shim is alone in its
+ * session, untouched when the agent dies. It is a child subreaper, so
+ * processes the task leaves behind are reaped here.
  *
  * The task is created with clone3 directly in its new PID/mount/UTS/IPC
  * namespaces (the shim's own namespaces stay as they were), waits on a pipe
@@ -902,7 +904,7 @@ static _Noreturn void run_detached(struct shim *s)
     write_number(s, "started", s->ex.started_at_ms);
     gt_log_info("task started", "pid=%d", (int)s->task_pid);
     if (write(STATUS_FD, "S", 1) != 1) {
-        gt_log_warn("invoker gone before the start was reported", NULL);
+        gt_log_warn("nobody took the start report", NULL);
     }
     close(STATUS_FD);
     supervise(s);
@@ -929,13 +931,14 @@ static int detach_fds(const char *dir, int status_fd)
     int log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (null_fd < 0 || log_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 ||
         dup2(null_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0 ||
-        dup3(status_fd, STATUS_FD, O_CLOEXEC) < 0) {
+        (status_fd == STATUS_FD ? fcntl(status_fd, F_SETFD, FD_CLOEXEC)
+                                : dup3(status_fd, STATUS_FD, O_CLOEXEC)) < 0) {
         return -1;
     }
     return syscall(SYS_close_range, STATUS_FD + 1, ~0U, 0) < 0 ? -1 : 0;
 }
 
-int gt_shim_main(const char *state_dir)
+int gt_shim_main(const char *state_dir, int status_fd)
 {
     struct shim *s = gt_xcalloc(1, sizeof(*s));
     char spec_path[PATH_MAX + 16], *text;
@@ -955,6 +958,16 @@ int gt_shim_main(const char *state_dir)
         return 1;
     }
     free(text);
+    if (status_fd >= 0) {
+        /* started detached by the agent: supervise from this process */
+        if (getsid(0) != getpid() || detach_fds(s->dir, status_fd) < 0 || chdir("/") < 0) {
+            fprintf(stderr, "gantry-shim: not started in its own session, or cannot detach\n");
+            gt_shim_spec_fini(&s->spec);
+            free(s);
+            return 1;
+        }
+        run_detached(s);
+    }
     int status[2];
     if (pipe2(status, O_CLOEXEC) < 0) {
         fprintf(stderr, "gantry-shim: pipe: %s\n", strerror(errno));

@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "agent/agent_int.h"
 #include "api/api.h"
 
@@ -57,6 +59,7 @@ static struct gt_ltask *task_add(struct gt_gantlet *g, const char *uid)
     int m = snprintf(t->dir, sizeof(t->dir), "%s/%s", g->tasks_dir, uid);
     GT_ASSERT(n >= 0 && (size_t)n < sizeof(t->uid) && m >= 0 && (size_t)m < sizeof(t->dir));
     t->st.known = true;
+    t->start_fd = -1;
     t->next = g->tasks;
     g->tasks = t;
     return t;
@@ -67,6 +70,18 @@ static int rm_one(const char *path, const struct stat *st, int type, struct FTW 
     (void)st;
     (void)ftw;
     return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void start_fd_close(struct gt_ltask *t)
+{
+    if (t->start_ev) {
+        event_free(t->start_ev);
+        t->start_ev = NULL;
+    }
+    if (t->start_fd >= 0) {
+        close(t->start_fd);
+        t->start_fd = -1;
+    }
 }
 
 static void task_remove(struct gt_gantlet *g, struct gt_ltask *t)
@@ -82,6 +97,7 @@ static void task_remove(struct gt_gantlet *g, struct gt_ltask *t)
             break;
         }
     }
+    start_fd_close(t);
     json_decref(t->obj);
     free(t);
 }
@@ -91,6 +107,7 @@ void gt_gantlet_tasks_free(struct gt_gantlet *g)
     while (g->tasks) {
         struct gt_ltask *t = g->tasks;
         g->tasks = t->next;
+        start_fd_close(t);
         json_decref(t->obj);
         free(t);
     }
@@ -330,6 +347,47 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task,
     return rc;
 }
 
+static void started_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Start the task's shim as a session leader with the write end of a pipe
+ * on fd 3 (--status-fd 3); the shim writes one byte on it once the task
+ * runs or its failure to start is recorded, and end of file without it
+ * means the shim died first (started_cb). No double fork: the shim is
+ * this agent's child and outlives it in its own session. */
+static int spawn_shim(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        return -errno;
+    }
+    char *argv[] = {g->shim, "--status-fd", "3", "--state-dir", t->dir, NULL};
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t fa;
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 3);
+    pid_t pid;
+    int rc = posix_spawn(&pid, g->shim, &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    close(p[1]);
+    if (rc != 0) {
+        close(p[0]);
+        return -rc;
+    }
+    t->start_fd = p[0];
+    t->start_ev = event_new(g->base, p[0], EV_READ, started_cb, g);
+    event_add(t->start_ev, NULL);
+    return 0;
+}
+
 static void task_start(struct gt_gantlet *g, json_t *task)
 {
     const char *uid = json_string_value(gt_json_path(task, "metadata.uid"));
@@ -353,14 +411,10 @@ static void task_start(struct gt_gantlet *g, json_t *task)
         exit_synthesize(t, err.code == GT_EFORBIDDEN ? "VolumeDenied" : NULL, err.msg);
         return;
     }
-    char *argv[] = {g->shim, "--state-dir", t->dir, NULL};
-    pid_t pid;
-    int rc = posix_spawn(&pid, g->shim, NULL, NULL, argv, environ);
-    if (rc != 0) {
+    if (spawn_shim(g, t) < 0) {
         exit_synthesize(t, NULL, "cannot run gantry-shim");
         return;
     }
-    t->invoker_pid = pid;
     g->starts_total++;
     gt_log_info("task starting", "task=%s uid=%s gpus=%d", t->name, t->uid, t->gpus);
 }
@@ -471,6 +525,7 @@ void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted)
     struct gt_task_local none = {0};
     if (t) {
         t->seen = true;
+        t->quiet = false;
         if (!deleted) {
             json_decref(t->obj);
             t->obj = json_incref(task);
@@ -548,6 +603,7 @@ void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
         if (!t->seen && obj_rev(t->obj) <= list_rev) {
             json_decref(t->obj);
             t->obj = NULL;
+            t->quiet = false;
             unsigned a = gt_task_decide(&t->st, NULL);
             if ((a & GT_TA_REMOVE) && !t->st.killing) {
                 /* a restart replaces a Task in place: its old run may be wanted */
@@ -569,36 +625,42 @@ void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
 
 /* ---- exits ---- */
 
-static void invoker_done(struct gt_ltask *t, int wstatus)
+/* The shim's start report (one byte) or its end of file. */
+static void started_cb(evutil_socket_t fd, short what, void *arg)
 {
-    t->invoker_pid = 0;
+    (void)what;
+    struct gt_gantlet *g = arg;
+    struct gt_ltask *t = g->tasks;
+    while (t && t->start_fd != fd) {
+        t = t->next;
+    }
+    if (!t) {
+        return;
+    }
+    char c;
+    ssize_t n;
+    while ((n = read(fd, &c, 1)) < 0 && errno == EINTR) {
+    }
+    start_fd_close(t);
     if (gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0) {
         t->st.started = true;
     } else if (!file_exists(t->dir, "exit.json")) {
-        exit_synthesize(t, NULL,
-                        WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0
-                            ? "gantry-shim started no task"
-                            : "gantry-shim failed (see shim.log)");
+        exit_synthesize(
+            t, NULL, n == 1 ? "gantry-shim started no task" : "gantry-shim failed (see shim.log)");
     }
+    gt_gantlet_tasks_poll(g);
 }
 
 void gt_gantlet_tasks_poll(struct gt_gantlet *g)
 {
-    int wstatus;
-    pid_t pid;
-    /* shims are re-parented here (child subreaper): reap them all */
-    while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
-        for (struct gt_ltask *t = g->tasks; t; t = t->next) {
-            if (t->invoker_pid == pid) {
-                invoker_done(t, wstatus);
-                break;
-            }
-        }
+    /* shims are this agent's children, or re-parented here (child
+     * subreaper) after a restart: reap them all */
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
     }
     struct gt_ltask *t = g->tasks;
     while (t) {
         struct gt_ltask *next = t->next;
-        if (!t->st.exited && t->invoker_pid == 0) {
+        if (!t->st.exited && t->start_fd < 0) {
             t->st.exited = file_exists(t->dir, "exit.json");
             if (!t->st.started && !t->st.exited) {
                 t->st.started = gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0;
@@ -608,12 +670,19 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g)
                 }
             }
         }
+        if (t->quiet) {
+            t = next;
+            continue;
+        }
         if (t->obj) {
             gt_gantlet_task_events(g, t);
         }
         /* act only on tasks whose Task object was seen (adopted ones wait for the list) */
         if (t->obj || t->st.killing) {
-            task_act(g, t, t->obj, gt_task_decide(&t->st, t->obj));
+            unsigned a = gt_task_decide(&t->st, t->obj);
+            /* ended and told: nothing changes until its Task object does */
+            t->quiet = !a && t->obj && t->st.exited && t->events_done && !t->st.killing;
+            task_act(g, t, t->obj, a);
         }
         t = next;
     }
