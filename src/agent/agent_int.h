@@ -256,7 +256,8 @@ struct gt_ltask {
     char uid[128];
     char name[64];
     char project[64];
-    char dir[PATH_MAX + 160];
+    char dir[PATH_MAX + 160];  /* state directory, RUN/tasks/<uid> */
+    char data[PATH_MAX + 160]; /* its logs and working directory, ROOT/tasks/<uid> */
     struct gt_task_local st;
     int start_fd;           /* read end of the starting shim's status pipe; -1 none */
     struct event *start_ev; /* EV_READ on start_fd (owned); NULL none */
@@ -281,7 +282,8 @@ struct gt_gantlet {
     struct gt_gpu_set gpus;
     struct gt_cgroup_sys cgsys;
     bool have_cgroups;
-    char tasks_dir[PATH_MAX];
+    char tasks_dir[PATH_MAX]; /* RUN/tasks: state directories */
+    char data_dir[PATH_MAX];  /* ROOT/tasks: the tasks' directories on disk */
     char venvs_dir[PATH_MAX];
     char images_dir[PATH_MAX];         /* the image cache */
     char runtime_root[PATH_MAX];       /* the OCI runtime's --root: ROOT/oci */
@@ -303,7 +305,8 @@ struct gt_gantlet {
 
 /* tasks.c: the local task table. */
 
-/* Load every ROOT/tasks/<uid>/ left by an earlier agent. */
+/* Load every RUN/tasks/<uid>/ left by an earlier agent; remove each
+ * ROOT/tasks/<uid>/ left without its state (after a reboot). */
 void gt_gantlet_tasks_adopt(struct gt_gantlet *g);
 /* Act on one Task object from a list or watch (borrowed); deleted: it is gone. */
 void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted);
@@ -353,9 +356,10 @@ struct gt_oci_paths {
  * Returns a new object (caller decrefs). */
 json_t *gt_oci_config_build(const json_t *base, const struct gt_shim_spec *spec,
                             const struct gt_image_proc *proc, const struct gt_oci_paths *paths);
-/* STATE_DIR/rootfs: an overlayfs of image_rootfs (read-only lower) and
- * STATE_DIR/ovl/{upper,work} (*mounted true), else a copy. 0 or negative. */
-int gt_oci_rootfs_prepare(const char *image_rootfs, const char *state_dir, bool *mounted,
+/* DATA_DIR/rootfs: an overlayfs of image_rootfs (read-only lower) and
+ * DATA_DIR/ovl/{upper,work} (*mounted true), else a copy. data_dir is the
+ * task's directory on disk. 0 or negative. */
+int gt_oci_rootfs_prepare(const char *image_rootfs, const char *data_dir, bool *mounted,
                           struct gt_err *err);
 /* `RUNTIME run -d` of the bundle STATE_DIR (config.json written) with
  * stdin /dev/null and stdout/stderr out_fd: *pid is the container's init
@@ -366,6 +370,6 @@ int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_f
  * the empty parent cgroups the runtime left in hierarchies outside sys
  * removed, the rootfs unmounted (when mounted). Best effort, logged. */
 void gt_oci_cleanup(const struct gt_shim_spec *spec, const struct gt_cgroup_sys *sys,
-                    const char *state_dir, bool rootfs_mounted);
+                    const char *data_dir, bool rootfs_mounted);
 
 #endif

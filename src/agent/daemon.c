@@ -340,9 +340,10 @@ static int setup(struct gt_gantlet *g, struct gt_err *err)
     if (rc < 0) {
         return rc;
     }
-    snprintf(g->tasks_dir, sizeof(g->tasks_dir), "%s/tasks", g->cfg->root);
-    if ((rc = mkdirs(g->tasks_dir)) < 0) {
-        return gt_err_set(err, rc, "%s: %s", g->tasks_dir, strerror(-rc));
+    snprintf(g->tasks_dir, sizeof(g->tasks_dir), "%s/tasks", g->cfg->run_dir);
+    snprintf(g->data_dir, sizeof(g->data_dir), "%s/tasks", g->cfg->root);
+    if ((rc = mkdirs(g->tasks_dir)) < 0 || (rc = mkdirs(g->data_dir)) < 0) {
+        return gt_err_set(err, rc, "%s or %s: %s", g->tasks_dir, g->data_dir, strerror(-rc));
     }
     snprintf(g->venvs_dir, sizeof(g->venvs_dir), "%s/venvs", g->cfg->root);
     if ((rc = mkdirs(g->venvs_dir)) < 0) {

@@ -27,7 +27,8 @@ struct gt_gantlet_config {
     char *listen;     /* ADDR:PORT for logs, /healthz, /metrics */
     char *fake_gpus;  /* NULL: NVML */
     char *nvml_lib;   /* NULL: GT_NVML_LIBRARY */
-    char *root;       /* state root: ROOT/tasks/<uid>/ */
+    char *root;       /* data root: ROOT/tasks/<uid>/ (logs, working dirs), venvs, images */
+    char *run_dir;    /* runtime state: RUN/tasks/<uid>/ (the shims' files) */
     char *shim;       /* NULL: gantry-shim next to the gantlet binary */
     struct gt_config_list storage_roots;       /* allowed volume roots, owned */
     char *cluster_interface;                   /* NULL: the interface owning the --listen address */
@@ -75,7 +76,8 @@ struct gt_task_image_params {
 
 /* What the agent adds to a Task to make a shim spec. */
 struct gt_task_spec_params {
-    const char *state_dir;         /* ROOT/tasks/<uid>, absolute */
+    const char *state_dir;         /* RUN/tasks/<uid>, absolute */
+    const char *data_dir;          /* ROOT/tasks/<uid> on disk; NULL: state_dir */
     const struct gt_gpu_set *gpus; /* node GPUs, for device minors (borrowed, may be NULL) */
     int64_t log_max_bytes;
     int log_keep_files;
@@ -90,8 +92,9 @@ struct gt_task_spec_params {
  * storage; gt_shim_spec_fini frees it): argv = command + args, env =
  * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent) +
  * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME, uid = runAsUser else creator uid
- * (0 only with spec.privileged), cwd = workingDir else STATE_DIR/work,
- * limits from resources.limits (else requests), log in STATE_DIR/log;
+ * (0 only with spec.privileged), cwd = workingDir else DATA_DIR/work,
+ * limits from resources.limits (else requests), log in DATA_DIR/log,
+ * dataDir DATA_DIR;
  * spec.source and spec.requirements as they are (venvDir =
  * VENV_ROOT/<task uid>) with spec.pip's indexUrl and findLinks (the
  * cluster's, from gantryd), template.volumeMounts joined with spec.volumes and

@@ -26,13 +26,18 @@ static const struct gt_config_opt opts[] = {
     {"nvml-library", GT_CONFIG_STR, OFF(nvml_lib), GT_NVML_LIBRARY, 0, 0, false,
      "NVML library to dlopen"},
     {"root", GT_CONFIG_STR, OFF(root), "/var/lib/gantlet", 0, 0, false,
-     "state directory (ROOT/tasks/<task-uid>/)"},
+     "data directory: task logs and working directories (ROOT/tasks/<task-uid>/), "
+     "virtual environments, images"},
+    {"run-dir", GT_CONFIG_STR, OFF(run_dir), "/run/gantlet", 0, 0, false,
+     "runtime state of the tasks (RUN/tasks/<task-uid>/: the shims' small files), best on "
+     "tmpfs; kept across agent restarts, not needed across reboots"},
     {"storage-root", GT_CONFIG_LIST, OFF(storage_roots), NULL, 0, 0, false,
      "a directory volumes may be mounted from (repeatable)"},
     {"cluster-interface", GT_CONFIG_STR, OFF(cluster_interface), NULL, 0, 0, false,
      "network interface of the cluster network for GLOO/NCCL_SOCKET_IFNAME (default: the one "
      "owning the --listen address)"},
-    {"heartbeat", GT_CONFIG_INT, OFF(heartbeat_s), "10", 1, 3600, false, "seconds between heartbeats"},
+    {"heartbeat", GT_CONFIG_INT, OFF(heartbeat_s), "10", 1, 3600, false,
+     "seconds between heartbeats"},
     {"shim", GT_CONFIG_STR, OFF(shim), NULL, 0, 0, false,
      "gantry-shim binary (default: next to gantlet)"},
     {"log-max-bytes", GT_CONFIG_INT, OFF(log_max_bytes), "104857600", 4096, INT64_MAX / 2, false,
@@ -48,7 +53,8 @@ static const struct gt_config_opt opts[] = {
      "HOST:PORT of a registry reached over plain HTTP (repeatable)"},
     {"oci-runtime", GT_CONFIG_STR, OFF(oci_runtime), "runc", 0, 0, false,
      "OCI runtime of image tasks: runc or crun (crun needs a pure cgroup v2 machine)"},
-    {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false, "debug, info, warn or error"},
+    {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false,
+     "debug, info, warn or error"},
 };
 
 static const struct gt_config_table table = {

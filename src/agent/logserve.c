@@ -38,8 +38,9 @@ struct logstream {
     char uid[128];
     struct evhttp_request *req;
     struct evhttp_connection *conn;
-    char dir[PATH_MAX + 160]; /* the task's state directory */
-    int fds[MAX_FILES];       /* oldest first; the last is task.log */
+    char dir[PATH_MAX + 160];  /* the task's state directory */
+    char data[PATH_MAX + 160]; /* its directory on disk, with log/ */
+    int fds[MAX_FILES];        /* oldest first; the last is task.log */
     int n_fds, cur;
     bool follow;
     int idle_ms; /* the next follow poll's delay: doubles while nothing comes */
@@ -51,9 +52,9 @@ static void open_files(struct logstream *ls)
     for (int k = KEEP_FILES; k >= 0; k--) {
         char p[PATH_MAX + 200];
         if (k) {
-            snprintf(p, sizeof(p), "%s/log/task.log.%d", ls->dir, k);
+            snprintf(p, sizeof(p), "%s/log/task.log.%d", ls->data, k);
         } else {
-            snprintf(p, sizeof(p), "%s/log/task.log", ls->dir);
+            snprintf(p, sizeof(p), "%s/log/task.log", ls->data);
         }
         int fd = open(p, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
@@ -142,7 +143,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     char exit_path[PATH_MAX + 200], log_path[PATH_MAX + 200];
     snprintf(exit_path, sizeof(exit_path), "%s/exit.json", ls->dir);
-    snprintf(log_path, sizeof(log_path), "%s/log/task.log", ls->dir);
+    snprintf(log_path, sizeof(log_path), "%s/log/task.log", ls->data);
     /* checked before the last read */
     bool exited = access(exit_path, F_OK) == 0 || !gt_gantlet_task_find(ls->g, ls->uid);
     if (ls->n_fds == 0) {
@@ -220,6 +221,7 @@ static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const ch
     ls->idle_ms = FOLLOW_MIN_MS;
     evhttp_clear_headers(&q);
     snprintf(ls->dir, sizeof(ls->dir), "%s", t->dir);
+    snprintf(ls->data, sizeof(ls->data), "%s", t->data);
     open_files(ls);
     tail_seek(ls, tail_n);
     ls->tick = evtimer_new(g->base, on_tick, ls);

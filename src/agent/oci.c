@@ -6,8 +6,9 @@
  * the image with the task's process, limits, namespaces, mounts and GPUs)
  * and the OCI runtime (runc, crun) invoked with an explicit argv.
  *
- * The bundle is the task's state directory: config.json, rootfs/ (the
- * mount point), ovl/upper and ovl/work, container.pid, runtime.log. The
+ * The bundle is the task's state directory: config.json, container.pid,
+ * runtime.log; root.path names DATA_DIR/rootfs (the mount point) over
+ * DATA_DIR/ovl/upper and ovl/work, in the task's directory on disk. The
  * container id is the last component of the cgroup path (the task uid);
  * the runtime's --root is the node's. The container runs detached
  * (`run -d`): its init is re-parented to the shim (a child subreaper), so
@@ -233,15 +234,15 @@ static int mkdir_in(const char *dir, const char *sub, mode_t mode, char *out, si
     return 0;
 }
 
-int gt_oci_rootfs_prepare(const char *image_rootfs, const char *state_dir, bool *mounted,
+int gt_oci_rootfs_prepare(const char *image_rootfs, const char *data_dir, bool *mounted,
                           struct gt_err *err)
 {
     char ovl[PATH_MAX], upper[PATH_MAX + 8], work[PATH_MAX + 8], rootfs[PATH_MAX];
     *mounted = false;
-    int rc = mkdir_in(state_dir, "ovl", 0700, ovl, sizeof(ovl), err);
+    int rc = mkdir_in(data_dir, "ovl", 0700, ovl, sizeof(ovl), err);
     rc = rc < 0 ? rc : mkdir_in(ovl, "upper", 0755, upper, sizeof(upper), err);
     rc = rc < 0 ? rc : mkdir_in(ovl, "work", 0700, work, sizeof(work), err);
-    rc = rc < 0 ? rc : mkdir_in(state_dir, "rootfs", 0755, rootfs, sizeof(rootfs), err);
+    rc = rc < 0 ? rc : mkdir_in(data_dir, "rootfs", 0755, rootfs, sizeof(rootfs), err);
     if (rc < 0) {
         return rc;
     }
@@ -393,7 +394,7 @@ static void remove_parents(const struct gt_shim_spec *spec, const struct gt_cgro
 }
 
 void gt_oci_cleanup(const struct gt_shim_spec *spec, const struct gt_cgroup_sys *sys,
-                    const char *state_dir, bool rootfs_mounted)
+                    const char *data_dir, bool rootfs_mounted)
 {
     const struct gt_shim_image *im = spec->image;
     char *argv[] = {im->runtime,
@@ -415,7 +416,7 @@ void gt_oci_cleanup(const struct gt_shim_spec *spec, const struct gt_cgroup_sys 
     remove_parents(spec, sys);
     if (rootfs_mounted) {
         char rootfs[PATH_MAX];
-        snprintf(rootfs, sizeof(rootfs), "%s/rootfs", state_dir);
+        snprintf(rootfs, sizeof(rootfs), "%s/rootfs", data_dir);
         if (umount2(rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT) {
             gt_log_warn("cannot unmount the task rootfs", "err=\"%s\"", strerror(errno));
         }

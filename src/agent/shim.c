@@ -524,6 +524,13 @@ static int volume_sources(struct shim *s, char ***out, struct gt_err *err)
     return 0;
 }
 
+/* Where an image task's rootfs/ and ovl/ go: on disk, not in the state
+ * directory (which may be on tmpfs). */
+static const char *data_dir(const struct shim *s)
+{
+    return s->spec.data_dir ? s->spec.data_dir : s->dir;
+}
+
 /* An image task: its process merged from the image, its rootfs, its
  * config.json, then the runtime. 0, or negative with err set. */
 static int start_container(struct shim *s, struct gt_err *err)
@@ -546,11 +553,11 @@ static int start_container(struct shim *s, struct gt_err *err)
         return rc;
     }
     snprintf(lower, sizeof(lower), "%s/rootfs", s->img.dir);
-    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", s->dir);
+    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", data_dir(s));
     snprintf(hosts, sizeof(hosts), "%s/hosts", s->dir);
     snprintf(base, sizeof(base), "%s/config.json", s->img.dir);
     rc = volume_sources(s, &sources, err);
-    rc = rc < 0 ? rc : gt_oci_rootfs_prepare(lower, s->dir, &s->rootfs_mounted, err);
+    rc = rc < 0 ? rc : gt_oci_rootfs_prepare(lower, data_dir(s), &s->rootfs_mounted, err);
     size_t len;
     rc = rc < 0 ? rc : gt_agent_file_read(base, 1 << 20, &text, &len, err);
     if (rc == 0) {
@@ -767,7 +774,7 @@ static void finish(struct shim *s)
         gt_err_clear(&err);
         kill_everything(s);
         if (s->container || s->rootfs_mounted) {
-            gt_oci_cleanup(&s->spec, &s->cg.sys, s->dir, s->rootfs_mounted);
+            gt_oci_cleanup(&s->spec, &s->cg.sys, data_dir(s), s->rootfs_mounted);
         }
         if (gt_cgroup_remove(&s->cg, &err) < 0) {
             gt_log_error("cannot remove the task cgroup", "err=\"%s\"", err.msg);

@@ -33,6 +33,9 @@
  *    "cgroup": {"path": "gantry/<task-uid>", "cpuMilli": 0, "memoryBytes": 0,
  *               "pidsMax": 0, "gpuMinors": [0, 1]},  0 = no limit
  *    "log": {"dir": "/abs/dir", "maxBytes": 0, "keepFiles": 3},
+ *    "dataDir": "/abs/dir",                    the task's own directory on disk for
+ *                                              an image's rootfs/ and ovl/ (default
+ *                                              the state directory)
  *    "stopGracePeriodMs": 30000,
  *    "source": {"git": "URL", "revision": "REF"},  optional; revision default HEAD
  *    "requirements": "path/in/source" | ["pkg==1", ...],   optional
@@ -157,6 +160,7 @@ struct gt_shim_spec {
     char *pip_find_links; /* NULL: none */
     char *pip_index_url;  /* NULL: pip's default */
     char *venv_dir;
+    char *data_dir; /* the task's directory on disk (image rootfs, overlay); NULL: DIR */
     struct gt_shim_volume *volumes;
     size_t n_volumes;
     struct gt_shim_host *hosts;

@@ -259,6 +259,10 @@ static int parse_requirements(json_t *root, struct gt_shim_spec *spec, struct gt
     if (rc == 0 && spec->venv_dir && spec->venv_dir[0] != '/') {
         rc = gt_err_set(err, GT_EINVAL, "venvDir: want an absolute path");
     }
+    rc = rc < 0 ? rc : get_str(root, "dataDir", "", false, &spec->data_dir, err);
+    if (rc == 0 && spec->data_dir && spec->data_dir[0] != '/') {
+        rc = gt_err_set(err, GT_EINVAL, "dataDir: want an absolute path");
+    }
     return rc;
 }
 
@@ -375,7 +379,7 @@ static int parse_root(json_t *root, struct gt_shim_spec *spec, struct gt_err *er
         "argv",       "env",          "cwd",        "uid",     "gid",     "groups",
         "privileged", "hostname",     "namespaces", "cgroup",  "log",     "stopGracePeriodMs",
         "source",     "requirements", "pip",        "venvDir", "volumes", "hosts",
-        "image"};
+        "image",      "dataDir"};
     int rc = check_keys(root, "", keys, GT_ARRAY_LEN(keys), err);
     /* an image task may take its whole command from the image */
     bool image = json_object_get(root, "image") != NULL;
@@ -493,6 +497,9 @@ static void prep_to_json(const struct gt_shim_spec *spec, json_t *root)
     if (spec->venv_dir) {
         json_object_set_new(root, "venvDir", json_string(spec->venv_dir));
     }
+    if (spec->data_dir) {
+        json_object_set_new(root, "dataDir", json_string(spec->data_dir));
+    }
     if (spec->n_volumes) {
         json_t *vols = json_array();
         for (size_t i = 0; i < spec->n_volumes; i++) {
@@ -585,6 +592,7 @@ void gt_shim_spec_fini(struct gt_shim_spec *spec)
     free(spec->pip_find_links);
     free(spec->pip_index_url);
     free(spec->venv_dir);
+    free(spec->data_dir);
     for (size_t i = 0; spec->volumes && i < spec->n_volumes; i++) {
         free(spec->volumes[i].root);
         free(spec->volumes[i].path);

@@ -1,14 +1,18 @@
 /*
- * gantlet's local tasks: one state directory ROOT/tasks/<uid>/ per task
+ * gantlet's local tasks: one state directory RUN/tasks/<uid>/ per task
  * ever started here (the shim's files, see shim.h, plus the agent's own
  * task.json with the Task's name and project, and a `reported` marker once
- * gantryd holds its terminal status). The directory is created exactly
- * once, before the shim starts, so a task is never started twice, also
- * across agent restarts; it goes when the Task object is gone and no Task
- * names it as its previous run (or when a task gantryd already failed is
- * killed). gt_task_decide says what to do;
- * this file does it. Status writes are keyed by uid, so a task removed
- * while its write is in flight is simply not found when the answer comes.
+ * gantryd holds its terminal status), and beside it on disk
+ * ROOT/tasks/<uid>/ with the task's log/ and work/ (and an image task's
+ * rootfs). The state is a dozen small files written and renamed per task:
+ * on tmpfs (RUN defaults to /run/gantlet) that costs far less than on a
+ * disk file system, where each new inode is allocated for real; it lives
+ * as long as the machine is up, which is as long as any task can run. The directory is created
+ * exactly once, before the shim starts, so a task is never started twice, also across agent
+ * restarts; it goes when the Task object is gone and no Task names it as its previous run (or when
+ * a task gantryd already failed is killed). gt_task_decide says what to do; this file does it.
+ * Status writes are keyed by uid, so a task removed while its write is in flight is simply not
+ * found when the answer comes.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -57,7 +61,9 @@ static struct gt_ltask *task_add(struct gt_gantlet *g, const char *uid)
     /* uids are validated short strings and tasks_dir is bounded at start */
     int n = snprintf(t->uid, sizeof(t->uid), "%s", uid);
     int m = snprintf(t->dir, sizeof(t->dir), "%s/%s", g->tasks_dir, uid);
-    GT_ASSERT(n >= 0 && (size_t)n < sizeof(t->uid) && m >= 0 && (size_t)m < sizeof(t->dir));
+    int k = snprintf(t->data, sizeof(t->data), "%s/%s", g->data_dir, uid);
+    GT_ASSERT(n >= 0 && (size_t)n < sizeof(t->uid) && m >= 0 && (size_t)m < sizeof(t->dir) &&
+              k >= 0 && (size_t)k < sizeof(t->data));
     t->st.known = true;
     t->start_fd = -1;
     t->next = g->tasks;
@@ -84,11 +90,19 @@ static void start_fd_close(struct gt_ltask *t)
     }
 }
 
+/* A task's directory on disk, its image overlay unmounted first (left
+ * mounted when the shim died). */
+static void data_remove(const char *data)
+{
+    char rootfs[PATH_MAX + 300];
+    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", data);
+    umount2(rootfs, MNT_DETACH);
+    nftw(data, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
 static void task_remove(struct gt_gantlet *g, struct gt_ltask *t)
 {
-    char rootfs[PATH_MAX + 200];
-    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", t->dir);
-    umount2(rootfs, MNT_DETACH); /* an image task whose shim died left its overlay */
+    data_remove(t->data);
     nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
     gt_log_info("task state removed", "task=%s uid=%s", t->name, t->uid);
     for (struct gt_ltask **p = &g->tasks; *p; p = &(*p)->next) {
@@ -167,6 +181,19 @@ void gt_gantlet_tasks_adopt(struct gt_gantlet *g)
         t->start_ms = gt_now_ms();
         gt_log_info("task adopted", "task=%s uid=%s pid=%d exited=%d reported=%d", t->name, t->uid,
                     (int)t->host_pid, t->st.exited, t->st.reported);
+    }
+    closedir(d);
+    /* a task's directory on disk without its state (gone with a reboot) */
+    if (!(d = opendir(g->data_dir))) {
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] != '.' && !gt_gantlet_task_find(g, e->d_name)) {
+            char data[PATH_MAX + 260];
+            snprintf(data, sizeof(data), "%s/%s", g->data_dir, e->d_name);
+            gt_log_info("removing the files of a task with no state left", "dir=%s", data);
+            data_remove(data);
+        }
     }
     closedir(d);
 }
@@ -310,6 +337,7 @@ static int make_venv_dir(const struct gt_shim_spec *spec, struct gt_err *err)
 static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task, struct gt_err *err)
 {
     struct gt_task_spec_params p = {.state_dir = t->dir,
+                                    .data_dir = t->data,
                                     .gpus = &g->gpus,
                                     .log_max_bytes = g->cfg->log_max_bytes,
                                     .log_keep_files = 3,
@@ -327,7 +355,7 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task,
     }
     rc = make_venv_dir(&spec, err);
     char sub[PATH_MAX + 200];
-    snprintf(sub, sizeof(sub), "%s/log", t->dir);
+    snprintf(sub, sizeof(sub), "%s/log", t->data);
     if (rc == 0 && mkdir(sub, 0700) < 0 && errno != EEXIST) {
         rc = gt_err_set(err, -errno, "mkdir %s: %s", sub, strerror(errno));
     }
@@ -400,6 +428,10 @@ static void task_start(struct gt_gantlet *g, json_t *task)
         return;
     }
     struct gt_ltask *t = task_add(g, uid);
+    if (mkdir(t->data, 0711) < 0 && errno != EEXIST) {
+        gt_log_error("cannot create the task directory", "dir=%s err=\"%s\"", t->data,
+                     strerror(errno));
+    }
     snprintf(t->name, sizeof(t->name), "%s", gt_obj_name(task));
     snprintf(t->project, sizeof(t->project), "%s", gt_obj_project(task));
     t->gpus = (int)json_array_size(gt_json_path(task, "spec.gpus"));

@@ -325,11 +325,13 @@ int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
         return rc;
     }
     const char *wd = json_string_value(json_object_get(tmpl, "workingDir"));
-    spec->cwd = wd ? gt_xstrdup(wd) : gt_xasprintf("%s/work", p->state_dir);
+    const char *data = p->data_dir ? p->data_dir : p->state_dir;
+    spec->cwd = wd ? gt_xstrdup(wd) : gt_xasprintf("%s/work", data);
     spec->hostname = gt_xstrdup(gt_obj_name(task));
     spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC;
     spec->cgroup_path = gt_xasprintf("gantry/%s", uid);
-    spec->log_dir = gt_xasprintf("%s/log", p->state_dir);
+    spec->log_dir = gt_xasprintf("%s/log", data);
+    spec->data_dir = p->data_dir ? gt_xstrdup(p->data_dir) : NULL;
     spec->log_max_bytes = p->log_max_bytes;
     spec->log_keep_files = p->log_keep_files;
     json_t *grace = json_object_get(tmpl, "terminationGracePeriodSeconds");

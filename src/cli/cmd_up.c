@@ -312,7 +312,7 @@ static int ensure_defaults(struct gt_cli_ctx *ctx, struct gt_cli_client *c, cons
 /* Files and names of one local cluster. */
 struct cluster {
     char *dir, *logs, *tokens, *node_token, *gantryd_pid, *gantlet_pid, *gantryd_log, *gantlet_log,
-        *store, *agent_root, *gantryd, *gantlet;
+        *store, *agent_root, *agent_run, *gantryd, *gantlet;
     char *node, *user, *server, *agent_listen;
 };
 
@@ -320,8 +320,9 @@ static void cluster_fini(struct cluster *cl)
 {
     char **all[] = {&cl->dir,         &cl->logs,        &cl->tokens,      &cl->node_token,
                     &cl->gantryd_pid, &cl->gantlet_pid, &cl->gantryd_log, &cl->gantlet_log,
-                    &cl->store,       &cl->agent_root,  &cl->gantryd,     &cl->gantlet,
-                    &cl->node,        &cl->user,        &cl->server,      &cl->agent_listen};
+                    &cl->store,       &cl->agent_root,  &cl->agent_run,   &cl->gantryd,
+                    &cl->gantlet,     &cl->node,        &cl->user,        &cl->server,
+                    &cl->agent_listen};
     for (size_t i = 0; i < GT_ARRAY_LEN(all); i++) {
         free(*all[i]);
         *all[i] = NULL;
@@ -345,6 +346,8 @@ static int cluster_init(struct cluster *cl, const char *dir, struct gt_err *err)
     cl->gantlet_log = gt_xasprintf("%s/gantlet.log", cl->logs);
     cl->store = gt_xasprintf("%s/store", cl->dir);
     cl->agent_root = gt_xasprintf("%s/agent", cl->dir);
+    /* its own, not the machine's /run/gantlet: several local clusters may run */
+    cl->agent_run = gt_xasprintf("%s/agent-run", cl->dir);
     return 0;
 }
 
@@ -483,10 +486,11 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         }
         sleep_ms(POLL_MS);
     }
-    char *agent_argv[14 + 2 * MAX_STORAGE_ROOTS] = {
-        cl->gantlet, "--server", cl->server,       "--token-file", cl->node_token, "--name",
-        cl->node,    "--listen", cl->agent_listen, "--root",       cl->agent_root};
-    size_t n_argv = 11;
+    char *agent_argv[16 + 2 * MAX_STORAGE_ROOTS] = {
+        cl->gantlet,    "--server",  cl->server,   "--token-file",   cl->node_token,
+        "--name",       cl->node,    "--listen",   cl->agent_listen, "--root",
+        cl->agent_root, "--run-dir", cl->agent_run};
+    size_t n_argv = 13;
     if (f->fake_gpus) {
         agent_argv[n_argv++] = "--fake-gpus";
         agent_argv[n_argv++] = (char *)f->fake_gpus;

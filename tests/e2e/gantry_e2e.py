@@ -232,9 +232,10 @@ def wait_for(what, fn, timeout=10.0, interval=0.05):
 
 
 class Gantlet:
-    """One gantlet process for a Gantryd, with fake GPUs and its own state root.
+    """One gantlet process for a Gantryd, with fake GPUs and its own data root
+    and run directory (on tmpfs, /dev/shm, where there is one).
 
-    The state root and its parent are 0711 so tasks running under other uids
+    The data root and its parent are 0711 so tasks running under other uids
     reach their working directories. cleanup() kills the agent, every shim
     and task process it left and removes their cgroups, also after a failed
     test (a SIGSTOPped agent is continued first)."""
@@ -249,6 +250,8 @@ class Gantlet:
         self.tmp = tempfile.mkdtemp(prefix="gantlet-e2e-")
         os.chmod(self.tmp, 0o711)
         self.root = os.path.join(self.tmp, "root")
+        shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.run_dir = tempfile.mkdtemp(prefix="gantlet-e2e-run-", dir=shm)
         self.token_file = os.path.join(self.tmp, "node-token")
         with open(self.token_file, "w") as f:
             f.write(TOKENS["node"][0] + "\n")
@@ -264,7 +267,7 @@ class Gantlet:
         self.proc = subprocess.Popen(
             self.prefix + [GANTLET, "--server", self.g.url, "--token-file", self.token_file,
              "--name", self.name, "--listen", "%s:%d" % (self.host, self.port),
-             "--fake-gpus", self.fake_gpus, "--root", self.root,
+             "--fake-gpus", self.fake_gpus, "--root", self.root, "--run-dir", self.run_dir,
              "--heartbeat", str(self.heartbeat_s)] + self.extra_args,
             stdout=self.log, stderr=self.log)
         if wait_ready:
@@ -295,8 +298,12 @@ class Gantlet:
         self.proc.wait(timeout=10)
 
     def state_dirs(self):
-        d = os.path.join(self.root, "tasks")
+        d = os.path.join(self.run_dir, "tasks")
         return [os.path.join(d, x) for x in os.listdir(d)] if os.path.isdir(d) else []
+
+    def data_dir(self, task_uid):
+        """A task's directory on disk: log/, work/, an image's rootfs/ and ovl/."""
+        return os.path.join(self.root, "tasks", task_uid)
 
     def cleanup(self):
         try:
@@ -319,6 +326,7 @@ class Gantlet:
             if self.proc:
                 self.log.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
+            shutil.rmtree(self.run_dir, ignore_errors=True)
 
 
 def kill_task_cgroup(task_uid):

@@ -166,8 +166,8 @@ class Images(AgentTest):
         self.assertEqual(st, 200, body)
         return {e["reason"]: e for e in body.get("items", [])}
 
-    def state_dir(self, task):
-        return os.path.join(self.agent.root, "tasks", self.task(task)["metadata"]["uid"])
+    def data_dir(self, task):
+        return self.agent.data_dir(self.task(task)["metadata"]["uid"])
 
     def test_task_runs_in_image(self):
         data = os.path.join(self.tmp, "ds")
@@ -218,7 +218,7 @@ class Images(AgentTest):
         b = self.submit_image("b", self.ref, ["/bin/sh", "-c", "sleep 1000"])
         self.wait_host_pid(a, timeout=60)
         self.wait_host_pid(b, timeout=60)
-        da, db = self.state_dir(a), self.state_dir(b)
+        da, db = self.data_dir(a), self.data_dir(b)
         wait_for("a's marker", lambda: os.path.exists(os.path.join(da, "rootfs", "tmp", "marker")))
         self.assertFalse(os.path.exists(os.path.join(db, "rootfs", "tmp", "marker")))
         self.assertTrue(os.path.exists(os.path.join(da, "ovl", "upper", "tmp", "marker")))
@@ -273,7 +273,7 @@ class Images(AgentTest):
         t = self.submit_image("long", self.ref, ["/bin/sh", "-c", "sleep 1000"], gpus=1)
         pid = self.wait_host_pid(t, timeout=60)
         uid = self.task(t)["metadata"]["uid"]
-        d = self.state_dir(t)
+        d = self.data_dir(t)
         self.agent.kill()
         self.agent.start()
         wait_for("re-adopted", lambda: self.agent.node() and self.phase(t) == "Running")
