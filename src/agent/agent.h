@@ -130,6 +130,12 @@ int gt_cgroup_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, s
 /* Move pid into the cgroup (every hierarchy on v1). 0 or -errno. */
 int gt_cgroup_add_pid(const struct gt_cgroup *cg, pid_t pid, struct gt_err *err);
 
+/* Open the cgroup.procs files (O_WRONLY, close-on-exec) that place a
+ * process in the cgroup, one per hierarchy (*n of at most GT_CG_NCTRL,
+ * caller closes): a process writing "0" to each joins the cgroup itself,
+ * as a task does between clone and exec. 0 or -errno (none left open). */
+int gt_cgroup_procs_open(const struct gt_cgroup *cg, int *fds, size_t *n, struct gt_err *err);
+
 /* The pids in the cgroup, as a new array (*pids, caller frees; NULL when
  * *n_pids is 0). A missing cgroup has no pids. 0 or -errno. */
 int gt_cgroup_pids(const struct gt_cgroup *cg, pid_t **pids, size_t *n_pids, struct gt_err *err);

@@ -33,7 +33,9 @@ void gt_gpu_uf_union(int *parent, int a, int b);
 struct gt_cgroup_ops {
     const char *name;
     int (*create)(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, struct gt_err *err);
-    int (*add_pid)(const struct gt_cgroup *cg, pid_t pid, struct gt_err *err);
+    /* the task cgroup's directories whose cgroup.procs place a process
+     * (each hierarchy on v1): *n of at most GT_CG_NCTRL */
+    int (*procs_dirs)(const struct gt_cgroup *cg, char (*dirs)[768], size_t *n);
     int (*procs_path)(const struct gt_cgroup *cg, char *buf, size_t len);
     int (*oom_fd)(struct gt_cgroup *cg, struct gt_err *err);
     int (*oom_kills)(const struct gt_cgroup *cg, int64_t *count, struct gt_err *err);

@@ -338,7 +338,36 @@ int gt_cgroup_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, s
 
 int gt_cgroup_add_pid(const struct gt_cgroup *cg, pid_t pid, struct gt_err *err)
 {
-    return cg->sys.ops->add_pid(cg, pid, err);
+    char dirs[GT_CG_NCTRL][768], val[32];
+    size_t n;
+    cg->sys.ops->procs_dirs(cg, dirs, &n);
+    snprintf(val, sizeof(val), "%d", (int)pid);
+    for (size_t i = 0; i < n; i++) {
+        int rc = gt_cgroup_write(dirs[i], "cgroup.procs", val, err);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int gt_cgroup_procs_open(const struct gt_cgroup *cg, int *fds, size_t *n, struct gt_err *err)
+{
+    char dirs[GT_CG_NCTRL][768], path[800];
+    cg->sys.ops->procs_dirs(cg, dirs, n);
+    for (size_t i = 0; i < *n; i++) {
+        snprintf(path, sizeof(path), "%.767s/cgroup.procs", dirs[i]);
+        if ((fds[i] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+            int rc = -errno;
+            gt_err_set(err, rc, "open %s: %s", path, strerror(errno));
+            while (i > 0) {
+                close(fds[--i]);
+            }
+            *n = 0;
+            return rc;
+        }
+    }
+    return 0;
 }
 
 int gt_cgroup_pids(const struct gt_cgroup *cg, pid_t **pids, size_t *n_pids, struct gt_err *err)

@@ -216,16 +216,12 @@ static int v1_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, s
     return rc;
 }
 
-static int v1_add_pid(const struct gt_cgroup *cg, pid_t pid, struct gt_err *err)
+static int v1_procs_dirs(const struct gt_cgroup *cg, char (*dirs)[768], size_t *n)
 {
-    char dir[768], val[32];
-    snprintf(val, sizeof(val), "%d", (int)pid);
+    *n = 0;
     for (int c = 0; c < GT_CG_NCTRL; c++) {
-        if (dir_of(cg, (enum gt_cgroup_ctrl)c, dir, sizeof(dir)) == 0) {
-            int rc = gt_cgroup_write(dir, "cgroup.procs", val, err);
-            if (rc < 0) {
-                return rc;
-            }
+        if (dir_of(cg, (enum gt_cgroup_ctrl)c, dirs[*n], sizeof(dirs[*n])) == 0) {
+            ++*n;
         }
     }
     return 0;
@@ -283,7 +279,7 @@ static int v1_kill_all(const struct gt_cgroup *cg, struct gt_err *err)
 const struct gt_cgroup_ops gt_cgroup_v1_ops = {
     .name = "v1",
     .create = v1_create,
-    .add_pid = v1_add_pid,
+    .procs_dirs = v1_procs_dirs,
     .procs_path = v1_procs_path,
     .oom_fd = v1_oom_fd,
     .oom_kills = v1_oom_kills,

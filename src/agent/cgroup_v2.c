@@ -146,12 +146,11 @@ static int v2_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, s
     return rc;
 }
 
-static int v2_add_pid(const struct gt_cgroup *cg, pid_t pid, struct gt_err *err)
+static int v2_procs_dirs(const struct gt_cgroup *cg, char (*dirs)[768], size_t *n)
 {
-    char dir[768], val[32];
-    dir_of(cg, dir, sizeof(dir));
-    snprintf(val, sizeof(val), "%d", (int)pid);
-    return gt_cgroup_write(dir, "cgroup.procs", val, err);
+    dir_of(cg, dirs[0], sizeof(dirs[0]));
+    *n = 1;
+    return 0;
 }
 
 static int v2_oom_fd(struct gt_cgroup *cg, struct gt_err *err)
@@ -209,7 +208,7 @@ static int v2_kill_all(const struct gt_cgroup *cg, struct gt_err *err)
 const struct gt_cgroup_ops gt_cgroup_v2_ops = {
     .name = "v2",
     .create = v2_create,
-    .add_pid = v2_add_pid,
+    .procs_dirs = v2_procs_dirs,
     .procs_path = v2_procs_path,
     .oom_fd = v2_oom_fd,
     .oom_kills = v2_oom_kills,

@@ -10,13 +10,16 @@
  * session, untouched when the agent dies. It is a child subreaper, so
  * processes the task leaves behind are reaped here.
  *
- * The task is created with clone3 directly in its new PID/mount/UTS/IPC
- * namespaces (the shim's own namespaces stay as they were), waits on a pipe
- * until the shim has put its host pid into the cgroup, and only then sets
- * itself up and execs: nothing of the task runs outside its limits. Setup
- * failures in the child travel back over a close-on-exec pipe as (stage,
- * errno); end of file on it means the exec succeeded. Between clone and
- * exec the child calls only async-signal-safe functions; whatever it needs
+ * The task is created with clone(CLONE_VM | CLONE_VFORK) directly in its
+ * new PID/mount/UTS/IPC namespaces (the shim's own namespaces stay as they
+ * were), as posix_spawn creates a process: it runs on a stack of its own
+ * in the shim's memory while the shim waits, first joins the cgroup
+ * through cgroup.procs files the shim opened, and only then sets itself up
+ * and execs: nothing of the task runs outside its limits. Setup failures
+ * in the child travel back over a close-on-exec pipe as (stage, errno);
+ * end of file on it means the exec succeeded. Between clone and exec the
+ * child calls only async-signal-safe functions and writes nothing of the
+ * shim's memory but its own stack and the shared errno; whatever it needs
  * (mount sources, the preparer's argv) is computed before the clone.
  *
  * Volumes are opened (beneath their storage roots) and the hosts file is
@@ -39,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -54,21 +58,9 @@
 #define DRAIN_MS 2000 /* how long to wait for the log pipe to close after the task exits */
 #define STATUS_FD 3   /* the pipe to the invoking process, in the shim proper */
 
-/* struct clone_args up to CLONE_ARGS_SIZE_VER0, as linux/sched.h defines it */
-struct clone_args_v0 {
-    uint64_t flags;
-    uint64_t pidfd;
-    uint64_t child_tid;
-    uint64_t parent_tid;
-    uint64_t exit_signal;
-    uint64_t stack;
-    uint64_t stack_size;
-    uint64_t tls;
-};
-
 /* Where the child's setup failed; the index into stage_names. */
 enum stage {
-    ST_SYNC,
+    ST_CGROUP,
     ST_SETSID,
     ST_MOUNT_PRIVATE,
     ST_MOUNT_PROC,
@@ -85,7 +77,7 @@ enum stage {
 };
 
 static const char *const stage_names[] = {
-    [ST_SYNC] = "wait for the cgroup",
+    [ST_CGROUP] = "join the cgroup",
     [ST_SETSID] = "setsid",
     [ST_MOUNT_PRIVATE] = "make / private",
     [ST_MOUNT_PROC] = "mount /proc",
@@ -126,11 +118,13 @@ struct shim {
     bool container;             /* the OCI runtime was asked to run it */
 };
 
-/* ---- the task's side: runs between clone3 and execve ---- */
+/* ---- the task's side: runs between clone and execve ---- */
 
 /* What the child needs, prepared before the clone. */
 struct child_fds {
-    int sync_rd_fd;
+    const struct gt_shim_spec *spec;
+    int cg_fds[GT_CG_NCTRL]; /* the cgroup's cgroup.procs files, to join it */
+    size_t n_cg_fds;
     int fail_wr_fd;
     int out_wr_fd;
     int null_fd;
@@ -287,11 +281,17 @@ static void child_mounts(const struct gt_shim_spec *spec, const struct child_fds
     }
 }
 
-static _Noreturn void child_run(const struct gt_shim_spec *spec, const struct child_fds *fds)
+/* The task's process: shares the suspended shim's memory (CLONE_VM |
+ * CLONE_VFORK) on a stack of its own until it execs; joins the cgroup
+ * before anything else, so nothing of the task runs outside its limits. */
+static int child_run(void *arg)
 {
-    char go;
-    if (read(fds->sync_rd_fd, &go, 1) != 1) {
-        _exit(127); /* the shim is gone or gave up on us */
+    const struct child_fds *fds = arg;
+    const struct gt_shim_spec *spec = fds->spec;
+    for (size_t i = 0; i < fds->n_cg_fds; i++) {
+        if (write(fds->cg_fds[i], "0", 1) != 1) {
+            child_fail(fds, ST_CGROUP, errno);
+        }
     }
     if (setsid() < 0) {
         child_fail(fds, ST_SETSID, errno);
@@ -345,18 +345,29 @@ static _Noreturn void child_run(const struct gt_shim_spec *spec, const struct ch
     child_fail(fds, ST_EXEC, e);
 }
 
+#define CHILD_STACK_BYTES (256 * 1024)
+
 /* ---- the shim's side ---- */
 
-static pid_t clone_task(unsigned namespaces)
+/* Run child_run in a new process in the spec's namespaces, as posix_spawn
+ * does: sharing this process's memory (no page tables copied, no
+ * copy-on-write faults) while this process waits until the child has
+ * exec'd or exited. -errno when it could not be created. */
+static pid_t clone_task(struct child_fds *fds)
 {
-    struct clone_args_v0 args;
-    memset(&args, 0, sizeof(args));
-    args.exit_signal = SIGCHLD;
-    args.flags = ((namespaces & GT_NS_PID) ? CLONE_NEWPID : 0) |
-                 ((namespaces & GT_NS_MOUNT) ? CLONE_NEWNS : 0) |
-                 ((namespaces & GT_NS_UTS) ? CLONE_NEWUTS : 0) |
-                 ((namespaces & GT_NS_IPC) ? CLONE_NEWIPC : 0);
-    return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+    unsigned ns = fds->spec->namespaces;
+    int flags = CLONE_VM | CLONE_VFORK | SIGCHLD | ((ns & GT_NS_PID) ? CLONE_NEWPID : 0) |
+                ((ns & GT_NS_MOUNT) ? CLONE_NEWNS : 0) | ((ns & GT_NS_UTS) ? CLONE_NEWUTS : 0) |
+                ((ns & GT_NS_IPC) ? CLONE_NEWIPC : 0);
+    char *stack = mmap(NULL, CHILD_STACK_BYTES, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) {
+        return -errno;
+    }
+    pid_t pid = clone(child_run, stack + CHILD_STACK_BYTES, flags, fds);
+    int e = errno;
+    munmap(stack, CHILD_STACK_BYTES);
+    return pid < 0 ? -e : pid;
 }
 
 static void close_fd(int *fd)
@@ -419,46 +430,38 @@ static void plan_fini(struct child_plan *pl)
 /* Start the task in the cgroup. 0, or negative with err set (nothing runs). */
 static int start_task(struct shim *s, struct gt_err *err)
 {
-    int sync[2] = {-1, -1}, fail[2] = {-1, -1}, out[2] = {-1, -1};
+    int fail[2] = {-1, -1}, out[2] = {-1, -1};
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    struct child_fds fds = {.spec = &s->spec, .n_cg_fds = 0};
     struct child_plan pl;
     int rc = plan_child(s, &pl, err);
+    rc = rc < 0 ? rc : gt_cgroup_procs_open(&s->cg, fds.cg_fds, &fds.n_cg_fds, err);
     if (rc < 0) {
         goto out;
     }
-    if (null_fd < 0 || pipe2(sync, O_CLOEXEC) < 0 || pipe2(fail, O_CLOEXEC) < 0 ||
-        pipe2(out, O_CLOEXEC) < 0) {
+    if (null_fd < 0 || pipe2(fail, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
         rc = gt_err_set(err, -errno, "pipes: %s", strerror(errno));
         goto out;
     }
-    pid_t pid = clone_task(s->spec.namespaces);
+    fds.fail_wr_fd = fail[1];
+    fds.out_wr_fd = out[1];
+    fds.null_fd = null_fd;
+    fds.vol_is_dir = s->vol_is_dir;
+    fds.hosts_src = s->spec.n_hosts ? pl.hosts_src : NULL;
+    fds.exe_fd = pl.exe_fd;
+    fds.spec_fd = pl.spec_fd;
+    fds.prep_wr_fd = pl.prep[1];
+    fds.prep_argv = pl.prep_argv;
+    pid_t pid = clone_task(&fds);
     if (pid < 0) {
-        rc = gt_err_set(err, -errno, "clone3: %s", strerror(errno));
+        rc = gt_err_set(err, pid, "clone: %s", strerror(-pid));
         goto out;
     }
-    if (pid == 0) {
-        struct child_fds fds = {.sync_rd_fd = sync[0],
-                                .fail_wr_fd = fail[1],
-                                .out_wr_fd = out[1],
-                                .null_fd = null_fd,
-                                .vol_is_dir = s->vol_is_dir,
-                                .hosts_src = s->spec.n_hosts ? pl.hosts_src : NULL,
-                                .exe_fd = pl.exe_fd,
-                                .spec_fd = pl.spec_fd,
-                                .prep_wr_fd = pl.prep[1],
-                                .prep_argv = pl.prep_argv};
-        child_run(&s->spec, &fds);
-    }
+    /* the child has exec'd or failed: its report is in the pipe */
     s->task_pid = pid;
-    close_fd(&sync[0]);
     close_fd(&fail[1]);
     close_fd(&out[1]);
     close_fd(&pl.prep[1]);
-    rc = gt_cgroup_add_pid(&s->cg, pid, err);
-    if (rc == 0 && write(sync[1], "g", 1) != 1) {
-        rc = gt_err_set(err, -errno, "release the task: %s", strerror(errno));
-    }
-    close_fd(&sync[1]);
     struct child_fail f;
     ssize_t r;
     while (rc == 0 && (r = read(fail[0], &f, sizeof(f))) != 0) {
@@ -487,8 +490,9 @@ static int start_task(struct shim *s, struct gt_err *err)
     }
 out:
     plan_fini(&pl);
-    close_fd(&sync[0]);
-    close_fd(&sync[1]);
+    for (size_t i = 0; i < fds.n_cg_fds; i++) {
+        close(fds.cg_fds[i]);
+    }
     close_fd(&fail[0]);
     close_fd(&fail[1]);
     close_fd(&out[0]);
