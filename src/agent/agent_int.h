@@ -264,9 +264,10 @@ struct gt_ltask {
     int start_fd;           /* read end of the starting shim's status pipe; -1 none */
     struct event *start_ev; /* EV_READ on start_fd (owned); NULL none */
     pid_t host_pid;
-    int64_t start_ms;    /* when the agent began starting it (wall clock) */
-    json_t *obj;         /* last Task object seen from gantryd (owned); NULL until seen */
-    int64_t retry_at_ms; /* no status write before this (monotonic) */
+    int64_t start_ms;        /* when the agent began starting it (wall clock) */
+    json_t *obj;             /* last Task object seen from gantryd (owned); NULL until seen */
+    int64_t retry_at_ms;     /* no status write before this (monotonic) */
+    int64_t started_mono_ms; /* when its start was reported here (monotonic); 0 adopted */
     bool put_in_flight;
     int gpus;          /* GPUs it holds on this node */
     bool seen;         /* in the last full list */

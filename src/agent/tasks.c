@@ -37,6 +37,11 @@ extern char **environ;
 /* An adopted task without a shim after this long never started. */
 #define START_LOST_MS 10000
 #define RETRY_MS 1000
+/* A task that ends this soon after its start is reported once, started and
+ * ended in one status write (as the kubelet's status manager coalesces
+ * updates), instead of Running and then its exit: half the writes for
+ * short tasks, at most this much later a Running for the others. */
+#define RUNNING_REPORT_DELAY_MS 10
 
 static bool file_exists(const char *dir, const char *name)
 {
@@ -512,6 +517,13 @@ static void report_unstarted(struct gt_gantlet *g, json_t *task)
     put_status(g, &tmp, st, GT_TA_REPORT_UNSTARTED);
 }
 
+static void poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gt_gantlet_tasks_poll(arg);
+}
+
 /* Apply gt_task_decide's actions; t may be freed (GT_TA_REMOVE). */
 static void task_act(struct gt_gantlet *g, struct gt_ltask *t, json_t *task, unsigned a)
 {
@@ -540,7 +552,13 @@ static void task_act(struct gt_gantlet *g, struct gt_ltask *t, json_t *task, uns
     if ((a & GT_TA_REPORT_EXIT) && can_put) {
         report_exit(g, t);
     } else if ((a & GT_TA_REPORT_RUNNING) && can_put) {
-        report_running(g, t);
+        int64_t wait_ms = t->started_mono_ms + RUNNING_REPORT_DELAY_MS - gt_mono_ms();
+        if (wait_ms > 0) {
+            struct timeval tv = {0, (suseconds_t)wait_ms * 1000};
+            event_base_once(g->base, -1, EV_TIMEOUT, poll_cb, g, &tv);
+        } else {
+            report_running(g, t);
+        }
     }
     if ((a & GT_TA_REMOVE) && !t->put_in_flight) {
         task_remove(g, t);
@@ -676,6 +694,7 @@ static void started_cb(evutil_socket_t fd, short what, void *arg)
     start_fd_close(t);
     if (gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0) {
         t->st.started = true;
+        t->started_mono_ms = gt_mono_ms();
     } else if (!file_exists(t->dir, "exit.json")) {
         exit_synthesize(
             t, NULL, n == 1 ? "gantry-shim started no task" : "gantry-shim failed (see shim.log)");
