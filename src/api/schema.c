@@ -12,13 +12,29 @@
 
 #include "api/api_int.h"
 
+/* Copy s at buf + o, truncated to fit len with its NUL; the new end. */
+static size_t path_cat(char *buf, size_t len, size_t o, const char *s)
+{
+    size_t n = strlen(s);
+    n = o + n < len ? n : len - 1 - o;
+    memcpy(buf + o, s, n);
+    buf[o + n] = '\0';
+    return o + n;
+}
+
 const char *gt_path_join(char *buf, size_t len, const char *parent, const char *name)
 {
-    if (parent[0] == '\0') {
-        snprintf(buf, len, "%s", name);
-    } else {
-        snprintf(buf, len, "%s.%s", parent, name);
+    /* not snprintf: validation joins a path for every field it visits */
+    size_t o = 0;
+    if (len == 0) {
+        return buf;
     }
+    buf[0] = '\0';
+    if (parent[0] != '\0') {
+        o = path_cat(buf, len, o, parent);
+        o = path_cat(buf, len, o, ".");
+    }
+    path_cat(buf, len, o, name);
     return buf;
 }
 
@@ -226,11 +242,11 @@ int gt_schema_validate(const struct gt_schema *s, json_t *obj, const char *path,
     }
     for (const struct gt_field *f = s->fields; f->name; f++) {
         char sub[GT_API_PATH_MAX];
-        gt_path_join(sub, sizeof(sub), path, f->name);
         json_t *v = json_object_get(obj, f->name);
         if (!v) {
             if (f->flags & GT_F_REQUIRED) {
-                return gt_err_set(err, GT_EINVAL, "%s: required", sub);
+                return gt_err_set(err, GT_EINVAL, "%s: required",
+                                  gt_path_join(sub, sizeof(sub), path, f->name));
             }
             if (f->flags & GT_F_DEFAULT) {
                 set_default(f, obj);
@@ -242,6 +258,7 @@ int gt_schema_validate(const struct gt_schema *s, json_t *obj, const char *path,
             v = json_object();
             json_object_set_new(obj, f->name, v);
         }
+        gt_path_join(sub, sizeof(sub), path, f->name);
         int rc = gt_field_validate(f, v, sub, err);
         if (rc < 0) {
             return rc;

@@ -272,8 +272,9 @@ static bool job_tasks(struct gt_ctl *c, const json_t *job, json_t ***tasks, size
     {
         json_int_t reps = json_integer_value(json_object_get(rs, "replicas"));
         for (json_int_t i = 0; i < reps; i++) {
-            char *name = gt_job_task_name(gt_obj_name(job), type, i);
-            char *key = gt_xasprintf("/tasks/%s/%s", gt_obj_project(job), name);
+            char buf[256], *heap;
+            const char *key = gt_job_task_key(buf, sizeof(buf), &heap, gt_obj_project(job),
+                                              gt_obj_name(job), type, i);
             const struct gt_cobj *t = gt_ctl_get(c, GT_KIND_TASK, key);
             if (!t) {
                 all = false;
@@ -285,8 +286,7 @@ static bool job_tasks(struct gt_ctl *c, const json_t *job, json_t ***tasks, size
                 }
                 (*tasks)[(*n)++] = t->obj;
             }
-            free(key);
-            free(name);
+            free(heap);
         }
     }
     return all;

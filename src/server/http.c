@@ -98,6 +98,37 @@ static void error_msg(struct gt_req *r, int code, const char *msg)
     gt_buf_fini(&b);
 }
 
+void gt_encode_json(struct gt_buf *out, const json_t *v)
+{
+    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    GT_ASSERT(text);
+    gt_buf_puts(out, text);
+    free(text);
+}
+
+char *gt_encode_object(const json_t *obj, size_t *len)
+{
+    /* a shallow copy with metadata first: its members are shared, not copied */
+    json_t *ordered = json_object();
+    json_t *md = json_object_get(obj, "metadata");
+    if (md) {
+        json_object_set_nocheck(ordered, "metadata", md);
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)obj, k, v)
+    {
+        if (strcmp(k, "metadata") != 0) {
+            json_object_set_nocheck(ordered, k, v);
+        }
+    }
+    char *text = json_dumps(ordered, JSON_COMPACT);
+    json_decref(ordered);
+    GT_ASSERT(text);
+    *len = strlen(text);
+    return text;
+}
+
 void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
 {
     char msg[1024];
@@ -112,28 +143,6 @@ void gt_req_error_err(struct gt_req *r, const struct gt_err *err)
 {
     int code = err->code;
     error_msg(r, code ? code : GT_EINTERNAL, err->msg[0] ? err->msg : gt_errcode_str(code));
-}
-
-char *gt_encode_object(const json_t *obj, size_t *len)
-{
-    json_t *ordered = json_object();
-    json_t *md = json_object_get(obj, "metadata");
-    if (md) {
-        json_object_set(ordered, "metadata", md);
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)obj, k, v)
-    {
-        if (strcmp(k, "metadata") != 0) {
-            json_object_set(ordered, k, v);
-        }
-    }
-    char *text = json_dumps(ordered, JSON_COMPACT);
-    json_decref(ordered);
-    GT_ASSERT(text);
-    *len = strlen(text);
-    return text;
 }
 
 json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kind, const char *text,
@@ -174,8 +183,7 @@ void gt_render_object(const struct gt_server *s, struct gt_buf *out,
                       const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev)
 {
     if (kind->kind != GT_KIND_NODE && kind->kind != GT_KIND_DEPARTMENT &&
-        len > META_PREFIX_LEN + 1 &&
-        !memcmp(text, META_PREFIX, META_PREFIX_LEN)) {
+        len > META_PREFIX_LEN + 1 && !memcmp(text, META_PREFIX, META_PREFIX_LEN)) {
         gt_buf_append(out, text, META_PREFIX_LEN);
         gt_buf_printf(out, "\"resourceVersion\":\"%lld\"%s", (long long)rev,
                       text[META_PREFIX_LEN] == '}' ? "" : ",");
@@ -187,9 +195,7 @@ void gt_render_object(const struct gt_server *s, struct gt_buf *out,
         gt_buf_puts(out, "null");
         return;
     }
-    char *text_out = json_dumps(obj, JSON_COMPACT);
-    gt_buf_puts(out, text_out);
-    free(text_out);
+    gt_encode_json(out, obj);
     json_decref(obj);
 }
 

@@ -133,8 +133,8 @@ static struct job_tasks *find_tasks(struct gt_ctl *c, const json_t *job)
         json_int_t reps = json_integer_value(json_object_get(rs, "replicas"));
         for (json_int_t i = 0; i < reps && jt->n < MAX_JOB_TASKS; i++) {
             jt->expected++;
-            char *name = gt_job_task_name(jname, type, i);
-            char *key = gt_xasprintf("/tasks/%s/%s", project, name);
+            char buf[256], *heap;
+            const char *key = gt_job_task_key(buf, sizeof(buf), &heap, project, jname, type, i);
             const struct gt_cobj *t = gt_ctl_get(c, GT_KIND_TASK, key);
             const char *tj = t ? json_string_value(gt_json_path(t->obj, "spec.job")) : NULL;
             if (tj && !strcmp(tj, jname)) {
@@ -142,8 +142,7 @@ static struct job_tasks *find_tasks(struct gt_ctl *c, const json_t *job)
                 jt->obj[jt->n] = t->obj;
                 jt->n++;
             }
-            free(key);
-            free(name);
+            free(heap);
         }
     }
     return jt;
@@ -184,7 +183,7 @@ static size_t create_tasks(struct gt_ctl *c, const json_t *job, int64_t generati
         char *key = gt_xasprintf("/tasks/%s/%s", project, gt_obj_name(t));
         const struct gt_cobj *was = gt_ctl_get(c, GT_KIND_TASK, key);
         char uid[40];
-        gt_uuid4(uid, sizeof(uid));
+        gt_uuid4(c->s, uid, sizeof(uid));
         json_t *md = json_object_get(t, "metadata");
         json_object_set_new(md, "uid", json_string(uid));
         json_object_set_new(md, "creationTimestamp", json_string(ts));
@@ -355,6 +354,12 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
     if ((jt->n < jt->expected && !past_created(o->obj)) || d.action == GT_JOB_RECREATE) {
         creating = create_tasks(c, o->obj, d.generation) > 0;
     }
+    if (creating && jt->n == 0) {
+        /* a new job: its status is written once its tasks are back, and
+         * there is no task to stop or clean */
+        free(jt);
+        return;
+    }
     json_t *st =
         gt_job_derive_status(o->obj, jt->obj, jt->n, &d, gt_feed_wait(c, key), gt_now_ms());
     /* tasks being written come back through the watch and reconcile the
@@ -367,8 +372,7 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
         write_obj(c, o, j);
         wrote = gt_ctl_busy(c, key);
     }
-    json_t *fake = json_pack("{s:O}", "status", st);
-    bool finished = gt_job_finished(fake);
+    bool finished = gt_job_status_finished(st);
     /* a status-only write that time cannot change: reconciling it again
      * once written would derive the same status (nothing else changed
      * unless something marks the job, which reconciles it) */
@@ -392,7 +396,6 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
     } else if (d.action == GT_JOB_RESTART) {
         stop_tasks(c, jt, d.generation, GT_STOP_RESTARTING);
     }
-    json_decref(fake);
     json_decref(st);
     free(jt);
 }

@@ -65,15 +65,34 @@ int64_t gt_task_grace_s(const json_t *tmpl)
     return json_is_integer(g) ? json_integer_value(g) : DEFAULT_GRACE_S;
 }
 
-char *gt_job_task_name(const char *job, const char *type, int64_t index)
+static void lower_type(const char *type, char *lower, size_t len)
 {
-    char lower[16];
     size_t i = 0;
-    for (; type[i] && i + 1 < sizeof(lower); i++) {
+    for (; type[i] && i + 1 < len; i++) {
         lower[i] = (char)tolower((unsigned char)type[i]);
     }
     lower[i] = '\0';
+}
+
+char *gt_job_task_name(const char *job, const char *type, int64_t index)
+{
+    char lower[16];
+    lower_type(type, lower, sizeof(lower));
     return gt_xasprintf("%s-%s-%lld", job, lower, (long long)index);
+}
+
+const char *gt_job_task_key(char *buf, size_t len, char **heap, const char *project,
+                            const char *job, const char *type, int64_t index)
+{
+    char lower[16];
+    lower_type(type, lower, sizeof(lower));
+    *heap = NULL;
+    int n = snprintf(buf, len, "/tasks/%s/%s-%s-%lld", project, job, lower, (long long)index);
+    if (n >= 0 && (size_t)n < len) {
+        return buf;
+    }
+    *heap = gt_xasprintf("/tasks/%s/%s-%s-%lld", project, job, lower, (long long)index);
+    return *heap;
 }
 
 int gt_job_check_run_as(const json_t *job, int64_t creator_uid, bool allow_privileged,
@@ -181,17 +200,25 @@ json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opt
             snprintf(idx, sizeof(idx), "%lld", (long long)i);
             char gen[24];
             snprintf(gen, sizeof(gen), "%lld", (long long)opts->generation);
-            json_t *md =
-                json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s}}", "name", name, "project", project,
-                          "labels", "gantry.dev/job", jname, "gantry.dev/replica-type", type,
-                          "gantry.dev/replica-index", idx, GT_LABEL_GENERATION, gen);
+            json_t *md = json_object();
+            gt_obj_set_str(md, "name", name);
+            gt_obj_set_str(md, "project", project);
+            json_t *labels = json_object();
+            gt_obj_set_str(labels, "gantry.dev/job", jname);
+            gt_obj_set_str(labels, "gantry.dev/replica-type", type);
+            gt_obj_set_str(labels, "gantry.dev/replica-index", idx);
+            gt_obj_set_str(labels, GT_LABEL_GENERATION, gen);
+            json_object_set_new_nocheck(md, "labels", labels);
             if (creator) {
                 json_object_set(md, "creator", creator);
             }
-            json_t *spec =
-                json_pack("{s:s, s:s, s:I, s:O, s:I, s:b}", "job", jname, "replicaType", type,
-                          "replicaIndex", i, "template", json_object_get(rs, "template"),
-                          "priority", (json_int_t)opts->priority, "privileged", opts->privileged);
+            json_t *spec = json_object();
+            gt_obj_set_str(spec, "job", jname);
+            gt_obj_set_str(spec, "replicaType", type);
+            json_object_set_new_nocheck(spec, "replicaIndex", json_integer(i));
+            json_object_set_nocheck(spec, "template", json_object_get(rs, "template"));
+            json_object_set_new_nocheck(spec, "priority", json_integer(opts->priority));
+            json_object_set_new_nocheck(spec, "privileged", json_boolean(opts->privileged));
             if (opts->department) {
                 json_object_set_new(spec, "department", json_string(opts->department));
             }
@@ -204,9 +231,15 @@ json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opt
                 }
             }
             set_pip(spec, opts);
-            json_array_append_new(out, json_pack("{s:o, s:s, s:s, s:o, s:{s:s}}", "metadata", md,
-                                                 "apiVersion", GT_API_VERSION, "kind", "Task",
-                                                 "spec", spec, "status", "phase", "Pending"));
+            json_t *task = json_object();
+            json_object_set_new_nocheck(task, "metadata", md);
+            gt_obj_set_str(task, "apiVersion", GT_API_VERSION);
+            gt_obj_set_str(task, "kind", "Task");
+            json_object_set_new_nocheck(task, "spec", spec);
+            json_t *st = json_object();
+            gt_obj_set_str(st, "phase", "Pending");
+            json_object_set_new_nocheck(task, "status", st);
+            json_array_append_new(out, task);
             free(name);
         }
     }
@@ -285,7 +318,12 @@ static bool cond_is_true(const json_t *conds, const char *type)
 
 bool gt_job_finished(const json_t *job)
 {
-    json_t *conds = gt_json_path(job, "status.conditions");
+    return gt_job_status_finished(json_object_get(job, "status"));
+}
+
+bool gt_job_status_finished(const json_t *status)
+{
+    json_t *conds = json_object_get(status, "conditions");
     for (size_t i = FIRST_FINAL; i < GT_ARRAY_LEN(cond_order); i++) {
         if (cond_is_true(conds, cond_order[i])) {
             return true;
@@ -455,20 +493,33 @@ void gt_job_decide(const json_t *job, json_t *const *tasks, size_t n_tasks, int6
     free(cur);
 }
 
+static bool str_is(const json_t *obj, const char *key, const char *want)
+{
+    const char *v = json_string_value(json_object_get(obj, key));
+    return v && !strcmp(v, want);
+}
+
 /* Set condition type to status/reason/message, keeping its transition time
- * when its status did not change. */
+ * when its status did not change. An unchanged condition is the old object
+ * itself (cached objects never change): nothing to build, and the job's
+ * versions share it. */
 static void set_cond(json_t *conds, const json_t *old, const char *type, const char *status,
                      const char *reason, const char *message, const char *now)
 {
     json_t *was = find_cond(old, type);
-    json_t *c = json_pack("{s:s, s:s, s:s, s:s}", "type", type, "status", status, "reason", reason,
-                          "message", message);
-    const char *ts = now;
-    if (was && json_equal(json_object_get(was, "status"), json_object_get(c, "status"))) {
-        const char *wt = json_string_value(json_object_get(was, "lastTransitionTime"));
-        ts = wt ? wt : now;
+    const char *wt = json_string_value(json_object_get(was, "lastTransitionTime"));
+    bool kept = str_is(was, "status", status);
+    if (kept && wt && json_object_size(was) == 5 && str_is(was, "type", type) &&
+        str_is(was, "reason", reason) && str_is(was, "message", message)) {
+        json_array_append(conds, was);
+        return;
     }
-    json_object_set_new(c, "lastTransitionTime", json_string(ts));
+    json_t *c = json_object();
+    gt_obj_set_str(c, "type", type);
+    gt_obj_set_str(c, "status", status);
+    gt_obj_set_str(c, "reason", reason);
+    gt_obj_set_str(c, "message", message);
+    gt_obj_set_str(c, "lastTransitionTime", kept && wt ? wt : now);
     json_array_append_new(conds, c);
 }
 
@@ -479,9 +530,16 @@ struct tally {
     size_t workers, workers_succeeded; /* Worker replicas */
 };
 
+static bool int_is(const json_t *obj, const char *key, json_int_t want)
+{
+    const json_t *v = json_object_get(obj, key);
+    return json_is_integer(v) && json_integer_value(v) == want;
+}
+
 static void count_tasks(const json_t *job, json_t *const *tasks, size_t n, int64_t generation,
                         struct tally *t, json_t *replica_statuses)
 {
+    const json_t *old_statuses = gt_json_path(job, "status.replicaStatuses");
     const char *type;
     json_t *rs;
     json_object_foreach(gt_json_path(job, "spec.replicaSpecs"), type, rs)
@@ -513,9 +571,17 @@ static void count_tasks(const json_t *job, json_t *const *tasks, size_t n, int64
                 t->running += p == GT_TASK_RUNNING && current;
             }
         }
-        json_object_set_new(replica_statuses, type,
-                            json_pack("{s:I, s:I, s:I}", "active", active, "succeeded", succeeded,
-                                      "failed", failed));
+        json_t *was = json_object_get(old_statuses, type);
+        if (json_object_size(was) == 3 && int_is(was, "active", active) &&
+            int_is(was, "succeeded", succeeded) && int_is(was, "failed", failed)) {
+            json_object_set(replica_statuses, type, was); /* unchanged: shared */
+            continue;
+        }
+        json_t *counts = json_object();
+        json_object_set_new_nocheck(counts, "active", json_integer(active));
+        json_object_set_new_nocheck(counts, "succeeded", json_integer(succeeded));
+        json_object_set_new_nocheck(counts, "failed", json_integer(failed));
+        json_object_set_new(replica_statuses, type, counts);
     }
 }
 

@@ -30,8 +30,8 @@ struct gt_server_config {
     int64_t max_body_bytes;      /* --max-body-bytes N: larger bodies get 413 */
     int64_t log_level;           /* --log-level debug|info|warn|error (enum gt_log_level) */
     bool enable_fault_injection; /* --enable-fault-injection: POST /debug/fault */
-    char *scheduler_policy; /* --scheduler-policy NAME (sched.h); NULL: gantry, else firstfit */
-    int64_t node_grace_s;   /* --node-grace SECONDS without heartbeat: node lost */
+    char *scheduler_policy;     /* --scheduler-policy NAME (sched.h); NULL: gantry, else firstfit */
+    int64_t node_grace_s;       /* --node-grace SECONDS without heartbeat: node lost */
     char *port_range;           /* --port-range LOW-HIGH: ports handed to tasks per node */
     int64_t restart_backoff_ms; /* --restart-backoff-ms: first restart back-off (doubles) */
     struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
@@ -251,6 +251,12 @@ void gt_task_request(const json_t *tmpl, struct gt_resources *out);
 int64_t gt_task_grace_s(const json_t *tmpl);
 /* "<job>-<lower(type)>-<index>". Caller frees. */
 char *gt_job_task_name(const char *job, const char *type, int64_t index);
+/* The store key of that task, "/tasks/<project>/<name>": in buf (len
+ * bytes) when it fits, else in a new string that *heap also points to
+ * (caller frees *heap; NULL when buf was enough). What lookups by the
+ * cache use: no allocation for each task of each reconcile. */
+const char *gt_job_task_key(char *buf, size_t len, char **heap, const char *project,
+                            const char *job, const char *type, int64_t index);
 
 /* Admission: every template.runAsUser must equal creator_uid unless the
  * project allows privileged tasks. 0 or GT_EINVAL naming the field. */
@@ -283,6 +289,8 @@ struct gt_job_task_opts {
 json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opts);
 /* Has the job a True Succeeded or Failed condition? */
 bool gt_job_finished(const json_t *job);
+/* The same of a job's status object (borrowed, may be NULL). */
+bool gt_job_status_finished(const json_t *status);
 /* Restart policies. What a failed task means for its job: NONE (nothing
  * the job acts on: a success, or a stop the job controller asked for),
  * PERMANENT (the job fails), RETRY (restart the gang, counted toward
@@ -350,8 +358,8 @@ json_t *gt_job_derive_status(const json_t *job, json_t *const *tasks, size_t n_t
 int gt_jobenv_port_range_parse(const char *s, int32_t *lo, int32_t *hi, struct gt_err *err);
 /* The n_want lowest ports of [lo, hi] not in used (n_used entries) into
  * out. 0, or GT_EINVAL when the range has too few free. */
-int gt_jobenv_ports_alloc(int32_t lo, int32_t hi, const int32_t *used, size_t n_used,
-                          size_t n_want, int32_t *out);
+int gt_jobenv_ports_alloc(int32_t lo, int32_t hi, const int32_t *used, size_t n_used, size_t n_want,
+                          int32_t *out);
 /* One replica of a job as the environment sees it (strings borrowed). */
 struct gt_jobenv_member {
     const char *type; /* replica type as in the spec: "Master", "PS", ... */
@@ -417,5 +425,22 @@ int gt_project_cap_sync(struct gt_sched_model *m, const char *name, const json_t
  * `msg="listening" addr=HOST:PORT` is logged once the socket is bound and
  * the store is open. */
 int gt_server_run(const struct gt_server_config *cfg);
+
+/* obj[key] = the string v (NULL: key left unset); key must be valid UTF-8
+ * (a literal). What hot paths build objects with instead of json_pack,
+ * whose format parsing and string buffers cost several times as much. */
+static inline void gt_obj_set_str(json_t *obj, const char *key, const char *v)
+{
+    json_object_set_new_nocheck(obj, key, json_string(v));
+}
+
+/* ---- encoding (http.c), with jansson ---- */
+/* Append v as compact JSON (json_dumps, JSON_COMPACT: keys in insertion
+ * order). */
+void gt_encode_json(struct gt_buf *out, const json_t *v);
+/* Encode obj as stored text: compact JSON with "metadata" first, so reads
+ * can splice resourceVersion in without parsing; *len its length. Caller
+ * frees. */
+char *gt_encode_object(const json_t *obj, size_t *len);
 
 #endif

@@ -59,9 +59,11 @@ struct gt_server {
     struct gt_req *fault_req; /* /debug/fault waiting for in-flight writes to finish */
     enum gt_store_fault fault_point;
     int fault_nth;
-    int64_t n_inflight; /* store writes submitted, not yet done */
-    bool draining;      /* SIGTERM: no new work, exit once writes are done */
-    bool failed;        /* fsync failed: refuse writes and exit 1 */
+    int64_t n_inflight;           /* store writes submitted, not yet done */
+    bool draining;                /* SIGTERM: no new work, exit once writes are done */
+    bool failed;                  /* fsync failed: refuse writes and exit 1 */
+    unsigned char uuid_pool[512]; /* random bytes for gt_uuid4: the last */
+    size_t uuid_pool_left;        /* uuid_pool_left of them are unused */
     int exit_code;
 };
 
@@ -107,9 +109,6 @@ json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kin
 /* The project an object of kind belongs to for access: its metadata.project,
  * a Project's own name, an Event's involvedObject.project; NULL if none. */
 const char *gt_access_project_of(const struct gt_kind_info *kind, const json_t *obj);
-/* Encode obj as stored text: compact JSON with "metadata" first, so reads
- * can splice resourceVersion in without parsing. Caller frees. */
-char *gt_encode_object(const json_t *obj, size_t *len);
 /* The libevent request callback. */
 void gt_http_handle(struct evhttp_request *req, void *arg);
 /* Parse "resourceVersion" query values: 0 and *rev, or -GT_EBADREQ. */
@@ -120,8 +119,9 @@ void gt_write_create(struct gt_req *r);
 void gt_write_update(struct gt_req *r); /* PUT of the object or its /status */
 void gt_write_delete(struct gt_req *r, int64_t expected_rev);
 void gt_write_binding(struct gt_req *r);
-/* A fresh random UUID v4 into buf (>= 37 bytes). */
-void gt_uuid4(char *buf, size_t len);
+/* A fresh random UUID v4 into buf (>= 37 bytes), from s's pool of
+ * getrandom bytes. */
+void gt_uuid4(struct gt_server *s, char *buf, size_t len);
 
 /* ---- watch.c ---- */
 /* Start a watch stream for r's collection (r->route), from rev (-1: now),

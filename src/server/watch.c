@@ -104,19 +104,20 @@ static void stream_send(struct gt_watch_stream *ws, const char *type, const char
         json_decref(obj);
         return;
     }
-    json_t *ev = json_pack("{s:s, s:o}", "type", type, "object", obj);
-    char *line = json_dumps(ev, JSON_COMPACT);
-    json_decref(ev);
+    struct gt_buf line;
+    gt_buf_init(&line);
+    gt_buf_printf(&line, "{\"type\":\"%s\",\"object\":", type);
+    gt_encode_json(&line, obj);
+    gt_buf_append(&line, "}\n", 2);
+    json_decref(obj);
     if (!ws->started) {
-        gt_buf_puts(&ws->pending, line);
-        gt_buf_puts(&ws->pending, "\n");
-        free(line);
+        gt_buf_append(&ws->pending, line.data, line.len);
+        gt_buf_fini(&line);
         return;
     }
     struct evbuffer *b = evbuffer_new();
-    evbuffer_add(b, line, strlen(line));
-    evbuffer_add(b, "\n", 1);
-    free(line);
+    evbuffer_add(b, line.data, line.len);
+    gt_buf_fini(&line);
     evhttp_send_reply_chunk(ws->req, b);
     evbuffer_free(b);
     struct bufferevent *bev = evhttp_connection_get_bufferevent(ws->evcon);

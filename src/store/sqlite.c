@@ -622,34 +622,43 @@ static int lookup(struct sq *s, struct gt_store_wop *w, int64_t *mod_rev, bool w
 }
 
 /* One op inside the transaction: sets w->rc; returns SQLite's code of a
- * failed statement (the batch then fails) or SQLITE_OK. */
+ * failed statement (the batch then fails) or SQLITE_OK. A create skips the
+ * lookup: the key's PRIMARY KEY refuses it when it exists (that statement
+ * alone is undone, the transaction goes on), which saves a SELECT on the
+ * commonest write. */
 static int apply_one(struct sq *s, struct gt_store_wop *w, int64_t *rev)
 {
-    int64_t mod_rev = 0;
-    int rc = lookup(s, w, &mod_rev, w->op == GT_STORE_DELETE);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        return rc;
-    }
-    w->rc = gt_store_wop_check(w, rc == SQLITE_ROW, mod_rev);
-    if (w->rc != 0) {
-        free(w->old_value);
-        w->old_value = NULL;
-        return SQLITE_OK;
+    bool create = w->op == GT_STORE_CREATE;
+    int rc;
+    if (!create) {
+        int64_t mod_rev = 0;
+        rc = lookup(s, w, &mod_rev, w->op == GT_STORE_DELETE);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            return rc;
+        }
+        w->rc = gt_store_wop_check(w, rc == SQLITE_ROW, mod_rev);
+        if (w->rc != 0) {
+            free(w->old_value);
+            w->old_value = NULL;
+            return SQLITE_OK;
+        }
     }
     int64_t next = *rev + 1;
-    sqlite3_stmt *st = s->w[w->op == GT_STORE_CREATE   ? W_INSERT
-                            : w->op == GT_STORE_UPDATE ? W_UPDATE
-                                                       : W_DELETE];
+    sqlite3_stmt *st = s->w[create ? W_INSERT : w->op == GT_STORE_UPDATE ? W_UPDATE : W_DELETE];
     sqlite3_bind_text(st, 1, w->key, -1, SQLITE_STATIC);
     if (w->op != GT_STORE_DELETE) {
         sqlite3_bind_blob(st, 2, w->value, (int)w->value_len, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, next);
     }
     rc = run(st);
+    if (create && (rc & 0xff) == SQLITE_CONSTRAINT) {
+        w->rc = GT_EEXISTS;
+        return SQLITE_OK;
+    }
     if (rc != SQLITE_OK) {
         return rc;
     }
-    if (w->op == GT_STORE_CREATE) {
+    if (create) {
         w->created = true;
         w->create_rev = next;
     }

@@ -459,9 +459,28 @@ static void test_cluster_config(void **state)
     gt_server_config_fini(&cfg);
 }
 
+static void test_task_names_and_keys(void **state)
+{
+    (void)state;
+    char *name = gt_job_task_name("train", "Worker", 3);
+    assert_string_equal(name, "train-worker-3");
+    free(name);
+    char buf[64], *heap = (char *)"unset";
+    const char *key = gt_job_task_key(buf, sizeof(buf), &heap, "ml", "train", "Master", 0);
+    assert_string_equal(key, "/tasks/ml/train-master-0");
+    assert_ptr_equal(key, buf);
+    assert_null(heap);
+    /* too long for buf: a new string, the same text */
+    key = gt_job_task_key(buf, 8, &heap, "ml", "train", "Master", 12);
+    assert_string_equal(key, "/tasks/ml/train-master-12");
+    assert_ptr_equal(key, heap);
+    free(heap);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_task_names_and_keys),
         cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_decide_restart),
