@@ -19,7 +19,11 @@
  * GPU, only jobs holding a reservation can still start: the cycle tries
  * those and stops considering the rest (they may still get a wait reason).
  * With no schedulable node at all nothing can start, preempt or reserve:
- * jobs without a reservation only get an Unschedulable wait.
+ * jobs without a reservation only get an Unschedulable wait. Once a cycle
+ * has told every queued job so (model->dead_told), the next ones, while
+ * still no node is schedulable, visit only the jobs queued since (the
+ * rest are counted): a cluster without nodes accepting jobs at a high rate
+ * does not walk its whole queue every cycle.
  *
  * Waits: with gt_sched_cycle_opts.changed_waits_only each job remembers the
  * last wait reported for it (job->wait_reason, wait_message) and an
@@ -672,11 +676,27 @@ int gt_sched_cycle_ex(struct gt_sched_model *m, int64_t now_ms,
         m->pick = gt_xcalloc(1, sizeof(*m->pick));
     }
     struct gt_sched_pick *pick = m->pick;
-    if (policy->order) {
+    bool tell_all = !policy->order && !policy->head_of_line && c.changed_only && m->n_resv == 0;
+    if (c.dead && tell_all && m->dead_told) {
+        size_t told = 0;
+        for (size_t i = 0; i < m->n_fresh && c.waits_left > 0; i++) {
+            struct gt_sched_job *job = m->fresh[i];
+            if (job->queued && job->n_pending > 0) {
+                schedule_job(&c, job, pick);
+                told++;
+            }
+        }
+        out->n_waiting[GT_SCHED_WAIT_UNSCHEDULABLE] += m->n_queued - told;
+    } else if (policy->order) {
         run_sorted(&c, pick);
     } else {
         run_gantry(&c, pick);
     }
+    m->dead_told = c.dead && tell_all && c.waits_left > 0;
+    for (size_t i = 0; i < m->n_fresh; i++) {
+        m->fresh[i]->fresh = false;
+    }
+    m->n_fresh = 0;
     /* Reservation holders not reached (the cluster filled first). */
     size_t n_holders = m->n_resv;
     struct gt_sched_job **holders = gt_xcalloc(n_holders + 1, sizeof(*holders));

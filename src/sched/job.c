@@ -57,6 +57,15 @@ static const struct gt_sched_pclass *find_pclass(const struct gt_sched_model *m,
 /* Free job; also a partly built one (tasks not yet allocated). */
 static void job_free(struct gt_sched_job *job)
 {
+    if (job->fresh) {
+        struct gt_sched_model *m = job->dept->model;
+        for (size_t i = 0; i < m->n_fresh; i++) {
+            if (m->fresh[i] == job) {
+                m->fresh[i] = m->fresh[--m->n_fresh];
+                break;
+            }
+        }
+    }
     for (size_t i = 0; job->tasks && i < job->n_tasks; i++) {
         free(job->tasks[i].id);
     }

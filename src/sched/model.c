@@ -62,6 +62,7 @@ void gt_sched_model_free(struct gt_sched_model *m)
     free(m->jobs);
     free(m->pick);
     free(m->pending);
+    free(m->fresh);
     for (size_t i = 0; i < m->n_nodes; i++) {
         node_free(m->nodes[i]);
     }

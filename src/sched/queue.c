@@ -132,6 +132,16 @@ static void enqueue(struct gt_sched_job *job)
         b->tail = job;
     }
     job->queued = true;
+    struct gt_sched_model *m = job->dept->model;
+    m->n_queued++;
+    if (!job->fresh) {
+        if (m->n_fresh == m->cap_fresh) {
+            m->cap_fresh = m->cap_fresh ? 2 * m->cap_fresh : 64;
+            m->fresh = gt_xrealloc(m->fresh, m->cap_fresh * sizeof(*m->fresh));
+        }
+        m->fresh[m->n_fresh++] = job;
+        job->fresh = true;
+    }
     job->dept->model->n_light_queued += job->light;
     job->dept->model->n_preemptor_queued += job->preemption != GT_SCHED_PREEMPT_NEVER;
 }
@@ -162,6 +172,7 @@ static void dequeue(struct gt_sched_job *job)
     }
     job->queue_prev = job->queue_next = NULL;
     job->queued = false;
+    job->dept->model->n_queued--;
     job->dept->model->n_light_queued -= job->light;
     job->dept->model->n_preemptor_queued -= job->preemption != GT_SCHED_PREEMPT_NEVER;
 }

@@ -194,6 +194,7 @@ struct gt_sched_job {
     struct gt_sched_job **skip;                   /* [skip_levels - 1]: the band's upper levels */
     int32_t skip_levels;                          /* 0 until first queued, then 1.. (from the id) */
     bool queued;                                  /* n_pending > 0 */
+    bool fresh;                                   /* in model->fresh */
     struct gt_sched_resv *resv;                   /* NULL: no reservation */
     uint64_t seen_cycle;                          /* last cycle that considered it */
     enum gt_sched_wait_reason wait_reason;        /* the last wait reported, if wait_message */
@@ -250,6 +251,7 @@ struct gt_sched_model {
     size_t n_depts, cap_depts;
     struct gt_sched_buckets idx[GT_SCHED_N_IDX];
     struct gt_sched_res pool;   /* allocatable of schedulable nodes; GPUs healthy * 1000 */
+    size_t n_queued;            /* jobs in the queue */
     size_t n_light_queued;      /* queued jobs with light set */
     size_t n_preemptor_queued;  /* queued jobs whose policy lets them preempt */
     size_t n_deadline_holding;  /* holding tasks whose job has activeDeadlineSeconds */
@@ -263,6 +265,12 @@ struct gt_sched_model {
     struct gt_sched_pick *pick;
     struct gt_sched_task **pending;
     size_t cap_pending;
+    /* jobs queued since the last cycle; dead_told: that cycle found no
+     * schedulable node and told every queued job so, so while none comes
+     * the next cycle only tells these (cycle.c) */
+    struct gt_sched_job **fresh;
+    size_t n_fresh, cap_fresh;
+    bool dead_told;
 };
 
 /* ---- shared helpers (model.c) ---- */

@@ -1045,7 +1045,8 @@ static void test_randomized(void **state)
 /* changed_waits_only: with no schedulable node, N cpu-only pending jobs
  * each report their wait once, then nothing (still counted) until the
  * cluster changes what they wait for; a job new to the model reports its
- * own. Same waits as a plain cycle. */
+ * own (the cycles in between visit only new jobs), also when jobs come and
+ * go between cycles. Same waits as a plain cycle. */
 static void test_changed_waits_only(void **state)
 {
     (void)state;
@@ -1084,6 +1085,19 @@ static void test_changed_waits_only(void **state)
     assert_int_equal(d.n_waits, 1);
     assert_string_equal(d.waits[0].job_id, "late");
     assert_int_equal(d.n_waiting[GT_SCHED_WAIT_UNSCHEDULABLE], N + 1);
+    /* jobs queued and gone between cycles (one removed, one dequeued by
+     * its removal), and an old one removed: counts stay exact */
+    assert_int_equal(add_job(m, "brief", "cv", 1100, 1, 0, 0, 1), 0);
+    assert_int_equal(add_job(m, "kept", "cv", 1101, 1, 0, 0, 1), 0);
+    assert_int_equal(gt_sched_job_remove(m, "brief", NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, id[0], NULL), 0);
+    assert_int_equal(gt_sched_cycle_ex(m, 1100, p, &opts, &d), 0);
+    assert_int_equal(d.n_waits, 1);
+    assert_string_equal(d.waits[0].job_id, "kept");
+    assert_int_equal(d.n_waiting[GT_SCHED_WAIT_UNSCHEDULABLE], N + 1);
+    assert_int_equal(gt_sched_cycle_ex(m, 1200, p, &opts, &d), 0);
+    assert_int_equal(d.n_waits, 0);
+    assert_int_equal(d.n_waiting[GT_SCHED_WAIT_UNSCHEDULABLE], N + 1);
     /* a node too small for them changes every wait: each reported once */
     struct gt_sched_gpu_spec gpus[1];
     struct gt_sched_node_spec spec;
@@ -1093,6 +1107,7 @@ static void test_changed_waits_only(void **state)
     assert_int_equal(gt_sched_cycle_ex(m, 2000, p, &opts, &d), 0);
     assert_int_equal(d.n_waits, N + 1);
     assert_int_equal(d.n_binds, 0);
+    assert_null(find_wait(&d, id[0]));
     assert_int_equal(gt_sched_cycle_ex(m, 3000, p, &opts, &d), 0);
     assert_int_equal(d.n_waits, 0);
     check_model(m);
