@@ -28,8 +28,9 @@
 static const char marker[] = "";
 #define MARK ((void *)marker)
 /* Least time between two scheduling cycles: a burst of arrivals (or of
- * exits) is decided in one cycle instead of one per loop turn. */
-#define GT_CTL_CYCLE_GAP_MS 20
+ * exits) is decided in one cycle instead of one per loop turn; short, as
+ * GPUs freed wait for the next cycle. */
+#define GT_CTL_CYCLE_GAP_MS 5
 /* A cycle's cost grows with the pending jobs; the gap after one is at least
  * this many times its duration, so that under a burst cycles take at most
  * an eighth of the loop and requests keep being served. */
@@ -250,6 +251,10 @@ static void cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json
     struct gt_cobj *was = gt_strmap_put(&c->objs[kind], key, o);
     if (kind == GT_KIND_JOB) {
         gt_jobctl_note_job(c, key, obj);
+    } else if (kind == GT_KIND_TASK && gt_task_holds(obj)) {
+        gt_strmap_put(&c->holding, key, o);
+    } else if (kind == GT_KIND_TASK) {
+        gt_strmap_del(&c->holding, key);
     }
     if (was) {
         *old = json_incref(was->obj);
@@ -281,6 +286,8 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
         struct gt_cobj *was = gt_strmap_del(&c->objs[k], ev->key);
         if (k == GT_KIND_JOB) {
             gt_jobctl_note_job(c, ev->key, NULL);
+        } else if (k == GT_KIND_TASK) {
+            gt_strmap_del(&c->holding, ev->key);
         }
         if (was) {
             old = json_incref(was->obj);
@@ -440,6 +447,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     for (int k = 0; k < GT_KIND_COUNT; k++) {
         gt_strmap_init(&c->objs[k]);
     }
+    gt_strmap_init(&c->holding);
     gt_strmap_init(&c->inflight);
     gt_strmap_init(&c->dirty_jobs);
     gt_strmap_init(&c->dirty_tasks);
@@ -514,6 +522,7 @@ void gt_ctl_free(struct gt_ctl *c)
     for (int k = 0; k < GT_KIND_COUNT; k++) {
         gt_strmap_fini(&c->objs[k], cobj_free);
     }
+    gt_strmap_fini(&c->holding, NULL);
     gt_strmap_fini(&c->inflight, NULL);
     gt_strmap_fini(&c->dirty_jobs, NULL);
     gt_strmap_fini(&c->dirty_tasks, NULL);

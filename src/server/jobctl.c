@@ -658,7 +658,7 @@ json_t *gt_jobctl_bind_plan(struct gt_ctl *c, const struct gt_sched_bind *binds,
         return plan;
     }
     struct plan_ctx p = {0};
-    gt_strmap_each(&c->objs[GT_KIND_TASK], used_cb, &p);
+    gt_strmap_each(&c->holding, used_cb, &p);
     const json_t **tasks = gt_xcalloc(n, sizeof(*tasks));
     for (size_t i = 0; i < n; i++) {
         char *key = gt_xasprintf("/tasks/%s", binds[i].task_id);

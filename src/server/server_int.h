@@ -154,11 +154,12 @@ struct gt_cobj {
 struct gt_ctl {
     struct gt_server *s;
     struct gt_strmap objs[GT_KIND_COUNT]; /* key -> struct gt_cobj (no Events) */
-    struct gt_strmap inflight;            /* key -> count of controller writes in flight */
-    struct gt_strmap dirty_jobs;          /* job keys to reconcile this turn */
-    struct gt_strmap dirty_tasks;         /* task keys to reconcile this turn */
-    struct gt_strmap waits;               /* job model id -> its last wait message (char *) */
-    struct gt_strmap in_model;            /* job keys added to the scheduler model */
+    struct gt_strmap holding;     /* task key -> its cobj (borrowed): tasks holding a node */
+    struct gt_strmap inflight;    /* key -> count of controller writes in flight */
+    struct gt_strmap dirty_jobs;  /* job keys to reconcile this turn */
+    struct gt_strmap dirty_tasks; /* task keys to reconcile this turn */
+    struct gt_strmap waits;       /* job model id -> its last wait message (char *) */
+    struct gt_strmap in_model;    /* job keys added to the scheduler model */
     /* job keys added to the model since the last cycle: their reconcile
      * waits for it, which marks them dirty */
     struct gt_strmap unseen;
