@@ -222,6 +222,7 @@ void gt_image_tool_message(const char *stderr_text, char *buf, size_t len);
 #include <limits.h>
 
 #include "agent/gantlet.h"
+#include "common/strmap.h"
 
 /* HTTP client to gantryd (apiclient.c). */
 struct gt_apic;
@@ -273,7 +274,8 @@ struct gt_ltask {
     bool seen;         /* in the last full list */
     int events_posted; /* lines of DIR/events posted as Events */
     bool events_done;  /* DIR/events is complete and posted */
-    bool quiet;        /* ended and reported: polls skip it until its Task object changes */
+    bool quiet;        /* ended and reported: off the active list until its Task object changes */
+    struct gt_ltask *act_prev, *act_next; /* the active list (not quiet) */
 };
 
 /* The daemon's state, owned by gt_gantlet_run. */
@@ -294,7 +296,9 @@ struct gt_gantlet {
     char cluster_ifname[64];           /* "" when unknown */
     char shim[PATH_MAX];
     char agent_url[300];
-    struct gt_ltask *tasks;
+    struct gt_ltask *tasks;  /* every local task */
+    struct gt_ltask *active; /* those polls visit (not quiet) */
+    struct gt_strmap by_uid; /* Task uid -> struct gt_ltask (borrowed) */
     int64_t starts_total;
     struct evhttp *http;
     struct gt_apic_stream *watch;

@@ -366,7 +366,7 @@ static int setup(struct gt_gantlet *g, struct gt_err *err)
         gt_log_warn("no cgroups; tasks cannot be killed as a whole", "err=\"%s\"", cgerr.msg);
     }
     discover_gpus(g);
-    /* shims double-fork away; as subreaper the agent inherits and reaps them */
+    /* shims outlive a restart of the agent; as subreaper it inherits and reaps them */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     g->base = event_base_new();
     rc = gt_apic_new(g->base, g->cfg->server, g->token, &g->api, err);
@@ -378,6 +378,7 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
 {
     struct gt_gantlet *g = gt_xcalloc(1, sizeof(*g));
     g->cfg = cfg;
+    gt_strmap_init(&g->by_uid);
     gt_log_set_level((enum gt_log_level)cfg->log_level);
     signal(SIGPIPE, SIG_IGN);
     struct gt_err err = {0};
@@ -416,10 +417,10 @@ out:
         evhttp_free(g->http);
     }
     gt_apic_free(g->api);
+    gt_gantlet_tasks_free(g); /* frees the events of starting tasks: before their base */
     if (g->base) {
         event_base_free(g->base);
     }
-    gt_gantlet_tasks_free(g);
     gt_gpu_set_fini(&g->gpus);
     free(g->token);
     free(g);

@@ -52,12 +52,40 @@ static bool file_exists(const char *dir, const char *name)
 
 struct gt_ltask *gt_gantlet_task_find(const struct gt_gantlet *g, const char *uid)
 {
-    for (struct gt_ltask *t = g->tasks; t; t = t->next) {
-        if (!strcmp(t->uid, uid)) {
-            return t;
-        }
+    return gt_strmap_get(&g->by_uid, uid);
+}
+
+/* The active list: every task but the quiet ones, which polls skip. */
+static void active_link(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    t->act_prev = NULL;
+    t->act_next = g->active;
+    if (g->active) {
+        g->active->act_prev = t;
     }
-    return NULL;
+    g->active = t;
+}
+
+static void active_unlink(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    if (t->act_prev) {
+        t->act_prev->act_next = t->act_next;
+    } else {
+        g->active = t->act_next;
+    }
+    if (t->act_next) {
+        t->act_next->act_prev = t->act_prev;
+    }
+    t->act_prev = t->act_next = NULL;
+}
+
+/* Its Task object changed or went: polls look at it again. */
+static void wake(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    if (t->quiet) {
+        t->quiet = false;
+        active_link(g, t);
+    }
 }
 
 static struct gt_ltask *task_add(struct gt_gantlet *g, const char *uid)
@@ -73,6 +101,8 @@ static struct gt_ltask *task_add(struct gt_gantlet *g, const char *uid)
     t->start_fd = -1;
     t->next = g->tasks;
     g->tasks = t;
+    gt_strmap_put(&g->by_uid, t->uid, t);
+    active_link(g, t);
     return t;
 }
 
@@ -116,6 +146,10 @@ static void task_remove(struct gt_gantlet *g, struct gt_ltask *t)
             break;
         }
     }
+    gt_strmap_del(&g->by_uid, t->uid);
+    if (!t->quiet) {
+        active_unlink(g, t);
+    }
     start_fd_close(t);
     json_decref(t->obj);
     free(t);
@@ -130,6 +164,8 @@ void gt_gantlet_tasks_free(struct gt_gantlet *g)
         json_decref(t->obj);
         free(t);
     }
+    g->active = NULL;
+    gt_strmap_fini(&g->by_uid, NULL);
 }
 
 /* Record a start that never happened as the task's exit (exit code 127);
@@ -575,7 +611,7 @@ void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted)
     struct gt_task_local none = {0};
     if (t) {
         t->seen = true;
-        t->quiet = false;
+        wake(g, t);
         if (!deleted) {
             json_decref(t->obj);
             t->obj = json_incref(task);
@@ -653,7 +689,7 @@ void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
         if (!t->seen && obj_rev(t->obj) <= list_rev) {
             json_decref(t->obj);
             t->obj = NULL;
-            t->quiet = false;
+            wake(g, t);
             unsigned a = gt_task_decide(&t->st, NULL);
             if ((a & GT_TA_REMOVE) && !t->st.killing) {
                 /* a restart replaces a Task in place: its old run may be wanted */
@@ -680,9 +716,9 @@ static void started_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
     struct gt_gantlet *g = arg;
-    struct gt_ltask *t = g->tasks;
+    struct gt_ltask *t = g->active; /* a starting task is not quiet */
     while (t && t->start_fd != fd) {
-        t = t->next;
+        t = t->act_next;
     }
     if (!t) {
         return;
@@ -708,9 +744,9 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g)
      * subreaper) after a restart: reap them all */
     while (waitpid(-1, NULL, WNOHANG) > 0) {
     }
-    struct gt_ltask *t = g->tasks;
+    struct gt_ltask *t = g->active;
     while (t) {
-        struct gt_ltask *next = t->next;
+        struct gt_ltask *next = t->act_next;
         if (!t->st.exited && t->start_fd < 0) {
             t->st.exited = file_exists(t->dir, "exit.json");
             if (!t->st.started && !t->st.exited) {
@@ -721,10 +757,6 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g)
                 }
             }
         }
-        if (t->quiet) {
-            t = next;
-            continue;
-        }
         if (t->obj) {
             gt_gantlet_task_events(g, t);
         }
@@ -732,7 +764,10 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g)
         if (t->obj || t->st.killing) {
             unsigned a = gt_task_decide(&t->st, t->obj);
             /* ended and told: nothing changes until its Task object does */
-            t->quiet = !a && t->obj && t->st.exited && t->events_done && !t->st.killing;
+            if (!a && t->obj && t->st.exited && t->events_done && !t->st.killing) {
+                t->quiet = true;
+                active_unlink(g, t);
+            }
             task_act(g, t, t->obj, a);
         }
         t = next;

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/server_int.h"
+#include "common/common.h"
+#include "common/strmap.h"
 
 struct gt_strmap_ent {
     struct gt_strmap_ent *next;
