@@ -93,7 +93,7 @@ struct gt_task_spec_params {
  * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent) +
  * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME, uid = runAsUser else creator uid
  * (0 only with spec.privileged), cwd = workingDir else DATA_DIR/work,
- * limits from resources.limits (else requests), log in DATA_DIR/log,
+ * limits from resources.limits (else requests), log files in DATA_DIR,
  * dataDir DATA_DIR;
  * spec.source and spec.requirements as they are (venvDir =
  * VENV_ROOT/<task uid>) with spec.pip's indexUrl and findLinks (the

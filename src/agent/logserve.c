@@ -39,7 +39,7 @@ struct logstream {
     struct evhttp_request *req;
     struct evhttp_connection *conn;
     char dir[PATH_MAX + 160];  /* the task's state directory */
-    char data[PATH_MAX + 160]; /* its directory on disk, with log/ */
+    char data[PATH_MAX + 160]; /* its directory on disk, with the log files */
     int fds[MAX_FILES];        /* oldest first; the last is task.log */
     int n_fds, cur;
     bool follow;
@@ -52,9 +52,9 @@ static void open_files(struct logstream *ls)
     for (int k = KEEP_FILES; k >= 0; k--) {
         char p[PATH_MAX + 200];
         if (k) {
-            snprintf(p, sizeof(p), "%s/log/task.log.%d", ls->data, k);
+            snprintf(p, sizeof(p), "%s/task.log.%d", ls->data, k);
         } else {
-            snprintf(p, sizeof(p), "%s/log/task.log", ls->data);
+            snprintf(p, sizeof(p), "%s/task.log", ls->data);
         }
         int fd = open(p, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
@@ -143,7 +143,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     char exit_path[PATH_MAX + 200], log_path[PATH_MAX + 200];
     snprintf(exit_path, sizeof(exit_path), "%s/exit.json", ls->dir);
-    snprintf(log_path, sizeof(log_path), "%s/log/task.log", ls->data);
+    snprintf(log_path, sizeof(log_path), "%s/task.log", ls->data);
     /* checked before the last read */
     bool exited = access(exit_path, F_OK) == 0 || !gt_gantlet_task_find(ls->g, ls->uid);
     if (ls->n_fds == 0) {

@@ -19,7 +19,8 @@
 
 static int open_current(struct gt_shim_log *log, struct gt_err *err)
 {
-    log->fd = openat(log->dir_fd, LOG_NAME, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* 0600: the directory may be one others can pass through */
+    log->fd = openat(log->dir_fd, LOG_NAME, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (log->fd < 0) {
         int rc = -errno;
         return gt_err_set(err, rc, "open " LOG_NAME ": %s", strerror(errno));

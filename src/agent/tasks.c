@@ -3,16 +3,15 @@
  * ever started here (the shim's files, see shim.h, plus the agent's own
  * task.json with the Task's name and project, and a `reported` marker once
  * gantryd holds its terminal status), and beside it on disk
- * ROOT/tasks/<uid>/ with the task's log/ and work/ (and an image task's
- * rootfs). The state is a dozen small files written and renamed per task:
- * on tmpfs (RUN defaults to /run/gantlet) that costs far less than on a
- * disk file system, where each new inode is allocated for real; it lives
- * as long as the machine is up, which is as long as any task can run. The directory is created
- * exactly once, before the shim starts, so a task is never started twice, also across agent
- * restarts; it goes when the Task object is gone and no Task names it as its previous run (or when
- * a task gantryd already failed is killed). gt_task_decide says what to do; this file does it.
- * Status writes are keyed by uid, so a task removed while its write is in flight is simply not
- * found when the answer comes.
+ * ROOT/tasks/<uid>/ with the task's log files (task.log, task.log.1, ...,
+ * mode 0600) and work/ (and an image task's rootfs). The state is a dozen small files written and
+ * renamed per task: on tmpfs (RUN defaults to /run/gantlet) that costs far less than on a disk file
+ * system, where each new inode is allocated for real; it lives as long as the machine is up, which
+ * is as long as any task can run. The directory is created exactly once, before the shim starts, so
+ * a task is never started twice, also across agent restarts; it goes when the Task object is gone
+ * and no Task names it as its previous run (or when a task gantryd already failed is killed).
+ * gt_task_decide says what to do; this file does it. Status writes are keyed by uid, so a task
+ * removed while its write is in flight is simply not found when the answer comes.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -395,11 +394,6 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task,
         return rc;
     }
     rc = make_venv_dir(&spec, err);
-    char sub[PATH_MAX + 200];
-    snprintf(sub, sizeof(sub), "%s/log", t->data);
-    if (rc == 0 && mkdir(sub, 0700) < 0 && errno != EEXIST) {
-        rc = gt_err_set(err, -errno, "mkdir %s: %s", sub, strerror(errno));
-    }
     if (rc == 0 && !json_object_get(gt_json_path(task, "spec.template"), "workingDir")) {
         if ((mkdir(spec.cwd, 0700) < 0 && errno != EEXIST) ||
             chown(spec.cwd, spec.uid, spec.gid) < 0) {

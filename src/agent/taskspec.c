@@ -330,7 +330,7 @@ int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
     spec->hostname = gt_xstrdup(gt_obj_name(task));
     spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC;
     spec->cgroup_path = gt_xasprintf("gantry/%s", uid);
-    spec->log_dir = gt_xasprintf("%s/log", data);
+    spec->log_dir = gt_xstrdup(data);
     spec->data_dir = p->data_dir ? gt_xstrdup(p->data_dir) : NULL;
     spec->log_max_bytes = p->log_max_bytes;
     spec->log_keep_files = p->log_keep_files;

@@ -302,7 +302,7 @@ class Gantlet:
         return [os.path.join(d, x) for x in os.listdir(d)] if os.path.isdir(d) else []
 
     def data_dir(self, task_uid):
-        """A task's directory on disk: log/, work/, an image's rootfs/ and ovl/."""
+        """A task's directory on disk: task.log*, work/, an image's rootfs/ and ovl/."""
         return os.path.join(self.root, "tasks", task_uid)
 
     def cleanup(self):

@@ -82,7 +82,7 @@ static void spec_from_task(void **state)
     assert_int_equal(s.uid, 1001);
     assert_false(s.privileged);
     assert_string_equal(s.cwd, "/var/lib/gantlet/tasks/u-1/work");
-    assert_string_equal(s.log_dir, "/var/lib/gantlet/tasks/u-1/log");
+    assert_string_equal(s.log_dir, "/var/lib/gantlet/tasks/u-1");
     assert_string_equal(s.cgroup_path, "gantry/u-1");
     assert_string_equal(s.hostname, "train-worker-1");
     assert_int_equal(s.limits.cpu_milli, 500);           /* limit wins */
