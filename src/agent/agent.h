@@ -127,9 +127,6 @@ int gt_cgroup_init(struct gt_cgroup *cg, const struct gt_cgroup_sys *sys, const 
  * left behind below the parents. */
 int gt_cgroup_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, struct gt_err *err);
 
-/* Move pid into the cgroup (every hierarchy on v1). 0 or -errno. */
-int gt_cgroup_add_pid(const struct gt_cgroup *cg, pid_t pid, struct gt_err *err);
-
 /* Open the cgroup.procs files (O_WRONLY, close-on-exec) that place a
  * process in the cgroup, one per hierarchy (*n of at most GT_CG_NCTRL,
  * caller closes): a process writing "0" to each joins the cgroup itself,

@@ -336,21 +336,6 @@ int gt_cgroup_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, s
     return rc;
 }
 
-int gt_cgroup_add_pid(const struct gt_cgroup *cg, pid_t pid, struct gt_err *err)
-{
-    char dirs[GT_CG_NCTRL][768], val[32];
-    size_t n;
-    cg->sys.ops->procs_dirs(cg, dirs, &n);
-    snprintf(val, sizeof(val), "%d", (int)pid);
-    for (size_t i = 0; i < n; i++) {
-        int rc = gt_cgroup_write(dirs[i], "cgroup.procs", val, err);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    return 0;
-}
-
 int gt_cgroup_procs_open(const struct gt_cgroup *cg, int *fds, size_t *n, struct gt_err *err)
 {
     char dirs[GT_CG_NCTRL][768], path[800];

@@ -81,30 +81,45 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Fork a child that runs fn once it has been moved into cg; fn's return is
+/* Fork a child that joins cg (through gt_cgroup_procs_open's files, as a
+ * task does) and then runs fn; returns once it has joined. fn's return is
  * its exit code. */
 static pid_t spawn_in(const struct gt_cgroup *cg, int (*fn)(void *), void *arg)
 {
-    int go[2];
-    assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+    int fds[GT_CG_NCTRL];
+    size_t n;
+    struct gt_err err = {0};
+    if (gt_cgroup_procs_open(cg, fds, &n, &err) < 0) {
+        fail_msg("open cgroup.procs: %s", err.msg);
+    }
+    assert_true(n >= 1);
+    int joined[2];
+    assert_int_equal(pipe2(joined, O_CLOEXEC), 0);
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        char c;
-        close(go[1]);
-        _exit(read(go[0], &c, 1) == 1 ? fn(arg) : 126);
+        /* as a task does: join the cgroup first, then run */
+        for (size_t i = 0; i < n; i++) {
+            if (write(fds[i], "0", 1) != 1) {
+                _exit(126);
+            }
+        }
+        if (write(joined[1], "j", 1) != 1) {
+            _exit(126);
+        }
+        _exit(fn(arg));
     }
-    close(go[0]);
-    struct gt_err err = {0};
-    int rc = gt_cgroup_add_pid(cg, pid, &err);
-    if (rc < 0) {
-        kill(pid, SIGKILL);
+    for (size_t i = 0; i < n; i++) {
+        close(fds[i]);
+    }
+    close(joined[1]);
+    char c;
+    if (read(joined[0], &c, 1) != 1) {
         waitpid(pid, NULL, 0);
-        fail_msg("add pid: %s", err.msg);
+        fail_msg("the child could not join the cgroup");
     }
-    assert_int_equal(write(go[1], "g", 1), 1);
-    close(go[1]);
+    close(joined[0]);
     return pid;
 }
 
