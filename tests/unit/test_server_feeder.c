@@ -247,6 +247,13 @@ static const char *JOB_J =
     "{\"replicas\":1,\"restartPolicy\":\"Never\",\"template\":{\"command\":[\"true\"]}}}},"
     "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"}]}}";
 
+/* Store the object text at key, as an API create would. */
+static void create(struct env *e, const char *key, const char *text)
+{
+    assert_int_equal(
+        gt_store_write(e->s.store, GT_STORE_CREATE, key, text, strlen(text), 0, NULL, NULL), 0);
+}
+
 static const char *queued_message(struct env *e)
 {
     const struct gt_cobj *o = gt_ctl_get(e->s.ctl, GT_KIND_JOB, "/jobs/p/j");
@@ -276,9 +283,7 @@ static void test_job_create_writes_status_once(void **state)
     (void)state;
     struct env e;
     env_open(&e);
-    assert_int_equal(gt_store_write(e.s.store, GT_STORE_CREATE, "/jobs/p/j", JOB_J, strlen(JOB_J),
-                                    0, NULL, NULL),
-                     0);
+    create(&e, "/jobs/p/j", JOB_J);
     assert_true(env_run(&e, job_waits));
     assert_int_equal(e.task_events, 1);
     assert_int_equal(e.job_events, 2); /* created, then its status once */
@@ -305,9 +310,7 @@ static void test_unchanged_wait_not_rewritten(void **state)
     (void)state;
     struct env e;
     env_open(&e);
-    assert_int_equal(gt_store_write(e.s.store, GT_STORE_CREATE, "/jobs/p/j", JOB_J, strlen(JOB_J),
-                                    0, NULL, NULL),
-                     0);
+    create(&e, "/jobs/p/j", JOB_J);
     assert_true(env_run(&e, job_waits));
     struct gt_ctl *c = e.s.ctl;
     const char *was = gt_feed_wait(c, "/jobs/p/j");
@@ -363,12 +366,8 @@ static void test_tick_visits_timed_jobs(void **state)
     (void)state;
     struct env e;
     env_open(&e);
-    assert_int_equal(gt_store_write(e.s.store, GT_STORE_CREATE, "/jobs/p/d", JOB_D, strlen(JOB_D),
-                                    0, NULL, NULL),
-                     0);
-    assert_int_equal(gt_store_write(e.s.store, GT_STORE_CREATE, "/jobs/p/j", JOB_J, strlen(JOB_J),
-                                    0, NULL, NULL),
-                     0);
+    create(&e, "/jobs/p/d", JOB_D);
+    create(&e, "/jobs/p/j", JOB_J);
     assert_true(env_run(&e, job_waits));
     struct gt_ctl *c = e.s.ctl;
     assert_int_equal(c->timed.n, 1);
