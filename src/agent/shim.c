@@ -3,12 +3,9 @@
  *
  * Processes: the agent starts the shim in a session of its own with a pipe
  * on --status-fd and the shim supervises from that process, reporting on
- * the pipe once the task runs (or its start failure is recorded). Started
- * any other way, the invoking process reads the spec, then forks; the child
- * starts a session and forks the shim proper, which reports back through a
- * pipe, and the invoker exits 0. Either way the shim is alone in its
- * session, untouched when the agent dies. It is a child subreaper, so
- * processes the task leaves behind are reaped here.
+ * the pipe once the task runs (or its start failure is recorded). Alone in
+ * its session it is untouched when the agent dies. It is a child
+ * subreaper, so processes the task leaves behind are reaped here.
  *
  * The task is created with clone(CLONE_VM | CLONE_VFORK) directly in its
  * new PID/mount/UTS/IPC namespaces (the shim's own namespaces stay as they
@@ -56,7 +53,7 @@
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define DRAIN_MS 2000 /* how long to wait for the log pipe to close after the task exits */
-#define STATUS_FD 3   /* the pipe to the invoking process, in the shim proper */
+#define STATUS_FD 3   /* the pipe to the agent that started the shim */
 
 /* Where the child's setup failed; the index into stage_names. */
 enum stage {
@@ -969,50 +966,12 @@ int gt_shim_main(const char *state_dir, int status_fd)
         return 1;
     }
     free(text);
-    if (status_fd >= 0) {
-        /* started detached by the agent: supervise from this process */
-        if (getsid(0) != getpid() || detach_fds(s->dir, status_fd) < 0 || chdir("/") < 0) {
-            fprintf(stderr, "gantry-shim: not started in its own session, or cannot detach\n");
-            gt_shim_spec_fini(&s->spec);
-            free(s);
-            return 1;
-        }
-        run_detached(s);
-    }
-    int status[2];
-    if (pipe2(status, O_CLOEXEC) < 0) {
-        fprintf(stderr, "gantry-shim: pipe: %s\n", strerror(errno));
+    /* started by the agent as a session leader: supervise from this process */
+    if (getsid(0) != getpid() || detach_fds(s->dir, status_fd) < 0 || chdir("/") < 0) {
+        fprintf(stderr, "gantry-shim: not started in its own session, or cannot detach\n");
         gt_shim_spec_fini(&s->spec);
         free(s);
         return 1;
     }
-    fflush(NULL);
-    pid_t mid = fork();
-    if (mid == 0) {
-        if (setsid() < 0 || detach_fds(s->dir, status[1]) < 0 || chdir("/") < 0) {
-            _exit(1);
-        }
-        pid_t shim = fork();
-        if (shim == 0) {
-            run_detached(s);
-        }
-        _exit(shim < 0 ? 1 : 0);
-    }
-    close(status[1]);
-    int st = 1;
-    if (mid > 0) {
-        waitpid(mid, &st, 0);
-    }
-    char c;
-    ssize_t r;
-    while ((r = read(status[0], &c, 1)) < 0 && errno == EINTR) {
-    }
-    close(status[0]);
-    gt_shim_spec_fini(&s->spec);
-    free(s);
-    if (mid < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || r != 1) {
-        fprintf(stderr, "gantry-shim: the shim did not start (see %s/shim.log)\n", state_dir);
-        return 1;
-    }
-    return 0;
+    run_detached(s);
 }

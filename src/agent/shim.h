@@ -2,8 +2,7 @@
  * The per-task shim (gantry-shim), as conmon is for CRI-O: the agent writes
  * a task's spec into its state directory and starts `gantry-shim
  * --status-fd 3 --state-dir DIR` in a session of its own, so it outlives
- * the agent (run without --status-fd it detaches itself: double fork +
- * setsid), creates the task's cgroup, starts the task in it in new
+ * the agent; the shim creates the task's cgroup, starts the task in it in new
  * namespaces as the task's user, copies its output into size-capped,
  * rotated log files, waits for it and records how it ended. The agent, even
  * after a restart, learns everything from the state directory.
@@ -206,15 +205,12 @@ int gt_shim_read_pid(const char *state_dir, const char *name, pid_t *pid, struct
  * gantry-shim). -ESRCH when the shim is gone. */
 int gt_shim_stop(const char *state_dir, const char *reason, int64_t grace_ms, struct gt_err *err);
 
-/* The shim program: run the task of state_dir as described above.
- * status_fd -1: detach (double fork + setsid) and return the process exit
- * status for the caller (the invoking process): 0 once the task started or
- * its start failure is recorded in exit.json, 1 when the spec is unusable
- * or the shim could not detach (message on stderr). status_fd >= 0: the
- * caller already made this process a session leader (posix_spawn with
+/* The shim program: run the task of state_dir as described above. The
+ * caller made this process a session leader (posix_spawn with
  * POSIX_SPAWN_SETSID, as the agent does); it supervises here, writes one
- * byte on status_fd once the task started or its start failure is
- * recorded, and does not return; 1 as above. */
+ * byte on status_fd once the task started or its start failure is recorded
+ * in exit.json, and does not return. Returns 1 when the spec is unusable or
+ * the process is not a session leader (message on stderr). */
 int gt_shim_main(const char *state_dir, int status_fd);
 
 /* `gantry-shim --prepare --spec-fd N --status-fd M`, exec'd by the task's

@@ -1,6 +1,6 @@
 /*
  * gantry-shim: the per-task supervisor the agent starts as
- * `gantry-shim [--status-fd N] --state-dir DIR`. Everything it does is in shim.c; see
+ * `gantry-shim --status-fd N --state-dir DIR`. Everything it does is in shim.c; see
  * shim.h for the state directory it works from.
  */
 #include <limits.h>
@@ -12,11 +12,11 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: gantry-shim [--status-fd N] --state-dir DIR\n"
+    fprintf(f, "usage: gantry-shim --status-fd N --state-dir DIR\n"
                "Runs the task described by DIR/spec.json and records its exit in "
                "DIR/exit.json.\n"
-               "With --status-fd, the caller started it as a session leader: it supervises\n"
-               "the task itself and writes one byte on fd N once the task started.\n"
+               "The caller starts it as a session leader; it writes one byte on fd N once\n"
+               "the task started (or its failure to start is recorded).\n"
                "(gantry-shim --prepare --spec-fd N --status-fd M is the task's own first step.)\n");
 }
 
@@ -46,20 +46,16 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    long status_fd = -1;
-    if (argc == 5 && strcmp(argv[1], "--status-fd") == 0) {
-        char *end;
-        status_fd = strtol(argv[2], &end, 10);
-        if (*end || end == argv[2] || status_fd < 3 || status_fd > INT_MAX) {
-            usage(stderr);
-            return 2;
-        }
-        argc -= 2;
-        argv += 2;
-    }
-    if (argc != 3 || strcmp(argv[1], "--state-dir") != 0 || argv[2][0] == '\0') {
+    if (argc != 5 || strcmp(argv[1], "--status-fd") != 0 || strcmp(argv[3], "--state-dir") != 0 ||
+        argv[4][0] == '\0') {
         usage(stderr);
         return 2;
     }
-    return gt_shim_main(argv[2], (int)status_fd);
+    char *end;
+    long status_fd = strtol(argv[2], &end, 10);
+    if (*end || end == argv[2] || status_fd < 3 || status_fd > INT_MAX) {
+        usage(stderr);
+        return 2;
+    }
+    return gt_shim_main(argv[4], (int)status_fd);
 }

@@ -112,10 +112,7 @@ static void run_task(struct fixture *fx, const char *argv_json, const char *extr
         argv_json, fx->work, NOBODY, NOBODY, fx->cg_parent, fx->seq, fx->dir, extra);
     test_write_file(fx->dir, "spec.json", spec);
     free(spec);
-    char *shim = test_build_path("gantry-shim");
-    char *argv[] = {shim, (char *)"--state-dir", fx->dir, NULL};
-    int st = test_run(argv);
-    free(shim);
+    int st = test_shim_start(fx->dir);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     char *path = gt_xasprintf("%s/exit.json", fx->dir);
     bool there = test_wait_file(path, 60000);

@@ -248,7 +248,7 @@ static int teardown(void **state)
 }
 
 /* Write spec.json for argv_json (a JSON array) plus extra top-level and
- * cgroup fields, then run gantry-shim; returns its wait status. */
+ * cgroup fields, then start gantry-shim (test_shim_start: 0 once it reported). */
 static int run_shim(const struct fixture *fx, const char *argv_json, const char *extra,
                     const char *cgroup_extra)
 {
@@ -258,11 +258,7 @@ static int run_shim(const struct fixture *fx, const char *argv_json, const char 
         argv_json, fx->work, NOBODY, NOBODY, fx->cg_path, cgroup_extra, fx->dir, extra);
     test_write_file(fx->dir, "spec.json", spec);
     free(spec);
-    char *shim = test_build_path("gantry-shim");
-    char *argv[] = {shim, "--state-dir", fx->dir, NULL};
-    int st = test_run(argv);
-    free(shim);
-    return st;
+    return test_shim_start(fx->dir);
 }
 
 static void wait_exit(const struct fixture *fx, struct gt_shim_exit *ex, long timeout_ms)
@@ -467,20 +463,17 @@ static void test_shim_start_failures(void **state)
     wait_exit(fx, &ex, 10000);
     assert_int_equal(ex.exit_code, 127);
     assert_non_null(strstr(ex.error, "chdir"));
-    /* an unusable spec: the invoker says so and nothing starts */
+    /* an unusable spec: the shim exits 1 without reporting and nothing starts */
     unlink(exit_path);
     char *pid_path = gt_xasprintf("%s/shim.pid", fx->dir);
     unlink(pid_path);
     static const char bad[] = "{\"argv\":[\"true\"]}";
     test_write_file(fx->dir, "spec.json", bad);
-    char *shim = test_build_path("gantry-shim");
-    char *argv[] = {shim, "--state-dir", fx->dir, NULL};
-    st = test_run(argv);
+    st = test_shim_start(fx->dir);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
     struct stat sb;
     assert_int_equal(stat(pid_path, &sb), -1);
     assert_int_equal(stat(exit_path, &sb), -1);
-    free(shim);
     free(pid_path);
     free(exit_path);
 }

@@ -8,6 +8,7 @@
 #define GT_TEST_AGENT_UTIL_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <spawn.h>
@@ -66,6 +67,13 @@ static inline int test_run(char *const argv[])
     return st;
 }
 
+/* Start gantry-shim (next to this test binary) on state_dir as gantlet
+ * does: a session leader with a status pipe on fd 3. Returns 0 once it
+ * reported (the task started or its failure is recorded; the shim, this
+ * process's child, goes on supervising), else the wait status of the shim,
+ * which ended without reporting. */
+static inline int test_shim_start(const char *state_dir);
+
 /* Path of a file next to this test binary (the build directory). Caller frees. */
 static inline char *test_build_path(const char *name)
 {
@@ -78,6 +86,46 @@ static inline char *test_build_path(const char *name)
     char *slash = strrchr(self, '/');
     *slash = '\0';
     return gt_xasprintf("%s/%s", self, name);
+}
+
+static inline int test_shim_start(const char *state_dir)
+{
+    char *shim = test_build_path("gantry-shim");
+    char *argv[] = {
+        shim, (char *)"--status-fd", (char *)"3", (char *)"--state-dir", (char *)state_dir, NULL};
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        abort();
+    }
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 3);
+    pid_t pid;
+    fflush(NULL);
+    int rc = posix_spawn(&pid, shim, &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    free(shim);
+    close(p[1]);
+    if (rc != 0) {
+        close(p[0]);
+        return -1;
+    }
+    char c;
+    ssize_t n;
+    while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR) {
+    }
+    close(p[0]);
+    if (n == 1) {
+        return 0;
+    }
+    int st = -1;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return st;
 }
 
 static inline void test_sleep_ms(long ms)
