@@ -96,20 +96,32 @@ static bool stream_visible(const struct gt_watch_stream *ws, const json_t *obj)
     return !ws->fsel || gt_fieldsel_match(ws->fsel, obj);
 }
 
-static void stream_send(struct gt_watch_stream *ws, const char *type, const char *value, size_t len,
-                        int64_t rev)
+/* Send one event. The object is looked at only when the stream must
+ * decide whether to send it (a user who is neither admin nor a node agent,
+ * or a selector): the controllers' cached copy when it is at this
+ * revision (the server's own watch, registered first, has just updated
+ * it), else the text parsed. The line itself splices the revision into
+ * the stored text (gt_render_object). */
+static void stream_send(struct gt_watch_stream *ws, const char *type, const char *key,
+                        const char *value, size_t len, int64_t rev)
 {
-    json_t *obj = gt_render_json(ws->s, ws->kind, value, len, rev);
-    if (!obj || !stream_visible(ws, obj)) {
-        json_decref(obj);
-        return;
+    enum gt_kind kind = ws->kind->kind;
+    if (ws->lsel || ws->fsel || (!ws->user->admin && !ws->user->node)) {
+        const struct gt_cobj *co =
+            kind == GT_KIND_EVENT || !ws->s->ctl ? NULL : gt_ctl_get(ws->s->ctl, kind, key);
+        json_t *parsed = co && co->rev == rev ? NULL : json_loadb(value, len, 0, NULL);
+        const json_t *obj = parsed ? parsed : co && co->rev == rev ? co->obj : NULL;
+        bool visible = json_is_object(obj) && stream_visible(ws, obj);
+        json_decref(parsed);
+        if (!visible) {
+            return;
+        }
     }
     struct gt_buf line;
     gt_buf_init(&line);
     gt_buf_printf(&line, "{\"type\":\"%s\",\"object\":", type);
-    gt_encode_json(&line, obj);
+    gt_render_object(ws->s, &line, ws->kind, value, len, rev);
     gt_buf_append(&line, "}\n", 2);
-    json_decref(obj);
     if (!ws->started) {
         gt_buf_append(&ws->pending, line.data, line.len);
         gt_buf_fini(&line);
@@ -137,7 +149,7 @@ static void on_event(const struct gt_store_event *ev, void *arg)
     const char *type = ev->type == GT_STORE_EV_DELETE ? "DELETED"
                        : ev->created                  ? "ADDED"
                                                       : "MODIFIED";
-    stream_send(ws, type, ev->value, ev->value_len, ev->mod_rev);
+    stream_send(ws, type, ev->key, ev->value, ev->value_len, ev->mod_rev);
     if (ws->ended && ws->started) {
         stream_end(ws);
     }
@@ -145,7 +157,7 @@ static void on_event(const struct gt_store_event *ev, void *arg)
 
 static int initial_cb(const struct gt_store_kv *kv, void *arg)
 {
-    stream_send(arg, "ADDED", kv->value, kv->value_len, kv->mod_rev);
+    stream_send(arg, "ADDED", kv->key, kv->value, kv->value_len, kv->mod_rev);
     return 0;
 }
 
