@@ -299,6 +299,7 @@ struct gt_gantlet {
     struct gt_ltask *tasks;  /* every local task */
     struct gt_ltask *active; /* those polls visit (not quiet) */
     struct gt_strmap by_uid; /* Task uid -> struct gt_ltask (borrowed) */
+    struct gt_gid_cache gids;
     int64_t starts_total;
     struct evhttp *http;
     struct gt_apic_stream *watch;

@@ -379,6 +379,7 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
     struct gt_gantlet *g = gt_xcalloc(1, sizeof(*g));
     g->cfg = cfg;
     gt_strmap_init(&g->by_uid);
+    gt_gid_cache_init(&g->gids);
     gt_log_set_level((enum gt_log_level)cfg->log_level);
     signal(SIGPIPE, SIG_IGN);
     struct gt_err err = {0};
@@ -422,6 +423,7 @@ out:
         event_base_free(g->base);
     }
     gt_gpu_set_fini(&g->gpus);
+    gt_gid_cache_fini(&g->gids);
     free(g->token);
     free(g);
     return status;

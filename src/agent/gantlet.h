@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "agent/shim.h"
+#include "common/strmap.h"
 
 /* ---- configuration (gantlet_config.c): one declarative table ---- */
 
@@ -74,6 +75,21 @@ struct gt_task_image_params {
     int gc_threshold_percent;
 };
 
+/* How long a uid's primary group is remembered (gt_gid_cache). */
+#define GT_GID_CACHE_TTL_MS 60000
+
+/* uid -> primary gid from the passwd database (getpwuid_r), remembered for
+ * GT_GID_CACHE_TTL_MS as nscd would: a lookup may go through NSS modules
+ * (systemd, sssd, LDAP) and cost more than the rest of a task's spec. */
+struct gt_gid_cache {
+    struct gt_strmap by_uid; /* decimal uid -> struct gid_entry (owned) */
+};
+void gt_gid_cache_init(struct gt_gid_cache *c);
+void gt_gid_cache_fini(struct gt_gid_cache *c);
+/* The primary gid of uid (uid itself when it has no passwd entry), looked
+ * up at most once per TTL; now_ms is monotonic. c NULL: no caching. */
+gid_t gt_gid_cache_get(struct gt_gid_cache *c, uid_t uid, int64_t now_ms);
+
 /* What the agent adds to a Task to make a shim spec. */
 struct gt_task_spec_params {
     const char *state_dir;         /* RUN/tasks/<uid>, absolute */
@@ -86,6 +102,7 @@ struct gt_task_spec_params {
     const char *venv_root;                    /* ROOT/venvs; NULL: requirements are refused */
     const char *cluster_ifname;               /* NULL: no GLOO/NCCL_SOCKET_IFNAME */
     const struct gt_task_image_params *image; /* NULL: images are refused */
+    struct gt_gid_cache *gids;                /* NULL: look each uid up */
 };
 
 /* Build the shim spec of a Task object (borrowed) into spec (caller's

@@ -385,7 +385,8 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task,
                                     .n_storage_roots = g->cfg->storage_roots.n,
                                     .venv_root = g->venvs_dir,
                                     .cluster_ifname = g->cluster_ifname,
-                                    .image = &g->image};
+                                    .image = &g->image,
+                                    .gids = &g->gids};
     struct gt_shim_spec spec;
     int rc = gt_task_spec_build(task, &p, &spec, err);
     rc = rc < 0 ? rc : check_volumes(&spec, err);

@@ -5,6 +5,7 @@
  * I/O beyond a passwd lookup for the task user's primary group.
  */
 #include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,8 +117,49 @@ static void build_env(const json_t *task, const json_t *tmpl, const char *ifname
     spec->n_env = sv.n;
 }
 
-static int build_user(const json_t *task, const json_t *tmpl, struct gt_shim_spec *spec,
-                      struct gt_err *err)
+struct gid_entry {
+    gid_t gid;
+    int64_t expires_ms;
+};
+
+void gt_gid_cache_init(struct gt_gid_cache *c)
+{
+    gt_strmap_init(&c->by_uid);
+}
+
+void gt_gid_cache_fini(struct gt_gid_cache *c)
+{
+    gt_strmap_fini(&c->by_uid, free);
+}
+
+static gid_t lookup_gid(uid_t uid)
+{
+    struct passwd pw, *res = NULL;
+    char buf[4096];
+    return getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res ? pw.pw_gid : (gid_t)uid;
+}
+
+gid_t gt_gid_cache_get(struct gt_gid_cache *c, uid_t uid, int64_t now_ms)
+{
+    if (!c) {
+        return lookup_gid(uid);
+    }
+    char key[16];
+    snprintf(key, sizeof(key), "%u", (unsigned)uid);
+    struct gid_entry *e = gt_strmap_get(&c->by_uid, key);
+    if (!e) {
+        e = gt_xcalloc(1, sizeof(*e));
+        gt_strmap_put(&c->by_uid, key, e);
+    } else if (now_ms < e->expires_ms) {
+        return e->gid;
+    }
+    e->gid = lookup_gid(uid);
+    e->expires_ms = now_ms + GT_GID_CACHE_TTL_MS;
+    return e->gid;
+}
+
+static int build_user(const json_t *task, const json_t *tmpl, const struct gt_task_spec_params *p,
+                      struct gt_shim_spec *spec, struct gt_err *err)
 {
     json_t *uid = json_object_get(tmpl, "runAsUser");
     if (!json_is_integer(uid)) {
@@ -132,10 +174,7 @@ static int build_user(const json_t *task, const json_t *tmpl, struct gt_shim_spe
     if (spec->uid == 0 && !spec->privileged) {
         return gt_err_set(err, GT_EINVAL, "uid 0: the task is not privileged");
     }
-    struct passwd pw, *res = NULL;
-    char buf[4096];
-    spec->gid = getpwuid_r(spec->uid, &pw, buf, sizeof(buf), &res) == 0 && res ? pw.pw_gid
-                                                                               : (gid_t)spec->uid;
+    spec->gid = gt_gid_cache_get(p->gids, spec->uid, gt_mono_ms());
     return 0;
 }
 
@@ -314,7 +353,7 @@ int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
         return gt_err_set(err, GT_EINVAL, "spec.template.command: required");
     }
     build_env(task, tmpl, p->cluster_ifname, spec);
-    int rc = build_user(task, tmpl, spec, err);
+    int rc = build_user(task, tmpl, p, spec, err);
     rc = rc < 0 ? rc : build_limits(task, tmpl, p, spec, err);
     rc = rc < 0 ? rc : build_prep(task, p, spec, err);
     rc = rc < 0 ? rc : build_volumes(task, tmpl, p, spec, err);

@@ -193,6 +193,23 @@ static void spec_user_rules(void **state)
     json_object_del(gt_json_path(t, "metadata"), "creator");
     assert_int_equal(gt_task_spec_build(t, &params, &s, NULL), GT_EINVAL);
     json_decref(t);
+
+    /* the primary group: root's from passwd; a uid without an entry gets
+     * its own number; both remembered until the TTL passes */
+    struct gt_gid_cache gids;
+    gt_gid_cache_init(&gids);
+    struct gt_task_spec_params p = params;
+    p.gids = &gids;
+    t = task_json(",\"runAsUser\":4242", NULL);
+    assert_int_equal(gt_task_spec_build(t, &p, &s, NULL), 0);
+    assert_int_equal(s.gid, 4242);
+    gt_shim_spec_fini(&s);
+    json_decref(t);
+    assert_non_null(gt_strmap_get(&gids.by_uid, "4242"));
+    assert_int_equal(gt_gid_cache_get(&gids, 0, 0), 0);
+    assert_int_equal(gt_gid_cache_get(&gids, 4242, 1), 4242);
+    assert_int_equal(gt_gid_cache_get(&gids, 0, GT_GID_CACHE_TTL_MS + 1), 0);
+    gt_gid_cache_fini(&gids);
 }
 
 static void exit_status(void **state)
