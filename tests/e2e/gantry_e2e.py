@@ -356,8 +356,11 @@ def kill_task_cgroup(task_uid):
 class Watch:
     """A watch stream read by a thread: events as (monotonic seconds, type, object)."""
 
-    def __init__(self, g, path, token="admin"):
+    def __init__(self, g, path, token="admin", keep=None):
+        """keep: a predicate on each raw line; lines it rejects are not parsed
+        (a client that only waits for some events need not decode the rest)."""
         import threading
+        self.keep = keep
         self.events = []
         self.conn = http.client.HTTPConnection("127.0.0.1", g.port, timeout=120)
         sep = "&" if "?" in path else "?"
@@ -371,7 +374,7 @@ class Watch:
     def _read(self):
         try:
             for line in self.resp:
-                if line.strip():
+                if line.strip() and (self.keep is None or self.keep(line)):
                     ev = json.loads(line)
                     self.events.append((time.monotonic(), ev["type"], ev["object"]))
         except Exception:  # noqa: BLE001 -- close() from the test thread ends the stream
@@ -460,12 +463,18 @@ class Phases:
     def __init__(self, g):
         self.seen = {}
         self.cond = threading.Condition()
+        self.closed = False
         self.w = Watch(g, API + "/tasks")
         threading.Thread(target=self.pump, daemon=True).start()
 
+    def close(self):
+        """End the watch and its pump thread."""
+        self.closed = True
+        self.w.close()
+
     def pump(self):
         i = 0
-        while True:
+        while not self.closed:
             evs = self.w.events
             if i == len(evs):
                 time.sleep(0.002)
