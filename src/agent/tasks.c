@@ -260,9 +260,12 @@ static void put_done(int status, json_t *body, void *arg)
         if (k->action == GT_TA_REPORT_RUNNING && ok) {
             t->st.running_reported = true;
         } else if (k->action == GT_TA_REPORT_EXIT && (ok || status == 409 || status == 404)) {
-            /* 409: the status is already terminal; 404: the Task is gone */
-            t->st.reported = true;
-            gt_agent_file_write_atomic(t->dir, "reported", "", 0, true, NULL);
+            /* 409: the status is already terminal; 404: the Task is gone.
+             * The watch may have brought the terminal Task first (marked). */
+            if (!t->st.reported) {
+                t->st.reported = true;
+                gt_agent_file_write_atomic(t->dir, "reported", "", 0, true, NULL);
+            }
         } else if (!ok) {
             t->retry_at_ms = gt_mono_ms() + RETRY_MS;
         }
