@@ -361,23 +361,26 @@ static void maybe_cycle(struct gt_ctl *c)
     if (!c->want_cycle) {
         return;
     }
-    /* arrivals in a burst share one cycle: at most one per gap */
-    int64_t gap_ms = GT_CTL_CYCLE_GAP_FACTOR * c->last_cycle_cost_ms;
-    gap_ms = gap_ms < GT_CTL_CYCLE_GAP_MS       ? GT_CTL_CYCLE_GAP_MS
-             : gap_ms > GT_CTL_CYCLE_GAP_MAX_MS ? GT_CTL_CYCLE_GAP_MAX_MS
-                                                : gap_ms;
-    int64_t wait_ms = c->last_cycle_ms + gap_ms - gt_mono_ms();
-    if (wait_ms > 0) {
+    /* arrivals in a burst share one cycle: at most one per gap (in ns: a
+     * cycle of 0.3 ms is not rounded up to a whole one) */
+    int64_t gap_ns = GT_CTL_CYCLE_GAP_FACTOR * c->last_cycle_cost_ns;
+    gap_ns = gap_ns < GT_CTL_CYCLE_GAP_MS * INT64_C(1000000)
+                 ? GT_CTL_CYCLE_GAP_MS * INT64_C(1000000)
+             : gap_ns > GT_CTL_CYCLE_GAP_MAX_MS * INT64_C(1000000)
+                 ? GT_CTL_CYCLE_GAP_MAX_MS * INT64_C(1000000)
+                 : gap_ns;
+    int64_t wait_ns = c->last_cycle_ns + gap_ns - gt_now_ns();
+    if (wait_ns > 0) {
         if (!evtimer_pending(c->cycle_timer, NULL)) {
-            struct timeval tv = {0, (suseconds_t)(wait_ms * 1000)};
+            struct timeval tv = {wait_ns / 1000000000, (suseconds_t)(wait_ns % 1000000000 / 1000)};
             evtimer_add(c->cycle_timer, &tv);
         }
         return;
     }
     c->want_cycle = false;
-    c->last_cycle_ms = gt_mono_ms();
+    c->last_cycle_ns = gt_now_ns();
     gt_feed_cycle(c);
-    c->last_cycle_cost_ms = gt_mono_ms() - c->last_cycle_ms;
+    c->last_cycle_cost_ns = gt_now_ns() - c->last_cycle_ns;
 }
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)

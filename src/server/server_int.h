@@ -156,8 +156,8 @@ struct gt_ctl {
     struct event *tick; /* every second: node lifecycle, a cycle */
     bool want_cycle;
     struct event *cycle_timer;  /* a cycle deferred to keep the gap between cycles */
-    int64_t last_cycle_ms;      /* monotonic, when the last cycle started */
-    int64_t last_cycle_cost_ms; /* how long it took */
+    int64_t last_cycle_ns;      /* monotonic (gt_now_ns), when the last cycle started */
+    int64_t last_cycle_cost_ns; /* how long it took */
     int64_t start_ms;
     struct gt_sched_model *model;
     const struct gt_sched_policy *policy;
