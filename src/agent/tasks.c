@@ -240,6 +240,8 @@ void gt_gantlet_tasks_adopt(struct gt_gantlet *g)
 
 /* ---- status writes ---- */
 
+static void task_act(struct gt_gantlet *g, struct gt_ltask *t, json_t *task, unsigned a);
+
 struct put_ctx {
     struct gt_gantlet *g;
     char uid[128];
@@ -249,7 +251,8 @@ struct put_ctx {
 static void put_done(int status, json_t *body, void *arg)
 {
     struct put_ctx *k = arg;
-    struct gt_ltask *t = gt_gantlet_task_find(k->g, k->uid);
+    struct gt_gantlet *g = k->g;
+    struct gt_ltask *t = gt_gantlet_task_find(g, k->uid);
     bool ok = status == 200 || status == 201;
     if (t) {
         t->put_in_flight = false;
@@ -276,6 +279,11 @@ static void put_done(int status, json_t *body, void *arg)
                     msg ? msg : "");
     }
     free(k);
+    /* an exit found while this write was in flight is reported now, not at
+     * the next poll */
+    if (t && ok && t->obj && (gt_task_decide(&t->st, t->obj) & GT_TA_REPORT_EXIT)) {
+        task_act(g, t, t->obj, GT_TA_REPORT_EXIT);
+    }
 }
 
 static void put_status(struct gt_gantlet *g, struct gt_ltask *t, json_t *status, unsigned action)
