@@ -20,13 +20,16 @@
 #   e2e_jobs_per_s           1,000 one-GPU jobs running `true` (8 GPUs), submitted
 #                            back to back: first submit to the last Job seen
 #                            finished by a watch on jobs, the client's only
-#                            one then (e2e_jobs_total_s)
+#                            one then (e2e_jobs_total_s); the median of three
+#                            such rounds, one after the other (each in
+#                            e2e_jobs_per_s_rounds): on a small VM one round
+#                            varies by about 10 % with what the host does
 #   submit_to_output_ms_p50/_p99  100 jobs `echo`, one at a time into the idle
 #                            cluster: from the create call returning to the
 #                            first line of the job's log (task watch until
 #                            Running, then the log through gantryd with
 #                            follow=true, which ends with the task)
-# Needs root (cgroups, other uids). Takes about two minutes.
+# Needs root (cgroups, other uids). Takes about two and a half minutes.
 set -eu
 BUILD=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -183,34 +186,38 @@ def main():
                 raise RuntimeError("log of %s: %r" % (t, line))
         print("submit_to_output_ms_p50=%.1f" % E.pct(lat, 50))
         print("submit_to_output_ms_p99=%.1f" % E.pct(lat, 99))
-        # 3. throughput: 1,000 one-GPU jobs on 8 GPUs; the client keeps one
-        # watch (jobs) and decodes only the events that can end a job
+        # 3. throughput: 1,000 one-GPU jobs on 8 GPUs, three rounds (median);
+        # the client keeps one watch (jobs) and decodes only the events that
+        # can end a job
         ph.close()
-        names = ["tp-%04d" % i for i in range(1000)]
-        done = {}
         jw = E.Watch(g, API + "/jobs", keep=lambda line: b'"Succeeded"' in line or b'"Failed"' in line)
-        t0 = time.monotonic()
-        for n in names:
-            submit(g, job(n, ["true"], 1))
-        deadline = time.monotonic() + 240
         seen = 0
-        while len(done) < len(names):
-            evs = jw.events[seen:]
-            seen += len(evs)
-            for ts, _, o in evs:
-                st = (o.get("status") or {})
-                conds = [c["type"] for c in st.get("conditions", []) if c.get("status") == "True"]
-                if o["metadata"]["name"].startswith("tp-") and (
-                        "Succeeded" in conds or "Failed" in conds or
-                        st.get("phase") in ("Succeeded", "Failed")):
-                    done.setdefault(o["metadata"]["name"], ts)
-            if time.monotonic() > deadline:
-                raise RuntimeError("only %d of 1000 jobs finished" % len(done))
-            time.sleep(0.2)
+        rounds = []
+        for rnd in range(3):
+            names = ["tp%d-%04d" % (rnd, i) for i in range(1000)]
+            done = {}
+            t0 = time.monotonic()
+            for n in names:
+                submit(g, job(n, ["true"], 1))
+            deadline = time.monotonic() + 240
+            while len(done) < len(names):
+                evs = jw.events[seen:]
+                seen += len(evs)
+                for ts, _, o in evs:
+                    st = (o.get("status") or {})
+                    conds = [c["type"] for c in st.get("conditions", []) if c.get("status") == "True"]
+                    if o["metadata"]["name"].startswith("tp%d-" % rnd) and (
+                            "Succeeded" in conds or "Failed" in conds or
+                            st.get("phase") in ("Succeeded", "Failed")):
+                        done.setdefault(o["metadata"]["name"], ts)
+                if time.monotonic() > deadline:
+                    raise RuntimeError("only %d of 1000 jobs finished" % len(done))
+                time.sleep(0.2)
+            rounds.append(max(done.values()) - t0)
         jw.close()
-        t1 = max(done.values())
-        print("e2e_jobs_per_s=%.1f" % (1000 / (t1 - t0)))
-        print("e2e_jobs_total_s=%.1f" % (t1 - t0))
+        print("e2e_jobs_per_s=%.1f" % (1000 / E.pct(rounds, 50)))
+        print("e2e_jobs_per_s_rounds=%s" % ",".join("%.1f" % (1000 / r) for r in rounds))
+        print("e2e_jobs_total_s=%.1f" % E.pct(rounds, 50))
 
     except TimeoutError:
         dump_stacks(g, agent)
