@@ -24,6 +24,9 @@
 #                            such rounds, one after the other (each in
 #                            e2e_jobs_per_s_rounds): on a small VM one round
 #                            varies by about 10 % with what the host does
+#   host_true_per_s          /bin/true spawned and waited for one at a time,
+#                            without gantry: how fast this machine execs, to
+#                            read e2e_jobs_per_s against
 #   submit_to_output_ms_p50/_p99  100 jobs `echo`, one at a time into the idle
 #                            cluster: from the create call returning to the
 #                            first line of the job's log (task watch until
@@ -63,6 +66,17 @@ def job(name, command, gpus, grace_s=0):
                           "limits": {"nvidia.com/gpu": gpus, "cpu": "1", "memory": "32Mi"}}}
     return E.obj("Job", name, "bench",
                  spec={"replicaSpecs": {"Worker": {"replicas": 1, "template": tmpl}}})
+
+
+def host_true_per_s():
+    """How fast this machine runs /bin/true with nothing of gantry around it
+    (posix_spawn and wait, one at a time, 500 times): the yardstick for
+    e2e_jobs_per_s, as a VM's speed at exec varies with its host."""
+    t0 = time.monotonic()
+    for _ in range(500):
+        pid = os.posix_spawn("/bin/true", ["true"], {})
+        os.waitpid(pid, 0)
+    return 500 / (time.monotonic() - t0)
 
 
 def dump_stacks(g, agent):
@@ -190,6 +204,7 @@ def main():
         # the client keeps one watch (jobs) and decodes only the events that
         # can end a job
         ph.close()
+        print("host_true_per_s=%.0f" % host_true_per_s())
         jw = E.Watch(g, API + "/jobs", keep=lambda line: b'"Succeeded"' in line or b'"Failed"' in line)
         seen = 0
         rounds = []
