@@ -309,6 +309,20 @@ static void host_add(struct gt_shim_spec *spec, const char *ip, char *hostname)
 }
 
 /* spec.hosts, each dotless NAME also as NAME.<project>.svc. */
+static bool host_listed(const json_t *hosts, const char *name)
+{
+    size_t i;
+    json_t *h;
+    json_array_foreach(hosts, i, h)
+    {
+        const char *n = json_string_value(json_object_get(h, "hostname"));
+        if (n && !strcmp(n, name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static int build_hosts(const json_t *task, struct gt_shim_spec *spec, struct gt_err *err)
 {
     json_t *hosts = gt_json_path(task, "spec.hosts");
@@ -328,7 +342,8 @@ static int build_hosts(const json_t *task, struct gt_shim_spec *spec, struct gt_
         char *svc = project && *project && !strchr(name, '.')
                         ? gt_xasprintf("%s.%s.svc", name, project)
                         : NULL;
-        if (svc && gt_shim_host_valid(svc, ip)) {
+        /* the alias only when spec.hosts does not name it already */
+        if (svc && gt_shim_host_valid(svc, ip) && !host_listed(hosts, svc)) {
             host_add(spec, ip, svc);
         } else {
             free(svc);

@@ -146,6 +146,14 @@ static void spec_prep_parts(void **state)
     free(text);
     gt_shim_spec_fini(&s);
     json_decref(t);
+    /* an alias spec.hosts already names is not added twice */
+    t = task_json(NULL, ",\"hosts\":[{\"hostname\":\"w-0\",\"ip\":\"10.0.0.3\"},"
+                        "{\"hostname\":\"w-0.p.svc\",\"ip\":\"10.0.0.3\"}]");
+    assert_int_equal(gt_task_spec_build(t, &p, &s, &err), 0);
+    assert_int_equal(s.n_hosts, 2);
+    assert_string_equal(s.hosts[1].hostname, "w-0.p.svc");
+    gt_shim_spec_fini(&s);
+    json_decref(t);
     /* outside every root: refused before anything starts */
     t = task_json(",\"volumeMounts\":[{\"name\":\"out\",\"mountPath\":\"/out\"}]",
                   ",\"volumes\":[{\"name\":\"out\",\"hostPath\":\"/etc\"}]");
