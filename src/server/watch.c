@@ -109,8 +109,9 @@ static void stream_send(struct gt_watch_stream *ws, const char *type, const char
     if (ws->lsel || ws->fsel || (!ws->user->admin && !ws->user->node)) {
         const struct gt_cobj *co =
             kind == GT_KIND_EVENT || !ws->s->ctl ? NULL : gt_ctl_get(ws->s->ctl, kind, key);
-        json_t *parsed = co && co->rev == rev ? NULL : json_loadb(value, len, 0, NULL);
-        const json_t *obj = parsed ? parsed : co && co->rev == rev ? co->obj : NULL;
+        bool cached = co && co->rev == rev;
+        json_t *parsed = cached ? NULL : json_loadb(value, len, 0, NULL);
+        const json_t *obj = cached ? co->obj : parsed;
         bool visible = json_is_object(obj) && stream_visible(ws, obj);
         json_decref(parsed);
         if (!visible) {
