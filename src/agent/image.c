@@ -479,14 +479,7 @@ int gt_task_spec_image(const json_t *tmpl, const struct gt_task_spec_params *p,
     im->gc_threshold_bytes = ip->gc_threshold_bytes;
     im->gc_threshold_percent = ip->gc_threshold_percent;
     /* the agent's default PATH would hide the image's */
-    bool tmpl_path = false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(tmpl, "env"), i, v)
-    {
-        const char *name = json_string_value(json_object_get(v, "name"));
-        tmpl_path = tmpl_path || (name && !strcmp(name, "PATH"));
-    }
+    bool tmpl_path = gt_json_find(json_object_get(tmpl, "env"), "name", "PATH") != NULL;
     for (size_t k = 0; !tmpl_path && k < spec->n_env; k++) {
         if (!strncmp(spec->env[k], "PATH=", 5)) {
             free(spec->env[k]);

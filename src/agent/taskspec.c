@@ -254,16 +254,7 @@ static int build_prep(const json_t *task, const struct gt_task_spec_params *p,
 
 static const json_t *volume_named(const json_t *task, const char *name)
 {
-    size_t i;
-    json_t *v;
-    json_array_foreach(gt_json_path(task, "spec.volumes"), i, v)
-    {
-        const char *n = json_string_value(json_object_get(v, "name"));
-        if (n && name && !strcmp(n, name)) {
-            return v;
-        }
-    }
-    return NULL;
+    return gt_json_find(gt_json_path(task, "spec.volumes"), "name", name);
 }
 
 /* template.volumeMounts joined with spec.volumes, placed beneath the roots. */
@@ -309,20 +300,6 @@ static void host_add(struct gt_shim_spec *spec, const char *ip, char *hostname)
 }
 
 /* spec.hosts, each dotless NAME also as NAME.<project>.svc. */
-static bool host_listed(const json_t *hosts, const char *name)
-{
-    size_t i;
-    json_t *h;
-    json_array_foreach(hosts, i, h)
-    {
-        const char *n = json_string_value(json_object_get(h, "hostname"));
-        if (n && !strcmp(n, name)) {
-            return true;
-        }
-    }
-    return false;
-}
-
 static int build_hosts(const json_t *task, struct gt_shim_spec *spec, struct gt_err *err)
 {
     json_t *hosts = gt_json_path(task, "spec.hosts");
@@ -343,7 +320,7 @@ static int build_hosts(const json_t *task, struct gt_shim_spec *spec, struct gt_
                         ? gt_xasprintf("%s.%s.svc", name, project)
                         : NULL;
         /* the alias only when spec.hosts does not name it already */
-        if (svc && gt_shim_host_valid(svc, ip) && !host_listed(hosts, svc)) {
+        if (svc && gt_shim_host_valid(svc, ip) && !gt_json_find(hosts, "hostname", svc)) {
             host_add(spec, ip, svc);
         } else {
             free(svc);

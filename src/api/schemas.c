@@ -247,15 +247,7 @@ static int template_post(json_t *tmpl, const char *path, struct gt_err *err)
 
 static bool has_volume(const json_t *volumes, const char *name)
 {
-    size_t i;
-    json_t *v;
-    json_array_foreach(volumes, i, v)
-    {
-        if (strcmp(json_string_value(json_object_get(v, "name")), name) == 0) {
-            return true;
-        }
-    }
-    return false;
+    return gt_json_find(volumes, "name", name) != NULL;
 }
 
 /* Volume names unique; every mount names a volume. */

@@ -199,16 +199,8 @@ static const struct column priorityclass_cols[] = {
 /* status of the condition of type `type` in obj's status.conditions. */
 static const char *condition_status(const json_t *obj, const char *type)
 {
-    size_t i;
-    json_t *c;
-    json_array_foreach(gt_json_path(obj, "status.conditions"), i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && strcmp(t, type) == 0) {
-            return json_string_value(json_object_get(c, "status"));
-        }
-    }
-    return NULL;
+    json_t *c = gt_json_find(gt_json_path(obj, "status.conditions"), "type", type);
+    return json_string_value(json_object_get(c, "status"));
 }
 
 static char *node_status(const json_t *obj)

@@ -566,6 +566,20 @@ char *gt_yaml_dump(const json_t *v)
 
 /* ---- JSON ---- */
 
+json_t *gt_json_find(const json_t *array, const char *key, const char *value)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(array, i, v)
+    {
+        const char *s = json_string_value(json_object_get(v, key));
+        if (s && value && !strcmp(s, value)) {
+            return v;
+        }
+    }
+    return NULL;
+}
+
 json_t *gt_json_path(const json_t *obj, const char *dotted)
 {
     const json_t *cur = obj;

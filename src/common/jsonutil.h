@@ -26,6 +26,12 @@ char *gt_yaml_dump(const json_t *v);
  * Returns a borrowed pointer or NULL. */
 json_t *gt_json_path(const json_t *obj, const char *dotted);
 
+/* The first object of array whose string member key equals value, as
+ * Kubernetes lists keyed by a field are looked up (conditions by "type",
+ * addresses by "type", volumes by "name"). Borrowed pointer; NULL when
+ * none, or when array is not an array or value is NULL. */
+json_t *gt_json_find(const json_t *array, const char *key, const char *value);
+
 /* Serialize compactly with sorted keys into a new heap string (caller frees). */
 char *gt_json_dumps(const json_t *v);
 

@@ -379,15 +379,8 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
     if (wrote && !finished && d.action == GT_JOB_KEEP && d.wake_ms == 0) {
         gt_strmap_put(&c->settled, key, (void *)"");
     }
-    const char *why = NULL;
-    size_t i;
-    json_t *cnd;
-    json_array_foreach(json_object_get(st, "conditions"), i, cnd)
-    {
-        if (!strcmp(json_string_value(json_object_get(cnd, "type")), "Failed")) {
-            why = json_string_value(json_object_get(cnd, "reason"));
-        }
-    }
+    const char *why = json_string_value(json_object_get(
+        gt_json_find(json_object_get(st, "conditions"), "type", "Failed"), "reason"));
     if (finished) {
         /* tasks still running at a deadline are stopped as DeadlineExceeded */
         stop_tasks(c, jt, INT64_MAX,
@@ -563,16 +556,8 @@ static json_t *alloc_ports(struct plan_ctx *p, int32_t lo, int32_t hi, const cha
 
 static int32_t gantry_port(const json_t *ports)
 {
-    size_t i;
-    json_t *pt;
-    json_array_foreach(ports, i, pt)
-    {
-        const char *n = json_string_value(json_object_get(pt, "name"));
-        if (n && !strcmp(n, "gantry")) {
-            return (int32_t)json_integer_value(json_object_get(pt, "port"));
-        }
-    }
-    return 0;
+    return (int32_t)json_integer_value(
+        json_object_get(gt_json_find(ports, "name", "gantry"), "port"));
 }
 
 static const char *node_ip(const struct gt_ctl *c, const char *node)
@@ -583,16 +568,9 @@ static const char *node_ip(const struct gt_ctl *c, const char *node)
     char *key = gt_xasprintf("/nodes/%s", node);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_NODE, key);
     free(key);
-    size_t i;
-    json_t *a;
-    json_array_foreach(o ? gt_json_path(o->obj, "status.addresses") : NULL, i, a)
-    {
-        const char *t = json_string_value(json_object_get(a, "type"));
-        if (t && !strcmp(t, "InternalIP")) {
-            return json_string_value(json_object_get(a, "address"));
-        }
-    }
-    return NULL;
+    json_t *a =
+        gt_json_find(o ? gt_json_path(o->obj, "status.addresses") : NULL, "type", "InternalIP");
+    return json_string_value(json_object_get(a, "address"));
 }
 
 /* Fill entry (the plan of one bound task) with its env and hosts, from

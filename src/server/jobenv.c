@@ -206,18 +206,11 @@ void gt_jobenv_merge(json_t *tmpl, const json_t *env)
         have = json_array();
         json_object_set_new(tmpl, "env", have);
     }
-    size_t i, k;
-    json_t *e, *h;
+    size_t i;
+    json_t *e;
     json_array_foreach(env, i, e)
     {
-        const char *name = json_string_value(json_object_get(e, "name"));
-        bool set = false;
-        json_array_foreach(have, k, h)
-        {
-            const char *hn = json_string_value(json_object_get(h, "name"));
-            set |= hn && !strcmp(name, hn);
-        }
-        if (!set) {
+        if (!gt_json_find(have, "name", json_string_value(json_object_get(e, "name")))) {
             json_array_append(have, e);
         }
     }

@@ -298,16 +298,7 @@ static const char *const cond_order[] = {"Queued", "Running", "Restarting", "Suc
 
 static json_t *find_cond(const json_t *conds, const char *type)
 {
-    size_t i;
-    json_t *c;
-    json_array_foreach(conds, i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && !strcmp(t, type)) {
-            return c;
-        }
-    }
-    return NULL;
+    return gt_json_find(conds, "type", type);
 }
 
 static bool cond_is_true(const json_t *conds, const char *type)

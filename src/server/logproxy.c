@@ -120,16 +120,8 @@ static void on_done(struct evhttp_request *up, void *arg)
 
 static const char *agent_url(const json_t *node)
 {
-    size_t i;
-    json_t *a;
-    json_array_foreach(gt_json_path(node, "status.addresses"), i, a)
-    {
-        const char *t = json_string_value(json_object_get(a, "type"));
-        if (t && !strcmp(t, "AgentURL")) {
-            return json_string_value(json_object_get(a, "address"));
-        }
-    }
-    return NULL;
+    json_t *a = gt_json_find(gt_json_path(node, "status.addresses"), "type", "AgentURL");
+    return json_string_value(json_object_get(a, "address"));
 }
 
 /* The agent path with the checked query, or NULL after replying 400. */

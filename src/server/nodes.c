@@ -25,16 +25,7 @@
 
 static json_t *ready_cond(const json_t *node)
 {
-    size_t i;
-    json_t *c;
-    json_array_foreach(gt_json_path(node, "status.conditions"), i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        if (t && !strcmp(t, "Ready")) {
-            return c;
-        }
-    }
-    return NULL;
+    return gt_json_find(gt_json_path(node, "status.conditions"), "type", "Ready");
 }
 
 static int64_t time_of(const json_t *v)
@@ -112,16 +103,7 @@ json_t *gt_resources_json(int64_t cpu_milli, int64_t memory_bytes, int64_t gpu_m
 
 bool gt_node_draining(const json_t *node)
 {
-    size_t i;
-    json_t *t;
-    json_array_foreach(gt_json_path(node, "spec.taints"), i, t)
-    {
-        const char *effect = json_string_value(json_object_get(t, "effect"));
-        if (effect && !strcmp(effect, "NoExecute")) {
-            return true;
-        }
-    }
-    return false;
+    return gt_json_find(gt_json_path(node, "spec.taints"), "effect", "NoExecute") != NULL;
 }
 
 struct collect {

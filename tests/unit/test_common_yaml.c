@@ -264,6 +264,25 @@ static void test_json_dumps(void **state)
     json_decref(v);
 }
 
+static void test_json_find(void **state)
+{
+    (void)state;
+    json_t *conds = json_pack("[{s:i}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}]", "type", 1, "type",
+                              "Ready", "status", "False", "type", "Failed", "status", "True",
+                              "type", "Ready", "status", "True");
+    /* the first match; a non-string member is no match */
+    json_t *r = gt_json_find(conds, "type", "Ready");
+    assert_non_null(r);
+    assert_string_equal(json_string_value(json_object_get(r, "status")), "False");
+    assert_ptr_equal(gt_json_find(conds, "type", "Failed"), json_array_get(conds, 2));
+    assert_null(gt_json_find(conds, "type", "Running"));
+    assert_null(gt_json_find(conds, "type", NULL));
+    assert_null(gt_json_find(conds, "name", "Ready"));
+    assert_null(gt_json_find(NULL, "type", "Ready"));
+    assert_null(gt_json_find(json_object_get(json_array_get(conds, 1), "type"), "type", "Ready"));
+    json_decref(conds);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -271,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_nested_and_flow), cmocka_unit_test(test_json_input),
         cmocka_unit_test(test_errors),          cmocka_unit_test(test_dump_round_trip),
         cmocka_unit_test(test_dump_shape),      cmocka_unit_test(test_json_dumps),
+        cmocka_unit_test(test_json_find),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
