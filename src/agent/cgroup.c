@@ -112,6 +112,11 @@ int gt_cgroup_mkdirs(const char *root, const char *rel, bool *created, struct gt
         return gt_err_set(err, rc, "%s/%s: path too long", root, rel);
     }
     *created = false;
+    /* the parents exist but for the first task: try the leaf first */
+    if (mkdir(path, 0755) == 0) {
+        *created = true;
+        return 0;
+    }
     for (size_t i = strlen(root) + 1;; i++) {
         char c = path[i];
         if (c != '/' && c != '\0') {

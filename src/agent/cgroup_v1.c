@@ -10,7 +10,8 @@
  * cgroup gets deny rules for every other /dev/nvidiaN, nvidia-modeset and
  * the nvidia-caps major; nvidiactl and nvidia-uvm stay allowed. (An allow
  * rule cannot punch a hole into a wildcard deny in allow-all mode, hence
- * one deny per foreign GPU.)
+ * one deny per foreign GPU.) Without nvidia nodes there is no rule to
+ * write, and the task stays in its parent's devices cgroup.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -95,13 +96,22 @@ static int deny(const char *dir, const char *rule, struct gt_err *err)
     return gt_cgroup_write(dir, "devices.deny", rule, err);
 }
 
+/* Whether nvidia device nodes exist in dev_dir: only then has the devices
+ * hierarchy rules to apply. */
+static bool have_gpu_nodes(const struct gt_cgroup_sys *sys)
+{
+    char ctl[512];
+    struct stat st;
+    snprintf(ctl, sizeof(ctl), "%s/nvidiactl", sys->dev_dir);
+    return stat(ctl, &st) == 0;
+}
+
 static int apply_devices(const struct gt_cgroup *cg, const struct gt_cgroup_limits *lim,
                          struct gt_err *err)
 {
-    char ctl[512], dir[768], rule[64];
+    char dir[768], rule[64];
     struct stat st;
-    snprintf(ctl, sizeof(ctl), "%s/nvidiactl", cg->sys.dev_dir);
-    if (stat(ctl, &st) < 0) {
+    if (!have_gpu_nodes(&cg->sys)) {
         return 0; /* no real GPUs on this machine: nothing to isolate */
     }
     int rc = dir_of(cg, GT_CG_DEVICES, dir, sizeof(dir));
@@ -135,15 +145,16 @@ static int apply_devices(const struct gt_cgroup *cg, const struct gt_cgroup_limi
     return rc;
 }
 
-static int write_limits(const struct gt_cgroup *cg, const struct gt_cgroup_limits *lim,
+static int write_limits(const struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, bool fresh,
                         struct gt_err *err)
 {
     char dir[768], val[32];
     int rc = 0;
     if (dir_of(cg, GT_CG_CPU, dir, sizeof(dir)) == 0) {
+        /* the period: the kernel's default (100 ms) in a new cgroup */
         int64_t quota = lim->cpu_milli * (CFS_PERIOD_US / 1000);
         snprintf(val, sizeof(val), "%d", CFS_PERIOD_US);
-        rc = gt_cgroup_write(dir, "cpu.cfs_period_us", val, err);
+        rc = fresh ? 0 : gt_cgroup_write(dir, "cpu.cfs_period_us", val, err);
         snprintf(val, sizeof(val), "%lld",
                  lim->cpu_milli ? (long long)(quota < CFS_MIN_QUOTA_US ? CFS_MIN_QUOTA_US : quota)
                                 : -1LL);
@@ -198,18 +209,23 @@ static int v1_remove(const struct gt_cgroup *cg, struct gt_err *err)
 static int v1_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, struct gt_err *err)
 {
     int rc = 0;
-    bool any_new = false;
+    bool any_new = false, all_new = true;
+    if (!have_gpu_nodes(&cg->sys)) {
+        /* a devices cgroup without rules is its parent's: the task stays there */
+        cg->sys.v1_mount[GT_CG_DEVICES][0] = '\0';
+    }
     for (int c = 0; c < GT_CG_NCTRL && rc == 0; c++) {
         bool created;
         if (cg->sys.v1_mount[c][0]) {
             rc = gt_cgroup_mkdirs(cg->sys.v1_mount[c], cg->path, &created, err);
             any_new |= created;
+            all_new &= created;
         }
     }
     if (rc == 0 && !any_new) {
         rc = gt_cgroup_require_empty(cg, err);
     }
-    rc = rc < 0 ? rc : write_limits(cg, lim, err);
+    rc = rc < 0 ? rc : write_limits(cg, lim, all_new, err);
     if (rc < 0) {
         v1_remove(cg, NULL);
     }
