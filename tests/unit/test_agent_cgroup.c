@@ -385,6 +385,11 @@ static void test_devices_rule(void **state)
     free(ctl);
     assert_int_equal(gt_cgroup_init(&cg, &sys, fx->b, &err), 0);
     assert_int_equal(gt_cgroup_create(&cg, &lim, &err), 0);
+    /* ... and no devices cgroup of its own: it stays in its parent's */
+    char *devcg = gt_xasprintf("%s/%s", sys.v1_mount[GT_CG_DEVICES], fx->b);
+    struct stat sb;
+    assert_int_equal(stat(devcg, &sb), -1);
+    free(devcg);
     st = wait_status(spawn_in(&cg, probe_devices, &probe));
     assert_int_equal(WEXITSTATUS(st), 0);
     assert_int_equal(gt_cgroup_remove(&cg, &err), 0);
