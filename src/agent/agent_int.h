@@ -259,8 +259,8 @@ struct gt_ltask {
     char uid[128];
     char name[64];
     char project[64];
-    char dir[PATH_MAX + 160];  /* state directory, RUN/tasks/<uid> */
-    char data[PATH_MAX + 160]; /* its logs and working directory, ROOT/tasks/<uid> */
+    char *dir;  /* state directory, RUN/tasks/<uid> (owned) */
+    char *data; /* its logs and working directory, ROOT/tasks/<uid> (owned) */
     struct gt_task_local st;
     int start_fd;           /* read end of the starting shim's status pipe; -1 none */
     struct event *start_ev; /* EV_READ on start_fd (owned); NULL none */

@@ -90,12 +90,11 @@ static void wake(struct gt_gantlet *g, struct gt_ltask *t)
 static struct gt_ltask *task_add(struct gt_gantlet *g, const char *uid)
 {
     struct gt_ltask *t = gt_xcalloc(1, sizeof(*t));
-    /* uids are validated short strings and tasks_dir is bounded at start */
+    /* uids are validated short strings */
     int n = snprintf(t->uid, sizeof(t->uid), "%s", uid);
-    int m = snprintf(t->dir, sizeof(t->dir), "%s/%s", g->tasks_dir, uid);
-    int k = snprintf(t->data, sizeof(t->data), "%s/%s", g->data_dir, uid);
-    GT_ASSERT(n >= 0 && (size_t)n < sizeof(t->uid) && m >= 0 && (size_t)m < sizeof(t->dir) &&
-              k >= 0 && (size_t)k < sizeof(t->data));
+    GT_ASSERT(n >= 0 && (size_t)n < sizeof(t->uid));
+    t->dir = gt_xasprintf("%s/%s", g->tasks_dir, uid);
+    t->data = gt_xasprintf("%s/%s", g->data_dir, uid);
     t->st.known = true;
     t->start_fd = -1;
     t->next = g->tasks;
@@ -134,6 +133,15 @@ static void data_remove(const char *data)
     nftw(data, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+static void task_free(struct gt_ltask *t)
+{
+    start_fd_close(t);
+    json_decref(t->obj);
+    free(t->dir);
+    free(t->data);
+    free(t);
+}
+
 static void task_remove(struct gt_gantlet *g, struct gt_ltask *t)
 {
     data_remove(t->data);
@@ -149,9 +157,7 @@ static void task_remove(struct gt_gantlet *g, struct gt_ltask *t)
     if (!t->quiet) {
         active_unlink(g, t);
     }
-    start_fd_close(t);
-    json_decref(t->obj);
-    free(t);
+    task_free(t);
 }
 
 void gt_gantlet_tasks_free(struct gt_gantlet *g)
@@ -159,9 +165,7 @@ void gt_gantlet_tasks_free(struct gt_gantlet *g)
     while (g->tasks) {
         struct gt_ltask *t = g->tasks;
         g->tasks = t->next;
-        start_fd_close(t);
-        json_decref(t->obj);
-        free(t);
+        task_free(t);
     }
     g->active = NULL;
     gt_strmap_fini(&g->by_uid, NULL);
