@@ -106,14 +106,12 @@ static bool have_gpu_nodes(const struct gt_cgroup_sys *sys)
     return stat(ctl, &st) == 0;
 }
 
+/* The deny rules; only called when nvidia nodes exist. */
 static int apply_devices(const struct gt_cgroup *cg, const struct gt_cgroup_limits *lim,
                          struct gt_err *err)
 {
     char dir[768], rule[64];
     struct stat st;
-    if (!have_gpu_nodes(&cg->sys)) {
-        return 0; /* no real GPUs on this machine: nothing to isolate */
-    }
     int rc = dir_of(cg, GT_CG_DEVICES, dir, sizeof(dir));
     if (rc < 0) {
         return gt_err_set(err, -ENOTSUP, "GPU devices present but no devices controller");
@@ -145,16 +143,15 @@ static int apply_devices(const struct gt_cgroup *cg, const struct gt_cgroup_limi
     return rc;
 }
 
-static int write_limits(const struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, bool fresh,
-                        struct gt_err *err)
+static int write_limits(const struct gt_cgroup *cg, const struct gt_cgroup_limits *lim,
+                        bool gpu_nodes, struct gt_err *err)
 {
     char dir[768], val[32];
     int rc = 0;
     if (dir_of(cg, GT_CG_CPU, dir, sizeof(dir)) == 0) {
-        /* the period: the kernel's default (100 ms) in a new cgroup */
         int64_t quota = lim->cpu_milli * (CFS_PERIOD_US / 1000);
         snprintf(val, sizeof(val), "%d", CFS_PERIOD_US);
-        rc = fresh ? 0 : gt_cgroup_write(dir, "cpu.cfs_period_us", val, err);
+        rc = gt_cgroup_write(dir, "cpu.cfs_period_us", val, err);
         snprintf(val, sizeof(val), "%lld",
                  lim->cpu_milli ? (long long)(quota < CFS_MIN_QUOTA_US ? CFS_MIN_QUOTA_US : quota)
                                 : -1LL);
@@ -178,7 +175,8 @@ static int write_limits(const struct gt_cgroup *cg, const struct gt_cgroup_limit
     } else if (rc == 0 && lim->pids_max) {
         return gt_err_set(err, -ENOTSUP, "pids limit asked but no pids controller mounted");
     }
-    return rc < 0 ? rc : apply_devices(cg, lim, err);
+    /* without nvidia nodes: no real GPUs on this machine, nothing to isolate */
+    return rc < 0 || !gpu_nodes ? rc : apply_devices(cg, lim, err);
 }
 
 static int v1_procs_path(const struct gt_cgroup *cg, char *buf, size_t len)
@@ -209,8 +207,9 @@ static int v1_remove(const struct gt_cgroup *cg, struct gt_err *err)
 static int v1_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, struct gt_err *err)
 {
     int rc = 0;
-    bool any_new = false, all_new = true;
-    if (!have_gpu_nodes(&cg->sys)) {
+    bool any_new = false;
+    bool gpu_nodes = have_gpu_nodes(&cg->sys);
+    if (!gpu_nodes) {
         /* a devices cgroup without rules is its parent's: the task stays there */
         cg->sys.v1_mount[GT_CG_DEVICES][0] = '\0';
     }
@@ -219,13 +218,12 @@ static int v1_create(struct gt_cgroup *cg, const struct gt_cgroup_limits *lim, s
         if (cg->sys.v1_mount[c][0]) {
             rc = gt_cgroup_mkdirs(cg->sys.v1_mount[c], cg->path, &created, err);
             any_new |= created;
-            all_new &= created;
         }
     }
     if (rc == 0 && !any_new) {
         rc = gt_cgroup_require_empty(cg, err);
     }
-    rc = rc < 0 ? rc : write_limits(cg, lim, all_new, err);
+    rc = rc < 0 ? rc : write_limits(cg, lim, gpu_nodes, err);
     if (rc < 0) {
         v1_remove(cg, NULL);
     }

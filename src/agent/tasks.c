@@ -133,6 +133,16 @@ static void data_remove(const char *data)
     nftw(data, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+/* The task's exit is recorded by gantryd: said once, in its state
+ * directory too, so a restarted agent does not report it again. */
+static void mark_reported(struct gt_ltask *t)
+{
+    if (!t->st.reported) {
+        t->st.reported = true;
+        gt_agent_file_write_atomic(t->dir, "reported", "", 0, true, NULL);
+    }
+}
+
 static void task_free(struct gt_ltask *t)
 {
     start_fd_close(t);
@@ -269,10 +279,7 @@ static void put_done(int status, json_t *body, void *arg)
         } else if (k->action == GT_TA_REPORT_EXIT && (ok || status == 409 || status == 404)) {
             /* 409: the status is already terminal; 404: the Task is gone.
              * The watch may have brought the terminal Task first (marked). */
-            if (!t->st.reported) {
-                t->st.reported = true;
-                gt_agent_file_write_atomic(t->dir, "reported", "", 0, true, NULL);
-            }
+            mark_reported(t);
         } else if (!ok) {
             t->retry_at_ms = gt_mono_ms() + RETRY_MS;
         }
@@ -591,8 +598,7 @@ static void task_act(struct gt_gantlet *g, struct gt_ltask *t, json_t *task, uns
         task_stop(t);
     }
     if (a & GT_TA_MARK_REPORTED) {
-        t->st.reported = true;
-        gt_agent_file_write_atomic(t->dir, "reported", "", 0, true, NULL);
+        mark_reported(t);
     }
     bool can_put = !t->put_in_flight && gt_mono_ms() >= t->retry_at_ms;
     if ((a & GT_TA_REPORT_EXIT) && can_put) {

@@ -49,7 +49,7 @@ static void cobj_free(void *p)
 
 const struct gt_cobj *gt_ctl_get(const struct gt_ctl *c, enum gt_kind kind, const char *key)
 {
-    return gt_strmap_get(&c->objs[kind], key);
+    return c ? gt_strmap_get(&c->objs[kind], key) : NULL;
 }
 
 bool gt_ctl_busy(const struct gt_ctl *c, const char *key)
@@ -363,12 +363,9 @@ static void maybe_cycle(struct gt_ctl *c)
     }
     /* arrivals in a burst share one cycle: at most one per gap (in ns: a
      * cycle of 0.3 ms is not rounded up to a whole one) */
+    const int64_t ms = 1000000, lo = GT_CTL_CYCLE_GAP_MS * ms, hi = GT_CTL_CYCLE_GAP_MAX_MS * ms;
     int64_t gap_ns = GT_CTL_CYCLE_GAP_FACTOR * c->last_cycle_cost_ns;
-    gap_ns = gap_ns < GT_CTL_CYCLE_GAP_MS * INT64_C(1000000)
-                 ? GT_CTL_CYCLE_GAP_MS * INT64_C(1000000)
-             : gap_ns > GT_CTL_CYCLE_GAP_MAX_MS * INT64_C(1000000)
-                 ? GT_CTL_CYCLE_GAP_MAX_MS * INT64_C(1000000)
-                 : gap_ns;
+    gap_ns = gap_ns < lo ? lo : gap_ns > hi ? hi : gap_ns;
     int64_t wait_ns = c->last_cycle_ns + gap_ns - gt_now_ns();
     if (wait_ns > 0) {
         if (!evtimer_pending(c->cycle_timer, NULL)) {

@@ -174,7 +174,8 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err);
 /* A store change (from the server's watch on all keys). */
 void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
                   const struct gt_store_event *ev);
-/* The cached object at key (borrowed), or NULL. */
+/* The cached object at key (borrowed), or NULL (always for Events, which
+ * are not cached, and when c is NULL: a server without controllers). */
 const struct gt_cobj *gt_ctl_get(const struct gt_ctl *c, enum gt_kind kind, const char *key);
 /* Run the reconcilers and the scheduler at the end of this loop turn. */
 void gt_ctl_kick(struct gt_ctl *c);

@@ -105,10 +105,8 @@ static bool stream_visible(const struct gt_watch_stream *ws, const json_t *obj)
 static void stream_send(struct gt_watch_stream *ws, const char *type, const char *key,
                         const char *value, size_t len, int64_t rev)
 {
-    enum gt_kind kind = ws->kind->kind;
     if (ws->lsel || ws->fsel || (!ws->user->admin && !ws->user->node)) {
-        const struct gt_cobj *co =
-            kind == GT_KIND_EVENT || !ws->s->ctl ? NULL : gt_ctl_get(ws->s->ctl, kind, key);
+        const struct gt_cobj *co = gt_ctl_get(ws->s->ctl, ws->kind->kind, key);
         bool cached = co && co->rev == rev;
         json_t *parsed = cached ? NULL : json_loadb(value, len, 0, NULL);
         const json_t *obj = cached ? co->obj : parsed;

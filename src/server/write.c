@@ -357,8 +357,6 @@ static int merge_update(struct gt_req *r, json_t *stored)
     return 0;
 }
 
-/* Read the stored object into *stored (JSON) and r->stored_rev. 0, or
- * replies 404/409/5xx and returns -1. */
 /* The object at r->key for an update: a copy of the controllers' cached
  * object (every kind but Events), which spares a store read and a parse.
  * The cache holds an object at its latest revision once that write's
@@ -369,9 +367,7 @@ static int merge_update(struct gt_req *r, json_t *stored)
  * cache has no such object. */
 static json_t *cached_copy(struct gt_req *r)
 {
-    const struct gt_cobj *co = !r->s->ctl || r->route.kind->kind == GT_KIND_EVENT
-                                   ? NULL
-                                   : gt_ctl_get(r->s->ctl, r->route.kind->kind, r->key);
+    const struct gt_cobj *co = gt_ctl_get(r->s->ctl, r->route.kind->kind, r->key);
     if (!co || (r->client_rv && r->client_rv != co->rev)) {
         return NULL;
     }
