@@ -39,13 +39,13 @@ enum gt_ftype {
 #define GT_F_CREATE 0x4u  /* absent object: created empty so its defaults apply */
 
 /* Resource names a resource map may hold. */
-#define GT_RES_CPU 0x1u
-#define GT_RES_MEMORY 0x2u
-#define GT_RES_STORAGE 0x4u
-#define GT_RES_GPU 0x8u
-#define GT_RES_GPU_MILLI 0x10u
-#define GT_RES_POOL (GT_RES_CPU | GT_RES_MEMORY | GT_RES_STORAGE | GT_RES_GPU)
-#define GT_RES_ALL (GT_RES_POOL | GT_RES_GPU_MILLI)
+#define GT_RESF_CPU 0x1u
+#define GT_RESF_MEMORY 0x2u
+#define GT_RESF_STORAGE 0x4u
+#define GT_RESF_GPU 0x8u
+#define GT_RESF_GPU_MILLI 0x10u
+#define GT_RESF_POOL (GT_RESF_CPU | GT_RESF_MEMORY | GT_RESF_STORAGE | GT_RESF_GPU)
+#define GT_RESF_ALL (GT_RESF_POOL | GT_RESF_GPU_MILLI)
 
 /* Check one value (type already checked); on failure set err to the reason
  * alone and return GT_EINVAL. */

@@ -24,13 +24,13 @@ struct res_desc {
 };
 
 static const struct res_desc res_table[] = {
-    {"cpu", GT_RES_CPU, GT_QTY_MILLI, FORM_MILLI_TEXT, offsetof(struct gt_resources, cpu_milli)},
-    {"memory", GT_RES_MEMORY, GT_QTY_UNIT, FORM_BINARY_TEXT,
+    {"cpu", GT_RESF_CPU, GT_QTY_MILLI, FORM_MILLI_TEXT, offsetof(struct gt_resources, cpu_milli)},
+    {"memory", GT_RESF_MEMORY, GT_QTY_UNIT, FORM_BINARY_TEXT,
      offsetof(struct gt_resources, memory_bytes)},
-    {"storage", GT_RES_STORAGE, GT_QTY_UNIT, FORM_BINARY_TEXT,
+    {"storage", GT_RESF_STORAGE, GT_QTY_UNIT, FORM_BINARY_TEXT,
      offsetof(struct gt_resources, storage_bytes)},
-    {"nvidia.com/gpu", GT_RES_GPU, GT_QTY_UNIT, FORM_INTEGER, offsetof(struct gt_resources, gpu)},
-    {"gantry.dev/gpu-milli", GT_RES_GPU_MILLI, GT_QTY_UNIT, FORM_INTEGER,
+    {"nvidia.com/gpu", GT_RESF_GPU, GT_QTY_UNIT, FORM_INTEGER, offsetof(struct gt_resources, gpu)},
+    {"gantry.dev/gpu-milli", GT_RESF_GPU_MILLI, GT_QTY_UNIT, FORM_INTEGER,
      offsetof(struct gt_resources, gpu_milli)},
 };
 

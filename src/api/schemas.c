@@ -320,16 +320,16 @@ static int job_spec_post(json_t *spec, const char *path, struct gt_err *err)
 /* ---- Department ---- */
 
 static const struct gt_field dept_spec_fields[] = {
-    RES("quota", GT_RES_POOL),
-    RES("limit", GT_RES_POOL),
+    RES("quota", GT_RESF_POOL),
+    RES("limit", GT_RESF_POOL),
     LIST("admins", user_item),
     END,
 };
 static const struct gt_schema dept_spec_schema = {dept_spec_fields, dept_spec_post};
 
 static const struct gt_field dept_status_fields[] = {
-    RES("used", GT_RES_ALL),
-    RES("borrowed", GT_RES_ALL),
+    RES("used", GT_RESF_ALL),
+    RES("borrowed", GT_RESF_ALL),
     END,
 };
 static const struct gt_schema dept_status_schema = {dept_status_fields, NULL};
@@ -355,7 +355,7 @@ static const struct gt_field member_item = ITEM(member_schema);
 static const struct gt_field project_spec_fields[] = {
     STR("department", REQ, DNS),
     LIST("members", member_item),
-    RES("hard", GT_RES_POOL),
+    RES("hard", GT_RESF_POOL),
     BOOL("allowPrivileged", .flags = GT_F_DEFAULT, .def_int = 0),
     END,
 };
@@ -421,8 +421,8 @@ static const struct gt_schema address_schema = {address_fields, NULL};
 static const struct gt_field address_item = ITEM(address_schema);
 
 static const struct gt_field node_status_fields[] = {
-    RES("capacity", GT_RES_POOL),
-    RES("allocatable", GT_RES_POOL),
+    RES("capacity", GT_RESF_POOL),
+    RES("allocatable", GT_RESF_POOL),
     LIST("gpus", node_gpu_item),
     LIST("conditions", condition_item),
     LIST("addresses", address_item),
@@ -470,8 +470,8 @@ static const struct gt_schema mount_schema = {mount_fields, NULL};
 static const struct gt_field mount_item = ITEM(mount_schema);
 
 static const struct gt_field template_resources_fields[] = {
-    RES("requests", GT_RES_ALL),
-    RES("limits", GT_RES_ALL),
+    RES("requests", GT_RESF_ALL),
+    RES("limits", GT_RESF_ALL),
     END,
 };
 static const struct gt_schema template_resources_schema = {template_resources_fields,

@@ -126,5 +126,6 @@ char *gt_buf_take(struct gt_buf *b);
 #include "common/jsonutil.h"
 #include "common/quantity.h"
 #include "common/config.h"
+#include "common/resource.h"
 
 #endif
