@@ -22,7 +22,7 @@ enum gt_res {
     GT_RES_COUNT
 };
 
-/* The API names of the resources, indexed by enum gt_res. */
+/* The names the API gives these resources (and the GPU share). */
 #define GT_RES_NAME_CPU "cpu"
 #define GT_RES_NAME_MEMORY "memory"
 #define GT_RES_NAME_STORAGE "storage"
