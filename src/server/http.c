@@ -374,10 +374,7 @@ static int list_cb(const struct gt_store_kv *kv, void *arg)
     if (!list_visible(c, kv, rest)) {
         return 0;
     }
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 64;
-        c->items = gt_xrealloc(c->items, c->cap * sizeof(*c->items));
-    }
+    GT_VEC_RESERVE(c->items, c->cap, c->n + 1, 64);
     struct list_item *it = &c->items[c->n++];
     const char *slash = c->r->route.all_projects ? strchr(rest, '/') : NULL;
     it->project = slash ? gt_xstrndup(rest, (size_t)(slash - rest)) : NULL;

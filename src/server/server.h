@@ -74,7 +74,8 @@ struct gt_server_tokens;
  * gt_server_tokens_free. */
 int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens **out,
                            struct gt_err *err);
-/* Read and parse the file at path (errors as above, or -errno). */
+/* Read and parse the file at path, at most 64 MiB (errors as above, or
+ * -errno, or GT_ETOOLARGE past 64 MiB). */
 int gt_server_tokens_load(const char *path, struct gt_server_tokens **out, struct gt_err *err);
 /* The user of a token (borrowed), or NULL if unknown. */
 const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens *t,
