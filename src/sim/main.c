@@ -140,7 +140,7 @@ static int read_into(const char *path, int (*parse)(const char *, size_t, void *
 {
     char *data;
     size_t len;
-    int rc = gt_sim_file_read(path, &data, &len, err);
+    int rc = gt_file_read(path, GT_SIM_FILE_MAX_BYTES, &data, &len, err);
     if (rc < 0) {
         return rc;
     }
