@@ -190,7 +190,8 @@ static void describe_failure(struct gt_err *err, const char *file, size_t index,
 
 /* Apply every document of one file in order, in the project the document
  * names, else project (-p), else default_project (the configuration
- * file's; either may be NULL); *client is made on first use. 0, GT_CLI_EXIT_FAIL (already reported) or an error in err. */
+ * file's; either may be NULL); *clientp is made on first use. 0 or an
+ * error in errp. */
 static int apply_file(struct gt_cli_ctx *ctx, struct gt_cli_client **clientp, const char *file,
                       const char *project, const char *default_project, struct gt_err *errp)
 {
@@ -207,9 +208,8 @@ static int apply_file(struct gt_cli_ctx *ctx, struct gt_cli_client **clientp, co
     if (rc == 0 && json_array_size(docs) == 0) {
         rc = gt_err_set(&err, GT_EBADREQ, "no objects in %s", file);
     }
-    if (rc == 0 && !*clientp && gt_cli_ctx_client(ctx, clientp) != 0) {
-        json_decref(docs);
-        return GT_CLI_EXIT_FAIL;
+    if (rc == 0 && !*clientp) {
+        rc = gt_cli_ctx_client(ctx, clientp, &err);
     }
     struct gt_cli_client *client = *clientp;
     size_t n_docs = json_array_size(docs);
@@ -268,13 +268,13 @@ int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, i
         return gt_cli_usage_error(ctx, cmd, "unexpected argument \"%s\"", argv[first]);
     }
     const char *default_project;
-    if (gt_cli_ctx_project(ctx, o.project, &default_project) != 0) {
-        return GT_CLI_EXIT_FAIL;
-    }
     struct gt_err err = {0};
+    if (gt_cli_ctx_project(ctx, o.project, &default_project, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
+    }
     struct gt_cli_client *client = NULL;
     for (size_t i = 0; rc == 0 && i < o.n_files; i++) {
         rc = apply_file(ctx, &client, o.files[i], o.project, default_project, &err);
     }
-    return rc == 0 ? GT_CLI_EXIT_OK : rc == GT_CLI_EXIT_FAIL ? rc : gt_cli_fail(ctx, &err);
+    return rc == 0 ? 0 : gt_cli_fail(ctx, &err);
 }

@@ -55,6 +55,7 @@ enum gt_errcode {
     GT_EFSYNC,          /* 503 ServiceUnavailable: fsync failed; store is unusable */
     GT_EMETHOD,         /* 405 MethodNotAllowed */
     GT_EINTERNAL,       /* 500 InternalError */
+    GT_EUSAGE,          /* 400 BadRequest: a bad command line (a program's usage error) */
     GT_ECODE_END
 };
 

@@ -5,6 +5,7 @@
  * Status-message extraction, the describe layout, and command-line usage
  * errors (no server needed).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -716,6 +717,62 @@ static void test_cli_help_and_no_server(void **state)
     run_result_free(&r);
 }
 
+/* ---- exit statuses: the one map from a command's code ---- */
+
+static void test_exit_status_map(void **state)
+{
+    (void)state;
+    static const struct {
+        int rc;
+        int task_status;
+        int want;
+    } cases[] = {
+        {0, 0, 0},
+        {0, 1, 1},     /* run: the task's own status */
+        {0, 137, 137}, /* killed by SIGKILL, as a shell shows it */
+        {0, 255, 255},
+        {GT_EUSAGE, 0, 2},
+        {GT_EUSAGE, 3, 2}, /* a code wins over a task status */
+        {-ECANCELED, 0, 130},
+        {-ECANCELED, 1, 130},
+        {-ENOENT, 0, 1},
+        {-EIO, 0, 1},
+        {-ECONNREFUSED, 0, 1},
+        {GT_EINTERNAL, 7, 1},
+    };
+    for (size_t i = 0; i < GT_ARRAY_LEN(cases); i++) {
+        int got = gt_cli_exit_status(cases[i].rc, cases[i].task_status);
+        if (got != cases[i].want) {
+            fail_msg("rc %d task %d: exit %d, want %d", cases[i].rc, cases[i].task_status, got,
+                     cases[i].want);
+        }
+    }
+    /* every other GT_E* code is a plain failure */
+    for (int code = GT_EBADREQ; code < GT_ECODE_END; code++) {
+        assert_int_equal(gt_cli_exit_status(code, 0), code == GT_EUSAGE ? 2 : 1);
+    }
+}
+
+/* A failure reported by a command exits 1 with its one error line: an
+ * unreadable manifest, before any server is needed. */
+static void test_apply_unreadable_file_exits_1(void **state)
+{
+    (void)state;
+    struct run_result r =
+        run_cli((const char *[]){"apply", "-f", "/nonexistent/gantry-test.yaml", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(
+        r.err, "error: cannot open /nonexistent/gantry-test.yaml: No such file or directory\n");
+    assert_string_equal(r.out, "");
+    run_result_free(&r);
+
+    /* a directory opens but does not read */
+    r = run_cli((const char *[]){"apply", "-f", "/", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.err, "error: cannot read /: Is a directory\n");
+    run_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -736,6 +793,8 @@ int main(void)
         cmocka_unit_test(test_describe_top_level_fields_and_no_events),
         cmocka_unit_test(test_event_matching),
         cmocka_unit_test(test_cli_usage_errors),
+        cmocka_unit_test(test_exit_status_map),
+        cmocka_unit_test(test_apply_unreadable_file_exits_1),
         cmocka_unit_test_setup_teardown(test_cli_help_and_no_server, cfg_setup, cfg_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
