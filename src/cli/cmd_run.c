@@ -86,27 +86,23 @@ static int on_run_opt(int opt, const char *value, void *arg)
     return 0;
 }
 
-/* The requirement lines of the local file path: *out a new JSON array. */
+/* The requirement lines of the local file path (at most 1 MiB): *out a
+ * new JSON array. Errors name the flag. */
 static int read_requirements(const char *path, json_t **out, struct gt_err *err)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "re");
-    if (!fp) {
-        return gt_err_set(err, -errno, "--requirements %s: %s", path, strerror(errno));
+    char *text;
+    size_t len;
+    int rc = gt_file_read(path, REQUIREMENTS_MAX_BYTES, &text, &len, err);
+    if (rc < 0) {
+        gt_err_prefix(err, "--requirements"); /* the message names the path */
+        return rc;
     }
-    char *text = gt_xmalloc(REQUIREMENTS_MAX_BYTES + 1);
-    size_t len = fread(text, 1, REQUIREMENTS_MAX_BYTES + 1, fp);
-    int rc = 0;
-    if (ferror(fp)) {
-        rc = gt_err_set(err, GT_EINVAL, "--requirements %s: cannot read it", path);
-    } else if (len > REQUIREMENTS_MAX_BYTES) {
-        rc = gt_err_set(err, GT_ETOOLARGE, "--requirements %s: over %d KiB", path,
-                        REQUIREMENTS_MAX_BYTES >> 10);
-    } else if ((rc = gt_cli_requirements_parse(text, len, out, err)) < 0) {
+    rc = gt_cli_requirements_parse(text, len, out, err);
+    free(text);
+    if (rc < 0) {
         gt_err_prefix(err, "--requirements %s", path);
     }
-    fclose(fp);
-    free(text);
     return rc;
 }
 

@@ -860,8 +860,8 @@ static void test_exit_status_map(void **state)
 }
 
 /* A failure reported by a command exits 1 with its one error line: an
- * unreadable manifest, before any server is needed. */
-static void test_apply_unreadable_file_exits_1(void **state)
+ * unreadable manifest or requirements file, before any server is needed. */
+static void test_unreadable_files_exit_1(void **state)
 {
     (void)state;
     struct run_result r =
@@ -877,6 +877,27 @@ static void test_apply_unreadable_file_exits_1(void **state)
     assert_int_equal(r.rc, 1);
     assert_string_equal(r.err, "error: cannot read /: Is a directory\n");
     run_result_free(&r);
+
+    /* run's requirements file: missing, then one byte over its 1 MiB */
+    r = run_cli((const char *[]){"run", "-p", "x", "--requirements", "/nonexistent/req.txt", "--",
+                                 "true", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(
+        r.err,
+        "error: --requirements: cannot open /nonexistent/req.txt: No such file or directory\n");
+    run_result_free(&r);
+    char path[] = "/tmp/gantry-test-req-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (1 << 20) + 1), 0);
+    close(fd);
+    r = run_cli((const char *[]){"run", "-p", "x", "--requirements", path, "--", "true", NULL});
+    assert_int_equal(r.rc, 1);
+    char *want = gt_xasprintf("error: --requirements: %s is over 1 MiB\n", path);
+    assert_string_equal(r.err, want);
+    free(want);
+    run_result_free(&r);
+    unlink(path);
 }
 
 int main(void)
@@ -903,7 +924,7 @@ int main(void)
         cmocka_unit_test(test_scalar_text),
         cmocka_unit_test(test_top_nodes_table),
         cmocka_unit_test(test_exit_status_map),
-        cmocka_unit_test(test_apply_unreadable_file_exits_1),
+        cmocka_unit_test(test_unreadable_files_exit_1),
         cmocka_unit_test_setup_teardown(test_cli_help_and_no_server, cfg_setup, cfg_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
