@@ -62,7 +62,7 @@ struct gt_server_user {
     char *name;
     int64_t uid; /* numeric: tasks run as this uid */
     char **groups;
-    size_t n_groups;
+    size_t n_groups, cap_groups;
     bool admin; /* member of gantry:admins */
     bool node;  /* member of gantry:nodes */
 };

@@ -104,7 +104,7 @@ static void add_group(struct gt_server_user *u, const char *g, size_t len)
     if (!len) {
         return;
     }
-    u->groups = gt_xrealloc(u->groups, (u->n_groups + 1) * sizeof(*u->groups));
+    GT_VEC_RESERVE(u->groups, u->cap_groups, u->n_groups + 1, 4);
     u->groups[u->n_groups++] = gt_xstrndup(g, len);
     if (len == strlen(GT_GROUP_ADMINS) && !strncmp(g, GT_GROUP_ADMINS, len)) {
         u->admin = true;
