@@ -117,10 +117,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 static char **split(const char *s, size_t *n)
 {
     char **v = NULL;
+    size_t cap = 0;
     *n = 0;
     while (*s) {
         size_t len = strcspn(s, ",");
-        v = gt_xrealloc(v, (*n + 1) * sizeof(*v));
+        GT_VEC_RESERVE(v, cap, *n + 1, 4);
         v[(*n)++] = gt_xstrndup(s, len);
         s += len + (s[len] == ',');
     }
