@@ -171,6 +171,13 @@ static void test_endless_input_stops_at_bound(void **state)
     assert_int_equal(gt_file_read_fd(p[0], "-", 5, &out, &len, &err), GT_ETOOLARGE);
     char rest[16];
     assert_int_equal(read(p[0], rest, sizeof(rest)), 4); /* 6 of 10 were taken */
+    /* the same past the first 4 KiB: 5001 of 10000 bytes taken */
+    char *big = gt_xcalloc(1, 10000);
+    assert_int_equal(write(p[1], big, 10000), 10000);
+    gt_err_clear(&err);
+    assert_int_equal(gt_file_read_fd(p[0], "-", 5000, &out, &len, &err), GT_ETOOLARGE);
+    assert_int_equal(read(p[0], big, 10000), 10000 - 5001);
+    free(big);
     close(p[0]);
     close(p[1]);
 }
