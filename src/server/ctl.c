@@ -344,7 +344,7 @@ static void free_keys(struct keys *k)
     for (size_t i = 0; i < k->n; i++) {
         free(k->v[i]);
     }
-    free(k->v);
+    GT_VEC_FREE(k);
 }
 
 /* Run the cycle if one is wanted and the gap since the last has passed;

@@ -652,7 +652,7 @@ json_t *gt_jobctl_bind_plan(struct gt_ctl *c, const struct gt_sched_bind *binds,
         }
     }
     free(tasks);
-    free(p.v);
+    GT_VEC_FREE(&p);
     return plan;
 }
 
