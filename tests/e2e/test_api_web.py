@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""List paging (limit/continue), whoami and the dashboard's files.
+"""API parts the web dashboard needs, there for every client: list paging
+(limit/continue), whoami, Kubeflow manifests POSTed as Jobs, and the
+dashboard's files.
 
 Checks: a list with limit gives pages in list order with metadata.continue
 and remainingItemCount until the last page, which has neither; the pages
 together are the whole list, each item once, also across projects and with
 a label selector and for a member who sees one project only; bad limit and
 continue values answer 400 naming the parameter; whoami answers the
-caller's name, uid and groups (401 without a token); `/` and `/assets/...`
+caller's name, uid and groups (401 without a token); a PyTorchJob POSTed
+to a project's jobs becomes a gantry Job in that project (its namespace
+defaulting to the path's), and a manifest with a field gantry lacks is
+refused with 422 naming it; `/` and `/assets/...`
 are served from --ui-dir without a token, the HTML never cached, the
 assets for a year; names outside assets/ and odd names are not found.
 """
@@ -90,6 +95,27 @@ class PagingTest(GantrydTest):
                          ("UserInfo", "alice", 1001, ["ml"]))
         st, _ = self.g.request("GET", API + "/whoami", token=None)
         self.assertEqual(st, 401)
+
+    def test_kubeflow_post(self):
+        tmpl = {"spec": {"containers": [{"name": "pytorch", "command": ["/bin/true"],
+                                         "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+        pj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+              "metadata": {"name": "pj"},
+              "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": tmpl}}}}
+        st, body = self.g.request("POST", API + "/projects/proj-a/jobs", pj)
+        self.assertEqual(st, 201, body)
+        self.assertEqual((body["kind"], body["metadata"]["project"]), ("Job", "proj-a"))
+        self.assertEqual(body["metadata"]["annotations"]["gantry.dev/framework"], "pytorch")
+        self.assertEqual(body["spec"]["replicaSpecs"]["Master"]["template"]["command"],
+                         ["/bin/true"])
+        pj["metadata"] = {"name": "pj2", "namespace": "proj-b"}
+        st, body = self.g.request("POST", API + "/projects/proj-a/jobs", pj)
+        self.assertEqual(st, 400, body)
+        pj["metadata"] = {"name": "pj3"}
+        pj["spec"]["elasticPolicy"] = {"minReplicas": 1}
+        st, body = self.g.request("POST", API + "/projects/proj-a/jobs", pj)
+        self.assertEqual(st, 422, body)
+        self.assertIn("elasticPolicy", body["message"])
 
     def test_dashboard_files(self):
         st, hdrs, text = self._get("/")
