@@ -332,7 +332,9 @@ static bool list_visible(struct list_ctx *c, const struct gt_store_kv *kv, const
     const struct gt_server_user *u = c->r->user;
     bool need_json = c->lsel || c->fsel;
     bool privileged = u->admin || u->node;
-    if (!privileged && kind->namespaced) {
+    if (!privileged && kind->namespaced && !c->r->route.all_projects) {
+        /* one project's list: read_collection authorized it; rest is a name */
+    } else if (!privileged && kind->namespaced) {
         const char *slash = strchr(rest, '/');
         char project[64];
         size_t pl = slash ? (size_t)(slash - rest) : 0;

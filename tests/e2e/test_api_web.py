@@ -6,7 +6,8 @@ dashboard's files.
 Checks: a list with limit gives pages in list order with metadata.continue
 and remainingItemCount until the last page, which has neither; the pages
 together are the whole list, each item once, also across projects and with
-a label selector and for a member who sees one project only; bad limit and
+a label selector, for a member who sees one project only, and for a member
+listing its own project (with and without selectors); bad limit and
 continue values answer 400 naming the parameter; whoami answers the
 caller's name, uid and groups (401 without a token); a PyTorchJob POSTed
 to a project's jobs becomes a gantry Job in that project (its namespace
@@ -75,6 +76,14 @@ class PagingTest(GantrydTest):
             self.assertEqual(n, max(1, -(-len(want) // limit)), (path, limit))
         got, _ = pages(self.g, "%s/jobs" % API, 3, extra="&labelSelector=parity%3Deven")
         self.assertEqual(len(got), 12 + 4)
+        # a member's list of its own project, plain and with selectors
+        whole = ["proj-a/j%03d" % i for i in range(23)]
+        self.assertEqual(pages(self.g, "%s/projects/proj-a/jobs" % API, 5, token="bob")[0], whole)
+        got, _ = pages(self.g, "%s/projects/proj-a/jobs" % API, 5, token="bob",
+                       extra="&labelSelector=parity%3Dodd&fieldSelector=metadata.project%3Dproj-a")
+        self.assertEqual(got, whole[1::2])
+        st, body = self.g.request("GET", "%s/projects/proj-a/jobs?limit=5" % API, token="dave")
+        self.assertEqual(st, 403, body)
         got, _ = pages(self.g, "%s/jobs" % API, 3, token="dave")
         self.assertEqual(got, ["proj-b/j%03d" % i for i in range(7)])
         st, body = self.g.request("GET", "%s/projects/proj-a/jobs?limit=5" % API)
