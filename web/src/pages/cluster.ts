@@ -3,7 +3,7 @@
 // Ready/cordoned state, and free and used GPUs by model. Admins cordon,
 // drain and uncordon. The view follows the nodes' watch and, since a
 // node's allocation is computed from its tasks, the tasks' watch too.
-import { ApiError, type Obj, call, get, liveList } from "../api";
+import { ApiError, type Obj, call, get, liveList, qty, showQty } from "../api";
 import { type Ctx, notice, statusArea } from "../ctx";
 import { badge, h, mount, table } from "../dom";
 
@@ -96,7 +96,8 @@ function nodeCard(n: Obj, ctx: Ctx, say: (m: string) => void): HTMLElement {
     h(
       "p",
       { class: "muted" },
-      `CPU ${n.status?.allocated?.resources?.cpu ?? "0"} of ${n.status?.allocatable?.cpu ?? "?"} · memory allocatable ${n.status?.allocatable?.memory ?? "?"}`,
+      `CPU ${showQty("cpu", qty(n.status?.allocated?.resources?.cpu))} of ${showQty("cpu", qty(n.status?.allocatable?.cpu))} cores · ` +
+        `memory ${showQty("memory", qty(n.status?.allocated?.resources?.memory))} of ${showQty("memory", qty(n.status?.allocatable?.memory))}`,
     ),
     h("ul", { class: "gpus", "aria-label": `GPUs of ${name}` }, (n.status?.gpus ?? []).map((g: Obj) => gpuCell(g, alloc))),
   );

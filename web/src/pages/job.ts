@@ -37,7 +37,7 @@ function timeline(j: Obj): HTMLElement {
 
 function gpusOf(t: Obj): string {
   const g: Obj[] = t.spec?.gpus ?? [];
-  return g.length ? g.map((x) => (x.milli && x.milli < 1000 ? `${x.index} (${x.milli}m)` : String(x.index))).join(", ") : "-";
+  return g.length ? g.map((x) => (x.milli && x.milli < 1000 ? `#${x.index} (${x.milli} milli)` : `#${x.index}`)).join(", ") : "-";
 }
 
 export function jobPage(main: HTMLElement, ctx: Ctx): void {

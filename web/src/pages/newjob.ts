@@ -102,7 +102,7 @@ export async function newJobPage(main: HTMLElement, ctx: Ctx): Promise<void> {
       if (n > 0) replicas[type] = { replicas: n, restartPolicy: "OnFailure", template: structuredClone(template) };
     };
     if (fw === "command") {
-      add("Worker", Math.max(1, Number(el.workers.value) || 0) + (Number(el.masters.value) || 0));
+      add("Worker", Math.max(1, Number(el.workers.value) || 0));
     } else {
       add(masterType(), Number(el.masters.value) || 0);
       add("Worker", Number(el.workers.value) || 0);
@@ -124,6 +124,7 @@ export async function newJobPage(main: HTMLElement, ctx: Ctx): Promise<void> {
 
   function refresh(): void {
     el.ps.disabled = el.framework.value !== "tensorflow";
+    el.masters.disabled = el.framework.value === "command";
     el.req.disabled = el.reqMode.value === "none";
     if (!yamlEdited) el.yaml.value = stringify(build());
   }
@@ -180,8 +181,8 @@ export async function newJobPage(main: HTMLElement, ctx: Ctx): Promise<void> {
     top,
     h("fieldset", null, h("legend", null, "Job"), field("Project", el.project), field("Name", el.name, "lower-case letters, digits and '-'"), field("Framework", el.framework), field("Image", el.image, "an OCI image reference, or one of the official images")),
     h("fieldset", null, h("legend", null, "Code"), field("Git repository", el.git), field("Revision", el.revision, "a full commit, branch or tag"), field("Command", el.command, "run with /bin/sh -c in the checkout"), field("Requirements", el.reqMode), field("Requirements file or lines", el.req, "a path such as requirements.txt, or one requirement per line")),
-    h("fieldset", null, h("legend", null, "Replicas and resources"), field("Master / chief replicas", el.masters), field("Worker replicas", el.workers), field("Parameter servers (TensorFlow)", el.ps), field("GPUs per replica", el.gpus), field("Or a GPU share (gpu-milli, 1-1000)", el.milli), field("CPU per replica", el.cpu, "cores, e.g. 2 or 500m"), field("Memory per replica", el.memory, "e.g. 16Gi")),
-    h("fieldset", null, h("legend", null, "Volumes"), volBox, h("button", { type: "button", onclick: () => { addVol(); refresh(); } }, "Add a volume")),
+    h("fieldset", null, h("legend", null, "Replicas and resources"), field("Master / chief replicas", el.masters), field("Worker replicas", el.workers, "a plain command runs as workers only (at least one)"), field("Parameter servers (TensorFlow)", el.ps), field("GPUs per replica", el.gpus), field("Or a GPU share (gpu-milli, 1-1000)", el.milli), field("CPU per replica", el.cpu, "cores, e.g. 2 or 500m"), field("Memory per replica", el.memory, "e.g. 16Gi")),
+    h("fieldset", null, h("legend", null, "Volumes"), volBox, h("div", { class: "row" }, h("button", { type: "button", onclick: () => { addVol(); refresh(); } }, "Add a volume"))),
     h("fieldset", null, h("legend", null, "Policy"), field("Priority class", el.priority), field("Deadline (seconds)", el.deadline), field("Back-off limit (restarts)", el.backoff)),
     h(
       "fieldset",
