@@ -21,28 +21,19 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from gantry_e2e import API, BUILD, SOURCE, TOKENS, Gantlet, Gantryd, job, obj  # noqa: E402
+from gantry_e2e import API, BUILD, SOURCE, TOKENS, Gantlet, Gantryd, job, seed_tenancy  # noqa: E402
 
 CHROMIUM = os.environ.get("GANTRY_CHROMIUM", "/usr/bin/chromium")
 N_BULK = 10000
 
 
-def seed(g, storage):
-    for d, gpus, admins in (("dept-a", 4, []), ("dept-b", 2, ["erin"])):
-        st, body = g.request("POST", API + "/departments", obj(
-            "Department", d, spec={"quota": {"nvidia.com/gpu": gpus, "cpu": "16", "memory": "64Gi"},
-                                   "limit": {"nvidia.com/gpu": gpus + 2, "cpu": "32",
-                                             "memory": "128Gi"},
-                                   "admins": admins}))
-        assert st == 201, (st, body)
-    for p, d, members in (("proj-a", "dept-a", [{"user": "alice", "role": "admin"},
-                                                {"user": "bob", "role": "member"},
-                                                {"user": "carol", "role": "viewer"}]),
-                          ("proj-b", "dept-b", [{"user": "dave", "role": "member"}])):
-        st, body = g.request("POST", API + "/projects", obj(
-            "Project", p, spec={"department": d, "members": members,
-                                "hard": {"nvidia.com/gpu": 8}}))
-        assert st == 201, (st, body)
+def seed(g):
+    """The e2e harness's departments (with cpu and memory quotas) and
+    projects (with a hard cap), a priority class, and one job of dave's."""
+    seed_tenancy(g, quotas={
+        d: ({"nvidia.com/gpu": gpus, "cpu": "16", "memory": "64Gi"},
+            {"nvidia.com/gpu": gpus + 2, "cpu": "32", "memory": "128Gi"})
+        for d, gpus in (("dept-a", 4), ("dept-b", 2))}, project_spec={"hard": {"nvidia.com/gpu": 8}})
     st, body = g.request("POST", API + "/priorityclasses", {
         "apiVersion": "gantry.dev/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
         "value": 1000})
@@ -111,7 +102,7 @@ def main():
     try:
         g = Gantryd(["--ui-dir", ui_dir, "--storage-root", storage]).start()
         procs.append(g)
-        seed(g, storage)
+        seed(g)
         for name, gpus in (("n1", "4xA100-80GB:groups=2+2"), ("n2", "2xH100-80GB")):
             a = Gantlet(g, name=name, fake_gpus=gpus,
                         extra_args=["--storage-root", storage])
@@ -119,7 +110,7 @@ def main():
             a.start()
         big = Gantryd(["--ui-dir", ui_dir]).start()
         procs.append(big)
-        seed(big, storage)
+        seed(big)
         t0 = time.time()
         bulk_jobs(big, N_BULK)
         print("created %d jobs in %.1f s" % (N_BULK, time.time() - t0), flush=True)

@@ -178,6 +178,32 @@ export function liveList(
   return () => ctl.abort();
 }
 
+/** Call fn (debounced by ms) after every change of a watched list: for
+ * what the API computes from other objects on reads (a node's allocation,
+ * a department's usage from tasks). Stop it with the returned function. */
+export function afterChanges(
+  path: string,
+  fn: (items: Obj[]) => Promise<void> | void,
+  onError: (e: unknown) => void,
+  ms = 50,
+): () => void {
+  let timer = 0;
+  const stop = liveList(path, "", (items) => {
+    clearTimeout(timer);
+    timer = window.setTimeout(async () => {
+      try {
+        await fn(items);
+      } catch (e) {
+        onError(e);
+      }
+    }, ms);
+  }, () => {});
+  return () => {
+    stop();
+    clearTimeout(timer);
+  };
+}
+
 // ---- quantities (Kubernetes' notation, as the API writes them) ----
 
 const SUFFIX: Record<string, number> = {

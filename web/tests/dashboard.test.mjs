@@ -188,7 +188,8 @@ flow("the GPU map follows a job starting and ending within a second", async () =
   const r = await api("POST", "/projects/proj-a/jobs", simpleJob("ui-gpu", "proj-a", ["/bin/sh", "-c", "sleep 3"], 2));
   assert(r.status === 201, JSON.stringify(r.body));
   const allocated = async () => (await api("GET", "/nodes")).body.items.reduce((s, n) => s + (n.status.allocated?.gpus?.length ?? 0), 0);
-  const tApi = await until("API shows GPUs held", async () => ((await allocated()) === 2 ? Date.now() : 0), 30000, 20);
+  const tApi = await until("API shows GPUs held", async () => ((await allocated()) === 2 ? Date.now() : 0), 30000, 20)
+    .catch(async (e) => { throw new Error(`${e.message}; job: ${JSON.stringify((await api("GET", "/projects/proj-a/jobs/ui-gpu")).body.status)}`); });
   const tDom = await until("GPU map shows them", async () => ((await usedInDom()) === 2 ? Date.now() : 0), 5000, 20);
   console.log(`  gpu map: start shown ${tDom - tApi} ms after the API`);
   assert(tDom - tApi <= 1000, `start shown within a second (${tDom - tApi} ms)`);

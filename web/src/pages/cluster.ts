@@ -1,9 +1,8 @@
 // Cluster: every node with its GPU map (index, model, memory, NVLink/PCIe
 // group, health, the task holding each GPU and its gpu-milli share), its
 // Ready/cordoned state, and free and used GPUs by model. Admins cordon,
-// drain and uncordon. The view follows the nodes' watch and, since a
-// node's allocation is computed from its tasks, the tasks' watch too.
-import { ApiError, type Obj, call, get, liveList, qty, showQty } from "../api";
+// drain and uncordon. The view follows the nodes' and the tasks' watches.
+import { ApiError, type Obj, afterChanges, call, get, qty, showQty } from "../api";
 import { type Ctx, notice, statusArea } from "../ctx";
 import { badge, h, mount, table } from "../dom";
 
@@ -133,21 +132,13 @@ export function clusterPage(main: HTMLElement, ctx: Ctx): void {
     mount(summary, byModel(nodes));
     mount(list, nodes.length ? nodes.map((n) => nodeCard(n, ctx, say)) : h("p", null, "No nodes have registered."));
   };
-  ctx.onLeave(liveList("nodes", "", (items) => { nodes = items; draw(); }, (e) => notice(err, e)));
-  // a task bound or ended changes its node's computed allocation
-  let refetch = 0;
-  ctx.onLeave(
-    liveList("tasks", "", () => {}, () => {}, () => {
-      clearTimeout(refetch);
-      refetch = window.setTimeout(async () => {
-        try {
-          nodes = (await get("nodes")).items ?? [];
-          draw();
-        } catch (e) {
-          notice(err, e);
-        }
-      }, 50);
-    }),
-  );
-  ctx.onLeave(() => clearTimeout(refetch));
+  // A node's allocation is computed from its tasks when it is read, and a
+  // watch event carries it as of the event: after a change of either, read
+  // the nodes afresh, so an older event never overwrites a newer read.
+  const reread = async () => {
+    nodes = (await get("nodes")).items ?? [];
+    draw();
+  };
+  ctx.onLeave(afterChanges("nodes", reread, (e) => notice(err, e)));
+  ctx.onLeave(afterChanges("tasks", reread, (e) => notice(err, e)));
 }

@@ -1,7 +1,7 @@
 // Departments: guarantee, limit, used, borrowed and pending demand per
 // resource as bars; the largest job that could start now; admins edit the
 // quotas (guarantee and limit) in place.
-import { GPU, type Obj, RESOURCES, call, get, liveList, qty, showQty } from "../api";
+import { GPU, type Obj, RESOURCES, afterChanges, call, get, liveList, qty, showQty } from "../api";
 import { type Ctx, notice, statusArea } from "../ctx";
 import { field, h, mount } from "../dom";
 
@@ -151,22 +151,13 @@ export function departmentsPage(main: HTMLElement, ctx: Ctx): void {
   const fail = (e: unknown) => notice(err, e);
   ctx.onLeave(liveList("departments", "", (items) => { depts = items; draw(); }, fail));
   // used and borrowed are computed from the tasks: read them again when tasks change
-  let refetch = 0;
   ctx.onLeave(
-    liveList("tasks", "", (items) => {
+    afterChanges("tasks", async (items) => {
       tasks = items;
       draw();
-      clearTimeout(refetch);
-      refetch = window.setTimeout(async () => {
-        try {
-          depts = (await get("departments")).items ?? [];
-          draw();
-        } catch (e) {
-          fail(e);
-        }
-      }, 50);
-    }, () => {}),
+      depts = (await get("departments")).items ?? [];
+      draw();
+    }, fail),
   );
-  ctx.onLeave(() => clearTimeout(refetch));
   ctx.onLeave(liveList("nodes", "", (items) => { nodes = items; draw(); }, () => {}));
 }
