@@ -37,6 +37,7 @@ struct gt_server_config {
     struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
     char *pip_index_url;  /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
     char *pip_find_links; /* --pip-find-links DIR: a directory of wheels; NULL: none */
+    char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -130,6 +131,7 @@ enum gt_route_type {
     GT_ROUTE_READYZ,
     GT_ROUTE_METRICS,
     GT_ROUTE_FAULT,      /* /debug/fault */
+    GT_ROUTE_WHOAMI,     /* the caller's own identity */
     GT_ROUTE_COLLECTION, /* list / create / watch */
     GT_ROUTE_OBJECT,     /* get / put / delete, or a subresource */
 };
