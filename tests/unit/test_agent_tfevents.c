@@ -278,35 +278,48 @@ static size_t want_without(const struct fixture *fx, const struct rec *k, struct
     return n;
 }
 
-/* Every fixture cut at many offsets: the points of the whole records
- * before the cut, nothing reported, and the cut record left unconsumed. */
-static void test_truncated(void **state)
+typedef void fixture_fn(const char *name, const struct fixture *fx, const struct rec *recs,
+                        size_t n);
+
+/* Call fn for every fixture with its records. */
+static void each_fixture(fixture_fn *fn)
 {
-    (void)state;
     static struct rec recs[1024];
     for (size_t i = 0; i < GT_ARRAY_LEN(fixtures); i++) {
         struct fixture fx;
         fixture_load(fixtures[i], &fx);
-        size_t n = records_of(&fx, recs, GT_ARRAY_LEN(recs));
-        size_t stride = fx.len > 30000 ? 509 : 1;
-        for (size_t cut = 0; cut < fx.len; cut += stride) {
-            size_t whole = 0;
-            while (whole < n && recs[whole].off + recs[whole].len <= cut) {
-                whole++;
-            }
-            struct gt_tfev_reader r;
-            gt_tfev_reader_init(&r);
-            struct gt_tfev_points pts = {0};
-            size_t used = gt_tfev_parse(&r, "cut", 0, fx.data, cut, &pts);
-            assert_int_equal(used, whole ? recs[whole - 1].off + recs[whole - 1].len : 0);
-            assert_int_equal(r.n_corrupt, 0);
-            size_t n_want = whole ? recs[whole - 1].first_point + recs[whole - 1].n_points : 0;
-            check_points(fixtures[i], &pts, fx.want, n_want);
-            GT_VEC_FREE(&pts);
-            gt_tfev_reader_fini(&r);
-        }
+        fn(fixtures[i], &fx, recs, records_of(&fx, recs, GT_ARRAY_LEN(recs)));
         fixture_free(&fx);
     }
+}
+
+/* A fixture cut at many offsets: the points of the whole records before
+ * the cut, nothing reported, and the cut record left unconsumed. */
+static void check_cuts(const char *name, const struct fixture *fx, const struct rec *recs, size_t n)
+{
+    size_t stride = fx->len > 30000 ? 509 : 1;
+    for (size_t cut = 0; cut < fx->len; cut += stride) {
+        size_t whole = 0;
+        while (whole < n && recs[whole].off + recs[whole].len <= cut) {
+            whole++;
+        }
+        struct gt_tfev_reader r;
+        gt_tfev_reader_init(&r);
+        struct gt_tfev_points pts = {0};
+        size_t used = gt_tfev_parse(&r, "cut", 0, fx->data, cut, &pts);
+        assert_int_equal(used, whole ? recs[whole - 1].off + recs[whole - 1].len : 0);
+        assert_int_equal(r.n_corrupt, 0);
+        size_t n_want = whole ? recs[whole - 1].first_point + recs[whole - 1].n_points : 0;
+        check_points(name, &pts, fx->want, n_want);
+        GT_VEC_FREE(&pts);
+        gt_tfev_reader_fini(&r);
+    }
+}
+
+static void test_truncated(void **state)
+{
+    (void)state;
+    each_fixture(check_cuts);
 }
 
 /* A copy of fx with one byte of record k flipped at offset at inside it:
@@ -335,23 +348,24 @@ static void check_flip(const char *name, const struct fixture *fx, const struct 
     free(copy);
 }
 
+/* In some records of a fixture, flip a byte of the length, its CRC, the
+ * data and the data's CRC in turn. */
+static void check_flips(const char *name, const struct fixture *fx, const struct rec *recs,
+                        size_t n)
+{
+    for (size_t k = 0; k < n; k += (n > 20 ? n / 7 : 1)) {
+        const struct rec *rc = &recs[k];
+        check_flip(name, fx, rc, 0);
+        check_flip(name, fx, rc, 9);
+        check_flip(name, fx, rc, 12 + (rc->len - 16) / 2);
+        check_flip(name, fx, rc, rc->len - 1);
+    }
+}
+
 static void test_corrupt_byte(void **state)
 {
     (void)state;
-    static struct rec recs[1024];
-    for (size_t i = 0; i < GT_ARRAY_LEN(fixtures); i++) {
-        struct fixture fx;
-        fixture_load(fixtures[i], &fx);
-        size_t n = records_of(&fx, recs, GT_ARRAY_LEN(recs));
-        for (size_t k = 0; k<n; k += n> 20 ? n / 7 : 1) {
-            const struct rec *rc = &recs[k];
-            check_flip(fixtures[i], &fx, rc, 0);                       /* length */
-            check_flip(fixtures[i], &fx, rc, 9);                       /* length CRC */
-            check_flip(fixtures[i], &fx, rc, 12 + (rc->len - 16) / 2); /* data */
-            check_flip(fixtures[i], &fx, rc, rc->len - 1);             /* data CRC */
-        }
-        fixture_free(&fx);
-    }
+    each_fixture(check_flips);
 }
 
 /* Garbage between two records (a torn write) is skipped as one run. */
@@ -520,12 +534,20 @@ static void put_event(struct gt_buf *rec, double wall_time, int64_t step, int la
     gt_buf_fini(&ev);
 }
 
-/* The synthetic stream: every encoding, with the points it must give. */
-static void synthetic_stream(struct gt_buf *out, struct want *w, size_t *n_want)
+/* The synthetic stream and the points it must give. */
+struct synth {
+    struct gt_buf b;
+    struct want w[32];
+    size_t n_want;
+};
+
+/* Fill sy (the caller frees sy->b with gt_buf_fini): every encoding. */
+static void synthetic_stream(struct synth *sy)
 {
+    gt_buf_init(&sy->b);
     struct gt_buf s;
     gt_buf_init(&s);
-    size_t n = 0;
+    sy->n_want = 0;
     static const struct {
         const char *tag, *plugin;
         enum enc e;
@@ -547,37 +569,34 @@ static void synthetic_stream(struct gt_buf *out, struct want *w, size_t *n_want)
     for (size_t i = 0; i < GT_ARRAY_LEN(vals); i++) {
         put_value(&s, vals[i].tag, vals[i].plugin, vals[i].e, vals[i].v);
         int64_t step = (int64_t)i * 1000000007;
-        put_event(out, 1.6e9 + (double)i, step, (int)(i & 1), &s);
+        put_event(&sy->b, 1.6e9 + (double)i, step, (int)(i & 1), &s);
         if (vals[i].scalar) {
-            snprintf(w[n].tag, sizeof(w[n].tag), "%s", vals[i].tag);
-            w[n].step = step;
-            w[n].value = (float)vals[i].v;
-            n++;
+            struct want *w = &sy->w[sy->n_want++];
+            snprintf(w->tag, sizeof(w->tag), "%s", vals[i].tag);
+            w->step = step;
+            w->value = (float)vals[i].v;
         }
     }
     gt_buf_fini(&s);
-    *n_want = n;
 }
 
 static void test_synthetic_encodings(void **state)
 {
     (void)state;
-    struct gt_buf b;
-    gt_buf_init(&b);
-    struct want w[32];
-    size_t n_want;
-    synthetic_stream(&b, w, &n_want);
+    struct synth sy;
+    synthetic_stream(&sy);
     struct gt_tfev_reader r;
     gt_tfev_reader_init(&r);
     struct gt_tfev_points pts = {0};
-    assert_int_equal(gt_tfev_parse(&r, "synthetic", 0, (uint8_t *)b.data, b.len, &pts), b.len);
+    assert_int_equal(gt_tfev_parse(&r, "synthetic", 0, (uint8_t *)sy.b.data, sy.b.len, &pts),
+                     sy.b.len);
     assert_int_equal(r.n_corrupt, 0);
-    check_points("synthetic", &pts, w, n_want);
+    check_points("synthetic", &pts, sy.w, sy.n_want);
     assert_true(pts.v[2].value == 1e-300); /* DT_DOUBLE kept as a double */
     assert_true(pts.v[1].wall_time == 1.6e9 + 1);
     GT_VEC_FREE(&pts);
     gt_tfev_reader_fini(&r);
-    gt_buf_fini(&b);
+    gt_buf_fini(&sy.b);
 }
 
 /* A record whose CRCs check but whose Event is malformed is reported with
@@ -640,11 +659,8 @@ static void test_crc32c(void **state)
 static void test_fuzz_corpus(void **state)
 {
     (void)state;
-    struct gt_buf b;
-    gt_buf_init(&b);
-    struct want w[32];
-    size_t n_want;
-    synthetic_stream(&b, w, &n_want);
+    struct synth sy;
+    synthetic_stream(&sy);
     struct {
         char name[32];
         size_t off, len;
@@ -652,12 +668,12 @@ static void test_fuzz_corpus(void **state)
     } files[40];
     size_t nf = 0;
     size_t off = 0;
-    while (off < b.len) {
+    while (off < sy.b.len) {
         size_t used;
         const uint8_t *data;
         size_t data_len;
-        assert_int_equal(gt_tfev_record_next((uint8_t *)b.data + off, b.len - off, &used, &data,
-                                             &data_len, NULL),
+        assert_int_equal(gt_tfev_record_next((uint8_t *)sy.b.data + off, sy.b.len - off, &used,
+                                             &data, &data_len, NULL),
                          0);
         snprintf(files[nf].name, sizeof(files[nf].name), "record-%02zu", nf);
         files[nf].off = off;
@@ -677,7 +693,7 @@ static void test_fuzz_corpus(void **state)
     for (size_t i = 0; i < GT_ARRAY_LEN(more); i++) {
         snprintf(files[nf].name, sizeof(files[nf].name), "%s", more[i].name);
         files[nf].off = 0;
-        files[nf].len = b.len - more[i].cut;
+        files[nf].len = sy.b.len - more[i].cut;
         files[nf].flip = more[i].flip;
         nf++;
     }
@@ -687,7 +703,7 @@ static void test_fuzz_corpus(void **state)
         out ? gt_xstrdup(out) : gt_xasprintf("%s/tests/fuzz/corpus/tfevents", src ? src : ".");
     for (size_t i = 0; i < nf; i++) {
         uint8_t *bytes = gt_xmalloc(files[i].len);
-        memcpy(bytes, b.data + files[i].off, files[i].len);
+        memcpy(bytes, sy.b.data + files[i].off, files[i].len);
         if (files[i].flip >= 0) {
             bytes[files[i].flip] ^= 0x01;
         }
@@ -710,7 +726,7 @@ static void test_fuzz_corpus(void **state)
         free(bytes);
     }
     free(dir);
-    gt_buf_fini(&b);
+    gt_buf_fini(&sy.b);
 }
 
 int main(void)
