@@ -244,12 +244,13 @@ void gt_tfev_reader_fini(struct gt_tfev_reader *r)
     gt_strmap_fini(&r->tags, tag_free);
 }
 
-/* The entry of tag (len bytes, may hold NULs: cut at the first), added if new. */
+/* The entry of tag (len bytes, may hold NULs: cut at the first), added if
+ * new; NULL when it is new and the reader holds GT_TFEV_TAGS_MAX tags. */
 static struct tfev_tag *tag_get(struct gt_tfev_reader *r, const uint8_t *s, size_t len)
 {
     char *key = gt_xstrndup((const char *)s, len);
     struct tfev_tag *t = gt_strmap_get(&r->tags, key);
-    if (t) {
+    if (t || r->tags.n >= GT_TFEV_TAGS_MAX) {
         free(key);
         return t;
     }
@@ -429,6 +430,10 @@ static int value_decode(struct gt_tfev_reader *r, struct pb m, int64_t step, dou
         return 0;
     }
     struct tfev_tag *t = tag_get(r, tag, tag_len);
+    if (!t) {
+        r->n_dropped++;
+        return 0;
+    }
     if (has_meta && !t->has_plugin) {
         t->has_plugin = 1;
         t->is_scalars = meta_scalars;

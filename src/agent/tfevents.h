@@ -31,6 +31,9 @@
 /* The largest record the reader accepts (graphs and meta graphs are the big
  * ones, usually well under a MiB). A longer one is reported and skipped. */
 #define GT_TFEV_RECORD_MAX (16u << 20)
+/* The most tags one reader keeps (each costs memory for the stream's
+ * life): values of further tags are dropped and counted. */
+#define GT_TFEV_TAGS_MAX 10000u
 /* Framing bytes around a record's data: length, its CRC, the data's CRC. */
 #define GT_TFEV_FRAMING 16u
 
@@ -53,6 +56,7 @@ struct gt_tfev_reader {
     struct gt_strmap tags; /* tag -> struct tfev_tag (tfevents.c) */
     int64_t n_records;     /* records decoded */
     int64_t n_corrupt;     /* records (or runs of bytes) reported and skipped */
+    int64_t n_dropped;     /* values dropped for a tag past GT_TFEV_TAGS_MAX */
 };
 
 void gt_tfev_reader_init(struct gt_tfev_reader *r);

@@ -8,8 +8,8 @@
  * retried, never reported; a flipped byte in a length, a CRC or the data
  * and garbage between records each skip exactly the records they hit.
  * Synthetic records (made here by a small protobuf encoder) cover the TF2
- * tensor encodings, non-scalar tensors, malformed protobuf with valid CRCs
- * and over-long records; they are also the fuzz corpus
+ * tensor encodings, non-scalar tensors, malformed protobuf with valid CRCs,
+ * over-long records and the bound on tags; they are also the fuzz corpus
  * (tests/fuzz/corpus/tfevents), which GT_TFEV_WRITE_CORPUS=DIR writes and
  * which this test checks is up to date.
  */
@@ -599,6 +599,35 @@ static void test_synthetic_encodings(void **state)
     gt_buf_fini(&sy.b);
 }
 
+/* Past GT_TFEV_TAGS_MAX tags, values of new tags are dropped and counted;
+ * the tags already kept still get their points. */
+static void test_tag_limit(void **state)
+{
+    (void)state;
+    struct gt_buf b, s;
+    gt_buf_init(&b);
+    gt_buf_init(&s);
+    for (unsigned i = 0; i < GT_TFEV_TAGS_MAX + 5; i++) {
+        char tag[32];
+        snprintf(tag, sizeof(tag), "t%u", i);
+        put_value(&s, tag, NULL, ENC_SIMPLE, i);
+        put_value(&s, "t0", NULL, ENC_SIMPLE, 1);
+        put_event(&b, 0, i, 0, &s);
+    }
+    struct gt_tfev_reader r;
+    gt_tfev_reader_init(&r);
+    struct gt_tfev_points pts = {0};
+    assert_int_equal(gt_tfev_parse(&r, "tags", 0, (uint8_t *)b.data, b.len, &pts), b.len);
+    assert_int_equal(pts.n, 2 * (GT_TFEV_TAGS_MAX + 5) - 5);
+    assert_int_equal(r.n_dropped, 5);
+    assert_int_equal(r.tags.n, GT_TFEV_TAGS_MAX);
+    assert_string_equal(pts.v[pts.n - 1].tag, "t0");
+    GT_VEC_FREE(&pts);
+    gt_tfev_reader_fini(&r);
+    gt_buf_fini(&s);
+    gt_buf_fini(&b);
+}
+
 /* A record whose CRCs check but whose Event is malformed is reported with
  * the field; an over-long record is skipped by its length. */
 static void test_malformed_event(void **state)
@@ -748,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_byte),
         cmocka_unit_test(test_garbage_between_records),
         cmocka_unit_test(test_synthetic_encodings),
+        cmocka_unit_test(test_tag_limit),
         cmocka_unit_test(test_malformed_event),
         cmocka_unit_test(test_fuzz_corpus),
     };
