@@ -38,12 +38,7 @@ enum gt_ftype {
 #define GT_F_DEFAULT 0x2u /* absent: set to .def_int (INT, BOOL) or .def_str */
 #define GT_F_CREATE 0x4u  /* absent object: created empty so its defaults apply */
 
-/* Resource names a resource map may hold. */
-#define GT_RESF_CPU 0x1u
-#define GT_RESF_MEMORY 0x2u
-#define GT_RESF_STORAGE 0x4u
-#define GT_RESF_GPU 0x8u
-#define GT_RESF_GPU_MILLI 0x10u
+/* Resource names a resource map may hold: GT_RESF_* (api.h). */
 #define GT_RESF_POOL (GT_RESF_CPU | GT_RESF_MEMORY | GT_RESF_STORAGE | GT_RESF_GPU)
 #define GT_RESF_ALL (GT_RESF_POOL | GT_RESF_GPU_MILLI)
 
@@ -71,11 +66,25 @@ struct gt_field {
     int64_t def_int;
     const char *def_str;
     const char *why; /* FORBIDDEN */
+    /* Decoding into the typed struct (decode.c): a row with .out is stored
+     * at .off in the struct its schema decodes into, as api.h says per type
+     * (STRING: const char *, or with .index the int index in .enums; INT:
+     * int64_t; BOOL: bool; OBJECT: the nested struct, with .has_out a bool
+     * at .has set when present; ARRAY and MAP of objects: a GT_API_LIST of
+     * the item struct, whose first member is the entry's key for a MAP;
+     * ARRAY of scalars: a GT_API_LIST of them; other MAPs and ANY: a
+     * borrowed const json_t *; RESOURCES: struct gt_api_res). */
+    bool out;
+    bool index;
+    bool has_out;
+    size_t off;
+    size_t has;
 };
 
 struct gt_schema {
     const struct gt_field *fields; /* ends with a row whose name is NULL */
     gt_post_fn *post;
+    size_t size; /* the struct its rows decode into (0: not decoded) */
 };
 
 /* Validate obj against schema s in place; path is obj's own path ("" at the
@@ -86,6 +95,12 @@ int gt_schema_validate(const struct gt_schema *s, json_t *obj, const char *path,
 int gt_field_validate(const struct gt_field *f, json_t *v, const char *path, struct gt_err *err);
 /* Join parent path and a child name into buf ("a" + "b" -> "a.b", "" + "b" -> "b"). */
 const char *gt_path_join(char *buf, size_t len, const char *parent, const char *name);
+
+/* Decode obj (validated, borrowed; NULL: absent) into out, a zeroed
+ * struct of s->size bytes, by the .out rows of s; lists are allocated from
+ * mem. Never fails: values of the wrong type read as absent. */
+void gt_schema_decode(const struct gt_schema *s, const json_t *obj, void *out,
+                      struct gt_api_mem *mem);
 
 /* Resource maps (resources.c): check names against allowed, parse every
  * quantity and write it back canonical. */
