@@ -269,5 +269,13 @@ int gt_server_write(struct gt_server *s, enum gt_store_op op, const char *key, c
 void gt_server_write_done(struct gt_server *s, int rc, int64_t submit_ns);
 /* Answer /debug/fault. */
 void gt_server_fault(struct gt_req *r);
+/* Start a daemon whose s->cfg, s->base (an event loop), s->store and
+ * s->tokens are set: the access index and the controllers from the store,
+ * the timers and signals, and the HTTP listener on cfg->listen (port 0: any
+ * free one; s->bound says which). 0 or the error, with err; either way
+ * gt_server_stop frees what s holds. */
+int gt_server_start(struct gt_server *s, struct gt_err *err);
+/* Free everything s holds: streams, listener, store, caches, tokens, loop. */
+void gt_server_stop(struct gt_server *s);
 
 #endif
