@@ -380,7 +380,7 @@ static const struct gt_field member_item = ITEM(member_schema);
 static const struct gt_field project_spec_fields[] = {
     STR("department", REQ, DNS, AT(project_spec, department)),
     LIST("members", member_item, AT(project_spec, members)),
-    RES("hard", GT_RESF_POOL, AT(project_spec, hard)),
+    RES("hard", GT_RESF_POOL, AT(project_spec, hard), HAS(project_spec, has_hard)),
     BOOL("allowPrivileged", .flags = GT_F_DEFAULT, .def_int = 0,
          AT(project_spec, allow_privileged)),
     END,

@@ -42,6 +42,7 @@ static void cobj_free(void *p)
     struct gt_cobj *o = p;
     if (o) {
         free(o->key);
+        gt_api_object_free(o->t);
         json_decref(o->obj);
         free(o);
     }
@@ -57,22 +58,24 @@ bool gt_ctl_busy(const struct gt_ctl *c, const char *key)
     return gt_strmap_get(&c->inflight, key) != NULL;
 }
 
-static const json_t *project_obj(const struct gt_ctl *c, const char *project)
+static const struct gt_api_project *project_obj(const struct gt_ctl *c, const char *project)
 {
     char key[96];
     snprintf(key, sizeof(key), "/projects/%s", project ? project : "");
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_PROJECT, key);
-    return o ? o->obj : NULL;
+    return o ? (const struct gt_api_project *)o->t : NULL;
 }
 
 bool gt_ctl_project_privileged(const struct gt_ctl *c, const char *project)
 {
-    return json_is_true(gt_json_path(project_obj(c, project), "spec.allowPrivileged"));
+    const struct gt_api_project *p = project_obj(c, project);
+    return p && p->spec.allow_privileged;
 }
 
 const char *gt_ctl_project_department(const struct gt_ctl *c, const char *project)
 {
-    return json_string_value(gt_json_path(project_obj(c, project), "spec.department"));
+    const struct gt_api_project *p = project_obj(c, project);
+    return p ? p->spec.department : NULL;
 }
 
 void gt_ctl_kick(struct gt_ctl *c)
@@ -93,9 +96,9 @@ void gt_ctl_mark_job(struct gt_ctl *c, const char *project, const char *job)
     gt_ctl_kick(c);
 }
 
-static void mark_task_job(struct gt_ctl *c, const json_t *task)
+static void mark_task_job(struct gt_ctl *c, const struct gt_api_task *task)
 {
-    gt_ctl_mark_job(c, gt_obj_project(task), json_string_value(gt_json_path(task, "spec.job")));
+    gt_ctl_mark_job(c, task->o.meta.project, task->spec.job);
 }
 
 /* ---- writes ---- */
@@ -141,7 +144,7 @@ static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
     if (w->kind == GT_KIND_TASK) {
         gt_strmap_put(&c->dirty_tasks, w->key, MARK);
         if (o) {
-            mark_task_job(c, o->obj);
+            mark_task_job(c, gt_cobj_task(o));
         }
     } else if (w->kind == GT_KIND_JOB) {
         /* a settled write is caught up by its watch event (gt_ctl_event) */
@@ -235,10 +238,10 @@ static json_t *take_fresh(struct gt_ctl *c, const char *key, int64_t rev)
     return obj;
 }
 
-/* Cache obj (taken) at key; *old gets the replaced object (a reference) or
- * NULL. */
+/* Cache obj (taken) at key; *old gets the replaced entry (the caller's to
+ * cobj_free) or NULL. */
 static void cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
-                      int64_t rev, json_t **old)
+                      int64_t rev, struct gt_cobj **old)
 {
     *old = NULL;
     if (!obj) {
@@ -247,18 +250,15 @@ static void cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json
     struct gt_cobj *o = gt_xcalloc(1, sizeof(*o));
     o->key = gt_xstrdup(key);
     o->obj = obj;
+    o->t = gt_api_object_new(kind, obj);
     o->rev = rev;
-    struct gt_cobj *was = gt_strmap_put(&c->objs[kind], key, o);
+    *old = gt_strmap_put(&c->objs[kind], key, o);
     if (kind == GT_KIND_JOB) {
-        gt_jobctl_note_job(c, key, obj);
-    } else if (kind == GT_KIND_TASK && gt_task_holds(obj)) {
+        gt_jobctl_note_job(c, key, gt_cobj_job(o));
+    } else if (kind == GT_KIND_TASK && gt_task_holds(gt_cobj_task(o))) {
         gt_strmap_put(&c->holding, key, o);
     } else if (kind == GT_KIND_TASK) {
         gt_strmap_del(&c->holding, key);
-    }
-    if (was) {
-        *old = json_incref(was->obj);
-        cobj_free(was);
     }
 }
 
@@ -267,10 +267,10 @@ void gt_ctl_load(struct gt_ctl *c, const struct gt_kind_info *kind, const struct
     if (kind->kind == GT_KIND_EVENT) {
         return;
     }
-    json_t *old = NULL;
+    struct gt_cobj *old = NULL;
     cache_put(c, kind->kind, kv->key, json_loadb(kv->value, kv->value_len, 0, NULL), kv->mod_rev,
               &old);
-    json_decref(old);
+    cobj_free(old);
 }
 
 void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
@@ -280,18 +280,14 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     if (k == GT_KIND_EVENT) {
         return;
     }
-    json_t *old = NULL;
+    struct gt_cobj *old = NULL;
     bool mine = false;
     if (ev->type == GT_STORE_EV_DELETE) {
-        struct gt_cobj *was = gt_strmap_del(&c->objs[k], ev->key);
+        old = gt_strmap_del(&c->objs[k], ev->key);
         if (k == GT_KIND_JOB) {
             gt_jobctl_note_job(c, ev->key, NULL);
         } else if (k == GT_KIND_TASK) {
             gt_strmap_del(&c->holding, ev->key);
-        }
-        if (was) {
-            old = json_incref(was->obj);
-            cobj_free(was);
         }
     } else {
         /* what this process wrote is not parsed back from the stored text */
@@ -303,19 +299,20 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
         cache_put(c, k, ev->key, obj, ev->mod_rev, &old);
     }
     const struct gt_cobj *now = gt_ctl_get(c, k, ev->key);
-    const json_t *cur = now ? now->obj : NULL;
-    gt_feed_change(c, k, ev->key, old, cur);
+    gt_feed_change(c, k, ev->key, old ? old->t : NULL, now ? now->t : NULL);
     if (k == GT_KIND_JOB) {
         /* our own settled status write needs the model's sync only */
         bool settled = gt_strmap_del(&c->settled, ev->key) != NULL && mine;
         gt_strmap_put(settled ? &c->sync_jobs : &c->dirty_jobs, ev->key, MARK);
     } else if (k == GT_KIND_TASK) {
-        if (cur) {
+        if (now) {
             gt_strmap_put(&c->dirty_tasks, ev->key, MARK);
         }
-        mark_task_job(c, cur ? cur : old);
+        if (now || old) {
+            mark_task_job(c, gt_cobj_task(now ? now : old));
+        }
     }
-    json_decref(old);
+    cobj_free(old);
     gt_ctl_kick(c);
 }
 
@@ -418,7 +415,7 @@ static int retry_job_cb(const char *key, void *val, void *arg)
 {
     struct gt_ctl *c = arg;
     const struct gt_cobj *o = val;
-    if (!gt_strmap_get(&c->in_model, key) && !gt_job_finished(o->obj)) {
+    if (!gt_strmap_get(&c->in_model, key) && !gt_job_finished(gt_cobj_job(o))) {
         gt_strmap_put(&c->dirty_jobs, key, MARK);
     }
     return 0;

@@ -165,7 +165,9 @@ static void index_put(struct gt_server *s, const struct gt_kind_info *k, const c
     }
     json_t *obj = json_loadb(value, len, 0, NULL);
     if (obj) {
-        gt_server_access_put(s->access, k->kind, obj);
+        struct gt_api_object *t = gt_api_object_new(k->kind, obj);
+        gt_server_access_put(s->access, t);
+        gt_api_object_free(t);
         json_decref(obj);
     }
 }

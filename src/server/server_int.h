@@ -111,21 +111,39 @@ void gt_watch_end_all(struct gt_server *s);
 struct gt_events *gt_events_new(struct gt_server *s);
 /* Flush pending counts (shutdown) and free. */
 void gt_events_free(struct gt_events *ev);
-/* Record an Event about obj (a stored object of kind; borrowed): folded by
+/* Record an Event about obj (a stored object, typed; borrowed): folded by
  * (uid, reason). type is "Normal" or "Warning". */
-void gt_events_record(struct gt_events *ev, const struct gt_kind_info *kind, const json_t *obj,
-                      const char *type, const char *reason, const char *message);
+void gt_events_record(struct gt_events *ev, const struct gt_api_object *obj, const char *type,
+                      const char *reason, const char *message);
 /* Queue the writes of every pending increment now. */
 void gt_events_flush(struct gt_events *ev);
 
 /* ---- ctl.c: the controllers' cache of stored objects and their writes ---- */
 
-/* One cached stored object. */
+/* One cached stored object: its JSON and, decoded once when cached, its
+ * typed form (which holds a reference to obj; NULL for a kind without
+ * one). Both are immutable while cached. */
 struct gt_cobj {
     char *key;
     json_t *obj;
+    struct gt_api_object *t;
     int64_t rev; /* mod_rev */
 };
+
+/* The typed form of a cached object of the named kind (borrowed, valid
+ * while o is cached); o must be of that kind. */
+static inline const struct gt_api_job *gt_cobj_job(const struct gt_cobj *o)
+{
+    return (const struct gt_api_job *)o->t;
+}
+static inline const struct gt_api_task *gt_cobj_task(const struct gt_cobj *o)
+{
+    return (const struct gt_api_task *)o->t;
+}
+static inline const struct gt_api_node *gt_cobj_node(const struct gt_cobj *o)
+{
+    return (const struct gt_api_node *)o->t;
+}
 
 struct gt_ctl {
     struct gt_server *s;
@@ -215,28 +233,45 @@ bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
 void gt_jobctl_tick(struct gt_ctl *c);
 /* The cached job at key is now job (borrowed; NULL: gone): keep c->timed,
  * the jobs gt_jobctl_tick visits, current. */
-void gt_jobctl_note_job(struct gt_ctl *c, const char *key, const json_t *job);
-/* What the tasks of this cycle's binds get in their binding write: a JSON
- * object task id -> {ports, node, env, hosts} (caller json_decref()s).
+void gt_jobctl_note_job(struct gt_ctl *c, const char *key, const struct gt_api_job *job);
+
+/* What one task of a cycle's binds gets in its binding write. The JSON
+ * values are the plan's own (gt_bind_plan_fini drops them). */
+struct gt_bind_plan_entry {
+    const char *task_id; /* borrowed from the bind */
+    const char *node;    /* borrowed from the bind */
+    json_t *ports;       /* spec.ports [{name, port}]; NULL: none (no free port, no task) */
+    int32_t gantry_port; /* the port named "gantry" among them */
+    json_t *env;         /* entries for spec.template.env, or NULL */
+    json_t *hosts;       /* spec.hosts, or NULL */
+};
+struct gt_bind_plan {
+    struct gt_bind_plan_entry *v; /* v[i] is the plan of binds[i] */
+    size_t n;
+    struct gt_strmap by_task; /* task id -> its entry, for those with ports */
+};
+/* The plan of this cycle's binds into *plan (caller gt_bind_plan_fini()s).
  * Ports come from each node's --port-range, lowest free among the tasks
  * holding it and the other binds; env and hosts from the job's replicas as
  * bound now (a gang binds in one cycle, so the master's port is known). */
-json_t *gt_jobctl_bind_plan(struct gt_ctl *c, const struct gt_sched_bind *binds, size_t n);
-/* Put task_id's plan (borrowed) into task (the binding's copy): spec.ports,
+void gt_jobctl_bind_plan(struct gt_ctl *c, const struct gt_sched_bind *binds, size_t n,
+                         struct gt_bind_plan *plan);
+void gt_bind_plan_fini(struct gt_bind_plan *plan);
+/* Put entry e (borrowed) into task (the binding's copy): spec.ports,
  * spec.hosts, and the env appended to spec.template.env. */
-void gt_jobctl_bind_apply(const json_t *plan, const char *task_id, json_t *task);
+void gt_jobctl_bind_apply(const struct gt_bind_plan_entry *e, json_t *task);
 
 /* ---- feeder.c: the scheduler model, kept from the store, and the cycle ---- */
 int gt_feed_build(struct gt_ctl *c, struct gt_err *err);
-/* A cached object changed: old and now are the previous and current JSON
- * (either NULL). */
-void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key, const json_t *old,
-                    const json_t *now);
+/* A cached object changed: old and now are the previous and current typed
+ * objects (either NULL; borrowed). */
+void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key,
+                    const struct gt_api_object *old, const struct gt_api_object *now);
 /* Add, re-sync or remove the job at key in the model as the cache says. A
  * job added waits in c->unseen for the next cycle. */
 void gt_feed_sync_job(struct gt_ctl *c, const char *key);
 /* Node lost: free everything on it in the model at once. */
-void gt_feed_node_lost(struct gt_ctl *c, const json_t *node);
+void gt_feed_node_lost(struct gt_ctl *c, const struct gt_api_node *node);
 /* Run one scheduling cycle and apply its decisions; the jobs of c->unseen
  * become dirty. */
 void gt_feed_cycle(struct gt_ctl *c);
