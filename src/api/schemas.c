@@ -223,13 +223,12 @@ static int template_resources_post(json_t *res, const char *path, struct gt_err 
 {
     json_t *requests = json_object_get(res, "requests");
     json_t *limits = json_object_get(res, "limits");
-    bool whole =
-        amount_of(requests, "nvidia.com/gpu") > 0 || amount_of(limits, "nvidia.com/gpu") > 0;
+    bool whole = amount_of(requests, GT_RES_NAME_GPU) > 0 || amount_of(limits, GT_RES_NAME_GPU) > 0;
     const char *const names[] = {"requests", "limits"};
     json_t *const maps[] = {requests, limits};
     char sub[GT_API_PATH_MAX];
     for (size_t i = 0; i < 2; i++) {
-        json_t *milli = json_object_get(maps[i], "gantry.dev/gpu-milli");
+        json_t *milli = json_object_get(maps[i], GT_RES_NAME_GPU_MILLI);
         if (!milli) {
             continue;
         }

@@ -495,7 +495,7 @@ static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b,
         json_array_append_new(gpus, g);
     }
     json_object_set_new(spec, "gpus", gpus);
-    gt_jobctl_bind_apply(plan, t);
+    gt_bind_plan_apply(plan, t);
     json_t *st = json_object_get(t, "status");
     if (!json_is_object(st)) {
         st = json_object();
@@ -604,7 +604,7 @@ void gt_feed_cycle(struct gt_ctl *c)
     gt_strmap_fini(&c->unseen, NULL);
     gt_strmap_init(&c->unseen);
     struct gt_bind_plan plan;
-    gt_jobctl_bind_plan(c, c->dec.binds, c->dec.n_binds, &plan);
+    gt_bind_plan_build(c, c->dec.binds, c->dec.n_binds, &plan);
     for (size_t i = 0; i < c->dec.n_binds; i++) {
         apply_bind(c, &c->dec.binds[i], &plan.v[i]);
     }

@@ -230,7 +230,7 @@ void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int htt
 /* Append the Prometheus text exposition of m to out. */
 void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out);
 
-/* ---- controllers' pure parts (jobs.c, nodes.c) ----
+/* ---- controllers' pure parts (jobs.c, nodeinfo.c) ----
  * Inputs are validated objects (borrowed); returned JSON is the caller's. */
 
 /* enum gt_task_phase: api.h */
