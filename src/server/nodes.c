@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/cache.h"
+#include "server/feeder.h"
+#include "server/nodes.h"
 #include "server/server_int.h"
 
 /* The cached tasks on a node. */
