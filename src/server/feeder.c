@@ -253,10 +253,7 @@ static bool job_tasks(struct gt_ctl *c, const struct gt_api_job *job,
                 all = false;
             } else {
                 *any_holds |= gt_task_holds(gt_cobj_task(t));
-                if (*n == *cap) {
-                    *cap = *cap ? *cap * 2 : 16;
-                    *tasks = gt_xrealloc(*tasks, *cap * sizeof(**tasks));
-                }
+                GT_VEC_RESERVE(*tasks, *cap, *n + 1, 16);
                 (*tasks)[(*n)++] = gt_cobj_task(t);
             }
             free(heap);

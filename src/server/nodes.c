@@ -27,12 +27,11 @@
 #include "server/nodes.h"
 #include "server/server_int.h"
 
-/* The cached tasks on a node. */
+/* The cached tasks on a node: each entry and its typed task. */
 struct collect {
     const char *node;
-    const struct gt_cobj **o;
-    const struct gt_api_task **t;
-    size_t n, cap;
+    struct GT_VEC(const struct gt_cobj *) o;
+    struct GT_VEC(const struct gt_api_task *) t;
 };
 
 static int collect_cb(const char *key, void *val, void *arg)
@@ -44,13 +43,8 @@ static int collect_cb(const char *key, void *val, void *arg)
     if (!tn || strcmp(tn, c->node)) {
         return 0;
     }
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 16;
-        c->o = gt_xrealloc(c->o, c->cap * sizeof(*c->o));
-        c->t = gt_xrealloc(c->t, c->cap * sizeof(*c->t));
-    }
-    c->o[c->n] = o;
-    c->t[c->n++] = gt_cobj_task(o);
+    *GT_VEC_PUSH(&c->o, 16) = o;
+    *GT_VEC_PUSH(&c->t, 16) = gt_cobj_task(o);
     return 0;
 }
 
@@ -62,15 +56,15 @@ static void collect(const struct gt_ctl *c, const char *node, struct collect *co
 
 static void collect_fini(struct collect *col)
 {
-    free(col->o);
-    free(col->t);
+    GT_VEC_FREE(&col->o);
+    GT_VEC_FREE(&col->t);
 }
 
 json_t *gt_nodectl_allocated(const struct gt_ctl *c, const char *node)
 {
     struct collect col;
     collect(c, node, &col);
-    json_t *a = gt_node_allocated(node, col.t, col.n);
+    json_t *a = gt_node_allocated(node, col.t.v, col.t.n);
     collect_fini(&col);
     return a;
 }
@@ -91,9 +85,9 @@ static void fail_lost_tasks(struct gt_ctl *c, const char *node)
     collect(c, node, &col);
     char ts[32];
     gt_time_format(gt_now_ms(), ts, sizeof(ts));
-    for (size_t i = 0; i < col.n; i++) {
-        const struct gt_cobj *o = col.o[i];
-        if (gt_task_holds(col.t[i]) && !gt_ctl_busy(c, o->key)) {
+    for (size_t i = 0; i < col.o.n; i++) {
+        const struct gt_cobj *o = col.o.v[i];
+        if (gt_task_holds(col.t.v[i]) && !gt_ctl_busy(c, o->key)) {
             json_t *copy = json_deep_copy(o->obj);
             const char *const ended[][2] = {{"phase", "Failed"},
                                             {"reason", "NodeLost"},
@@ -114,10 +108,10 @@ static void drain_tasks(struct gt_ctl *c, const char *node)
 {
     struct collect col;
     collect(c, node, &col);
-    for (size_t i = 0; i < col.n; i++) {
-        if (gt_task_holds(col.t[i])) {
+    for (size_t i = 0; i < col.o.n; i++) {
+        if (gt_task_holds(col.t.v[i])) {
             char *why = gt_xasprintf("node %s is being drained", node);
-            gt_feed_stop_task(c, col.o[i], "Drained", why);
+            gt_feed_stop_task(c, col.o.v[i], "Drained", why);
             free(why);
         }
     }

@@ -1,6 +1,6 @@
 /*
  * Replies, the bottom of gantryd's transport: every request's answer goes
- * through gt_req_finish, which counts it in the metrics and logs it; stored
+ * through gt_req_reply_as, which counts it in the metrics and logs it; stored
  * objects are rendered for the wire here (the resourceVersion spliced in,
  * and a Node's or Department's computed status added). A struct gt_req
  * lives from the HTTP callback until its reply is sent; answering frees it.
@@ -48,7 +48,8 @@ static const char *method_name(enum evhttp_cmd_type cmd)
     }
 }
 
-void gt_req_finish(struct gt_req *r, int http_code, const char *ctype, const char *body, size_t len)
+void gt_req_reply_as(struct gt_req *r, int http_code, const char *ctype, const char *body,
+                     size_t len)
 {
     struct evhttp_request *req = r->req;
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
@@ -68,7 +69,7 @@ void gt_req_finish(struct gt_req *r, int http_code, const char *ctype, const cha
 
 void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len)
 {
-    gt_req_finish(r, http_code, "application/json", json, len);
+    gt_req_reply_as(r, http_code, "application/json", json, len);
 }
 
 static void error_msg(struct gt_req *r, int code, const char *msg)
@@ -77,7 +78,7 @@ static void error_msg(struct gt_req *r, int code, const char *msg)
     gt_buf_init(&b);
     gt_status_format(&b, code, msg, r->route.kind ? r->route.kind->name : NULL,
                      r->route.name[0] ? r->route.name : NULL);
-    gt_req_finish(r, gt_errcode_http(code), "application/json", b.data, b.len);
+    gt_req_reply_as(r, gt_errcode_http(code), "application/json", b.data, b.len);
     gt_buf_fini(&b);
 }
 

@@ -13,8 +13,8 @@ void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
 void gt_req_error_err(struct gt_req *r, const struct gt_err *err);
 /* Finish r with http_code and body (len bytes, copied) of Content-Type
  * ctype; counts and logs it. Frees r. */
-void gt_req_finish(struct gt_req *r, int http_code, const char *ctype, const char *body,
-                   size_t len);
+void gt_req_reply_as(struct gt_req *r, int http_code, const char *ctype, const char *body,
+                     size_t len);
 /* Finish r with http_code and JSON text body (copied). Frees r. */
 void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len);
 /* Release r without replying (the stream took over the request). */
