@@ -8,12 +8,7 @@
 #include "api/api.h"
 #include "api/schema.h"
 
-/* Resource names a resource map may hold. */
-#define GT_RESF_CPU 0x1u
-#define GT_RESF_MEMORY 0x2u
-#define GT_RESF_STORAGE 0x4u
-#define GT_RESF_GPU 0x8u
-#define GT_RESF_GPU_MILLI 0x10u
+/* Resource names a resource map may hold: GT_RESF_* (api.h). */
 #define GT_RESF_POOL (GT_RESF_CPU | GT_RESF_MEMORY | GT_RESF_STORAGE | GT_RESF_GPU)
 #define GT_RESF_ALL (GT_RESF_POOL | GT_RESF_GPU_MILLI)
 

@@ -10,7 +10,8 @@
  * maps, and names the failing path in every error: "spec.quota.cpu: ...".
  * Value checkers (check.c) report a reason without a path; the engine puts
  * the path in front. Cross-field checks get the object's path and report
- * the full path themselves.
+ * the full path themselves. A second walk (gt_schema_decode, decode.c)
+ * fills a C struct from the rows that name their member.
  */
 #ifndef GT_API_SCHEMA_H
 #define GT_API_SCHEMA_H
@@ -20,6 +21,8 @@
 #include <stdint.h>
 
 #include "common/common.h"
+
+struct gt_api_mem; /* a decoded object's list memory (decode.c) */
 
 /* Longest field path kept in messages (longer ones are truncated). */
 #define GT_API_PATH_MAX 256
@@ -68,11 +71,25 @@ struct gt_field {
     int64_t def_int;
     const char *def_str;
     const char *why; /* FORBIDDEN */
+    /* Decoding into the typed struct (decode.c): a row with .out is stored
+     * at .off in the struct its schema decodes into, as api.h says per type
+     * (STRING: const char *, or with .index the int index in .enums; INT:
+     * int64_t; BOOL: bool; OBJECT: the nested struct, with .has_out a bool
+     * at .has set when present; ARRAY and MAP of objects: a GT_API_LIST of
+     * the item struct, whose first member is the entry's key for a MAP;
+     * ARRAY of scalars: a GT_API_LIST of them; other MAPs and ANY: a
+     * borrowed const json_t *; RESOURCES: struct gt_api_res). */
+    bool out;
+    bool index;
+    bool has_out;
+    size_t off;
+    size_t has;
 };
 
 struct gt_schema {
     const struct gt_field *fields; /* ends with a row whose name is NULL */
     gt_post_fn *post;
+    size_t size; /* the struct its rows decode into (0: not decoded) */
 };
 
 /* Validate obj against schema s in place; path is obj's own path ("" at the
@@ -83,6 +100,12 @@ int gt_schema_validate(const struct gt_schema *s, json_t *obj, const char *path,
 int gt_field_validate(const struct gt_field *f, json_t *v, const char *path, struct gt_err *err);
 /* Join parent path and a child name into buf ("a" + "b" -> "a.b", "" + "b" -> "b"). */
 const char *gt_path_join(char *buf, size_t len, const char *parent, const char *name);
+
+/* Decode obj (validated, borrowed; NULL: absent) into out, a zeroed
+ * struct of s->size bytes, by the .out rows of s; lists are allocated from
+ * mem. Never fails: values of the wrong type read as absent. */
+void gt_schema_decode(const struct gt_schema *s, const json_t *obj, void *out,
+                      struct gt_api_mem *mem);
 
 /* Value checkers (check.c); each as gt_check_fn. */
 gt_check_fn gt_check_dns_label;

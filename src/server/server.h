@@ -233,14 +233,7 @@ void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out);
 /* ---- controllers' pure parts (jobs.c, nodes.c) ----
  * Inputs are validated objects (borrowed); returned JSON is the caller's. */
 
-enum gt_task_phase {
-    GT_TASK_PENDING, /* also: no phase yet */
-    GT_TASK_BOUND,
-    GT_TASK_RUNNING,
-    GT_TASK_TERMINATING,
-    GT_TASK_SUCCEEDED,
-    GT_TASK_FAILED,
-};
+/* enum gt_task_phase: api.h */
 enum gt_task_phase gt_task_phase_of(const json_t *task);
 bool gt_task_phase_terminal(enum gt_task_phase p);
 /* Does the task hold its node's resources (Bound/Running/Terminating on a node)? */
