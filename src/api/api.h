@@ -99,6 +99,24 @@ const char *gt_obj_name(const json_t *obj);
 const char *gt_obj_project(const json_t *obj);
 const char *gt_obj_kind(const json_t *obj);
 
+/* ---- the stored form (codec.c) ---- */
+
+/* Append v (any JSON value, borrowed) as compact JSON (keys in insertion
+ * order) to out. */
+void gt_api_encode_json(struct gt_buf *out, const json_t *v);
+/* Encode obj (borrowed) as stored text: compact JSON with "metadata" first,
+ * so reads can splice resourceVersion in without parsing; *len its length.
+ * Caller frees. */
+char *gt_api_encode(const json_t *obj, size_t *len);
+/* Append stored text (len bytes, as gt_api_encode writes it) to out with
+ * "resourceVersion":"<rev>" as the first member of its metadata. false,
+ * and nothing appended, for text not in that form. */
+bool gt_api_render_splice(struct gt_buf *out, const char *text, size_t len, int64_t rev);
+/* Parse stored text into an object with metadata.resourceVersion "<rev>"
+ * (new reference; caller json_decref()s), or NULL if text is not a JSON
+ * object. */
+json_t *gt_api_render_json(const char *text, size_t len, int64_t rev);
+
 /* ---- selectors ---- */
 
 /* A parsed label selector: "a=b,c!=d,e in (x,y),f notin (z),g,!h" as

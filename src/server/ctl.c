@@ -172,7 +172,7 @@ int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t 
                  int64_t expected_rev, gt_ctl_done_fn done, void *arg)
 {
     size_t len = 0;
-    char *text = obj && op != GT_STORE_DELETE ? gt_encode_object(obj, &len) : NULL;
+    char *text = obj && op != GT_STORE_DELETE ? gt_api_encode(obj, &len) : NULL;
     struct wctx *w = gt_xcalloc(1, sizeof(*w));
     w->c = c;
     w->key = gt_xstrdup(key);

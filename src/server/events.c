@@ -150,7 +150,7 @@ static void write_entry(struct entry *e)
 {
     json_t *obj = event_json(e);
     size_t len = 0;
-    char *text = gt_encode_object(obj, &len);
+    char *text = gt_api_encode(obj, &len);
     json_decref(obj);
     char *key = gt_xasprintf("/events/%s", e->name);
     gt_event_fold_written(&e->fold, gt_now_ms());
@@ -209,7 +209,7 @@ void gt_events_record(struct gt_events *ev, const struct gt_kind_info *kind, con
         e->map_key = map_key;
         map_key = NULL;
         e->name = gt_event_name(name, uid, reason);
-        gt_uuid4(ev->s, e->uid, sizeof(e->uid));
+        gt_uuid4(&ev->s->uuids, e->uid, sizeof(e->uid));
         e->involved = json_object();
         gt_obj_set_str(e->involved, "kind", kind->name);
         gt_obj_set_str(e->involved, "name", name);

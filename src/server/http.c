@@ -3,10 +3,10 @@
  * it, authenticates the bearer token, and serves reads itself (get, list,
  * health, metrics) or hands writes to write.c and watches to watch.c.
  *
- * Stored values are compact JSON with "metadata" as the first key and no
- * resourceVersion; reads splice `"resourceVersion":"N"` in after
- * `{"metadata":{` so the GET path parses no JSON (Nodes and Departments,
- * which carry a computed status, and selector matching do parse).
+ * Stored values are in api's stored form (codec.c there): reads splice the
+ * resourceVersion in, so the GET path parses no JSON (Nodes and
+ * Departments, which carry a computed status, and selector matching do
+ * parse).
  *
  * A struct gt_req lives from the callback until its reply is sent; every
  * reply goes through finish(), which counts it in the metrics and logs it.
@@ -16,22 +16,11 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 
 #include "server/server_int.h"
-
-#define META_PREFIX "{\"metadata\":{"
-#define META_PREFIX_LEN (sizeof(META_PREFIX) - 1)
-
-int64_t gt_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void gt_req_free(struct gt_req *r)
 {
@@ -98,37 +87,6 @@ static void error_msg(struct gt_req *r, int code, const char *msg)
     gt_buf_fini(&b);
 }
 
-void gt_encode_json(struct gt_buf *out, const json_t *v)
-{
-    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    GT_ASSERT(text);
-    gt_buf_puts(out, text);
-    free(text);
-}
-
-char *gt_encode_object(const json_t *obj, size_t *len)
-{
-    /* a shallow copy with metadata first: its members are shared, not copied */
-    json_t *ordered = json_object();
-    json_t *md = json_object_get(obj, "metadata");
-    if (md) {
-        json_object_set_nocheck(ordered, "metadata", md);
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)obj, k, v)
-    {
-        if (strcmp(k, "metadata") != 0) {
-            json_object_set_nocheck(ordered, k, v);
-        }
-    }
-    char *text = json_dumps(ordered, JSON_COMPACT);
-    json_decref(ordered);
-    GT_ASSERT(text);
-    *len = strlen(text);
-    return text;
-}
-
 void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
 {
     char msg[1024];
@@ -148,20 +106,8 @@ void gt_req_error_err(struct gt_req *r, const struct gt_err *err)
 json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kind, const char *text,
                        size_t len, int64_t rev)
 {
-    json_t *obj = json_loadb(text, len, 0, NULL);
-    if (!json_is_object(obj)) {
-        json_decref(obj);
-        return NULL;
-    }
-    json_t *md = json_object_get(obj, "metadata");
-    if (!json_is_object(md)) {
-        md = json_object();
-        json_object_set_new(obj, "metadata", md);
-    }
-    char rv[24];
-    snprintf(rv, sizeof(rv), "%lld", (long long)rev);
-    json_object_set_new(md, "resourceVersion", json_string(rv));
-    if (kind->kind == GT_KIND_NODE) {
+    json_t *obj = gt_api_render_json(text, len, rev);
+    if (obj && kind->kind == GT_KIND_NODE) {
         /* computed on reads, never stored */
         json_t *st = json_object_get(obj, "status");
         if (!json_is_object(st)) {
@@ -169,7 +115,7 @@ json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kin
             json_object_set_new(obj, "status", st);
         }
         json_object_set_new(st, "allocated", gt_nodectl_allocated(s->ctl, gt_obj_name(obj)));
-    } else if (kind->kind == GT_KIND_DEPARTMENT && s->ctl) {
+    } else if (obj && kind->kind == GT_KIND_DEPARTMENT && s->ctl) {
         /* used and borrowed as the scheduler counts them, never stored */
         json_t *ds = gt_department_status(s->ctl->model, gt_obj_name(obj));
         if (ds) {
@@ -183,11 +129,7 @@ void gt_render_object(const struct gt_server *s, struct gt_buf *out,
                       const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev)
 {
     if (kind->kind != GT_KIND_NODE && kind->kind != GT_KIND_DEPARTMENT &&
-        len > META_PREFIX_LEN + 1 && !memcmp(text, META_PREFIX, META_PREFIX_LEN)) {
-        gt_buf_append(out, text, META_PREFIX_LEN);
-        gt_buf_printf(out, "\"resourceVersion\":\"%lld\"%s", (long long)rev,
-                      text[META_PREFIX_LEN] == '}' ? "" : ",");
-        gt_buf_append(out, text + META_PREFIX_LEN, len - META_PREFIX_LEN);
+        gt_api_render_splice(out, text, len, rev)) {
         return;
     }
     json_t *obj = gt_render_json(s, kind, text, len, rev);
@@ -195,7 +137,7 @@ void gt_render_object(const struct gt_server *s, struct gt_buf *out,
         gt_buf_puts(out, "null");
         return;
     }
-    gt_encode_json(out, obj);
+    gt_api_encode_json(out, obj);
     json_decref(obj);
 }
 

@@ -183,7 +183,7 @@ static size_t create_tasks(struct gt_ctl *c, const json_t *job, int64_t generati
         char *key = gt_xasprintf("/tasks/%s/%s", project, gt_obj_name(t));
         const struct gt_cobj *was = gt_ctl_get(c, GT_KIND_TASK, key);
         char uid[40];
-        gt_uuid4(c->s, uid, sizeof(uid));
+        gt_uuid4(&c->s->uuids, uid, sizeof(uid));
         json_t *md = json_object_get(t, "metadata");
         json_object_set_new(md, "uid", json_string(uid));
         json_object_set_new(md, "creationTimestamp", json_string(ts));

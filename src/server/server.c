@@ -302,26 +302,11 @@ static int open_store(struct gt_server *s, struct gt_err *err)
     return rc;
 }
 
-static int start(struct gt_server *s, struct gt_err *err)
+int gt_server_start(struct gt_server *s, struct gt_err *err)
 {
-    int rc = gt_server_tokens_load(s->cfg->token_file, &s->tokens, err);
-    if (rc) {
-        gt_err_prefix(err, "--token-file");
-        return rc;
-    }
-    /* coalesce evhttp's per-request enable/disable calls into one epoll_ctl
-     * per fd and loop turn */
-    struct event_config *ec = event_config_new();
-    event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-    s->base = event_base_new_with_config(ec);
-    event_config_free(ec);
-    GT_ASSERT(s->base);
     s->access = gt_server_access_new();
     s->ctl = gt_ctl_new(s);
-    rc = open_store(s, err);
-    if (rc == 0) {
-        rc = start_index(s, err);
-    }
+    int rc = start_index(s, err);
     if (rc) {
         return rc;
     }
@@ -339,7 +324,25 @@ static int start(struct gt_server *s, struct gt_err *err)
     return start_http(s, err);
 }
 
-static void stop(struct gt_server *s)
+static int start(struct gt_server *s, struct gt_err *err)
+{
+    int rc = gt_server_tokens_load(s->cfg->token_file, &s->tokens, err);
+    if (rc) {
+        gt_err_prefix(err, "--token-file");
+        return rc;
+    }
+    /* coalesce evhttp's per-request enable/disable calls into one epoll_ctl
+     * per fd and loop turn */
+    struct event_config *ec = event_config_new();
+    event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    s->base = event_base_new_with_config(ec);
+    event_config_free(ec);
+    GT_ASSERT(s->base);
+    rc = open_store(s, err);
+    return rc ? rc : gt_server_start(s, err);
+}
+
+void gt_server_stop(struct gt_server *s)
 {
     if (s->fault_req) {
         gt_req_error(s->fault_req, GT_ESTORE, "gantryd is shutting down");
@@ -376,12 +379,12 @@ int gt_server_run(const struct gt_server_config *cfg)
     int rc = start(&s, &err);
     if (rc) {
         gt_log_error("cannot start", "err=\"%s\"", err.msg);
-        stop(&s);
+        gt_server_stop(&s);
         return 1;
     }
     event_base_dispatch(s.base);
     int code = s.exit_code;
-    stop(&s);
+    gt_server_stop(&s);
     gt_log_info("stopped", "exit=%d", code);
     return code;
 }

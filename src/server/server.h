@@ -427,13 +427,4 @@ static inline void gt_obj_set_str(json_t *obj, const char *key, const char *v)
     json_object_set_new_nocheck(obj, key, json_string(v));
 }
 
-/* ---- encoding (http.c), with jansson ---- */
-/* Append v as compact JSON (json_dumps, JSON_COMPACT: keys in insertion
- * order). */
-void gt_encode_json(struct gt_buf *out, const json_t *v);
-/* Encode obj as stored text: compact JSON with "metadata" first, so reads
- * can splice resourceVersion in without parsing; *len its length. Caller
- * frees. */
-char *gt_encode_object(const json_t *obj, size_t *len);
-
 #endif

@@ -40,11 +40,10 @@ struct gt_server {
     struct gt_req *fault_req; /* /debug/fault waiting for in-flight writes to finish */
     enum gt_store_fault fault_point;
     int fault_nth;
-    int64_t n_inflight;           /* store writes submitted, not yet done */
-    bool draining;                /* SIGTERM: no new work, exit once writes are done */
-    bool failed;                  /* fsync failed: refuse writes and exit 1 */
-    unsigned char uuid_pool[512]; /* random bytes for gt_uuid4: the last */
-    size_t uuid_pool_left;        /* uuid_pool_left of them are unused */
+    int64_t n_inflight;        /* store writes submitted, not yet done */
+    bool draining;             /* SIGTERM: no new work, exit once writes are done */
+    bool failed;               /* fsync failed: refuse writes and exit 1 */
+    struct gt_uuid_pool uuids; /* for metadata.uid */
     int exit_code;
 };
 
@@ -70,7 +69,6 @@ struct gt_req {
 };
 
 /* ---- http.c ---- */
-int64_t gt_now_ns(void);
 /* Finish r with a Status error; code is a GT_E* code. Frees r. */
 void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -100,9 +98,6 @@ void gt_write_create(struct gt_req *r);
 void gt_write_update(struct gt_req *r); /* PUT of the object or its /status */
 void gt_write_delete(struct gt_req *r, int64_t expected_rev);
 void gt_write_binding(struct gt_req *r);
-/* A fresh random UUID v4 into buf (>= 37 bytes), from s's pool of
- * getrandom bytes. */
-void gt_uuid4(struct gt_server *s, char *buf, size_t len);
 
 /* ---- watch.c ---- */
 /* Start a watch stream for r's collection (r->route), from rev (-1: now),
@@ -274,5 +269,13 @@ int gt_server_write(struct gt_server *s, enum gt_store_op op, const char *key, c
 void gt_server_write_done(struct gt_server *s, int rc, int64_t submit_ns);
 /* Answer /debug/fault. */
 void gt_server_fault(struct gt_req *r);
+/* Start a daemon whose s->cfg, s->base (an event loop), s->store and
+ * s->tokens are set: the access index and the controllers from the store,
+ * the timers and signals, and the HTTP listener on cfg->listen (port 0: any
+ * free one; s->bound says which). 0 or the error, with err; either way
+ * gt_server_stop frees what s holds. */
+int gt_server_start(struct gt_server *s, struct gt_err *err);
+/* Free everything s holds: streams, listener, store, caches, tokens, loop. */
+void gt_server_stop(struct gt_server *s);
 
 #endif
