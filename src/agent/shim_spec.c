@@ -4,9 +4,9 @@
  * stop, reader of the rest) and the shim.
  *
  * spec.json is checked strictly by api's schema engine over the tables
- * below (unknown fields, wrong types, out-of-range values and broken
- * cross-field rules rejected with the field path), then decoded into
- * struct gt_shim_spec, which owns copies of its strings.
+ * below (unknown fields, wrong types and out-of-range values rejected with
+ * the field path), decoded into struct gt_shim_spec (which owns copies of
+ * its strings), and the rules between fields are checked on the struct.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -172,33 +172,29 @@ static const struct gt_schema image_schema = {
         ROW_INT("gcThresholdPercent", 0, 100, 0),
         {0}}};
 
-static int check_spec(json_t *root, const char *path, struct gt_err *err);
-
 static const struct gt_schema spec_schema = {
-    .fields =
-        (const struct gt_field[]){
-            ROW_LIST("argv", 0, 4096, any_str),
-            ROW_LIST("env", 0, 4096, env_str),
-            ROW_STR("cwd", GT_F_REQUIRED, gt_check_abs_path),
-            {.name = "uid", .type = GT_F_INT, .flags = GT_F_REQUIRED, .max = UINT32_MAX - 1},
-            {.name = "gid", .type = GT_F_INT, .flags = GT_F_REQUIRED, .max = UINT32_MAX - 1},
-            ROW_LIST("groups", 0, 64, gid_int),
-            ROW_BOOL("privileged"),
-            {.name = "hostname", .type = GT_F_STRING, .max_len = 64, .check = check_nonempty},
-            ROW_LIST("namespaces", 0, 0, ns_str),
-            ROW_OBJ("cgroup", GT_F_REQUIRED, cgroup_schema),
-            ROW_OBJ("log", GT_F_REQUIRED, log_schema),
-            ROW_INT("stopGracePeriodMs", 0, 24LL * 3600 * 1000, 30000),
-            ROW_OBJ("source", 0, source_schema),
-            {.name = "requirements", .type = GT_F_ANY, .check = check_requirements},
-            ROW_OBJ("pip", 0, pip_schema),
-            ROW_STR("venvDir", 0, gt_check_abs_path),
-            ROW_STR("dataDir", 0, gt_check_abs_path),
-            ROW_LIST("volumes", 0, 64, volume_obj),
-            ROW_LIST("hosts", 0, 4096, host_obj),
-            ROW_OBJ("image", 0, image_schema),
-            {0}},
-    .post = check_spec};
+    .fields = (const struct gt_field[]){
+        ROW_LIST("argv", 0, 4096, any_str),
+        ROW_LIST("env", 0, 4096, env_str),
+        ROW_STR("cwd", GT_F_REQUIRED, gt_check_abs_path),
+        {.name = "uid", .type = GT_F_INT, .flags = GT_F_REQUIRED, .max = UINT32_MAX - 1},
+        {.name = "gid", .type = GT_F_INT, .flags = GT_F_REQUIRED, .max = UINT32_MAX - 1},
+        ROW_LIST("groups", 0, 64, gid_int),
+        ROW_BOOL("privileged"),
+        {.name = "hostname", .type = GT_F_STRING, .max_len = 64, .check = check_nonempty},
+        ROW_LIST("namespaces", 0, 0, ns_str),
+        ROW_OBJ("cgroup", GT_F_REQUIRED, cgroup_schema),
+        ROW_OBJ("log", GT_F_REQUIRED, log_schema),
+        ROW_INT("stopGracePeriodMs", 0, 24LL * 3600 * 1000, 30000),
+        ROW_OBJ("source", 0, source_schema),
+        {.name = "requirements", .type = GT_F_ANY, .check = check_requirements},
+        ROW_OBJ("pip", 0, pip_schema),
+        ROW_STR("venvDir", 0, gt_check_abs_path),
+        ROW_STR("dataDir", 0, gt_check_abs_path),
+        ROW_LIST("volumes", 0, 64, volume_obj),
+        ROW_LIST("hosts", 0, 4096, host_obj),
+        ROW_OBJ("image", 0, image_schema),
+        {0}}};
 
 static unsigned ns_bits(const json_t *names)
 {
@@ -212,50 +208,6 @@ static unsigned ns_bits(const json_t *names)
         }
     }
     return bits;
-}
-
-/* The rules between fields, once each field passed its row. */
-static int check_spec(json_t *root, const char *path, struct gt_err *err)
-{
-    (void)path;
-    json_t *argv = NULL, *groups = NULL, *ns = NULL, *req = NULL, *vols = NULL, *hosts = NULL;
-    json_t *image = NULL;
-    const char *hostname = NULL, *venv = NULL;
-    json_int_t uid, gid;
-    int priv;
-    json_unpack(root, "{s?o, s:I, s:I, s?o, s:b, s?s, s?o, s?o, s?s, s?o, s?o, s?o}", "argv", &argv,
-                "uid", &uid, "gid", &gid, "groups", &groups, "privileged", &priv, "hostname",
-                &hostname, "namespaces", &ns, "requirements", &req, "venvDir", &venv, "volumes",
-                &vols, "hosts", &hosts, "image", &image);
-    unsigned bits = ns_bits(ns);
-    size_t i;
-    json_t *g;
-    json_array_foreach(groups, i, g)
-    {
-        if (json_integer_value(g) == 0 && !priv) {
-            return gt_err_set(err, GT_EINVAL, "groups[%zu]: gid 0 needs privileged: true", i);
-        }
-    }
-    /* an image task may take its whole command from the image */
-    if (!image && json_array_size(argv) == 0) {
-        return gt_err_set(err, GT_EINVAL, "argv: want a non-empty list (or an image)");
-    }
-    if (!priv && (uid == 0 || gid == 0)) {
-        return gt_err_set(err, GT_EINVAL, "uid/gid 0 needs privileged: true");
-    }
-    if ((bits & GT_NS_PID) && !(bits & GT_NS_MOUNT)) {
-        return gt_err_set(err, GT_EINVAL, "namespaces: pid needs mount (for a fresh /proc)");
-    }
-    if (hostname && !(bits & GT_NS_UTS)) {
-        return gt_err_set(err, GT_EINVAL, "hostname: needs the uts namespace");
-    }
-    if (req && !venv) {
-        return gt_err_set(err, GT_EINVAL, "venvDir: required with requirements");
-    }
-    if ((vols || hosts || image) && !(bits & GT_NS_MOUNT)) {
-        return gt_err_set(err, GT_EINVAL, "volumes, hosts, image: need the mount namespace");
-    }
-    return 0;
 }
 
 /* ---- decoding a spec that passed the schema ---- */
@@ -407,6 +359,36 @@ static void decode(json_t *root, struct gt_shim_spec *spec)
     spec->image = image ? image_new(image) : NULL;
 }
 
+/* The rules between fields, on the decoded spec. */
+static int check_spec(const struct gt_shim_spec *s, struct gt_err *err)
+{
+    for (size_t i = 0; i < s->n_groups; i++) {
+        if (s->groups[i] == 0 && !s->privileged) {
+            return gt_err_set(err, GT_EINVAL, "groups[%zu]: gid 0 needs privileged: true", i);
+        }
+    }
+    /* an image task may take its whole command from the image */
+    if (!s->image && s->n_argv == 0) {
+        return gt_err_set(err, GT_EINVAL, "argv: want a non-empty list (or an image)");
+    }
+    if (!s->privileged && (s->uid == 0 || s->gid == 0)) {
+        return gt_err_set(err, GT_EINVAL, "uid/gid 0 needs privileged: true");
+    }
+    if ((s->namespaces & GT_NS_PID) && !(s->namespaces & GT_NS_MOUNT)) {
+        return gt_err_set(err, GT_EINVAL, "namespaces: pid needs mount (for a fresh /proc)");
+    }
+    if (s->hostname && !(s->namespaces & GT_NS_UTS)) {
+        return gt_err_set(err, GT_EINVAL, "hostname: needs the uts namespace");
+    }
+    if ((s->req_file || s->req_list) && !s->venv_dir) {
+        return gt_err_set(err, GT_EINVAL, "venvDir: required with requirements");
+    }
+    if ((s->n_volumes || s->n_hosts || s->image) && !(s->namespaces & GT_NS_MOUNT)) {
+        return gt_err_set(err, GT_EINVAL, "volumes, hosts, image: need the mount namespace");
+    }
+    return 0;
+}
+
 int gt_shim_spec_parse(const char *text, size_t len, struct gt_shim_spec *spec, struct gt_err *err)
 {
     memset(spec, 0, sizeof(*spec));
@@ -418,12 +400,15 @@ int gt_shim_spec_parse(const char *text, size_t len, struct gt_shim_spec *spec, 
                           root ? "not an object" : jerr.text);
     }
     int rc = gt_schema_validate(&spec_schema, root, "", err);
-    if (rc < 0) {
-        gt_err_prefix(err, "spec");
-    } else {
+    if (rc == 0) {
         decode(root, spec);
+        rc = check_spec(spec, err);
     }
     json_decref(root);
+    if (rc < 0) {
+        gt_err_prefix(err, "spec");
+        gt_shim_spec_fini(spec);
+    }
     return rc;
 }
 

@@ -144,7 +144,9 @@ static void test_spec_rejects(void **state)
         {"{\"argv\":[\"a\"],\"namespaces\":[\"mount\"],"
          "\"volumes\":[{\"root\":\"/r\",\"path\":\"/p\",\"mountPath\":\"/m\"}]," BASE "}",
          "volumes[0].path: must be a relative path"},
-        {"{\"argv\":[\"a\"],\"volumes\":[]," BASE "}", "need the mount namespace"},
+        {"{\"argv\":[\"a\"],\"volumes\":[{\"root\":\"/r\",\"path\":\"p\",\"mountPath\":\"/"
+         "m\"}]," BASE "}",
+         "need the mount namespace"},
         {"{\"argv\":[\"a\"],\"hostname\":\"\",\"namespaces\":[\"uts\"]," BASE "}",
          "hostname: must not be empty"},
     };
