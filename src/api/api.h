@@ -481,6 +481,10 @@ struct gt_api_node {
     struct gt_api_node_status status;
 };
 
+/* The node's first status.addresses entry of type (InternalIP, Hostname,
+ * AgentURL): its address (borrowed), or NULL. */
+const char *gt_api_node_address(const struct gt_api_node *node, const char *type);
+
 /* ---- Department, Project, PriorityClass ---- */
 
 struct gt_api_department_spec {
@@ -507,6 +511,7 @@ struct gt_api_member {
 struct gt_api_project_spec {
     const char *department;
     GT_API_LIST(struct gt_api_member) members;
+    bool has_hard;
     struct gt_api_res hard;
     bool allow_privileged;
 };

@@ -277,6 +277,17 @@ bool gt_api_condition_true(const struct gt_api_conditions *conds, const char *ty
     return c && c->status && strcmp(c->status, "True") == 0;
 }
 
+const char *gt_api_node_address(const struct gt_api_node *node, const char *type)
+{
+    for (size_t i = 0; i < node->status.addresses.n; i++) {
+        const struct gt_api_address *a = &node->status.addresses.v[i];
+        if (a->type && strcmp(a->type, type) == 0) {
+            return a->address;
+        }
+    }
+    return NULL;
+}
+
 json_t *gt_api_conditions_json(const json_t *obj)
 {
     return json_object_get(json_object_get(obj, "status"), "conditions");

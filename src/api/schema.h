@@ -98,7 +98,7 @@ int gt_schema_validate(const struct gt_schema *s, json_t *obj, const char *path,
                        struct gt_err *err);
 /* Validate one value v against row f (v present, not null). */
 int gt_field_validate(const struct gt_field *f, json_t *v, const char *path, struct gt_err *err);
-/* Join parent path and a child name into buf ("a" + "b" -> "a.b", "" + "b" -> "b"). */
+/* Join parent path and a child name into buf ("a" + "b" -> "a.b", "" + "b" -> "b"); path.c. */
 const char *gt_path_join(char *buf, size_t len, const char *parent, const char *name);
 
 /* Decode obj (validated, borrowed; NULL: absent) into out, a zeroed

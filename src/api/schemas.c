@@ -223,13 +223,12 @@ static int template_resources_post(json_t *res, const char *path, struct gt_err 
 {
     json_t *requests = json_object_get(res, "requests");
     json_t *limits = json_object_get(res, "limits");
-    bool whole =
-        amount_of(requests, "nvidia.com/gpu") > 0 || amount_of(limits, "nvidia.com/gpu") > 0;
+    bool whole = amount_of(requests, GT_RES_NAME_GPU) > 0 || amount_of(limits, GT_RES_NAME_GPU) > 0;
     const char *const names[] = {"requests", "limits"};
     json_t *const maps[] = {requests, limits};
     char sub[GT_API_PATH_MAX];
     for (size_t i = 0; i < 2; i++) {
-        json_t *milli = json_object_get(maps[i], "gantry.dev/gpu-milli");
+        json_t *milli = json_object_get(maps[i], GT_RES_NAME_GPU_MILLI);
         if (!milli) {
             continue;
         }
@@ -380,7 +379,7 @@ static const struct gt_field member_item = ITEM(member_schema);
 static const struct gt_field project_spec_fields[] = {
     STR("department", REQ, DNS, AT(project_spec, department)),
     LIST("members", member_item, AT(project_spec, members)),
-    RES("hard", GT_RESF_POOL, AT(project_spec, hard)),
+    RES("hard", GT_RESF_POOL, AT(project_spec, hard), HAS(project_spec, has_hard)),
     BOOL("allowPrivileged", .flags = GT_F_DEFAULT, .def_int = 0,
          AT(project_spec, allow_privileged)),
     END,

@@ -193,11 +193,12 @@ static void schedule(struct entry *e)
     }
 }
 
-void gt_events_record(struct gt_events *ev, const struct gt_kind_info *kind, const json_t *obj,
-                      const char *type, const char *reason, const char *message)
+void gt_events_record(struct gt_events *ev, const struct gt_api_object *obj, const char *type,
+                      const char *reason, const char *message)
 {
-    const char *uid = json_string_value(gt_json_path(obj, "metadata.uid"));
-    const char *name = gt_obj_name(obj);
+    const struct gt_kind_info *kind = gt_kind_get(obj->kind);
+    const char *uid = obj->meta.uid;
+    const char *name = obj->meta.name;
     if (!uid || !name || ev->s->failed) {
         return;
     }
@@ -214,7 +215,7 @@ void gt_events_record(struct gt_events *ev, const struct gt_kind_info *kind, con
         gt_obj_set_str(e->involved, "kind", kind->name);
         gt_obj_set_str(e->involved, "name", name);
         gt_obj_set_str(e->involved, "uid", uid);
-        const char *project = kind->namespaced ? gt_obj_project(obj) : NULL;
+        const char *project = kind->namespaced ? obj->meta.project : NULL;
         if (project) {
             json_object_set_new(e->involved, "project", json_string(project));
         }

@@ -44,6 +44,9 @@ struct gt_server {
     bool draining;             /* SIGTERM: no new work, exit once writes are done */
     bool failed;               /* fsync failed: refuse writes and exit 1 */
     struct gt_uuid_pool uuids; /* for metadata.uid */
+    /* stop taking work and exit once writes are done (server.c): for the
+     * layers below the life cycle, e.g. on a failed fsync */
+    void (*drain)(struct gt_server *s, int exit_code);
     int exit_code;
 };
 
@@ -68,12 +71,16 @@ struct gt_req {
     bool soft_delete; /* DELETE became deletionTimestamp + spec.stop */
 };
 
-/* ---- http.c ---- */
+/* ---- reply.c ---- */
 /* Finish r with a Status error; code is a GT_E* code. Frees r. */
 void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Finish r with an error carried in err (its code and message). Frees r. */
 void gt_req_error_err(struct gt_req *r, const struct gt_err *err);
+/* Finish r with http_code and body (len bytes, copied) of Content-Type
+ * ctype; counts and logs it. Frees r. */
+void gt_req_finish(struct gt_req *r, int http_code, const char *ctype, const char *body,
+                   size_t len);
 /* Finish r with http_code and JSON text body (copied). Frees r. */
 void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len);
 /* Release r without replying (the stream took over the request). */
@@ -88,10 +95,12 @@ json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kin
 /* The project an object of kind belongs to for access: its metadata.project,
  * a Project's own name, an Event's involvedObject.project; NULL if none. */
 const char *gt_access_project_of(const struct gt_kind_info *kind, const json_t *obj);
-/* The libevent request callback. */
-void gt_http_handle(struct evhttp_request *req, void *arg);
 /* Parse "resourceVersion" query values: 0 and *rev, or -GT_EBADREQ. */
 int gt_parse_rev(const char *s, int64_t *rev);
+
+/* ---- http.c ---- */
+/* The libevent request callback. */
+void gt_http_handle(struct evhttp_request *req, void *arg);
 
 /* ---- write.c ---- */
 void gt_write_create(struct gt_req *r);
@@ -111,21 +120,39 @@ void gt_watch_end_all(struct gt_server *s);
 struct gt_events *gt_events_new(struct gt_server *s);
 /* Flush pending counts (shutdown) and free. */
 void gt_events_free(struct gt_events *ev);
-/* Record an Event about obj (a stored object of kind; borrowed): folded by
+/* Record an Event about obj (a stored object, typed; borrowed): folded by
  * (uid, reason). type is "Normal" or "Warning". */
-void gt_events_record(struct gt_events *ev, const struct gt_kind_info *kind, const json_t *obj,
-                      const char *type, const char *reason, const char *message);
+void gt_events_record(struct gt_events *ev, const struct gt_api_object *obj, const char *type,
+                      const char *reason, const char *message);
 /* Queue the writes of every pending increment now. */
 void gt_events_flush(struct gt_events *ev);
 
-/* ---- ctl.c: the controllers' cache of stored objects and their writes ---- */
+/* ---- the controllers' cache of stored objects (cache.c, ctl.c) ---- */
 
-/* One cached stored object. */
+/* One cached stored object: its JSON and, decoded once when cached, its
+ * typed form (which holds a reference to obj; NULL for a kind without
+ * one). Both are immutable while cached. */
 struct gt_cobj {
     char *key;
     json_t *obj;
+    struct gt_api_object *t;
     int64_t rev; /* mod_rev */
 };
+
+/* The typed form of a cached object of the named kind (borrowed, valid
+ * while o is cached); o must be of that kind. */
+static inline const struct gt_api_job *gt_cobj_job(const struct gt_cobj *o)
+{
+    return (const struct gt_api_job *)o->t;
+}
+static inline const struct gt_api_task *gt_cobj_task(const struct gt_cobj *o)
+{
+    return (const struct gt_api_task *)o->t;
+}
+static inline const struct gt_api_node *gt_cobj_node(const struct gt_cobj *o)
+{
+    return (const struct gt_api_node *)o->t;
+}
 
 struct gt_ctl {
     struct gt_server *s;
@@ -158,6 +185,27 @@ struct gt_ctl {
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions dec;
 };
+
+/* ---- cache.c: the cache and the controllers' writes ---- */
+
+/* Free a cache entry (a struct gt_cobj *; NULL is fine). */
+void gt_cobj_free(void *p);
+/* Cache obj (taken) at key as revision rev; *old gets the replaced entry
+ * (the caller's to gt_cobj_free) or NULL. */
+void gt_ctl_cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
+                      int64_t rev, struct gt_cobj **old);
+/* The object written at key as revision rev, if this process wrote it
+ * (new reference), else NULL. Forgets whatever was kept for key. */
+json_t *gt_ctl_take_fresh(struct gt_ctl *c, const char *key, int64_t rev);
+/* Free a c->fresh entry. */
+void gt_ctl_fresh_free(void *p);
+/* Mark the job of task (borrowed) dirty. */
+void gt_ctl_mark_task_job(struct gt_ctl *c, const struct gt_api_task *task);
+/* The cached job at key is now job (borrowed; NULL: gone): keep c->timed,
+ * the jobs gt_jobctl_tick visits, current. */
+void gt_ctl_note_job(struct gt_ctl *c, const char *key, const struct gt_api_job *job);
+
+/* ---- ctl.c: the controllers' shell ---- */
 
 struct gt_ctl *gt_ctl_new(struct gt_server *s);
 /* Free after the store is closed (its callbacks may still reach the cache). */
@@ -213,30 +261,46 @@ bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
 /* Mark the jobs whose next step is due by time (deadline, back-off, ttl);
  * every second. Visits only c->timed, not every job. */
 void gt_jobctl_tick(struct gt_ctl *c);
-/* The cached job at key is now job (borrowed; NULL: gone): keep c->timed,
- * the jobs gt_jobctl_tick visits, current. */
-void gt_jobctl_note_job(struct gt_ctl *c, const char *key, const json_t *job);
-/* What the tasks of this cycle's binds get in their binding write: a JSON
- * object task id -> {ports, node, env, hosts} (caller json_decref()s).
+
+/* ---- bindplan.c ---- */
+
+/* What one task of a cycle's binds gets in its binding write. The JSON
+ * values are the plan's own (gt_bind_plan_fini drops them). */
+struct gt_bind_plan_entry {
+    const char *task_id; /* borrowed from the bind */
+    const char *node;    /* borrowed from the bind */
+    json_t *ports;       /* spec.ports [{name, port}]; NULL: none (no free port, no task) */
+    int32_t gantry_port; /* the port named "gantry" among them */
+    json_t *env;         /* entries for spec.template.env, or NULL */
+    json_t *hosts;       /* spec.hosts, or NULL */
+};
+struct gt_bind_plan {
+    struct gt_bind_plan_entry *v; /* v[i] is the plan of binds[i] */
+    size_t n;
+    struct gt_strmap by_task; /* task id -> its entry, for those with ports */
+};
+/* The plan of this cycle's binds into *plan (caller gt_bind_plan_fini()s).
  * Ports come from each node's --port-range, lowest free among the tasks
  * holding it and the other binds; env and hosts from the job's replicas as
  * bound now (a gang binds in one cycle, so the master's port is known). */
-json_t *gt_jobctl_bind_plan(struct gt_ctl *c, const struct gt_sched_bind *binds, size_t n);
-/* Put task_id's plan (borrowed) into task (the binding's copy): spec.ports,
+void gt_bind_plan_build(struct gt_ctl *c, const struct gt_sched_bind *binds, size_t n,
+                        struct gt_bind_plan *plan);
+void gt_bind_plan_fini(struct gt_bind_plan *plan);
+/* Put entry e (borrowed) into task (the binding's copy): spec.ports,
  * spec.hosts, and the env appended to spec.template.env. */
-void gt_jobctl_bind_apply(const json_t *plan, const char *task_id, json_t *task);
+void gt_bind_plan_apply(const struct gt_bind_plan_entry *e, json_t *task);
 
 /* ---- feeder.c: the scheduler model, kept from the store, and the cycle ---- */
 int gt_feed_build(struct gt_ctl *c, struct gt_err *err);
-/* A cached object changed: old and now are the previous and current JSON
- * (either NULL). */
-void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key, const json_t *old,
-                    const json_t *now);
+/* A cached object changed: old and now are the previous and current typed
+ * objects (either NULL; borrowed). */
+void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key,
+                    const struct gt_api_object *old, const struct gt_api_object *now);
 /* Add, re-sync or remove the job at key in the model as the cache says. A
  * job added waits in c->unseen for the next cycle. */
 void gt_feed_sync_job(struct gt_ctl *c, const char *key);
 /* Node lost: free everything on it in the model at once. */
-void gt_feed_node_lost(struct gt_ctl *c, const json_t *node);
+void gt_feed_node_lost(struct gt_ctl *c, const struct gt_api_node *node);
 /* Run one scheduling cycle and apply its decisions; the jobs of c->unseen
  * become dirty. */
 void gt_feed_cycle(struct gt_ctl *c);
@@ -260,15 +324,22 @@ json_t *gt_nodectl_allocated(const struct gt_ctl *c, const char *node);
 /* GET .../tasks/T/log: proxy to the node's agent. Replies itself. */
 void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q);
 
-/* ---- server.c ---- */
+/* ---- storeio.c ---- */
 /* Queue a store write on behalf of the server, counting it in flight;
  * returns gt_store_write's result. done must call gt_server_write_done. */
 int gt_server_write(struct gt_server *s, enum gt_store_op op, const char *key, const char *value,
                     size_t len, int64_t expected_rev, gt_store_done_fn done, void *arg);
 /* Account for a finished write (metrics, in-flight count, fsync failure). */
 void gt_server_write_done(struct gt_server *s, int rc, int64_t submit_ns);
+
+/* ---- fault.c ---- */
 /* Answer /debug/fault. */
 void gt_server_fault(struct gt_req *r);
+/* The fault timer's callback (arg: the server): arms the fault once no
+ * write is in flight and answers the request waiting for it. */
+void gt_server_fault_timer(evutil_socket_t fd, short what, void *arg);
+
+/* ---- server.c ---- */
 /* Start a daemon whose s->cfg, s->base (an event loop), s->store and
  * s->tokens are set: the access index and the controllers from the store,
  * the timers and signals, and the HTTP listener on cfg->listen (port 0: any

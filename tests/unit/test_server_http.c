@@ -290,8 +290,13 @@ static bool have_events(const struct gt_buf *b)
     return n >= want_events;
 }
 
-static int64_t rev_now(struct env *e)
+/* A request as admin that must answer code; the store's revision after it. */
+static int64_t expect(struct env *e, const char *method, const char *path, const char *body,
+                      int code)
 {
+    struct reply r = request(e, method, path, TOKEN, body);
+    assert_int_equal(r.code, code);
+    json_decref(r.body);
     return gt_store_revision(e->s.store);
 }
 
@@ -312,11 +317,8 @@ static void test_watch(void **state)
     (void)state;
     struct env e;
     env_open(&e);
-    char *d1 = pc("d1", 1, NULL), *d2 = pc("d2", 1, NULL);
-    struct reply r = request(&e, "POST", BASE "/priorityclasses", TOKEN, d1);
-    assert_int_equal(r.code, 201);
-    json_decref(r.body);
-    int64_t rev_d1 = rev_now(&e);
+    char *d1 = pc("d1", 1, NULL), *d2 = pc("d2", 1, NULL), *upd = pc("d1", 5, NULL);
+    int64_t rev_d1 = expect(&e, "POST", BASE "/priorityclasses", d1, 201);
 
     int wfd = client_connect(&e);
     client_send(wfd, "GET", BASE "/priorityclasses?watch=true&resourceVersion=0", TOKEN, NULL);
@@ -325,20 +327,9 @@ static void test_watch(void **state)
     want_events = 1;
     pump(&e, wfd, &ws, have_events);
 
-    r = request(&e, "POST", BASE "/priorityclasses", TOKEN, d2);
-    assert_int_equal(r.code, 201);
-    json_decref(r.body);
-    int64_t rev_d2 = rev_now(&e);
-    char *upd = pc("d1", 5, NULL);
-    r = request(&e, "PUT", BASE "/priorityclasses/d1", TOKEN, upd);
-    assert_int_equal(r.code, 200);
-    json_decref(r.body);
-    free(upd);
-    int64_t rev_upd = rev_now(&e);
-    r = request(&e, "DELETE", BASE "/priorityclasses/d2", TOKEN, NULL);
-    assert_int_equal(r.code, 200);
-    json_decref(r.body);
-    int64_t rev_del = rev_now(&e);
+    int64_t rev_d2 = expect(&e, "POST", BASE "/priorityclasses", d2, 201);
+    int64_t rev_upd = expect(&e, "PUT", BASE "/priorityclasses/d1", upd, 200);
+    int64_t rev_del = expect(&e, "DELETE", BASE "/priorityclasses/d2", NULL, 200);
 
     want_events = 4;
     pump(&e, wfd, &ws, have_events);
@@ -358,6 +349,7 @@ static void test_watch(void **state)
     gt_buf_fini(&ws);
     free(d1);
     free(d2);
+    free(upd);
     env_close(&e);
 }
 
@@ -368,13 +360,11 @@ static void test_watch_from_version(void **state)
     struct env e;
     env_open(&e);
     char *d1 = pc("d1", 1, NULL);
-    struct reply r = request(&e, "POST", BASE "/priorityclasses", TOKEN, d1);
-    assert_int_equal(r.code, 201);
-    json_decref(r.body);
+    int64_t rev = expect(&e, "POST", BASE "/priorityclasses", d1, 201);
     free(d1);
     char path[128];
     snprintf(path, sizeof(path), BASE "/priorityclasses?watch=true&resourceVersion=%lld",
-             (long long)rev_now(&e));
+             (long long)rev);
     int fd = client_connect(&e);
     client_send(fd, "GET", path, TOKEN, NULL);
     struct gt_buf ws;
@@ -382,14 +372,12 @@ static void test_watch_from_version(void **state)
     want_events = 1;
     pump_for(&e, fd, &ws, have_events, 50);
     assert_false(have_events(&ws));
-    r = request(&e, "DELETE", BASE "/priorityclasses/d1", TOKEN, NULL);
-    assert_int_equal(r.code, 200);
-    json_decref(r.body);
+    rev = expect(&e, "DELETE", BASE "/priorityclasses/d1", NULL, 200);
     pump(&e, fd, &ws, have_events);
     json_t *ev[4];
     size_t n = events_of(&ws, ev, 4);
     assert_int_equal(n, 1);
-    check_event(ev[0], "DELETED", "d1", rev_now(&e));
+    check_event(ev[0], "DELETED", "d1", rev);
     json_decref(ev[0]);
     close(fd);
     gt_buf_fini(&ws);
