@@ -17,7 +17,7 @@
 
 #include "agent/agent_int.h"
 #include "agent/shim.h"
-#include "api/schema.h"
+#include "api/api.h"
 
 #define MAX_SPEC_BYTES (1 << 20)
 

@@ -1,12 +1,11 @@
 /*
  * api internals: the kinds' schema tables (schemas.c) and the resource
- * maps they hold; the engine that walks the tables is in api/schema.h.
+ * maps they hold; the engine that walks the tables is public (api.h).
  */
 #ifndef GT_API_INT_H
 #define GT_API_INT_H
 
 #include "api/api.h"
-#include "api/schema.h"
 
 /* Resource names a resource map may hold: GT_RESF_* (api.h). */
 #define GT_RESF_POOL (GT_RESF_CPU | GT_RESF_MEMORY | GT_RESF_STORAGE | GT_RESF_GPU)
