@@ -28,19 +28,21 @@ struct row {
 };
 
 /* The typed form of a row of each kind. */
-#define DEPT(r) ((const struct gt_api_department *)(r)->o)
 #define PROJ(r) ((const struct gt_api_project *)(r)->o)
 #define PC(r) ((const struct gt_api_priority_class *)(r)->o)
 #define NODE(r) ((const struct gt_api_node *)(r)->o)
 #define JOB(r) ((const struct gt_api_job *)(r)->o)
 #define TASK(r) ((const struct gt_api_task *)(r)->o)
 
-/* A column shows cell(row), or, for an age column, the age of the
- * timestamp age_of(row) returns. */
+/* A column shows cell(row); for an age column, the age of the timestamp
+ * age_of(row) returns; for a department's amount column, the amount of
+ * resource in the map at map_path. */
 struct column {
     const char *header;
     char *(*cell)(const struct row *r);
     const char *(*age_of)(const struct row *r);
+    const char *map_path;
+    const char *resource;
     bool wide_only;
 };
 
@@ -85,91 +87,40 @@ static char *amount(const json_t *v, const char *fallback)
 
 /* ---- departments ---- */
 
-static char *dept_gpu_quota(const struct row *r)
+/* A department's amount of resource in the map at map_path ("0" when not
+ * named); a resource not named in spec.limit has a limit equal to its quota
+ * (DESIGN.md). status.used and status.borrowed (above the quota) are
+ * computed by gantryd on reads from what its scheduler counts. */
+static char *dept_amount(const struct row *r, const char *map_path, const char *resource)
 {
-    return amount(resource_at(r->json, "spec.quota", GT_RES_NAME_GPU), "0");
+    const json_t *v = resource_at(r->json, map_path, resource);
+    if (!v && !strcmp(map_path, "spec.limit")) {
+        v = resource_at(r->json, "spec.quota", resource);
+    }
+    return amount(v, "0");
 }
 
-static char *dept_cpu(const struct row *r)
-{
-    return amount(resource_at(r->json, "spec.quota", GT_RES_NAME_CPU), "0");
-}
-
-static char *dept_memory(const struct row *r)
-{
-    return amount(resource_at(r->json, "spec.quota", GT_RES_NAME_MEMORY), "0");
-}
-
-/* A resource not named in limit has a limit equal to its quota (DESIGN.md). */
-static char *dept_limit(const struct row *r, const char *resource, unsigned bit)
-{
-    bool named = DEPT(r)->spec.limit.set & bit;
-    return amount(resource_at(r->json, named ? "spec.limit" : "spec.quota", resource), "0");
-}
-
-/* status.used and status.borrowed (above the quota) are computed by gantryd
- * on reads from what its scheduler counts. */
-static char *dept_gpu_limit(const struct row *r)
-{
-    return dept_limit(r, GT_RES_NAME_GPU, GT_RESF_GPU);
-}
-
-static char *dept_gpu_used(const struct row *r)
-{
-    return amount(resource_at(r->json, "status.used", GT_RES_NAME_GPU), "0");
-}
-
-static char *dept_gpu_borrowed(const struct row *r)
-{
-    return amount(resource_at(r->json, "status.borrowed", GT_RES_NAME_GPU), "0");
-}
-
-static char *dept_cpu_limit(const struct row *r)
-{
-    return dept_limit(r, GT_RES_NAME_CPU, GT_RESF_CPU);
-}
-
-static char *dept_cpu_used(const struct row *r)
-{
-    return amount(resource_at(r->json, "status.used", GT_RES_NAME_CPU), "0");
-}
-
-static char *dept_cpu_borrowed(const struct row *r)
-{
-    return amount(resource_at(r->json, "status.borrowed", GT_RES_NAME_CPU), "0");
-}
-
-static char *dept_memory_limit(const struct row *r)
-{
-    return dept_limit(r, GT_RES_NAME_MEMORY, GT_RESF_MEMORY);
-}
-
-static char *dept_memory_used(const struct row *r)
-{
-    return amount(resource_at(r->json, "status.used", GT_RES_NAME_MEMORY), "0");
-}
-
-static char *dept_memory_borrowed(const struct row *r)
-{
-    return amount(resource_at(r->json, "status.borrowed", GT_RES_NAME_MEMORY), "0");
-}
+#define DEPT_COL(h, map, res, ...)                                                                 \
+    {                                                                                              \
+        .header = h, .map_path = map, .resource = res, __VA_ARGS__                                 \
+    }
 
 /* Per resource: guarantee (QUOTA), LIMIT, USED and BORROWED; GPUs by
  * default, cpu and memory in full with -o wide. */
 static const struct column department_cols[] = {
     {.header = "NAME", .cell = name_cell},
-    {.header = "GPU QUOTA", .cell = dept_gpu_quota},
-    {.header = "GPU LIMIT", .cell = dept_gpu_limit},
-    {.header = "GPU USED", .cell = dept_gpu_used},
-    {.header = "GPU BORROWED", .cell = dept_gpu_borrowed},
-    {.header = "CPU", .cell = dept_cpu},
-    {.header = "CPU LIMIT", .cell = dept_cpu_limit, .wide_only = true},
-    {.header = "CPU USED", .cell = dept_cpu_used, .wide_only = true},
-    {.header = "CPU BORROWED", .cell = dept_cpu_borrowed, .wide_only = true},
-    {.header = "MEMORY", .cell = dept_memory},
-    {.header = "MEMORY LIMIT", .cell = dept_memory_limit, .wide_only = true},
-    {.header = "MEMORY USED", .cell = dept_memory_used, .wide_only = true},
-    {.header = "MEMORY BORROWED", .cell = dept_memory_borrowed, .wide_only = true},
+    DEPT_COL("GPU QUOTA", "spec.quota", GT_RES_NAME_GPU),
+    DEPT_COL("GPU LIMIT", "spec.limit", GT_RES_NAME_GPU),
+    DEPT_COL("GPU USED", "status.used", GT_RES_NAME_GPU),
+    DEPT_COL("GPU BORROWED", "status.borrowed", GT_RES_NAME_GPU),
+    DEPT_COL("CPU", "spec.quota", GT_RES_NAME_CPU),
+    DEPT_COL("CPU LIMIT", "spec.limit", GT_RES_NAME_CPU, .wide_only = true),
+    DEPT_COL("CPU USED", "status.used", GT_RES_NAME_CPU, .wide_only = true),
+    DEPT_COL("CPU BORROWED", "status.borrowed", GT_RES_NAME_CPU, .wide_only = true),
+    DEPT_COL("MEMORY", "spec.quota", GT_RES_NAME_MEMORY),
+    DEPT_COL("MEMORY LIMIT", "spec.limit", GT_RES_NAME_MEMORY, .wide_only = true),
+    DEPT_COL("MEMORY USED", "status.used", GT_RES_NAME_MEMORY, .wide_only = true),
+    DEPT_COL("MEMORY BORROWED", "status.borrowed", GT_RES_NAME_MEMORY, .wide_only = true),
     {.header = "AGE", .age_of = created_at},
 };
 
@@ -514,6 +465,8 @@ void gt_cli_columns_add(struct gt_cli_table *t, const struct gt_kind_info *k,
     for (size_t i = 0; i < n; i++) {
         if (cols[i]->age_of) {
             cells[i] = gt_xstrdup(gt_cli_format_age(cols[i]->age_of(&r), now_ms, age, sizeof(age)));
+        } else if (cols[i]->map_path) {
+            cells[i] = dept_amount(&r, cols[i]->map_path, cols[i]->resource);
         } else {
             cells[i] = cols[i]->cell(&r);
         }
