@@ -78,8 +78,9 @@ bool gt_cli_task_reached(const struct gt_api_task *task, enum gt_cli_task_goal g
 
 /* Wait by watch until task name in project (borrowed) reaches goal,
  * including a task that does not exist yet. *task gets the Task then,
- * decoded (caller frees with gt_api_task_free). Returns 0; GT_ENOTFOUND when the task
- * is deleted first; or the watch's error (-ECANCELED when interrupted). */
+ * decoded (caller frees with gt_api_task_free). Returns 0; GT_ENOTFOUND
+ * when the task is deleted first; or the watch's error (-ECANCELED when
+ * interrupted). */
 int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *name,
                      enum gt_cli_task_goal goal, struct gt_api_task **task, struct gt_err *err);
 
