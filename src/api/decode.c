@@ -5,8 +5,8 @@
  * gets its typed form by writing its struct and naming the members in its
  * rows, never by a decoder of its own.
  *
- * Memory: one block per object holds the kind's struct and a first arena
- * chunk from which the lists are cut; bigger objects chain more chunks.
+ * Memory: one allocation per object, sized by a first walk of the same
+ * rows (lists_size), holds the kind's struct and every list cut from it.
  * Strings are never copied: they are borrowed from the JSON, of which the
  * object keeps a reference (see the ownership rules in api.h).
  */
@@ -17,13 +17,10 @@
 
 #include "api/api_int.h"
 
-/* Bytes of list memory inside an object's own block: enough for a job of a
- * few replica types or a task, so that the common case is one allocation. */
-#define INLINE_BYTES 1024
 #define ALIGN 16
 
+/* The lists' memory, after the struct in the object's block. */
 struct gt_api_mem {
-    struct gt_api_mem *next; /* heap chunks after the inline one */
     size_t used, cap;
     alignas(ALIGN) unsigned char data[];
 };
@@ -33,18 +30,11 @@ static size_t round_up(size_t n)
     return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
 }
 
-/* n zeroed bytes from head's chunks, chaining a new chunk when full. */
-static void *mem_alloc(struct gt_api_mem *head, size_t n)
+/* n zeroed bytes of m, which lists_size made big enough. */
+static void *mem_alloc(struct gt_api_mem *m, size_t n)
 {
     n = round_up(n);
-    struct gt_api_mem *m = head->cap - head->used >= n ? head : head->next;
-    if (!m || m->cap - m->used < n) {
-        size_t cap = n > INLINE_BYTES * 4 ? n : INLINE_BYTES * 4;
-        m = gt_xcalloc(1, sizeof(*m) + cap);
-        m->cap = cap;
-        m->next = head->next;
-        head->next = m;
-    }
+    GT_ASSERT(m->cap - m->used >= n);
     void *p = m->data + m->used;
     m->used += n;
     return p;
@@ -75,6 +65,44 @@ static size_t item_size(const struct gt_field *e)
     default:
         return sizeof(const json_t *);
     }
+}
+
+static size_t lists_size(const struct gt_schema *s, const json_t *obj);
+
+/* Bytes of list memory decoding v by row f takes: what mem_alloc will be
+ * asked for, the same walk as decode_value's. */
+static size_t value_lists_size(const struct gt_field *f, const json_t *v)
+{
+    size_t total = 0;
+    if (f->type == GT_F_OBJECT) {
+        total = lists_size(f->schema, v);
+    } else if (f->type == GT_F_ARRAY && json_is_array(v) && json_array_size(v)) {
+        total = round_up(json_array_size(v) * item_size(f->elem));
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            total += value_lists_size(f->elem, json_array_get(v, i));
+        }
+    } else if (f->type == GT_F_MAP && f->elem->type == GT_F_OBJECT && json_is_object(v) &&
+               json_object_size(v)) {
+        total = round_up(json_object_size(v) * f->elem->schema->size);
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)v, key, val)
+        {
+            total += lists_size(f->elem->schema, val);
+        }
+    }
+    return total;
+}
+
+static size_t lists_size(const struct gt_schema *s, const json_t *obj)
+{
+    size_t total = 0;
+    for (const struct gt_field *f = s->fields; obj && f->name; f++) {
+        if (f->out) {
+            total += value_lists_size(f, json_object_get(obj, f->name));
+        }
+    }
+    return total;
 }
 
 static void decode_array(const struct gt_field *f, const json_t *v, struct list *out,
@@ -204,10 +232,11 @@ struct gt_api_object *gt_api_object_new(enum gt_kind kind, json_t *obj)
         return NULL;
     }
     size_t head = round_up(s->size);
-    char *block = gt_xcalloc(1, head + sizeof(struct gt_api_mem) + INLINE_BYTES);
+    size_t lists = lists_size(s, json_is_object(obj) ? obj : NULL);
+    char *block = gt_xcalloc(1, head + sizeof(struct gt_api_mem) + lists);
     struct gt_api_object *o = (struct gt_api_object *)block;
     o->mem = (struct gt_api_mem *)(block + head);
-    o->mem->cap = INLINE_BYTES;
+    o->mem->cap = lists;
     o->kind = kind;
     o->json = json_incref(obj);
     gt_schema_decode(s, obj, o, o->mem);
@@ -218,12 +247,6 @@ void gt_api_object_free(struct gt_api_object *o)
 {
     if (!o) {
         return;
-    }
-    struct gt_api_mem *m = o->mem->next;
-    while (m) {
-        struct gt_api_mem *next = m->next;
-        free(m);
-        m = next;
     }
     json_decref(o->json);
     free(o);

@@ -315,7 +315,7 @@ static void test_quota_kinds(void **state)
     gt_api_object_free(NULL);
 }
 
-/* Lists beyond the object's inline memory chain more of it. */
+/* A big object: its lists, however many, fit its one allocation. */
 static void test_big(void **state)
 {
     (void)state;
