@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/bindplan.h"
+#include "server/cache.h"
 #include "server/server_int.h"
 
 struct port_use {

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/cache.h"
 #include "server/server_int.h"
+#include "server/storeio.h"
 
 static const char marker[] = "";
 #define MARK ((void *)marker)

@@ -21,6 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/cache.h"
+#include "server/ctl.h"
+#include "server/feeder.h"
+#include "server/jobctl.h"
+#include "server/nodes.h"
 #include "server/server_int.h"
 
 static const char marker[] = "";

@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/events.h"
 #include "server/server_int.h"
+#include "server/storeio.h"
 
 #define SWEEP_INTERVAL_MS 60000
 

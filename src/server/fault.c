@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/fault.h"
+#include "server/reply.h"
 #include "server/server_int.h"
 
 void gt_server_fault(struct gt_req *r)

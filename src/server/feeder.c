@@ -33,6 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/bindplan.h"
+#include "server/cache.h"
+#include "server/events.h"
+#include "server/feeder.h"
 #include "server/server_int.h"
 
 static const char marker[] = "";

@@ -16,7 +16,13 @@
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 
+#include "server/fault.h"
+#include "server/http.h"
+#include "server/logproxy.h"
+#include "server/reply.h"
 #include "server/server_int.h"
+#include "server/watch.h"
+#include "server/write.h"
 
 /* ---- authentication ---- */
 

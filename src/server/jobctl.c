@@ -24,6 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/cache.h"
+#include "server/events.h"
+#include "server/feeder.h"
+#include "server/jobctl.h"
 #include "server/server_int.h"
 
 #define MAX_JOB_TASKS 5000

@@ -22,6 +22,9 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "server/cache.h"
+#include "server/logproxy.h"
+#include "server/reply.h"
 #include "server/server_int.h"
 
 #define UPSTREAM_TIMEOUT_S (24 * 3600) /* a followed log may be quiet for long */

@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/cache.h"
+#include "server/feeder.h"
+#include "server/nodes.h"
 #include "server/server_int.h"
 
 /* The cached tasks on a node. */
@@ -74,6 +77,14 @@ json_t *gt_nodectl_allocated(const struct gt_ctl *c, const char *node)
 
 /* ---- the tick ---- */
 
+/* Set n string members of o (NULL: nothing), each {name, value}. */
+static void set_strings(json_t *o, const char *const (*kv)[2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_object_set_new(o, kv[i][0], json_string(kv[i][1]));
+    }
+}
+
 static void fail_lost_tasks(struct gt_ctl *c, const char *node)
 {
     struct collect col;
@@ -84,11 +95,11 @@ static void fail_lost_tasks(struct gt_ctl *c, const char *node)
         const struct gt_cobj *o = col.o[i];
         if (gt_task_holds(col.t[i]) && !gt_ctl_busy(c, o->key)) {
             json_t *copy = json_deep_copy(o->obj);
-            json_t *st = json_object_get(copy, "status");
-            json_object_set_new(st, "phase", json_string("Failed"));
-            json_object_set_new(st, "reason", json_string("NodeLost"));
-            json_object_set_new(st, "message", json_string("node stopped sending heartbeats"));
-            json_object_set_new(st, "finishTime", json_string(ts));
+            const char *const ended[][2] = {{"phase", "Failed"},
+                                            {"reason", "NodeLost"},
+                                            {"message", "node stopped sending heartbeats"},
+                                            {"finishTime", ts}};
+            set_strings(json_object_get(copy, "status"), ended, GT_ARRAY_LEN(ended));
             gt_ctl_write(c, GT_STORE_UPDATE, o->key, copy, o->rev, NULL, NULL);
             json_decref(copy);
         }
@@ -123,13 +134,13 @@ static bool node_lost_marked(const struct gt_api_node *node)
 static void mark_lost(struct gt_ctl *c, const struct gt_cobj *o)
 {
     json_t *n = json_deep_copy(o->obj);
-    json_t *cond = gt_json_find(gt_api_conditions_json(n), "type", "Ready");
     char ts[32];
     gt_time_format(gt_now_ms(), ts, sizeof(ts));
-    json_object_set_new(cond, "status", json_string("False"));
-    json_object_set_new(cond, "reason", json_string("NodeLost"));
-    json_object_set_new(cond, "message", json_string("no heartbeat within the node grace period"));
-    json_object_set_new(cond, "lastTransitionTime", json_string(ts));
+    const char *const lost[][2] = {{"status", "False"},
+                                   {"reason", "NodeLost"},
+                                   {"message", "no heartbeat within the node grace period"},
+                                   {"lastTransitionTime", ts}};
+    set_strings(gt_json_find(gt_api_conditions_json(n), "type", "Ready"), lost, GT_ARRAY_LEN(lost));
     gt_ctl_write(c, GT_STORE_UPDATE, o->key, n, o->rev, NULL, NULL);
     json_decref(n);
     gt_feed_node_lost(c, gt_cobj_node(o));

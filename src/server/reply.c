@@ -12,6 +12,8 @@
 
 #include <event2/buffer.h>
 
+#include "server/nodes.h"
+#include "server/reply.h"
 #include "server/server_int.h"
 
 void gt_req_free(struct gt_req *r)

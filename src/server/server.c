@@ -25,7 +25,14 @@
 
 #include <event2/listener.h>
 
+#include "server/cache.h"
+#include "server/ctl.h"
+#include "server/events.h"
+#include "server/fault.h"
+#include "server/http.h"
+#include "server/reply.h"
 #include "server/server_int.h"
+#include "server/watch.h"
 
 #define DRAIN_POLL_MS 10
 #define FLUSH_GRACE_MS 200

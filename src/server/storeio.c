@@ -5,6 +5,7 @@
  * later write and drain with exit status 1, through the drain hook its
  * life cycle (server.c) set, which sits above every caller of these.
  */
+#include "server/storeio.h"
 #include "server/server_int.h"
 
 int gt_server_write(struct gt_server *s, enum gt_store_op op, const char *key, const char *value,

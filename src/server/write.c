@@ -22,7 +22,12 @@
 
 #include <event2/buffer.h>
 
+#include "server/cache.h"
+#include "server/jobctl.h"
+#include "server/reply.h"
 #include "server/server_int.h"
+#include "server/storeio.h"
+#include "server/write.h"
 
 #define MAX_RETRIES 5
 

@@ -20,6 +20,11 @@
 #include <event2/event.h>
 
 #include "sched/sched.h"
+#include "server/cache.h"
+#include "server/ctl.h"
+#include "server/events.h"
+#include "server/feeder.h"
+#include "server/jobctl.h"
 #include "server/server_int.h"
 #include "test_server_util.h"
 
