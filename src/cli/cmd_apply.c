@@ -216,7 +216,8 @@ static void describe_failure(struct gt_err *err, const char *file, size_t index,
 
 /* Apply every document of one file in order, in the project the document
  * names, else project (-p), else default_project (the configuration
- * file's; either may be NULL); *client is made on first use. 0, GT_CLI_EXIT_FAIL (already reported) or an error in err. */
+ * file's; either may be NULL); *clientp is made on first use. 0,
+ * GT_CLI_EXIT_FAIL (already reported) or an error in errp. */
 static int apply_file(struct gt_cli_ctx *ctx, struct gt_cli_client **clientp, const char *file,
                       const char *project, const char *default_project, struct gt_err *errp)
 {

@@ -12,8 +12,8 @@
  * A node with a NoExecute taint (`gantry drain` sets gantry.dev/drain) is
  * drained: on every tick each task holding resources on it is stopped with
  * reason Drained, and goes back to the queue once its exit is recorded
- * (requeue.c); `gantry drain` also cordons it (spec.unschedulable), so the
- * scheduler binds nothing more there.
+ * (jobs.c, gt_job_restart_verdict); `gantry drain` also cordons it
+ * (spec.unschedulable), so the scheduler binds nothing more there.
  *
  * status.allocated is never stored: Node reads compute it from the cached
  * tasks holding resources on the node.
@@ -166,7 +166,7 @@ static void fail_lost_tasks(struct gt_ctl *c, const char *node)
 }
 
 /* Stop every task holding resources on a draining node (reason Drained;
- * requeue.c puts each back in the queue once its exit is recorded). */
+ * jobs.c's gt_job_restart_verdict requeues each once its exit is recorded). */
 static void drain_tasks(struct gt_ctl *c, const char *node)
 {
     struct collect col = {.node = node};
