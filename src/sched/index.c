@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/index.h"
 #include "sched/sched_int.h"
 
 void gt_sched_node_groups_init(struct gt_sched_node *node)
@@ -162,4 +163,28 @@ int32_t gt_sched_idx_last(const struct gt_sched_buckets *b, size_t k)
         }
     }
     return -1;
+}
+
+/* ---- node lookups ---- */
+
+struct gt_sched_gpu *gt_sched_node_gpu(const struct gt_sched_node *node, int32_t index)
+{
+    size_t lo = 0, hi = node->n_gpus;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (node->gpus[mid].index < index) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < node->n_gpus && node->gpus[lo].index == index ? &node->gpus[lo] : NULL;
+}
+
+bool gt_sched_node_fits(const struct gt_sched_node *node, const struct gt_sched_task_req *req)
+{
+    int64_t cpu, mem;
+    return gt_add_i64(node->cpu_milli_used, req->cpu_milli, &cpu) == 0 &&
+           gt_add_i64(node->memory_bytes_used, req->memory_bytes, &mem) == 0 &&
+           cpu <= node->cpu_milli_alloc && mem <= node->memory_bytes_alloc;
 }

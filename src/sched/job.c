@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/index.h"
+#include "sched/job.h"
+#include "sched/queue.h"
+#include "sched/quota.h"
+#include "sched/resv.h"
 #include "sched/sched_int.h"
 
 /* Validate one replica group and compute what each of its tasks uses. */

@@ -22,6 +22,9 @@
  */
 #include <string.h>
 
+#include "sched/firstfit.h"
+#include "sched/place.h"
+#include "sched/policy.h"
 #include "sched/sched_int.h"
 
 static int cmp_i64(int64_t a, int64_t b)

@@ -41,49 +41,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/decisions.h"
+#include "sched/index.h"
+#include "sched/job.h"
+#include "sched/policy.h"
+#include "sched/preempt.h"
+#include "sched/quota.h"
+#include "sched/resv.h"
 #include "sched/sched_int.h"
-
-void gt_sched_resv_drop(struct gt_sched_job *job, struct gt_sched_model *m)
-{
-    struct gt_sched_resv *r = job->resv;
-    if (!r) {
-        return;
-    }
-    for (size_t i = 0; i < r->n; i++) {
-        struct gt_sched_gpu *g = gt_sched_node_gpu(r->node[i], r->gpu_index[i]);
-        if (g && g->reserved_by == job) {
-            g->reserved_by = NULL;
-        }
-    }
-    for (size_t i = 0; i < r->n; i++) {
-        if (i == 0 || r->node[i] != r->node[i - 1]) {
-            gt_sched_node_reindex(r->node[i], false);
-        }
-    }
-    for (size_t i = 0; i < m->n_resv; i++) {
-        if (m->resv[i] == job) {
-            memmove(&m->resv[i], &m->resv[i + 1], (m->n_resv - i - 1) * sizeof(*m->resv));
-            m->n_resv--;
-            break;
-        }
-    }
-    free(r->node);
-    free(r->gpu_index);
-    free(r);
-    job->resv = NULL;
-}
-
-bool gt_sched_resv_waiting(const struct gt_sched_job *job)
-{
-    const struct gt_sched_resv *r = job->resv;
-    for (size_t i = 0; r && i < r->n; i++) {
-        const struct gt_sched_gpu *g = gt_sched_node_gpu(r->node[i], r->gpu_index[i]);
-        if (g->state != GT_SCHED_GPU_FREE) {
-            return true;
-        }
-    }
-    return false;
-}
 
 /* What removing one candidate job costs and when its tasks end. */
 struct cand {

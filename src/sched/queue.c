@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/queue.h"
+#include "sched/quota.h"
 #include "sched/sched_int.h"
 
 struct gt_sched_band *gt_sched_dept_band(struct gt_sched_dept *dept, int32_t value)
