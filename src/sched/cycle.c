@@ -154,7 +154,7 @@ static void add_waitf(struct cycle *c, struct gt_sched_job *job, enum gt_sched_w
 static bool task_admitted(const struct cycle *c, const struct gt_sched_task *t, bool beyond_gang)
 {
     const struct gt_sched_job *job = t->job;
-    const struct gt_sched_res *use = &t->group->use;
+    const struct gt_resvec *use = &t->group->use;
     bool dept_ok = beyond_gang ? gt_sched_admit(c->m, job->dept, use, NULL, NULL)
                                : gt_sched_dept_admits(job->dept, use, NULL);
     return dept_ok && (!job->project || gt_sched_project_admits(job->project, use, NULL));
@@ -274,7 +274,7 @@ static bool preempted_waiting(struct cycle *c, struct gt_sched_job *job)
  * (DESIGN.md step 4). Returns the wait message (taken), why (the refusal,
  * consumed) with what it does. */
 static char *quota_preempt(struct cycle *c, struct gt_sched_job *job, size_t gang,
-                           const struct gt_sched_res *use, struct gt_buf *why)
+                           const struct gt_resvec *use, struct gt_buf *why)
 {
     const char *dept = job->dept->name;
     if (preempted_waiting(c, job)) {
@@ -340,7 +340,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     need = need > n ? n : need;
 
     /* Admission: the gang (or, if the gang is complete, the next task). */
-    struct gt_sched_res gang = {0};
+    struct gt_resvec gang = {0};
     bool overflow = false;
     for (size_t i = 0; i < (need ? need : 1); i++) {
         overflow = overflow || gt_sched_res_add(&gang, &c->pending[i]->group->use) < 0;
@@ -348,14 +348,14 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     /* A refusal stands for larger gangs of the department, unless the job
      * may preempt its way in (quota_preempt). */
     int64_t *refused = &c->refused_gpu_milli[job->dept->vec_index];
-    if (!overflow && gang.gpu_milli > 0 && gang.gpu_milli >= *refused &&
+    if (!overflow && gang.v[GT_RES_GPU] > 0 && gang.v[GT_RES_GPU] >= *refused &&
         !(may_preempt(c, job) &&
           gt_sched_quota_may_free(c->m, job, &gang, c->policy->by_remaining))) {
         preempted_waiting(c, job); /* only to drop a stale reservation */
         char t[32];
         add_waitf(c, job, GT_SCHED_WAIT_QUOTA,
                   "department %s: no quota for nvidia.com/gpu %s this cycle", job->dept->name,
-                  gt_sched_res_text(3, gang.gpu_milli, t, sizeof(t)));
+                  gt_sched_res_text(GT_RES_GPU, gang.v[GT_RES_GPU], t, sizeof(t)));
         if (c->policy->head_of_line) {
             c->stop = true;
             c->blocked_by = job->id;
@@ -367,8 +367,8 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     bool dept_ok = !overflow && gt_sched_admit(c->m, job->dept, &gang, NULL, &why);
     if (!dept_ok || (job->project && !gt_sched_project_admits(job->project, &gang, &why))) {
         /* only the department's refusal holds for its other projects' jobs */
-        if (!dept_ok && !overflow && gang.gpu_milli > 0 && gang.gpu_milli < *refused) {
-            *refused = gang.gpu_milli;
+        if (!dept_ok && !overflow && gang.v[GT_RES_GPU] > 0 && gang.v[GT_RES_GPU] < *refused) {
+            *refused = gang.v[GT_RES_GPU];
         }
         if (overflow) {
             gt_buf_printf(&why, "department %s: gang request overflows", job->dept->name);
@@ -456,12 +456,10 @@ static void run_sorted(struct cycle *c, struct gt_sched_pick *pick)
  * (any use of a resource without guarantee counts as very large). */
 static double dominant_share(const struct gt_sched_dept *d)
 {
-    int64_t u[GT_SCHED_N_RES], g[GT_SCHED_N_RES];
-    gt_sched_res_unpack(&d->used, u);
-    gt_sched_res_unpack(&d->guarantee, g);
     double share = 0;
-    for (int r = 0; r < GT_SCHED_N_RES; r++) {
-        double s = u[r] <= 0 ? 0 : g[r] > 0 ? (double)u[r] / (double)g[r] : 1e18;
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        int64_t u = d->used.v[r], g = d->guarantee.v[r];
+        double s = u <= 0 ? 0 : g > 0 ? (double)u / (double)g : 1e18;
         share = s > share ? s : share;
     }
     return share;

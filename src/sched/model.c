@@ -315,15 +315,13 @@ int gt_sched_department_set(struct gt_sched_model *m, const char *name,
     if (!name || !name[0] || !guarantee || !limit) {
         return gt_err_set(err, GT_EINVAL, "department: name, guarantee and limit are required");
     }
-    int64_t g[GT_SCHED_N_RES], l[GT_SCHED_N_RES];
-    gt_sched_res_unpack(guarantee, g);
-    gt_sched_res_unpack(limit, l);
-    for (int i = 0; i < GT_SCHED_N_RES; i++) {
-        if (g[i] < 0 || l[i] < g[i]) {
+    struct gt_resvec g = gt_sched_res_vec(guarantee), l = gt_sched_res_vec(limit);
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        if (g.v[r] < 0 || l.v[r] < g.v[r]) {
             return gt_err_set(err, GT_EINVAL,
                               "department %s: %s guarantee %lld and limit %lld: need "
                               "0 <= guarantee <= limit",
-                              name, gt_sched_res_name(i), (long long)g[i], (long long)l[i]);
+                              name, gt_sched_res_name(r), (long long)g.v[r], (long long)l.v[r]);
         }
     }
     struct gt_sched_dept *dept = gt_sched_map_get(&m->dept_map, name);
@@ -347,8 +345,8 @@ int gt_sched_department_set(struct gt_sched_model *m, const char *name,
             m->depts[i]->vec_index = i;
         }
     }
-    dept->guarantee = *guarantee;
-    dept->limit = *limit;
+    dept->guarantee = g;
+    dept->limit = l;
     return 0;
 }
 
@@ -450,13 +448,13 @@ int gt_sched_department_get(const struct gt_sched_model *m, const char *name,
         return GT_ENOTFOUND;
     }
     if (guarantee) {
-        *guarantee = dept->guarantee;
+        *guarantee = gt_sched_res_of(&dept->guarantee);
     }
     if (limit) {
-        *limit = dept->limit;
+        *limit = gt_sched_res_of(&dept->limit);
     }
     if (used) {
-        *used = dept->used;
+        *used = gt_sched_res_of(&dept->used);
     }
     return 0;
 }
@@ -542,7 +540,7 @@ static int check_projects(const struct gt_sched_model *m, struct gt_err *err)
         if (!m->project_map.slots[s].key) {
             continue;
         }
-        struct gt_sched_res sum = {0};
+        struct gt_resvec sum = {0};
         size_t n_jobs = 0;
         for (size_t j = 0; j < m->n_jobs; j++) {
             const struct gt_sched_job *job = m->jobs[j];
@@ -593,7 +591,7 @@ int gt_sched_model_check(const struct gt_sched_model *m, struct gt_err *err)
         if (!m->dept_map.slots[s].key) {
             continue;
         }
-        struct gt_sched_res sum = {0}, band_sum = {0};
+        struct gt_resvec sum = {0}, band_sum = {0};
         size_t evicting = 0;
         for (size_t j = 0; j < m->n_jobs; j++) {
             const struct gt_sched_job *job = m->jobs[j];

@@ -38,162 +38,196 @@
 #include "sched/quota.h"
 #include "sched/sched_int.h"
 
-/* The resources of a struct gt_sched_res, for loops over all four. */
-#define N_RES GT_SCHED_N_RES
-static const char *const res_names[N_RES] = {"cpu", "memory", "storage", "nvidia.com/gpu"};
-
-const char *gt_sched_res_text(int r, int64_t v, char *buf, size_t len)
+const char *gt_sched_res_text(enum gt_res r, int64_t v, char *buf, size_t len)
 {
-    if (r == 0) {
+    switch (r) {
+    case GT_RES_CPU:
         gt_quantity_format(v, GT_QTY_MILLI, 0, buf, len);
-    } else if (r < 3) {
-        gt_quantity_format(v, GT_QTY_UNIT, 1, buf, len);
-    } else if (v % 1000 == 0) {
-        snprintf(buf, len, "%lld", (long long)(v / 1000));
-    } else {
-        /* milli-GPUs as a decimal fraction: 1250 -> "1.25" */
-        int n = snprintf(buf, len, "%lld.%03lld", (long long)(v / 1000),
-                         (long long)((v < 0 ? -v : v) % 1000));
-        while (n > 0 && (size_t)n < len && buf[n - 1] == '0') {
-            buf[--n] = '\0';
+        break;
+    case GT_RES_GPU:
+        if (v % 1000 == 0) {
+            snprintf(buf, len, "%lld", (long long)(v / 1000));
+        } else {
+            /* milli-GPUs as a decimal fraction: 1250 -> "1.25" */
+            int n = snprintf(buf, len, "%lld.%03lld", (long long)(v / 1000),
+                             (long long)((v < 0 ? -v : v) % 1000));
+            while (n > 0 && (size_t)n < len && buf[n - 1] == '0') {
+                buf[--n] = '\0';
+            }
         }
+        break;
+    default: /* memory and storage: bytes */
+        gt_quantity_format(v, GT_QTY_UNIT, 1, buf, len);
+        break;
     }
     return buf;
 }
 
-const char *gt_sched_res_name(int r)
+const char *gt_sched_res_name(enum gt_res r)
 {
-    return res_names[r];
-}
-
-void gt_sched_res_unpack(const struct gt_sched_res *r, int64_t v[N_RES])
-{
-    v[0] = r->cpu_milli;
-    v[1] = r->memory_bytes;
-    v[2] = r->storage_bytes;
-    v[3] = r->gpu_milli;
-}
-
-int gt_sched_res_add(struct gt_sched_res *a, const struct gt_sched_res *b)
-{
-    struct gt_sched_res r;
-    if (gt_add_i64(a->cpu_milli, b->cpu_milli, &r.cpu_milli) < 0 ||
-        gt_add_i64(a->memory_bytes, b->memory_bytes, &r.memory_bytes) < 0 ||
-        gt_add_i64(a->storage_bytes, b->storage_bytes, &r.storage_bytes) < 0 ||
-        gt_add_i64(a->gpu_milli, b->gpu_milli, &r.gpu_milli) < 0) {
-        return -ERANGE;
+    switch (r) {
+    case GT_RES_CPU:
+        return GT_RES_NAME_CPU;
+    case GT_RES_MEMORY:
+        return GT_RES_NAME_MEMORY;
+    case GT_RES_STORAGE:
+        return GT_RES_NAME_STORAGE;
+    case GT_RES_GPU:
+        return GT_RES_NAME_GPU;
+    default:
+        GT_ASSERT(!"a resource of enum gt_res");
+        return NULL;
     }
-    *a = r;
+}
+
+struct gt_resvec gt_sched_res_vec(const struct gt_sched_res *r)
+{
+    struct gt_resvec v = {.v = {
+                              [GT_RES_CPU] = r->cpu_milli,
+                              [GT_RES_MEMORY] = r->memory_bytes,
+                              [GT_RES_STORAGE] = r->storage_bytes,
+                              [GT_RES_GPU] = r->gpu_milli,
+                          }};
+    return v;
+}
+
+struct gt_sched_res gt_sched_res_of(const struct gt_resvec *v)
+{
+    struct gt_sched_res r = {
+        .cpu_milli = v->v[GT_RES_CPU],
+        .memory_bytes = v->v[GT_RES_MEMORY],
+        .storage_bytes = v->v[GT_RES_STORAGE],
+        .gpu_milli = v->v[GT_RES_GPU],
+    };
+    return r;
+}
+
+int gt_sched_res_add(struct gt_resvec *a, const struct gt_resvec *b)
+{
+    struct gt_resvec sum;
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        if (gt_add_i64(a->v[r], b->v[r], &sum.v[r]) < 0) {
+            return -ERANGE;
+        }
+    }
+    *a = sum;
     return 0;
 }
 
-/* The first resource where used + add (checked) exceeds cap, or -1; the
- * three unpacked into u, a, c for the caller's message. */
-static int res_over(const struct gt_sched_res *used, const struct gt_sched_res *add,
-                    const struct gt_sched_res *cap, int64_t u[N_RES], int64_t a[N_RES],
-                    int64_t c[N_RES])
+void gt_sched_res_move(struct gt_resvec *a, const struct gt_resvec *b, int sign)
 {
-    gt_sched_res_unpack(used, u);
-    gt_sched_res_unpack(add, a);
-    gt_sched_res_unpack(cap, c);
-    for (int i = 0; i < N_RES; i++) {
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        a->v[r] += sign * b->v[r];
+    }
+}
+
+/* Every resource at v. */
+static struct gt_resvec res_all(int64_t v)
+{
+    struct gt_resvec all;
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        all.v[r] = v;
+    }
+    return all;
+}
+
+/* The first resource where used + add (checked) exceeds cap, or
+ * GT_RES_COUNT when none does. */
+static enum gt_res res_over(const struct gt_resvec *used, const struct gt_resvec *add,
+                            const struct gt_resvec *cap)
+{
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
         int64_t sum;
-        if (a[i] > 0 && (gt_add_i64(u[i], a[i], &sum) < 0 || sum > c[i])) {
-            return i;
+        if (add->v[r] > 0 && (gt_add_i64(used->v[r], add->v[r], &sum) < 0 || sum > cap->v[r])) {
+            return r;
         }
     }
-    return -1;
+    return GT_RES_COUNT;
 }
 
-bool gt_sched_dept_admits(const struct gt_sched_dept *dept, const struct gt_sched_res *use,
+bool gt_sched_dept_admits(const struct gt_sched_dept *dept, const struct gt_resvec *use,
                           struct gt_buf *why)
 {
-    int64_t used[N_RES], add[N_RES], limit[N_RES];
-    int i = res_over(&dept->used, use, &dept->limit, used, add, limit);
-    if (i >= 0 && why) {
+    enum gt_res r = res_over(&dept->used, use, &dept->limit);
+    if (r < GT_RES_COUNT && why) {
+        int64_t used = dept->used.v[r], limit = dept->limit.v[r];
         char t[3][32];
-        gt_buf_printf(
-            why, "department %s: needs %s %s, has %s of limit %s free", dept->name, res_names[i],
-            gt_sched_res_text(i, add[i], t[0], sizeof(t[0])),
-            gt_sched_res_text(i, limit[i] > used[i] ? limit[i] - used[i] : 0, t[1], sizeof(t[1])),
-            gt_sched_res_text(i, limit[i], t[2], sizeof(t[2])));
+        gt_buf_printf(why, "department %s: needs %s %s, has %s of limit %s free", dept->name,
+                      gt_sched_res_name(r), gt_sched_res_text(r, use->v[r], t[0], sizeof(t[0])),
+                      gt_sched_res_text(r, limit > used ? limit - used : 0, t[1], sizeof(t[1])),
+                      gt_sched_res_text(r, limit, t[2], sizeof(t[2])));
     }
-    return i < 0;
+    return r == GT_RES_COUNT;
 }
 
-bool gt_sched_project_admits(const struct gt_sched_project *project, const struct gt_sched_res *use,
+bool gt_sched_project_admits(const struct gt_sched_project *project, const struct gt_resvec *use,
                              struct gt_buf *why)
 {
     if (!project->capped) {
         return true;
     }
-    int64_t used[N_RES], add[N_RES], hard[N_RES];
-    int i = res_over(&project->used, use, &project->hard, used, add, hard);
-    if (i >= 0 && why) {
+    enum gt_res r = res_over(&project->used, use, &project->hard);
+    if (r < GT_RES_COUNT && why) {
         char t[3][32];
         gt_buf_printf(why, "project %s needs %s %s, hard cap %s reached (%s in use)", project->name,
-                      res_names[i], gt_sched_res_text(i, add[i], t[0], sizeof(t[0])),
-                      gt_sched_res_text(i, hard[i], t[1], sizeof(t[1])),
-                      gt_sched_res_text(i, used[i], t[2], sizeof(t[2])));
+                      gt_sched_res_name(r), gt_sched_res_text(r, use->v[r], t[0], sizeof(t[0])),
+                      gt_sched_res_text(r, project->hard.v[r], t[1], sizeof(t[1])),
+                      gt_sched_res_text(r, project->used.v[r], t[2], sizeof(t[2])));
     }
-    return i < 0;
+    return r == GT_RES_COUNT;
 }
 
 /* ---- departments: the admission rule ---- */
+
+/* Can a department borrow resource r from the pool? Storage is quota-only:
+ * there is no pool to borrow from, the limit rules. */
+static bool pooled(enum gt_res r)
+{
+    return r != GT_RES_STORAGE;
+}
 
 /* Would the departments' claims on resource r fit the pool with add more
  * used by dept (and add less pending) and freed less used? protect: count
  * what other departments claim for their pending work within their
  * guarantee. */
-static bool claims_fit(const struct gt_sched_model *m, const struct gt_sched_dept *dept, int r,
-                       int64_t add, int64_t freed, bool protect)
+static bool claims_fit(const struct gt_sched_model *m, const struct gt_sched_dept *dept,
+                       enum gt_res r, int64_t add, int64_t freed, bool protect)
 {
-    int64_t pool[GT_SCHED_N_RES];
-    gt_sched_res_unpack(&m->pool, pool);
     __int128 claims = 0;
     for (size_t i = 0; i < m->n_depts; i++) {
         const struct gt_sched_dept *d = m->depts[i];
-        int64_t used[GT_SCHED_N_RES], g[GT_SCHED_N_RES];
-        gt_sched_res_unpack(&d->used, used);
-        gt_sched_res_unpack(&d->guarantee, g);
-        __int128 u = used[r], p = protect ? d->pending[r] : 0;
+        __int128 u = d->used.v[r], p = protect ? d->pending[r] : 0, g = d->guarantee.v[r];
         if (d == dept) {
             u += (__int128)add - freed;
             p = p > add ? p - add : 0;
         }
-        __int128 want = u + p < g[r] ? u + p : g[r];
+        __int128 want = u + p < g ? u + p : g;
         claims += u > want ? u : want;
     }
-    return claims <= pool[r];
+    return claims <= m->pool.v[r];
 }
 
 bool gt_sched_admit(const struct gt_sched_model *m, const struct gt_sched_dept *dept,
-                    const struct gt_sched_res *add, const struct gt_sched_res *freed,
-                    struct gt_buf *why)
+                    const struct gt_resvec *add, const struct gt_resvec *freed, struct gt_buf *why)
 {
-    int64_t used[GT_SCHED_N_RES], a[GT_SCHED_N_RES], g[GT_SCHED_N_RES], f[GT_SCHED_N_RES] = {0};
-    gt_sched_res_unpack(&dept->used, used);
-    gt_sched_res_unpack(add, a);
-    gt_sched_res_unpack(&dept->guarantee, g);
+    static const struct gt_resvec nothing;
+    const struct gt_resvec *f = freed ? freed : &nothing;
+    const struct gt_resvec *used = &dept->used, *g = &dept->guarantee, *a = add;
     if (!freed) {
         if (!gt_sched_dept_admits(dept, add, why)) {
             return false;
         }
     } else {
-        int64_t l[GT_SCHED_N_RES];
-        gt_sched_res_unpack(freed, f);
-        gt_sched_res_unpack(&dept->limit, l);
-        for (int r = 0; r < GT_SCHED_N_RES; r++) {
-            if (a[r] > 0 && (__int128)used[r] - f[r] + a[r] > l[r]) {
+        for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+            if (a->v[r] > 0 && (__int128)used->v[r] - f->v[r] + a->v[r] > dept->limit.v[r]) {
                 return false;
             }
         }
     }
-    for (int r = 0; r < GT_SCHED_N_RES; r++) {
-        /* storage is quota-only: no pool to borrow from, the limit rules */
-        if (r == 2 || a[r] == 0 || (__int128)used[r] - f[r] + a[r] <= g[r] ||
-            claims_fit(m, dept, r, a[r], f[r], true) ||
-            !claims_fit(m, dept, r, a[r], f[r], false)) {
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        if (!pooled(r) || a->v[r] == 0 || (__int128)used->v[r] - f->v[r] + a->v[r] <= g->v[r] ||
+            claims_fit(m, dept, r, a->v[r], f->v[r], true) ||
+            !claims_fit(m, dept, r, a->v[r], f->v[r], false)) {
             continue;
         }
         if (why) {
@@ -202,14 +236,15 @@ bool gt_sched_admit(const struct gt_sched_model *m, const struct gt_sched_dept *
                           "department %s: needs %s %s above its guarantee %s (using %s); "
                           "no idle capacity to borrow",
                           dept->name, gt_sched_res_name(r),
-                          gt_sched_res_text(r, a[r], t[0], sizeof(t[0])),
-                          gt_sched_res_text(r, g[r], t[1], sizeof(t[1])),
-                          gt_sched_res_text(r, used[r], t[2], sizeof(t[2])));
+                          gt_sched_res_text(r, a->v[r], t[0], sizeof(t[0])),
+                          gt_sched_res_text(r, g->v[r], t[1], sizeof(t[1])),
+                          gt_sched_res_text(r, used->v[r], t[2], sizeof(t[2])));
         }
         return false;
     }
     return true;
 }
+
 /* ---- projects ---- */
 
 static void project_free_unused(struct gt_sched_model *m, struct gt_sched_project *p)
@@ -228,8 +263,7 @@ static struct gt_sched_project *project_get_or_add(struct gt_sched_model *m, con
     if (!p) {
         p = gt_xcalloc(1, sizeof(*p));
         p->name = gt_xstrdup(name);
-        p->hard = (struct gt_sched_res){GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP,
-                                        GT_SCHED_NO_CAP};
+        p->hard = res_all(GT_SCHED_NO_CAP);
         gt_sched_map_put(&m->project_map, p->name, p);
     }
     return p;
@@ -260,16 +294,15 @@ int gt_sched_project_set(struct gt_sched_model *m, const char *name,
     if (!name || !name[0] || !hard) {
         return gt_err_set(err, GT_EINVAL, "project: name and hard cap are required");
     }
-    int64_t h[N_RES];
-    gt_sched_res_unpack(hard, h);
-    for (int i = 0; i < N_RES; i++) {
-        if (h[i] < 0) {
+    struct gt_resvec h = gt_sched_res_vec(hard);
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        if (h.v[r] < 0) {
             return gt_err_set(err, GT_EINVAL, "project %s: negative hard cap %lld for %s", name,
-                              (long long)h[i], res_names[i]);
+                              (long long)h.v[r], gt_sched_res_name(r));
         }
     }
     struct gt_sched_project *p = project_get_or_add(m, name);
-    p->hard = *hard;
+    p->hard = h;
     p->capped = true;
     return 0;
 }
@@ -281,8 +314,7 @@ int gt_sched_project_remove(struct gt_sched_model *m, const char *name, struct g
         return gt_err_set(err, GT_ENOTFOUND, "project %s has no hard cap", name ? name : "(null)");
     }
     p->capped = false;
-    p->hard =
-        (struct gt_sched_res){GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP};
+    p->hard = res_all(GT_SCHED_NO_CAP);
     project_free_unused(m, p);
     return 0;
 }
@@ -295,10 +327,10 @@ int gt_sched_project_get(const struct gt_sched_model *m, const char *name,
         return GT_ENOTFOUND;
     }
     if (hard) {
-        *hard = p->hard;
+        *hard = gt_sched_res_of(&p->hard);
     }
     if (used) {
-        *used = p->used;
+        *used = gt_sched_res_of(&p->used);
     }
     return 0;
 }

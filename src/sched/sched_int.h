@@ -18,9 +18,8 @@
 
 /* ---- the model ---- */
 
-/* The resources of a struct gt_sched_res as an array, for loops over all
- * four: cpu_milli, memory_bytes, storage_bytes, gpu_milli. */
-enum { GT_SCHED_N_RES = 4 };
+/* Amounts of resources are struct gt_resvec (common/resource.h), indexed by
+ * enum gt_res: quota.c's helpers add them, compare them and name them. */
 
 struct gt_sched_job;
 
@@ -72,7 +71,7 @@ struct gt_sched_node {
     int32_t n_groups;
     int32_t *group_avail;                      /* [n_groups] */
     struct gt_sched_link link[GT_SCHED_N_IDX]; /* in model->idx[i] */
-    struct gt_sched_res pool_part;             /* what it adds to model->pool */
+    struct gt_resvec pool_part;                /* what it adds to model->pool */
     struct gt_sched_model *model;
 };
 
@@ -91,13 +90,13 @@ struct gt_sched_band {
     struct gt_sched_job *head, *tail;
     struct gt_sched_job *skip_head[GT_SCHED_SKIP_LEVELS - 1];
     size_t n_holding;
-    struct gt_sched_res held;
+    struct gt_resvec held;
 };
 
 struct gt_sched_dept {
     char *name;
-    struct gt_sched_res guarantee, limit, used;
-    __int128 pending[GT_SCHED_N_RES]; /* sum of its PENDING tasks' use (wide: no overflow) */
+    struct gt_resvec guarantee, limit, used;
+    __int128 pending[GT_RES_COUNT]; /* sum of its PENDING tasks' use (wide: no overflow) */
     size_t n_jobs;
     size_t n_evicting;           /* its holding tasks chosen as preemption victims */
     struct gt_sched_band *bands; /* by value, descending; empty bands are kept */
@@ -110,9 +109,9 @@ struct gt_sched_dept {
  * cap or jobs (n_jobs). */
 struct gt_sched_project {
     char *name;
-    struct gt_sched_res hard; /* GT_SCHED_NO_CAP where it sets none */
-    bool capped;              /* set by gt_sched_project_set */
-    struct gt_sched_res used; /* its holding tasks' group use */
+    struct gt_resvec hard; /* GT_SCHED_NO_CAP where it sets none */
+    bool capped;           /* set by gt_sched_project_set */
+    struct gt_resvec used; /* its holding tasks' group use */
     size_t n_jobs;
 };
 
@@ -127,7 +126,7 @@ struct gt_sched_group {
     char *name;
     int32_t replicas;
     struct gt_sched_task_req req;
-    struct gt_sched_res use; /* what one bound task of the group counts against quota */
+    struct gt_resvec use; /* what one bound task of the group counts against quota */
 };
 
 struct gt_sched_task {
@@ -190,7 +189,7 @@ struct gt_sched_model {
     struct gt_sched_dept **depts; /* sorted by name */
     size_t n_depts, cap_depts;
     struct gt_sched_buckets idx[GT_SCHED_N_IDX];
-    struct gt_sched_res pool;   /* allocatable of schedulable nodes; GPUs healthy * 1000 */
+    struct gt_resvec pool;      /* allocatable of schedulable nodes; GPUs healthy * 1000 */
     size_t n_queued;            /* jobs in the queue */
     size_t n_light_queued;      /* queued jobs with light set */
     size_t n_preemptor_queued;  /* queued jobs whose policy lets them preempt */
