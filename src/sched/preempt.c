@@ -37,6 +37,8 @@
  * vanishes, or (preemption) the victims have exited and the job still
  * cannot bind; a head-of-line one is remade every cycle. A preemptor whose
  * victims are still exiting never preempts again, so nothing loops.
+ * Dropping a reservation and the backfill rule that lends one are resv.c's;
+ * whether victims' exit lets a gang in is quota.c's admission rule.
  */
 #include <stdlib.h>
 #include <string.h>
