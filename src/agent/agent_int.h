@@ -71,10 +71,6 @@ int gt_cgroup_read_pids(const char *procs_file, pid_t **pids, size_t *n_pids, st
  * name holds the old or the new content after a crash. 0 or -errno. */
 int gt_agent_file_write_atomic(const char *dir, const char *name, const void *data, size_t len,
                                bool sync, struct gt_err *err);
-/* Read all of path (at most max_bytes) into a new NUL-terminated buffer
- * (*out, caller frees; *len without the NUL). -EFBIG past max_bytes. */
-int gt_agent_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
-                       struct gt_err *err);
 
 /* SHA-256 of len bytes of data as 64 lower-case hex digits + NUL (sha256.c). */
 void gt_sha256_hex(const void *data, size_t len, char out[65]);

@@ -176,10 +176,7 @@ int gt_cgroup_read_pids(const char *procs_file, pid_t **pids, size_t *n_pids, st
     size_t cap = 0;
     long v;
     while (fscanf(f, "%ld", &v) == 1) {
-        if (*n_pids == cap) {
-            cap = cap ? cap * 2 : 16;
-            *pids = gt_xrealloc(*pids, cap * sizeof(**pids));
-        }
+        GT_VEC_RESERVE(*pids, cap, *n_pids + 1, 16);
         (*pids)[(*n_pids)++] = (pid_t)v;
     }
     fclose(f);

@@ -1,7 +1,7 @@
 /*
- * Files of a task's state directory: whole-file reads with a size bound and
- * atomic replacement (temporary file + rename, optionally fsynced), so a
- * reader (the agent after a restart) sees either nothing or a complete file.
+ * Files of a task's state directory: atomic replacement (temporary file +
+ * rename, optionally fsynced), so a reader (the agent after a restart, with
+ * common's bounded gt_file_read) sees either nothing or a complete file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,47 +71,4 @@ int gt_agent_file_write_atomic(const char *dir, const char *name, const void *da
 out:
     close(dir_fd);
     return rc;
-}
-
-int gt_agent_file_read(const char *path, size_t max_bytes, char **out, size_t *len,
-                       struct gt_err *err)
-{
-    *out = NULL;
-    *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int rc = -errno;
-        return gt_err_set(err, rc, "open %s: %s", path, strerror(errno));
-    }
-    struct gt_buf b;
-    gt_buf_init(&b);
-    char chunk[4096];
-    int rc = 0;
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof(chunk));
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r < 0) {
-            rc = -errno;
-            gt_err_set(err, rc, "read %s: %s", path, strerror(errno));
-            break;
-        }
-        if (r == 0) {
-            break;
-        }
-        if (b.len + (size_t)r > max_bytes) {
-            rc = gt_err_set(err, -EFBIG, "%s: larger than %zu bytes", path, max_bytes);
-            break;
-        }
-        gt_buf_append(&b, chunk, (size_t)r);
-    }
-    close(fd);
-    if (rc < 0) {
-        gt_buf_fini(&b);
-        return rc;
-    }
-    *len = b.len;
-    *out = gt_buf_take(&b);
-    return 0;
 }

@@ -240,17 +240,11 @@ void gt_image_tool_message(const char *text, char *buf, size_t len)
 
 /* ---- the process: image config merged with the template ---- */
 
-struct strv {
-    char **v;
-    size_t n, cap;
-};
+struct strv GT_VEC(char *);
 
 static void strv_push(struct strv *sv, char *s)
 {
-    if (sv->n + 2 > sv->cap) {
-        sv->cap = sv->cap ? sv->cap * 2 : 16;
-        sv->v = gt_xrealloc(sv->v, sv->cap * sizeof(*sv->v));
-    }
+    GT_VEC_RESERVE(sv->v, sv->cap, sv->n + 2, 16);
     sv->v[sv->n++] = s;
     sv->v[sv->n] = NULL;
 }

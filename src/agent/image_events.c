@@ -66,7 +66,7 @@ void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t)
     char path[PATH_MAX + 200], *text;
     size_t len;
     snprintf(path, sizeof(path), "%s/events", t->dir);
-    if (gt_agent_file_read(path, EVENTS_MAX_BYTES, &text, &len, NULL) == 0) {
+    if (gt_file_read(path, EVENTS_MAX_BYTES, &text, &len, NULL) == 0) {
         int line = 0;
         for (char *p = text; *p;) {
             char *nl = strchr(p, '\n');

@@ -336,7 +336,7 @@ static json_t *layout_blob(const char *layout, const char *digest, struct gt_err
     char path[PATH_MAX + 100], *text;
     size_t len;
     snprintf(path, sizeof(path), "%s/blobs/sha256/%s", layout, digest + 7);
-    if (gt_agent_file_read(path, BLOB_MAX_BYTES, &text, &len, err) < 0) {
+    if (gt_file_read(path, BLOB_MAX_BYTES, &text, &len, err) < 0) {
         return NULL;
     }
     json_t *j = json_loadb(text, len, 0, NULL);
@@ -353,7 +353,7 @@ static json_t *layout_config(const char *layout, struct gt_err *err)
     char path[PATH_MAX + 16], *text;
     size_t len;
     snprintf(path, sizeof(path), "%s/index.json", layout);
-    if (gt_agent_file_read(path, BLOB_MAX_BYTES, &text, &len, err) < 0) {
+    if (gt_file_read(path, BLOB_MAX_BYTES, &text, &len, err) < 0) {
         return NULL;
     }
     json_t *index = json_loadb(text, len, 0, NULL);
@@ -456,7 +456,7 @@ static int64_t read_size(const char *store)
     char path[PATH_MAX + 8], *text;
     size_t len;
     snprintf(path, sizeof(path), "%s/size", store);
-    if (gt_agent_file_read(path, 64, &text, &len, NULL) < 0) {
+    if (gt_file_read(path, 64, &text, &len, NULL) < 0) {
         return 0;
     }
     int64_t v = strtoll(text, NULL, 10);
@@ -507,10 +507,7 @@ static void gc(const struct gt_shim_image *im)
         if (stat(p, &st) < 0) {
             continue;
         }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            e = gt_xrealloc(e, cap * sizeof(*e));
-        }
+        GT_VEC_RESERVE(e, cap, n + 1, 16);
         memset(&e[n], 0, sizeof(e[n]));
         snprintf(e[n].digest_hex, sizeof(e[n].digest_hex), "%.64s", de->d_name);
         e[n].size_bytes = read_size(p);
@@ -579,7 +576,7 @@ static int pull_locked(struct puller *p, const char *state_dir, struct gt_image_
     char path[PATH_MAX + 16], *text;
     size_t len;
     snprintf(path, sizeof(path), "%s/image.json", out->dir);
-    rc = gt_agent_file_read(path, BLOB_MAX_BYTES, &text, &len, err);
+    rc = gt_file_read(path, BLOB_MAX_BYTES, &text, &len, err);
     if (rc < 0) {
         return rc;
     }

@@ -326,7 +326,7 @@ int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_f
     if (st != 0) {
         char *text = NULL, msg[700] = "";
         size_t len;
-        if (gt_agent_file_read(log, 1 << 20, &text, &len, NULL) == 0) {
+        if (gt_file_read(log, 1 << 20, &text, &len, NULL) == 0) {
             gt_image_tool_message(text, msg, sizeof(msg));
             free(text);
         }
@@ -335,7 +335,7 @@ int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_f
     }
     char *text;
     size_t len;
-    int rc = gt_agent_file_read(pid_file, 64, &text, &len, err);
+    int rc = gt_file_read(pid_file, 64, &text, &len, err);
     if (rc < 0) {
         return rc;
     }

@@ -555,7 +555,7 @@ static int start_container(struct shim *s, struct gt_err *err)
     rc = volume_sources(s, &sources, err);
     rc = rc < 0 ? rc : gt_oci_rootfs_prepare(lower, data_dir(s), &s->rootfs_mounted, err);
     size_t len;
-    rc = rc < 0 ? rc : gt_agent_file_read(base, 1 << 20, &text, &len, err);
+    rc = rc < 0 ? rc : gt_file_read(base, 1 << 20, &text, &len, err);
     if (rc == 0) {
         base_cfg = json_loadb(text, len, 0, NULL);
         free(text);
@@ -611,7 +611,7 @@ static void read_stop_request(struct shim *s, int64_t *grace_ms)
     size_t len;
     snprintf(path, sizeof(path), "%s/stop", s->dir);
     *grace_ms = s->spec.stop_grace_ms;
-    if (gt_agent_file_read(path, 4096, &text, &len, NULL) < 0) {
+    if (gt_file_read(path, 4096, &text, &len, NULL) < 0) {
         return;
     }
     json_t *o = json_loadb(text, len, 0, NULL);
@@ -956,7 +956,7 @@ int gt_shim_main(const char *state_dir, int status_fd)
         return 1;
     }
     snprintf(spec_path, sizeof(spec_path), "%s/spec.json", s->dir);
-    if (gt_agent_file_read(spec_path, 1 << 20, &text, &len, &err) < 0 ||
+    if (gt_file_read(spec_path, 1 << 20, &text, &len, &err) < 0 ||
         gt_shim_spec_parse(text, len, &s->spec, &err) < 0) {
         fprintf(stderr, "gantry-shim: %s\n", err.msg);
         free(text);

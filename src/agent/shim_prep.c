@@ -167,7 +167,7 @@ static int requirements_text(struct prep *p, struct gt_buf *b)
     char *text;
     size_t len;
     struct gt_err err = {0};
-    if (gt_agent_file_read(p->spec.req_file, REQ_MAX_BYTES, &text, &len, &err) < 0) {
+    if (gt_file_read(p->spec.req_file, REQ_MAX_BYTES, &text, &len, &err) < 0) {
         return fail(p, "RequirementsFailed", "requirements file: %s", err.msg);
     }
     gt_buf_append(b, text, len);

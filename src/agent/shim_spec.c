@@ -637,7 +637,7 @@ int gt_shim_exit_read(const char *state_dir, struct gt_shim_exit *ex, struct gt_
     size_t len;
     memset(ex, 0, sizeof(*ex));
     snprintf(path, sizeof(path), "%s/exit.json", state_dir);
-    int rc = gt_agent_file_read(path, 64 * 1024, &text, &len, err);
+    int rc = gt_file_read(path, 64 * 1024, &text, &len, err);
     if (rc < 0) {
         return rc;
     }
@@ -669,7 +669,7 @@ int gt_shim_read_pid(const char *state_dir, const char *name, pid_t *pid, struct
     char path[512], *text;
     size_t len;
     snprintf(path, sizeof(path), "%s/%s", state_dir, name);
-    int rc = gt_agent_file_read(path, 64, &text, &len, err);
+    int rc = gt_file_read(path, 64, &text, &len, err);
     if (rc < 0) {
         return rc;
     }
@@ -691,7 +691,7 @@ static bool is_shim(pid_t pid)
     char path[64], *stat;
     size_t len;
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if (gt_agent_file_read(path, 4096, &stat, &len, NULL) < 0) {
+    if (gt_file_read(path, 4096, &stat, &len, NULL) < 0) {
         return false;
     }
     /* "<pid> (<comm>) <state> ..." */

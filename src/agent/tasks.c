@@ -203,7 +203,7 @@ static void load_meta(struct gt_ltask *t)
     char p[PATH_MAX + 200], *text = NULL;
     size_t len;
     snprintf(p, sizeof(p), "%s/task.json", t->dir);
-    if (gt_agent_file_read(p, 65536, &text, &len, NULL) < 0) {
+    if (gt_file_read(p, 65536, &text, &len, NULL) < 0) {
         return;
     }
     json_t *m = json_loadb(text, len, 0, NULL);
@@ -325,7 +325,7 @@ static void report_running(struct gt_gantlet *g, struct gt_ltask *t)
     size_t len;
     int64_t started = t->start_ms;
     snprintf(p, sizeof(p), "%s/started", t->dir);
-    if (gt_agent_file_read(p, 64, &text, &len, NULL) == 0) {
+    if (gt_file_read(p, 64, &text, &len, NULL) == 0) {
         started = strtoll(text, NULL, 10);
         free(text);
     }

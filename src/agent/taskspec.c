@@ -35,17 +35,11 @@ static bool is_agent_env(const char *name)
     return false;
 }
 
-struct strvec {
-    char **v;
-    size_t n, cap;
-};
+struct strvec GT_VEC(char *);
 
 static void strvec_push(struct strvec *sv, char *s)
 {
-    if (sv->n + 2 > sv->cap) {
-        sv->cap = sv->cap ? sv->cap * 2 : 16;
-        sv->v = gt_xrealloc(sv->v, sv->cap * sizeof(*sv->v));
-    }
+    GT_VEC_RESERVE(sv->v, sv->cap, sv->n + 2, 16);
     sv->v[sv->n++] = s;
     sv->v[sv->n] = NULL;
 }

@@ -22,12 +22,12 @@ struct sel_term {
     enum sel_op op;
     char *key;
     char **values;
-    size_t n_values;
+    size_t n_values, cap_values;
 };
 
 struct gt_selector {
     struct sel_term *terms;
-    size_t n_terms;
+    size_t n_terms, cap_terms;
 };
 
 struct lexer {
@@ -80,7 +80,7 @@ static int add_value(struct sel_term *t, struct lexer *lx)
 {
     char *v = lex_word(lx);
     int rc = check_with(gt_check_label_value, v, lx);
-    t->values = gt_xrealloc(t->values, (t->n_values + 1) * sizeof(*t->values));
+    GT_VEC_RESERVE(t->values, t->cap_values, t->n_values + 1, 4);
     t->values[t->n_values++] = v;
     return rc;
 }
@@ -169,7 +169,7 @@ int gt_selector_parse(const char *s, struct gt_selector **out, struct gt_err *er
     int rc = 0;
     skip_spaces(&lx);
     while (rc == 0 && s[lx.pos] != '\0') {
-        sel->terms = gt_xrealloc(sel->terms, (sel->n_terms + 1) * sizeof(*sel->terms));
+        GT_VEC_RESERVE(sel->terms, sel->cap_terms, sel->n_terms + 1, 4);
         struct sel_term *t = &sel->terms[sel->n_terms++];
         memset(t, 0, sizeof(*t));
         rc = parse_term(t, &lx);
@@ -255,7 +255,7 @@ struct field_term {
 
 struct gt_fieldsel {
     struct field_term *terms;
-    size_t n_terms;
+    size_t n_terms, cap_terms;
 };
 
 /* Copy s[0..n) into a new string, undoing "\," "\=" "\\" escapes. */
@@ -324,7 +324,7 @@ int gt_fieldsel_parse(const char *s, struct gt_fieldsel **out, struct gt_err *er
     size_t pos = 0;
     while (rc == 0 && s[pos] != '\0') {
         size_t n = term_len(s + pos);
-        sel->terms = gt_xrealloc(sel->terms, (sel->n_terms + 1) * sizeof(*sel->terms));
+        GT_VEC_RESERVE(sel->terms, sel->cap_terms, sel->n_terms + 1, 4);
         struct field_term *t = &sel->terms[sel->n_terms++];
         memset(t, 0, sizeof(*t));
         rc = parse_field_term(s + pos, n, pos, t, err);

@@ -32,6 +32,14 @@
  * "error: ..." line on err), 2 usage error. */
 int gt_cli_main(int argc, char **argv, FILE *out, FILE *err);
 
+/* The one map from what a command returned to gantry's exit status. rc is
+ * 0 or a negative code (GT_E*, -errno), already reported; task_status is
+ * the exit status (0-255) of a task the command followed to its end
+ * (`gantry run`), else 0. Returns task_status for 0; 2 for GT_EUSAGE (a bad
+ * command line); 130 for -ECANCELED (stopped by Ctrl-C: what a shell shows
+ * for SIGINT); 1 for any other code. */
+int gt_cli_exit_status(int rc, int task_status);
+
 /* ---- configuration (config.c) ---- */
 
 /* Where the client connects, with which bearer token, and the default

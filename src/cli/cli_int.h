@@ -3,9 +3,11 @@
  *
  * Every command is a `struct gt_cli_command` in commands.c's table, which
  * drives dispatch, `gantry help` and each command's --help; adding a
- * command is one handler and one table entry. Handlers return the process
- * exit status: 0 success, 1 failure (after printing one "error: ..." line),
- * 2 usage error (after printing the usage line).
+ * command is one handler and one table entry. Handlers return 0 or a
+ * negative code (GT_E*, -errno) once they have reported it: one
+ * "error: ..." line (gt_cli_fail), or for GT_EUSAGE the usage line too
+ * (gt_cli_usage_error). gt_cli_exit_status turns that into the process's
+ * exit status, in gt_cli_main only.
  */
 #ifndef GT_CLI_INT_H
 #define GT_CLI_INT_H
@@ -15,8 +17,6 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
-
-enum { GT_CLI_EXIT_OK = 0, GT_CLI_EXIT_FAIL = 1, GT_CLI_EXIT_USAGE = 2 };
 
 /* ---- HTTP client (client.c) ---- */
 
@@ -99,8 +99,9 @@ struct gt_cli_ctx {
     struct gt_cli_client *client;
     char *default_project; /* the configuration file's "project", loaded once; owned */
     bool default_project_loaded;
-    FILE *out; /* results */
-    FILE *err; /* errors and notes */
+    FILE *out;       /* results */
+    FILE *err;       /* errors and notes */
+    int task_status; /* run: the exit status of the task it followed to its end */
 };
 
 struct gt_cli_command;
@@ -116,30 +117,33 @@ struct gt_cli_command {
 };
 
 /* The client for ctx's server, made on first use from the flags,
- * environment and configuration file. 0, or 1 after printing the error. */
-int gt_cli_ctx_client(struct gt_cli_ctx *ctx, struct gt_cli_client **out);
+ * environment and configuration file; *out is borrowed from ctx. 0, or the
+ * configuration's error in err (GT_EBADREQ when no server is named). */
+int gt_cli_ctx_client(struct gt_cli_ctx *ctx, struct gt_cli_client **out, struct gt_err *err);
 
 /* The project a command works in: flag (-p, borrowed, may be NULL) when
  * given, else the configuration file's default project, as kubectl falls
  * back to its context's namespace. *project is NULL when neither names one;
- * it is borrowed from flag or ctx. 0, or 1 after printing the error for an
- * unreadable configuration file. */
-int gt_cli_ctx_project(struct gt_cli_ctx *ctx, const char *flag, const char **project);
+ * it is borrowed from flag or ctx. 0, or the error of an unreadable
+ * configuration file in err. */
+int gt_cli_ctx_project(struct gt_cli_ctx *ctx, const char *flag, const char **project,
+                       struct gt_err *err);
 
-/* Print "error: <err's message>" to ctx->err; returns GT_CLI_EXIT_FAIL. */
+/* Print "error: <err's message>" to ctx->err; returns err's code
+ * (GT_EINTERNAL if it has none). */
 int gt_cli_fail(struct gt_cli_ctx *ctx, const struct gt_err *err);
 
 /* Print "error: <fmt...>" and the command's usage line to ctx->err;
- * returns GT_CLI_EXIT_USAGE. */
+ * returns GT_EUSAGE. */
 int gt_cli_usage_error(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, const char *fmt,
                        ...) __attribute__((format(printf, 3, 4)));
 
 /* Parse argv's options with getopt_long (GNU argument order, so flags may
  * follow positionals); calls fn(opt, its argument or NULL, arg) for each,
- * which returns 0 or an exit status that stops the parse. On success
+ * which returns 0 or a code that stops the parse. On success
  * *first_positional is the index of the first non-option in the permuted
- * argv. Returns 0, fn's status, or GT_CLI_EXIT_USAGE (after the usage
- * message) for an unknown option or a missing argument. */
+ * argv. Returns 0, fn's code, or GT_EUSAGE (after the usage message) for
+ * an unknown option or a missing argument. */
 typedef int (*gt_cli_opt_fn)(int opt, const char *optarg_value, void *arg);
 int gt_cli_parse_opts(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                       char **argv, const char *shortopts, const struct option *longopts,
@@ -152,8 +156,9 @@ int gt_cli_parse_project_opt(struct gt_cli_ctx *ctx, const struct gt_cli_command
 
 /* Resolve a KIND argument and the project it needs: *kind from word
  * (gt_cli_kind_lookup), *project the flag's value for a project-scoped kind
- * and NULL for a cluster-scoped one. Returns 0, or GT_CLI_EXIT_USAGE after
- * the message for an unknown kind or a project-scoped kind without -p. */
+ * and NULL for a cluster-scoped one. Returns 0, GT_EUSAGE after the
+ * message for an unknown kind or a project-scoped kind without -p, or the
+ * configuration's error after printing it. */
 int gt_cli_resolve_kind(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, const char *word,
                         const char *project_flag, const struct gt_kind_info **kind,
                         const char **project);

@@ -13,8 +13,6 @@
  * gantry cannot honour fails without touching the cluster.
  */
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,38 +48,14 @@ static int on_opt(int opt, const char *value, void *arg)
     return 0;
 }
 
-/* Read all of path ("-": standard input) into out. 0 or -errno/GT_ETOOLARGE. */
-static int read_input(const char *path, struct gt_buf *out, struct gt_err *err)
+/* Read all of path ("-": standard input) into a new buffer *text (caller
+ * frees). 0 or -errno/GT_ETOOLARGE (over 64 MiB). */
+static int read_input(const char *path, char **text, size_t *len, struct gt_err *err)
 {
-    bool is_stdin = strcmp(path, "-") == 0;
-    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return gt_err_set(err, -errno, "cannot open %s: %s", path, strerror(errno));
+    if (strcmp(path, "-") == 0) {
+        return gt_file_read_fd(STDIN_FILENO, path, MAX_INPUT_BYTES, text, len, err);
     }
-    int rc = 0;
-    char chunk[65536];
-    for (;;) {
-        ssize_t n = read(fd, chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            rc = gt_err_set(err, -errno, "cannot read %s: %s", path, strerror(errno));
-            break;
-        }
-        if (n == 0) {
-            break;
-        }
-        if (out->len + (size_t)n > MAX_INPUT_BYTES) {
-            rc = gt_err_set(err, GT_ETOOLARGE, "%s is over %d MiB", path, MAX_INPUT_BYTES >> 20);
-            break;
-        }
-        gt_buf_append(out, chunk, (size_t)n);
-    }
-    if (!is_stdin) {
-        close(fd);
-    }
-    return rc;
+    return gt_file_read(path, MAX_INPUT_BYTES, text, len, err);
 }
 
 /* Where one document goes, worked out before talking to the server. */
@@ -216,27 +190,26 @@ static void describe_failure(struct gt_err *err, const char *file, size_t index,
 
 /* Apply every document of one file in order, in the project the document
  * names, else project (-p), else default_project (the configuration
- * file's; either may be NULL); *clientp is made on first use. 0,
- * GT_CLI_EXIT_FAIL (already reported) or an error in errp. */
+ * file's; either may be NULL); *clientp is made on first use. 0 or an
+ * error in errp. */
 static int apply_file(struct gt_cli_ctx *ctx, struct gt_cli_client **clientp, const char *file,
                       const char *project, const char *default_project, struct gt_err *errp)
 {
     struct gt_err err = {0};
-    struct gt_buf text;
-    gt_buf_init(&text);
+    char *text = NULL;
+    size_t len = 0;
     json_t *docs = NULL;
-    int rc = read_input(file, &text, &err);
-    if (rc == 0 && gt_yaml_load_documents(text.data ? text.data : "", text.len, &docs, &err)) {
+    int rc = read_input(file, &text, &len, &err);
+    if (rc == 0 && gt_yaml_load_documents(text, len, &docs, &err)) {
         gt_err_prefix(&err, "%s", strcmp(file, "-") == 0 ? "standard input" : file);
         rc = GT_EBADREQ;
     }
-    gt_buf_fini(&text);
+    free(text);
     if (rc == 0 && json_array_size(docs) == 0) {
         rc = gt_err_set(&err, GT_EBADREQ, "no objects in %s", file);
     }
-    if (rc == 0 && !*clientp && gt_cli_ctx_client(ctx, clientp) != 0) {
-        json_decref(docs);
-        return GT_CLI_EXIT_FAIL;
+    if (rc == 0 && !*clientp) {
+        rc = gt_cli_ctx_client(ctx, clientp, &err);
     }
     struct gt_cli_client *client = *clientp;
     size_t n_docs = json_array_size(docs);
@@ -295,13 +268,13 @@ int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, i
         return gt_cli_usage_error(ctx, cmd, "unexpected argument \"%s\"", argv[first]);
     }
     const char *default_project;
-    if (gt_cli_ctx_project(ctx, o.project, &default_project) != 0) {
-        return GT_CLI_EXIT_FAIL;
-    }
     struct gt_err err = {0};
+    if (gt_cli_ctx_project(ctx, o.project, &default_project, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
+    }
     struct gt_cli_client *client = NULL;
     for (size_t i = 0; rc == 0 && i < o.n_files; i++) {
         rc = apply_file(ctx, &client, o.files[i], o.project, default_project, &err);
     }
-    return rc == 0 ? GT_CLI_EXIT_OK : rc == GT_CLI_EXIT_FAIL ? rc : gt_cli_fail(ctx, &err);
+    return rc == 0 ? 0 : gt_cli_fail(ctx, &err);
 }

@@ -25,12 +25,13 @@ int gt_cli_cmd_delete(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, 
         return rc;
     }
     struct gt_cli_client *client;
-    if (gt_cli_ctx_client(ctx, &client) != 0) {
-        return GT_CLI_EXIT_FAIL;
+    struct gt_err client_err = {0};
+    if (gt_cli_ctx_client(ctx, &client, &client_err) != 0) {
+        return gt_cli_fail(ctx, &client_err);
     }
     char res[64];
     gt_cli_kind_resource(kind, res, sizeof(res));
-    int status = GT_CLI_EXIT_OK;
+    int status = 0;
     for (int i = first + 1; i < argc; i++) {
         struct gt_err err = {0};
         char *path = gt_cli_kind_path(kind, project, argv[i]);

@@ -62,12 +62,12 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
         return rc;
     }
     struct gt_cli_client *client;
-    if (gt_cli_ctx_client(ctx, &client) != 0) {
-        return GT_CLI_EXIT_FAIL;
+    struct gt_err err = {0};
+    if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
     }
     const char *name = argv[first + 1];
     char *path = gt_cli_kind_path(kind, project, name);
-    struct gt_err err = {0};
     json_t *obj = NULL;
     rc = gt_cli_client_request(client, "GET", path, NULL, &obj, &err);
     free(path);
@@ -82,5 +82,5 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
     gt_buf_fini(&out);
     json_decref(events);
     json_decref(obj);
-    return GT_CLI_EXIT_OK;
+    return 0;
 }

@@ -272,17 +272,19 @@ int gt_cli_cmd_get(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         return gt_cli_usage_error(ctx, cmd, "-A lists every project; it takes no %s",
                                   name ? "NAME" : "-p");
     }
+    struct gt_err err = {0};
     const char *project = NULL;
-    if (kind->namespaced && !o.all_projects && gt_cli_ctx_project(ctx, o.project, &project) != 0) {
-        return GT_CLI_EXIT_FAIL;
+    if (kind->namespaced && !o.all_projects &&
+        gt_cli_ctx_project(ctx, o.project, &project, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
     }
     if (kind->namespaced && !project && !o.all_projects) {
         return gt_cli_usage_error(ctx, cmd, "%s live in projects: pass -p PROJECT or -A",
                                   kind->plural);
     }
     struct gt_cli_client *client;
-    if (gt_cli_ctx_client(ctx, &client) != 0) {
-        return GT_CLI_EXIT_FAIL;
+    if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
     }
     struct printer p = {
         .ctx = ctx,
@@ -291,7 +293,6 @@ int gt_cli_cmd_get(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         .cols = {.wide = o.output == OUT_WIDE, .with_project = o.all_projects},
     };
     gt_cli_columns_init(&p.table, kind, &p.cols);
-    struct gt_err err = {0};
     char *rv = NULL;
     rc = list_and_print(&p, client, &o, project, name, &rv, &err);
     if (rc == 0 && o.watch) {
@@ -307,5 +308,5 @@ int gt_cli_cmd_get(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     }
     free(rv);
     gt_cli_table_fini(&p.table);
-    return rc == 0 ? GT_CLI_EXIT_OK : gt_cli_fail(ctx, &err);
+    return rc == 0 ? 0 : gt_cli_fail(ctx, &err);
 }

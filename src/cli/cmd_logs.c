@@ -71,8 +71,8 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     const char *job = argv[first];
     struct gt_err err = {0};
     const char *project;
-    if (gt_cli_ctx_project(ctx, f.project, &project) != 0) {
-        return GT_CLI_EXIT_FAIL;
+    if (gt_cli_ctx_project(ctx, f.project, &project, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
     }
     if (!project) {
         return gt_cli_usage_error(ctx, cmd, "no project: pass -p PROJECT");
@@ -80,8 +80,8 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     struct gt_cli_client *client;
     json_t *job_obj = NULL;
     char *task = NULL;
-    if (gt_cli_ctx_client(ctx, &client) != 0) {
-        rc = GT_CLI_EXIT_FAIL;
+    if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
+        rc = gt_cli_fail(ctx, &err);
         goto out;
     }
     if (!f.replica) {
@@ -110,7 +110,7 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
         }
     }
     rc = gt_cli_task_log_copy(client, project, task, &f.lo, ctx->out, &err);
-    rc = rc == 0 ? GT_CLI_EXIT_OK : gt_cli_fail(ctx, &err);
+    rc = rc == 0 ? 0 : gt_cli_fail(ctx, &err);
 out:
     free(task);
     json_decref(job_obj);

@@ -206,16 +206,16 @@ int gt_cli_cmd_node(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
                                   argc - first < 1 ? "name a node" : "too many arguments");
     }
     struct gt_cli_client *client;
-    if (gt_cli_ctx_client(ctx, &client) != 0) {
-        return GT_CLI_EXIT_FAIL;
-    }
     struct gt_err err = {0};
+    if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
+    }
     if (mark_node(ctx, client, argv[first], op, &err) ||
         (op == GT_CLI_NODE_DRAIN && f.timeout_s > 0 &&
          wait_drained(ctx, client, argv[first], f.timeout_s, &err))) {
         return gt_cli_fail(ctx, &err);
     }
-    return GT_CLI_EXIT_OK;
+    return 0;
 }
 
 /* ---- top nodes ---- */
@@ -293,11 +293,11 @@ int gt_cli_cmd_top(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         return gt_cli_usage_error(ctx, cmd, "only 'top nodes' is supported");
     }
     struct gt_cli_client *client;
-    if (gt_cli_ctx_client(ctx, &client) != 0) {
-        return GT_CLI_EXIT_FAIL;
+    struct gt_err err = {0};
+    if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
     }
     json_t *list = NULL;
-    struct gt_err err = {0};
     if (gt_cli_client_request(client, "GET", NODES_PATH, NULL, &list, &err)) {
         return gt_cli_fail(ctx, &err);
     }
@@ -307,5 +307,5 @@ int gt_cli_cmd_top(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     fputs(b.data ? b.data : "", ctx->out);
     gt_buf_fini(&b);
     json_decref(list);
-    return GT_CLI_EXIT_OK;
+    return 0;
 }

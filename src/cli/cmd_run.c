@@ -24,7 +24,6 @@
 #define REQUIREMENTS_MAX_BYTES (1 << 20)
 
 enum {
-    EXIT_INTERRUPTED = 130,
     OPT_GPUS = 1000,
     OPT_CPU,
     OPT_MEMORY,
@@ -87,27 +86,23 @@ static int on_run_opt(int opt, const char *value, void *arg)
     return 0;
 }
 
-/* The requirement lines of the local file path: *out a new JSON array. */
+/* The requirement lines of the local file path (at most 1 MiB): *out a
+ * new JSON array. Errors name the flag. */
 static int read_requirements(const char *path, json_t **out, struct gt_err *err)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "re");
-    if (!fp) {
-        return gt_err_set(err, -errno, "--requirements %s: %s", path, strerror(errno));
+    char *text;
+    size_t len;
+    int rc = gt_file_read(path, REQUIREMENTS_MAX_BYTES, &text, &len, err);
+    if (rc < 0) {
+        gt_err_prefix(err, "--requirements"); /* the message names the path */
+        return rc;
     }
-    char *text = gt_xmalloc(REQUIREMENTS_MAX_BYTES + 1);
-    size_t len = fread(text, 1, REQUIREMENTS_MAX_BYTES + 1, fp);
-    int rc = 0;
-    if (ferror(fp)) {
-        rc = gt_err_set(err, GT_EINVAL, "--requirements %s: cannot read it", path);
-    } else if (len > REQUIREMENTS_MAX_BYTES) {
-        rc = gt_err_set(err, GT_ETOOLARGE, "--requirements %s: over %d KiB", path,
-                        REQUIREMENTS_MAX_BYTES >> 10);
-    } else if ((rc = gt_cli_requirements_parse(text, len, out, err)) < 0) {
+    rc = gt_cli_requirements_parse(text, len, out, err);
+    free(text);
+    if (rc < 0) {
         gt_err_prefix(err, "--requirements %s", path);
     }
-    fclose(fp);
-    free(text);
     return rc;
 }
 
@@ -180,7 +175,9 @@ static int wait_queued(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
     return rc == 1 ? 0 : rc;
 }
 
-/* Follow the submitted job's task to its end; returns the exit status. */
+/* Follow the submitted job's task to its end, its exit status in
+ * ctx->task_status. 0, -ECANCELED when stopped by Ctrl-C, or the error of
+ * following it; reported. */
 static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const char *project,
                        const char *job, const char *type)
 {
@@ -207,25 +204,23 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
         json_decref(task);
         rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_DONE, &task, &err);
     }
-    int status;
     if (rc == -ECANCELED) {
         fprintf(ctx->err,
                 "stopped following; job %s keeps running (gantry logs -f %s -p %s, "
                 "gantry delete job %s -p %s)\n",
                 job, job, project, job, project);
-        status = EXIT_INTERRUPTED;
     } else if (rc < 0) {
-        status = gt_cli_fail(ctx, &err);
+        rc = gt_cli_fail(ctx, &err);
     } else {
         char msg[512];
-        status = gt_cli_task_exit_status(task, msg, sizeof(msg));
+        ctx->task_status = gt_cli_task_exit_status(task, msg, sizeof(msg));
         if (msg[0]) {
             fprintf(ctx->err, "error: %s\n", msg);
         }
     }
     json_decref(task);
     free(name);
-    return status;
+    return rc;
 }
 
 /* Submit job, then follow its task of replica type (lower case) with
@@ -244,13 +239,13 @@ static int submit_and_follow(struct gt_cli_ctx *ctx, struct gt_cli_client *clien
     GT_ASSERT(sig_fd >= 0);
     struct gt_err err = {0};
     char *path = gt_cli_kind_path(gt_kind_get(GT_KIND_JOB), project, NULL);
-    int status;
+    int rc;
     if (gt_cli_client_request(client, "POST", path, job, NULL, &err) != 0) {
-        status = gt_cli_fail(ctx, &err);
+        rc = gt_cli_fail(ctx, &err);
     } else {
         fprintf(ctx->err, "job.gantry.dev/%s created\n", name);
         gt_cli_client_set_cancel_fd(client, sig_fd);
-        status = follow_task(ctx, client, project, name, type);
+        rc = follow_task(ctx, client, project, name, type);
         gt_cli_client_set_cancel_fd(client, -1);
     }
     free(path);
@@ -260,7 +255,7 @@ static int submit_and_follow(struct gt_cli_ctx *ctx, struct gt_cli_client *clien
     }
     close(sig_fd);
     GT_ASSERT(sigprocmask(SIG_SETMASK, &old_mask, NULL) == 0);
-    return status;
+    return rc;
 }
 
 int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
@@ -300,9 +295,9 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     }
     f.o.requirements = reqs;
     const char *project;
-    if (gt_cli_ctx_project(ctx, f.project, &project) != 0) {
+    if (gt_cli_ctx_project(ctx, f.project, &project, &err) != 0) {
         json_decref(reqs);
-        return GT_CLI_EXIT_FAIL;
+        return gt_cli_fail(ctx, &err);
     }
     if (!project) {
         json_decref(reqs);
@@ -317,8 +312,8 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     struct gt_cli_client *client;
     if (gt_cli_run_job_build(&f.o, &job, &err) != 0) {
         rc = gt_cli_fail(ctx, &err);
-    } else if (gt_cli_ctx_client(ctx, &client) != 0) {
-        rc = GT_CLI_EXIT_FAIL;
+    } else if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
+        rc = gt_cli_fail(ctx, &err);
     } else {
         rc = submit_and_follow(ctx, client, job, f.o.workers > 0 ? "master" : "worker");
     }

@@ -559,7 +559,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
         json_decref(state);
         if (ok) {
             cluster_fini(&cl);
-            return GT_CLI_EXIT_OK;
+            return 0;
         }
     }
     gethostname(host, sizeof(host) - 1);
@@ -599,7 +599,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     free(cfg_path);
     json_decref(node);
     cluster_fini(&cl);
-    return rc == 0 ? GT_CLI_EXIT_OK : gt_cli_fail(ctx, &err);
+    return rc == 0 ? 0 : gt_cli_fail(ctx, &err);
 }
 
 /* Delete the node's Bound/Running tasks and wait until none is left
@@ -732,5 +732,5 @@ int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     free(token);
     json_decref(state);
     cluster_fini(&cl);
-    return GT_CLI_EXIT_OK;
+    return 0;
 }

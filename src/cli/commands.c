@@ -7,6 +7,7 @@
  * its usage, summary and options: it drives dispatch, `gantry help` and
  * `gantry COMMAND --help`, so a new command is a handler plus one entry.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -196,16 +197,31 @@ static int cmd_help(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
             return gt_cli_usage_error(ctx, cmd, "unknown command \"%s\"", argv[1]);
         }
         print_command_help(ctx->out, c);
-        return GT_CLI_EXIT_OK;
+        return 0;
     }
     print_overview(ctx->out);
-    return GT_CLI_EXIT_OK;
+    return 0;
 }
 
 int gt_cli_fail(struct gt_cli_ctx *ctx, const struct gt_err *err)
 {
     fprintf(ctx->err, "error: %s\n", err->msg[0] ? err->msg : gt_errcode_str(err->code));
-    return GT_CLI_EXIT_FAIL;
+    return err->code < 0 ? err->code : GT_EINTERNAL;
+}
+
+int gt_cli_exit_status(int rc, int task_status)
+{
+    GT_ASSERT(rc <= 0 && task_status >= 0 && task_status <= 255);
+    switch (rc) {
+    case 0:
+        return task_status;
+    case GT_EUSAGE:
+        return 2;
+    case -ECANCELED:
+        return 130;
+    default:
+        return 1;
+    }
 }
 
 int gt_cli_usage_error(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, const char *fmt,
@@ -218,7 +234,7 @@ int gt_cli_usage_error(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd,
     va_end(ap);
     fprintf(ctx->err, "\nusage: gantry %s\n",
             cmd ? cmd->usage : "COMMAND [ARGS] (see gantry help)");
-    return GT_CLI_EXIT_USAGE;
+    return GT_EUSAGE;
 }
 
 int gt_cli_parse_opts(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
@@ -277,8 +293,9 @@ int gt_cli_resolve_kind(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
     if (!(*kind)->namespaced) {
         return 0;
     }
-    if (gt_cli_ctx_project(ctx, project_flag, project) != 0) {
-        return GT_CLI_EXIT_FAIL;
+    struct gt_err err = {0};
+    if (gt_cli_ctx_project(ctx, project_flag, project, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
     }
     if (!*project) {
         return gt_cli_usage_error(ctx, cmd, "%s live in projects: pass -p PROJECT",
@@ -287,16 +304,17 @@ int gt_cli_resolve_kind(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
     return 0;
 }
 
-int gt_cli_ctx_project(struct gt_cli_ctx *ctx, const char *flag, const char **project)
+int gt_cli_ctx_project(struct gt_cli_ctx *ctx, const char *flag, const char **project,
+                       struct gt_err *err)
 {
     *project = flag;
     if (flag) {
         return 0;
     }
     if (!ctx->default_project_loaded) {
-        struct gt_err err = {0};
-        if (gt_cli_config_project(NULL, &ctx->default_project, &err) != 0) {
-            return gt_cli_fail(ctx, &err);
+        int rc = gt_cli_config_project(NULL, &ctx->default_project, err);
+        if (rc != 0) {
+            return rc;
         }
         ctx->default_project_loaded = true;
     }
@@ -304,19 +322,18 @@ int gt_cli_ctx_project(struct gt_cli_ctx *ctx, const char *flag, const char **pr
     return 0;
 }
 
-int gt_cli_ctx_client(struct gt_cli_ctx *ctx, struct gt_cli_client **out)
+int gt_cli_ctx_client(struct gt_cli_ctx *ctx, struct gt_cli_client **out, struct gt_err *err)
 {
     if (!ctx->client) {
         struct gt_cli_config cfg;
-        struct gt_err err = {0};
-        if (gt_cli_config_resolve(ctx->server_flag, ctx->token_flag, &cfg, &err) != 0) {
-            return gt_cli_fail(ctx, &err);
+        int rc = gt_cli_config_resolve(ctx->server_flag, ctx->token_flag, &cfg, err);
+        if (rc != 0) {
+            return rc;
         }
         if (!cfg.server) {
             gt_cli_config_fini(&cfg);
-            gt_err_set(&err, GT_EBADREQ,
-                       "no server: pass --server URL, set GANTRY_SERVER or run 'gantry up'");
-            return gt_cli_fail(ctx, &err);
+            return gt_err_set(err, GT_EBADREQ,
+                              "no server: pass --server URL, set GANTRY_SERVER or run 'gantry up'");
         }
         ctx->client = gt_cli_client_new(cfg.server, cfg.token);
         gt_cli_config_fini(&cfg);
@@ -386,32 +403,38 @@ static bool wants_help(int argc, char **argv)
     return false;
 }
 
-int gt_cli_main(int argc, char **argv, FILE *out, FILE *err)
+/* Find argv's command and run it: 0 or its code, reported. */
+static int dispatch(struct gt_cli_ctx *ctx, int argc, char **argv)
 {
-    struct gt_cli_ctx ctx = {.out = out, .err = err};
-    argc = strip_globals(&ctx, argc, argv);
+    argc = strip_globals(ctx, argc, argv);
     if (argc < 0) {
-        return GT_CLI_EXIT_USAGE;
+        return GT_EUSAGE;
     }
     if (argc < 2) {
-        print_overview(err);
-        return GT_CLI_EXIT_USAGE;
+        print_overview(ctx->err);
+        return GT_EUSAGE;
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        print_overview(out);
-        return GT_CLI_EXIT_OK;
+        print_overview(ctx->out);
+        return 0;
     }
     const struct gt_cli_command *cmd = find_command(argv[1]);
     if (!cmd) {
-        return gt_cli_usage_error(&ctx, NULL, "unknown command \"%s\"", argv[1]);
+        return gt_cli_usage_error(ctx, NULL, "unknown command \"%s\"", argv[1]);
     }
     if (wants_help(argc - 1, argv + 1)) {
-        print_command_help(out, cmd);
-        return GT_CLI_EXIT_OK;
+        print_command_help(ctx->out, cmd);
+        return 0;
     }
-    int rc = cmd->run(&ctx, cmd, argc - 1, argv + 1);
+    return cmd->run(ctx, cmd, argc - 1, argv + 1);
+}
+
+int gt_cli_main(int argc, char **argv, FILE *out, FILE *err)
+{
+    struct gt_cli_ctx ctx = {.out = out, .err = err};
+    int rc = dispatch(&ctx, argc, argv);
     gt_cli_client_free(ctx.client);
     free(ctx.default_project);
     fflush(out);
-    return rc;
+    return gt_cli_exit_status(rc, ctx.task_status);
 }

@@ -56,10 +56,8 @@ void gt_cli_table_fini(struct gt_cli_table *t)
 
 void gt_cli_table_add(struct gt_cli_table *t, const char *const *cells)
 {
-    if (t->n_rows == t->cap_rows) {
-        t->cap_rows = t->cap_rows ? t->cap_rows * 2 : 16;
-        t->cells = gt_xrealloc(t->cells, t->cap_rows * t->n_cols * sizeof(char *));
-    }
+    /* an element is a whole row of n_cols cells */
+    t->cells = gt_vec_grow(t->cells, &t->cap_rows, t->n_rows + 1, 16, t->n_cols * sizeof(char *));
     char **row = t->cells + t->n_rows * t->n_cols;
     for (size_t i = 0; i < t->n_cols; i++) {
         const char *s = cells[i] ? cells[i] : none_cell;

@@ -1,7 +1,10 @@
 /*
  * The allocator wrapper: the only place raw malloc/realloc/calloc are called.
  * Out of memory is not an error gantry handles: it aborts with a message.
+ * gt_vec_grow, the growth rule of every growable array, lives here too: an
+ * array size past SIZE_MAX is the same failure as an allocation refused.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,27 @@ void *gt_xrealloc(void *p, size_t n)
         oom(n);
     }
     return q;
+}
+
+void *gt_vec_grow(void *arr, size_t *cap, size_t need, size_t first_cap, size_t elem_size)
+{
+    GT_ASSERT(first_cap > 0 && elem_size > 0);
+    if (need <= *cap) {
+        return arr;
+    }
+    size_t c = *cap ? *cap : first_cap;
+    while (c < need) {
+        if (c > SIZE_MAX / 2) {
+            oom(SIZE_MAX);
+        }
+        c *= 2;
+    }
+    if (c > SIZE_MAX / elem_size) {
+        oom(SIZE_MAX);
+    }
+    arr = gt_xrealloc(arr, c * elem_size);
+    *cap = c;
+    return arr;
 }
 
 char *gt_xstrdup(const char *s)

@@ -29,15 +29,7 @@ void gt_buf_reset(struct gt_buf *b)
 static void reserve(struct gt_buf *b, size_t extra)
 {
     GT_ASSERT(b->len + extra + 1 > b->len);
-    if (b->len + extra + 1 <= b->cap) {
-        return;
-    }
-    size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + extra + 1) {
-        cap *= 2;
-    }
-    b->data = gt_xrealloc(b->data, cap);
-    b->cap = cap;
+    GT_VEC_RESERVE(b->data, b->cap, b->len + extra + 1, 64);
 }
 
 void gt_buf_append(struct gt_buf *b, const void *data, size_t len)

@@ -3,7 +3,8 @@
  *
  * Allocation that aborts on out-of-memory, always-on assertions, error codes
  * with their HTTP mapping, context-carrying errors, logfmt logging, clocks,
- * checked int64 arithmetic and a growable byte buffer. Resource quantities
+ * checked int64 arithmetic, a growable byte buffer, growable arrays and
+ * bounded whole-file reads. Resource quantities
  * and the JSON/YAML helpers have headers of their own, included here, so a
  * user of common includes only this file.
  */
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* ---- allocation: out of memory aborts (as Redis and crun do) ---- */
 
@@ -53,6 +55,7 @@ enum gt_errcode {
     GT_EFSYNC,          /* 503 ServiceUnavailable: fsync failed; store is unusable */
     GT_EMETHOD,         /* 405 MethodNotAllowed */
     GT_EINTERNAL,       /* 500 InternalError */
+    GT_EUSAGE,          /* 400 BadRequest: a bad command line (a program's usage error) */
     GT_ECODE_END
 };
 
@@ -122,6 +125,66 @@ void gt_buf_puts(struct gt_buf *b, const char *s);
 void gt_buf_printf(struct gt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Take ownership of the data (caller frees); b is left empty. */
 char *gt_buf_take(struct gt_buf *b);
+
+/* ---- growable arrays ----
+ * The one growth rule for arrays that grow by appending: once need elements
+ * no longer fit, the capacity becomes first_cap (the first allocation; size
+ * it to what the array usually holds) and doubles from there until need
+ * fits. Sizes are overflow-checked: a capacity or byte count past SIZE_MAX
+ * aborts, as running out of memory does (gt_xrealloc).
+ *
+ * A vector is a struct with the fields `T *v; size_t n; size_t cap;`:
+ * `struct names GT_VEC(char *);` declares one (or `struct GT_VEC(T) x;` an
+ * unnamed one); zero-initialised it is empty. GT_VEC_PUSH appends one
+ * element; GT_VEC_FREE frees the array, not what its elements own. An array
+ * kept in fields of its own (a pointer, a count and a capacity, as the
+ * scheduler's model keeps its nodes) grows with GT_VEC_RESERVE. */
+
+/* Grow arr (array of *cap elements of elem_size bytes, may be NULL with *cap
+ * 0) to hold at least need elements by the rule above; returns the array
+ * (moved, as by realloc) and updates *cap. arr unchanged when need fits. */
+void *gt_vec_grow(void *arr, size_t *cap, size_t need, size_t first_cap, size_t elem_size);
+
+/* Make room for need elements in arr (a T * lvalue) of cap (a size_t lvalue)
+ * elements. Inline test first: no call while there is room. */
+#define GT_VEC_RESERVE(arr, cap, need, first_cap)                                                  \
+    ((need) > (cap)                                                                                \
+         ? (void)((arr) = gt_vec_grow((arr), &(cap), (need), (first_cap), sizeof(*(arr))))         \
+         : (void)0)
+
+/* The body of a vector of T: `struct name GT_VEC(T);`. */
+#define GT_VEC(T)                                                                                  \
+    {                                                                                              \
+        T *v;                                                                                      \
+        size_t n;                                                                                  \
+        size_t cap;                                                                                \
+    }
+
+/* Append one element to vec (a pointer to a vector) and return a pointer to
+ * it (uninitialised; valid until the next push). */
+#define GT_VEC_PUSH(vec, first_cap)                                                                \
+    (GT_VEC_RESERVE((vec)->v, (vec)->cap, (vec)->n + 1, (first_cap)), &(vec)->v[(vec)->n++])
+
+/* Free vec's array (not its elements' own memory) and leave it empty. */
+#define GT_VEC_FREE(vec) (free((vec)->v), (vec)->v = NULL, (vec)->n = (vec)->cap = 0)
+
+/* ---- whole-file reads, bounded ----
+ * Every file gantry reads whole (token files, traces, manifests, a task's
+ * state files) has a maximum size; going over it is an error, never an
+ * unbounded allocation. */
+
+/* Read fd (borrowed, left open, read from where it stands) to end of file,
+ * at most max_bytes (below SIZE_MAX / 2), into a new NUL-terminated buffer:
+ * *out (caller frees; "" for an empty file) and *len (without the NUL).
+ * name is the input's name in messages. 0; -errno with "cannot read NAME:
+ * <strerror>"; GT_ETOOLARGE with "NAME is over N bytes" (or "N MiB") past
+ * max_bytes. On error *out is NULL and *len 0. EINTR is retried. */
+int gt_file_read_fd(int fd, const char *name, size_t max_bytes, char **out, size_t *len,
+                    struct gt_err *err);
+
+/* Open path (O_CLOEXEC) and read it whole as gt_file_read_fd does; -errno
+ * with "cannot open PATH: <strerror>" when it cannot be opened. */
+int gt_file_read(const char *path, size_t max_bytes, char **out, size_t *len, struct gt_err *err);
 
 #include "common/config.h"
 #include "common/jsonutil.h"

@@ -32,7 +32,7 @@ static int set_value(void *cfg, const struct gt_config_opt *o, const char *v, co
         return 0;
     case GT_CONFIG_LIST: {
         struct gt_config_list *l = field;
-        l->items = gt_xrealloc(l->items, (l->n + 1) * sizeof(*l->items));
+        GT_VEC_RESERVE(l->items, l->cap, l->n + 1, 4);
         l->items[l->n++] = gt_xstrdup(v);
         return 0;
     }
@@ -82,7 +82,7 @@ static void clear_value(void *cfg, const struct gt_config_opt *o)
         }
         free(l->items);
         l->items = NULL;
-        l->n = 0;
+        l->n = l->cap = 0;
     }
 }
 

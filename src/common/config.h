@@ -28,7 +28,7 @@ enum gt_config_type {
 /* A repeatable string setting; items are owned by the config struct. */
 struct gt_config_list {
     char **items;
-    size_t n;
+    size_t n, cap;
 };
 
 struct gt_config_opt {

@@ -26,6 +26,7 @@ static const struct {
     {GT_EFSYNC, 503, "ServiceUnavailable", "store fsync failed"},
     {GT_EMETHOD, 405, "MethodNotAllowed", "method not allowed"},
     {GT_EINTERNAL, 500, "InternalError", "internal error"},
+    {GT_EUSAGE, 400, "BadRequest", "bad command line"},
 };
 
 static int find(int code)

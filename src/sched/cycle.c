@@ -433,10 +433,7 @@ static void run_sorted(struct cycle *c, struct gt_sched_pick *pick)
     for (size_t d = 0; d < m->n_depts; d++) {
         for (size_t b = 0; b < m->depts[d]->n_bands; b++) {
             for (struct gt_sched_job *j = m->depts[d]->bands[b].head; j; j = j->queue_next) {
-                if (n == cap) {
-                    cap = cap ? cap * 2 : 64;
-                    order = gt_xrealloc(order, cap * sizeof(*order));
-                }
+                GT_VEC_RESERVE(order, cap, n + 1, 64);
                 order[n++] = j;
             }
         }
@@ -503,10 +500,7 @@ static void run_gantry(struct cycle *c, struct gt_sched_pick *pick)
     int32_t *values = NULL;
     for (size_t d = 0; d < m->n_depts; d++) {
         for (size_t b = 0; b < m->depts[d]->n_bands; b++) {
-            if (n_values == cap) {
-                cap = cap ? cap * 2 : 16;
-                values = gt_xrealloc(values, cap * sizeof(*values));
-            }
+            GT_VEC_RESERVE(values, cap, n_values + 1, 16);
             values[n_values++] = m->depts[d]->bands[b].value;
         }
     }

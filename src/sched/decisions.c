@@ -49,19 +49,9 @@ void gt_sched_decisions_fini(struct gt_sched_decisions *d)
     gt_sched_decisions_init(d);
 }
 
-/* Make room for one more element in an array of elem_size items. */
-static void *grow(void *arr, size_t n, size_t *cap, size_t elem_size)
-{
-    if (n < *cap) {
-        return arr;
-    }
-    *cap = *cap ? *cap * 2 : 16;
-    return gt_xrealloc(arr, *cap * elem_size);
-}
-
 void gt_sched_decisions_add_bind(struct gt_sched_decisions *d, const struct gt_sched_task *task)
 {
-    d->binds = grow(d->binds, d->n_binds, &d->cap_binds, sizeof(*d->binds));
+    GT_VEC_RESERVE(d->binds, d->cap_binds, d->n_binds + 1, 16);
     struct gt_sched_bind *b = &d->binds[d->n_binds++];
     b->task_id = gt_xstrdup(task->id);
     b->node = gt_xstrdup(task->node->name);
@@ -73,7 +63,7 @@ void gt_sched_decisions_add_bind(struct gt_sched_decisions *d, const struct gt_s
 void gt_sched_decisions_add_preempt(struct gt_sched_decisions *d, const struct gt_sched_task *task,
                                     char *reason)
 {
-    d->preempts = grow(d->preempts, d->n_preempts, &d->cap_preempts, sizeof(*d->preempts));
+    GT_VEC_RESERVE(d->preempts, d->cap_preempts, d->n_preempts + 1, 16);
     d->preempts[d->n_preempts++] =
         (struct gt_sched_preempt){.task_id = gt_xstrdup(task->id), .reason = reason};
 }
@@ -86,7 +76,7 @@ void gt_sched_decisions_add_reserve(struct gt_sched_decisions *d, const struct g
         while (j < r->n && r->node[j] == r->node[i]) {
             j++;
         }
-        d->reserves = grow(d->reserves, d->n_reserves, &d->cap_reserves, sizeof(*d->reserves));
+        GT_VEC_RESERVE(d->reserves, d->cap_reserves, d->n_reserves + 1, 16);
         struct gt_sched_reserve *e = &d->reserves[d->n_reserves++];
         e->job_id = gt_xstrdup(job->id);
         e->node = gt_xstrdup(r->node[i]->name);
@@ -100,7 +90,7 @@ void gt_sched_decisions_add_reserve(struct gt_sched_decisions *d, const struct g
 void gt_sched_decisions_add_wait(struct gt_sched_decisions *d, const struct gt_sched_job *job,
                                  enum gt_sched_wait_reason reason, char *message)
 {
-    d->waits = grow(d->waits, d->n_waits, &d->cap_waits, sizeof(*d->waits));
+    GT_VEC_RESERVE(d->waits, d->cap_waits, d->n_waits + 1, 16);
     d->waits[d->n_waits++] =
         (struct gt_sched_wait){.job_id = gt_xstrdup(job->id), .reason = reason, .message = message};
 }

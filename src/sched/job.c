@@ -187,10 +187,7 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
         job->light = job->light || job->groups[g].req.gpus == 0;
     }
 
-    if (m->n_jobs == m->cap_jobs) {
-        m->cap_jobs = m->cap_jobs ? m->cap_jobs * 2 : 16;
-        m->jobs = gt_xrealloc(m->jobs, m->cap_jobs * sizeof(*m->jobs));
-    }
+    GT_VEC_RESERVE(m->jobs, m->cap_jobs, m->n_jobs + 1, 16);
     job->vec_index = m->n_jobs;
     m->jobs[m->n_jobs++] = job;
     gt_sched_map_put(&m->job_map, job->id, job);

@@ -211,10 +211,7 @@ int gt_sched_node_add(struct gt_sched_model *m, const struct gt_sched_node_spec 
     gt_sched_node_groups_init(node);
     gt_sched_node_reindex(node, false);
 
-    if (m->n_nodes == m->cap_nodes) {
-        m->cap_nodes = m->cap_nodes ? m->cap_nodes * 2 : 16;
-        m->nodes = gt_xrealloc(m->nodes, m->cap_nodes * sizeof(*m->nodes));
-    }
+    GT_VEC_RESERVE(m->nodes, m->cap_nodes, m->n_nodes + 1, 16);
     size_t pos = node_pos(m, node->name);
     memmove(&m->nodes[pos + 1], &m->nodes[pos], (m->n_nodes - pos) * sizeof(*m->nodes));
     m->nodes[pos] = node;
@@ -330,10 +327,7 @@ int gt_sched_department_set(struct gt_sched_model *m, const char *name,
         dept->name = gt_xstrdup(name);
         dept->model = m;
         gt_sched_map_put(&m->dept_map, dept->name, dept);
-        if (m->n_depts == m->cap_depts) {
-            m->cap_depts = m->cap_depts ? m->cap_depts * 2 : 8;
-            m->depts = gt_xrealloc(m->depts, m->cap_depts * sizeof(*m->depts));
-        }
+        GT_VEC_RESERVE(m->depts, m->cap_depts, m->n_depts + 1, 8);
         size_t pos = 0;
         while (pos < m->n_depts && strcmp(m->depts[pos]->name, name) < 0) {
             pos++;

@@ -245,10 +245,7 @@ static bool node_victims(const struct attempt *a, const struct gt_sched_node *no
             if (!eligible(a, t->job)) {
                 continue;
             }
-            if (n == *cap) {
-                *cap = *cap ? *cap * 2 : 16;
-                *cands = gt_xrealloc(*cands, *cap * sizeof(**cands));
-            }
+            GT_VEC_RESERVE(*cands, *cap, n + 1, 16);
             (*cands)[n++] = (struct cand){.job = t->job};
         }
         struct cand *c = &(*cands)[j];
@@ -298,20 +295,14 @@ static bool node_victims(const struct attempt *a, const struct gt_sched_node *no
 /* Unhold every task victim holds, remembering it. */
 static void take_victim(struct attempt *a, struct gt_sched_job *victim)
 {
-    if (a->n_victims == a->cap_victims) {
-        a->cap_victims = a->cap_victims ? a->cap_victims * 2 : 8;
-        a->victims = gt_xrealloc(a->victims, a->cap_victims * sizeof(*a->victims));
-    }
+    GT_VEC_RESERVE(a->victims, a->cap_victims, a->n_victims + 1, 8);
     a->victims[a->n_victims++] = victim;
     for (size_t i = 0; i < victim->n_tasks; i++) {
         struct gt_sched_task *t = &victim->tasks[i];
         if (!t->node) {
             continue;
         }
-        if (a->n_saved == a->cap_saved) {
-            a->cap_saved = a->cap_saved ? a->cap_saved * 2 : 16;
-            a->saved = gt_xrealloc(a->saved, a->cap_saved * sizeof(*a->saved));
-        }
+        GT_VEC_RESERVE(a->saved, a->cap_saved, a->n_saved + 1, 16);
         struct saved *s = &a->saved[a->n_saved++];
         s->task = t;
         s->node = t->node;
@@ -460,10 +451,7 @@ static bool quota_victims(struct attempt *a, const struct gt_resvec *gang)
         if (v->dept != dept || !eligible(a, v)) {
             continue;
         }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            cands = gt_xrealloc(cands, cap * sizeof(*cands));
-        }
+        GT_VEC_RESERVE(cands, cap, n + 1, 16);
         cands[n] = (struct cand){.job = v};
         cand_fill(&cands[n++], a);
     }
@@ -498,15 +486,12 @@ static bool quota_victims(struct attempt *a, const struct gt_resvec *gang)
 static void reserve(struct attempt *a, struct gt_sched_task **tasks, size_t n_tasks)
 {
     struct gt_sched_resv *r = gt_xcalloc(1, sizeof(*r));
-    size_t cap = 0;
+    size_t cap_node = 0, cap_gpu = 0;
     for (size_t i = 0; i < n_tasks; i++) {
         const struct gt_sched_task *t = tasks[i];
         for (size_t g = 0; t->group->req.gpus > 0 && g < t->n_gpus; g++) {
-            if (r->n == cap) {
-                cap = cap ? cap * 2 : 8;
-                r->node = gt_xrealloc(r->node, cap * sizeof(*r->node));
-                r->gpu_index = gt_xrealloc(r->gpu_index, cap * sizeof(*r->gpu_index));
-            }
+            GT_VEC_RESERVE(r->node, cap_node, r->n + 1, 8);
+            GT_VEC_RESERVE(r->gpu_index, cap_gpu, r->n + 1, 8);
             r->node[r->n] = t->node;
             r->gpu_index[r->n++] = t->gpus[g].index;
         }
@@ -612,10 +597,7 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
                 gt_sched_node_reindex(r->node[i], false);
             }
         }
-        if (m->n_resv == m->cap_resv) {
-            m->cap_resv = m->cap_resv ? m->cap_resv * 2 : 8;
-            m->resv = gt_xrealloc(m->resv, m->cap_resv * sizeof(*m->resv));
-        }
+        GT_VEC_RESERVE(m->resv, m->cap_resv, m->n_resv + 1, 8);
         m->resv[m->n_resv++] = job;
         if (preempt) {
             add_preempts(&a, policy, out);

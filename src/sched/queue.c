@@ -46,10 +46,7 @@ static struct gt_sched_band *band_get(struct gt_sched_dept *dept, int32_t value)
     if (b) {
         return b;
     }
-    if (dept->n_bands == dept->cap_bands) {
-        dept->cap_bands = dept->cap_bands ? dept->cap_bands * 2 : 4;
-        dept->bands = gt_xrealloc(dept->bands, dept->cap_bands * sizeof(*dept->bands));
-    }
+    GT_VEC_RESERVE(dept->bands, dept->cap_bands, dept->n_bands + 1, 4);
     size_t pos = 0;
     while (pos < dept->n_bands && dept->bands[pos].value > value) {
         pos++;
@@ -137,10 +134,7 @@ static void enqueue(struct gt_sched_job *job)
     struct gt_sched_model *m = job->dept->model;
     m->n_queued++;
     if (!job->fresh) {
-        if (m->n_fresh == m->cap_fresh) {
-            m->cap_fresh = m->cap_fresh ? 2 * m->cap_fresh : 64;
-            m->fresh = gt_xrealloc(m->fresh, m->cap_fresh * sizeof(*m->fresh));
-        }
+        GT_VEC_RESERVE(m->fresh, m->cap_fresh, m->n_fresh + 1, 64);
         m->fresh[m->n_fresh++] = job;
         job->fresh = true;
     }

@@ -321,20 +321,13 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
 
 /* ---- the triggers ---- */
 
-struct keys {
-    char **v;
-    size_t n, cap;
-};
+struct keys GT_VEC(char *);
 
 static int collect_cb(const char *key, void *val, void *arg)
 {
     (void)val;
     struct keys *k = arg;
-    if (k->n == k->cap) {
-        k->cap = k->cap ? k->cap * 2 : 16;
-        k->v = gt_xrealloc(k->v, k->cap * sizeof(*k->v));
-    }
-    k->v[k->n++] = gt_xstrdup(key);
+    *GT_VEC_PUSH(k, 16) = gt_xstrdup(key);
     return 0;
 }
 
@@ -351,7 +344,7 @@ static void free_keys(struct keys *k)
     for (size_t i = 0; i < k->n; i++) {
         free(k->v[i]);
     }
-    free(k->v);
+    GT_VEC_FREE(k);
 }
 
 /* Run the cycle if one is wanted and the gap since the last has passed;

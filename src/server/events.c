@@ -239,10 +239,7 @@ struct sweep_ctx {
 
 static void push_key(struct sweep_ctx *c, const char *key)
 {
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 16;
-        c->keys = gt_xrealloc(c->keys, c->cap * sizeof(*c->keys));
-    }
+    GT_VEC_RESERVE(c->keys, c->cap, c->n + 1, 16);
     c->keys[c->n++] = gt_xstrdup(key);
 }
 

@@ -280,10 +280,7 @@ static bool job_tasks(struct gt_ctl *c, const json_t *job, json_t ***tasks, size
                 all = false;
             } else {
                 *any_holds |= gt_task_holds(t->obj);
-                if (*n == *cap) {
-                    *cap = *cap ? *cap * 2 : 16;
-                    *tasks = gt_xrealloc(*tasks, *cap * sizeof(**tasks));
-                }
+                GT_VEC_RESERVE(*tasks, *cap, *n + 1, 16);
                 (*tasks)[(*n)++] = t->obj;
             }
             free(heap);

@@ -88,6 +88,12 @@ void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len)
     finish(r, http_code, "application/json", json, len);
 }
 
+void gt_req_reply_as(struct gt_req *r, int http_code, const char *ctype, const char *body,
+                     size_t len)
+{
+    finish(r, http_code, ctype, body, len);
+}
+
 static void error_msg(struct gt_req *r, int code, const char *msg)
 {
     struct gt_buf b;
@@ -302,10 +308,11 @@ static void get_object(struct gt_req *r)
 }
 
 struct list_item {
-    char *project;
+    char *project; /* NULL unless listed across projects */
     char *name;
-    char *text;
+    char *text; /* stored text, rendered only if the item is on the page */
     size_t len;
+    int64_t rev;
 };
 
 struct list_ctx {
@@ -313,6 +320,7 @@ struct list_ctx {
     const struct gt_selector *lsel;
     const struct gt_fieldsel *fsel;
     size_t prefix_len;
+    const char *after; /* continue token: only items past it; NULL: from the start */
     struct list_item *items;
     size_t n, cap;
 };
@@ -324,7 +332,9 @@ static bool list_visible(struct list_ctx *c, const struct gt_store_kv *kv, const
     const struct gt_server_user *u = c->r->user;
     bool need_json = c->lsel || c->fsel;
     bool privileged = u->admin || u->node;
-    if (!privileged && kind->namespaced) {
+    if (!privileged && kind->namespaced && !c->r->route.all_projects) {
+        /* one project's list: read_collection authorized it; rest is a name */
+    } else if (!privileged && kind->namespaced) {
         const char *slash = strchr(rest, '/');
         char project[64];
         size_t pl = slash ? (size_t)(slash - rest) : 0;
@@ -367,62 +377,112 @@ static bool list_visible(struct list_ctx *c, const struct gt_store_kv *kv, const
     return ok;
 }
 
+/* The list order: by project (lists across projects), then name. */
+static int order_cmp(const char *pa, const char *na, const char *pb, const char *nb)
+{
+    int c = strcmp(pa ? pa : "", pb ? pb : "");
+    return c ? c : strcmp(na, nb);
+}
+
+/* Is the item (project may be NULL) at or before the continue token, which
+ * is "<project>/<name>" across projects and "<name>" otherwise? */
+static bool before_token(const char *token, bool all_projects, const char *project,
+                         const char *name)
+{
+    if (!all_projects) {
+        return strcmp(name, token) <= 0;
+    }
+    const char *slash = strchr(token, '/');
+    size_t pl = slash ? (size_t)(slash - token) : strlen(token);
+    char tp[64];
+    if (pl >= sizeof(tp)) {
+        pl = sizeof(tp) - 1;
+    }
+    memcpy(tp, token, pl);
+    tp[pl] = '\0';
+    return order_cmp(project, name, tp, slash ? slash + 1 : "") <= 0;
+}
+
 static int list_cb(const struct gt_store_kv *kv, void *arg)
 {
     struct list_ctx *c = arg;
     const char *rest = kv->key + c->prefix_len;
+    bool all = c->r->route.all_projects;
+    const char *slash = all ? strchr(rest, '/') : NULL;
+    if (c->after) {
+        char project[64] = "";
+        size_t pl = slash ? (size_t)(slash - rest) : 0;
+        if (pl < sizeof(project)) {
+            memcpy(project, rest, pl);
+            project[pl] = '\0';
+        }
+        if (before_token(c->after, all, slash ? project : NULL, slash ? slash + 1 : rest)) {
+            return 0;
+        }
+    }
     if (!list_visible(c, kv, rest)) {
         return 0;
     }
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 64;
-        c->items = gt_xrealloc(c->items, c->cap * sizeof(*c->items));
-    }
+    GT_VEC_RESERVE(c->items, c->cap, c->n + 1, 64);
     struct list_item *it = &c->items[c->n++];
-    const char *slash = c->r->route.all_projects ? strchr(rest, '/') : NULL;
     it->project = slash ? gt_xstrndup(rest, (size_t)(slash - rest)) : NULL;
     it->name = gt_xstrdup(slash ? slash + 1 : rest);
-    struct gt_buf b;
-    gt_buf_init(&b);
-    gt_render_object(c->r->s, &b, c->r->route.kind, kv->value, kv->value_len, kv->mod_rev);
-    it->len = b.len;
-    it->text = gt_buf_take(&b);
+    it->text = gt_xmalloc(kv->value_len);
+    memcpy(it->text, kv->value, kv->value_len);
+    it->len = kv->value_len;
+    it->rev = kv->mod_rev;
     return 0;
 }
 
 static int item_cmp(const void *a, const void *b)
 {
     const struct list_item *x = a, *y = b;
-    int c = strcmp(x->project ? x->project : "", y->project ? y->project : "");
-    return c ? c : strcmp(x->name, y->name);
+    return order_cmp(x->project, x->name, y->project, y->name);
 }
 
+/* A list, one page of it when limit > 0: items past the continue token
+ * after (may be NULL), in list order. A page that leaves items out says
+ * where the next starts in metadata.continue ("<project>/<name>" across
+ * projects, else "<name>"; clients pass it back unchanged) and how many
+ * are left in metadata.remainingItemCount, as Kubernetes lists do. Each
+ * page is read afresh: an object changed between pages shows as it is. */
 static void list_objects(struct gt_req *r, const struct gt_selector *lsel,
-                         const struct gt_fieldsel *fsel)
+                         const struct gt_fieldsel *fsel, int64_t limit, const char *after)
 {
     const struct gt_route *rt = &r->route;
     char *prefix = gt_route_key(rt->kind, rt->all_projects ? NULL : rt->project, NULL);
-    struct list_ctx c = {.r = r, .lsel = lsel, .fsel = fsel, .prefix_len = strlen(prefix)};
+    struct list_ctx c = {
+        .r = r, .lsel = lsel, .fsel = fsel, .prefix_len = strlen(prefix), .after = after};
     int64_t rev = 0;
     struct gt_err err = {0};
     int rc = gt_store_list(r->s->store, prefix, list_cb, &c, &rev, &err);
     free(prefix);
     if (rc == 0) {
-        if (rt->all_projects && c.n) {
+        if (c.n) {
             qsort(c.items, c.n, sizeof(*c.items), item_cmp);
         }
+        size_t n_page = limit > 0 && (uint64_t)limit < c.n ? (size_t)limit : c.n;
         struct gt_buf b;
         gt_buf_init(&b);
         gt_buf_printf(&b,
                       "{\"apiVersion\":\"" GT_API_VERSION
-                      "\",\"kind\":\"%sList\",\"metadata\":{\"resourceVersion\":\"%lld\"},"
-                      "\"items\":[",
+                      "\",\"kind\":\"%sList\",\"metadata\":{\"resourceVersion\":\"%lld\"",
                       rt->kind->name, (long long)rev);
-        for (size_t i = 0; i < c.n; i++) {
+        if (n_page < c.n) {
+            const struct list_item *last = &c.items[n_page - 1];
+            json_t *token = last->project ? json_sprintf("%s/%s", last->project, last->name)
+                                          : json_string(last->name);
+            gt_buf_puts(&b, ",\"continue\":");
+            gt_encode_json(&b, token);
+            json_decref(token);
+            gt_buf_printf(&b, ",\"remainingItemCount\":%zu", c.n - n_page);
+        }
+        gt_buf_puts(&b, "},\"items\":[");
+        for (size_t i = 0; i < n_page; i++) {
             if (i) {
                 gt_buf_append(&b, ",", 1);
             }
-            gt_buf_append(&b, c.items[i].text, c.items[i].len);
+            gt_render_object(r->s, &b, rt->kind, c.items[i].text, c.items[i].len, c.items[i].rev);
         }
         gt_buf_puts(&b, "]}\n");
         gt_req_reply(r, 200, b.data, b.len);
@@ -436,6 +496,26 @@ static void list_objects(struct gt_req *r, const struct gt_selector *lsel,
         free(c.items[i].text);
     }
     free(c.items);
+}
+
+/* The limit and continue of a list: 0 with *limit (0: no limit) and *after
+ * (borrowed from q, NULL: none), or -GT_EBADREQ with err naming the
+ * parameter. */
+static int list_page_params(const struct evkeyvalq *q, int64_t *limit, const char **after,
+                            struct gt_err *err)
+{
+    const char *ls = evhttp_find_header(q, "limit");
+    const char *cs = evhttp_find_header(q, "continue");
+    *limit = 0;
+    *after = cs && *cs ? cs : NULL;
+    if (ls && *ls && (gt_parse_rev(ls, limit) || *limit > 1000000)) {
+        return gt_err_set(err, GT_EBADREQ,
+                          "limit: must be a whole number 0..1000000, not \"%.64s\"", ls);
+    }
+    if (*after && strlen(*after) > 64 + GT_ROUTE_NAME_MAX) {
+        return gt_err_set(err, GT_EBADREQ, "continue: not a token this server gave");
+    }
+    return 0;
 }
 
 /* GET on a collection: a list or a watch. */
@@ -484,7 +564,13 @@ static void read_collection(struct gt_req *r, const struct evkeyvalq *q)
         return;
     }
     r->mverb = GT_MV_LIST;
-    list_objects(r, lsel, fsel);
+    int64_t limit = 0;
+    const char *after = NULL;
+    if (list_page_params(q, &limit, &after, &err)) {
+        gt_req_error_err(r, &err);
+    } else {
+        list_objects(r, lsel, fsel, limit, after);
+    }
     gt_selector_free(lsel);
     gt_fieldsel_free(fsel);
 }
@@ -579,6 +665,29 @@ static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
     finish(r, 200, "text/plain", "ok\n", 3);
 }
 
+/* GET whoami: the authenticated user, as kubectl auth whoami shows it
+ * (Kubernetes' SelfSubjectReview status.userInfo, flattened). */
+static void whoami(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
+{
+    if (cmd != EVHTTP_REQ_GET) {
+        method_not_allowed(r, path);
+        return;
+    }
+    json_t *groups = json_array();
+    for (size_t i = 0; i < r->user->n_groups; i++) {
+        json_array_append_new(groups, json_string(r->user->groups[i]));
+    }
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:I, s:o}", "apiVersion", GT_API_VERSION, "kind", "UserInfo",
+                  "username", r->user->name, "uid", (json_int_t)r->user->uid, "groups", groups);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_encode_json(&b, o);
+    json_decref(o);
+    gt_req_reply(r, 200, b.data, b.len);
+    gt_buf_fini(&b);
+}
+
 void gt_http_handle(struct evhttp_request *req, void *arg)
 {
     struct gt_server *s = arg;
@@ -595,6 +704,10 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
     }
     if (s->draining) {
         gt_req_error(r, GT_ESTORE, "gantryd is shutting down");
+        return;
+    }
+    if (gt_ui_path(path)) {
+        gt_ui_serve(r, cmd, path);
         return;
     }
     struct gt_err err = {0};
@@ -619,7 +732,9 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
         gt_req_error(r, GT_EBADREQ, "malformed query string");
         return;
     }
-    if (r->route.type == GT_ROUTE_FAULT) {
+    if (r->route.type == GT_ROUTE_WHOAMI) {
+        whoami(r, cmd, path);
+    } else if (r->route.type == GT_ROUTE_FAULT) {
         if (!s->cfg->enable_fault_injection) {
             gt_req_error(r, GT_ENOTFOUND, "fault injection is disabled");
         } else if (cmd != EVHTTP_REQ_POST) {

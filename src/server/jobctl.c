@@ -489,18 +489,11 @@ struct port_use {
     int32_t port;
 };
 
-struct plan_ctx {
-    struct port_use *v;
-    size_t n, cap;
-};
+struct plan_ctx GT_VEC(struct port_use);
 
 static void use_port(struct plan_ctx *p, const char *node, int32_t port)
 {
-    if (p->n == p->cap) {
-        p->cap = p->cap ? p->cap * 2 : 64;
-        p->v = gt_xrealloc(p->v, p->cap * sizeof(*p->v));
-    }
-    p->v[p->n++] = (struct port_use){node, port};
+    *GT_VEC_PUSH(p, 64) = (struct port_use){node, port};
 }
 
 static int used_cb(const char *key, void *val, void *arg)
@@ -659,7 +652,7 @@ json_t *gt_jobctl_bind_plan(struct gt_ctl *c, const struct gt_sched_bind *binds,
         }
     }
     free(tasks);
-    free(p.v);
+    GT_VEC_FREE(&p);
     return plan;
 }
 

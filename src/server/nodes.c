@@ -121,11 +121,7 @@ static int collect_cb(const char *key, void *val, void *arg)
     if (!tn || strcmp(tn, c->node)) {
         return 0;
     }
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 16;
-        c->v = gt_xrealloc(c->v, c->cap * sizeof(*c->v));
-    }
-    c->v[c->n++] = o->obj;
+    *GT_VEC_PUSH(c, 16) = o->obj;
     return 0;
 }
 

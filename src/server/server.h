@@ -37,6 +37,7 @@ struct gt_server_config {
     struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
     char *pip_index_url;  /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
     char *pip_find_links; /* --pip-find-links DIR: a directory of wheels; NULL: none */
+    char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -62,7 +63,7 @@ struct gt_server_user {
     char *name;
     int64_t uid; /* numeric: tasks run as this uid */
     char **groups;
-    size_t n_groups;
+    size_t n_groups, cap_groups;
     bool admin; /* member of gantry:admins */
     bool node;  /* member of gantry:nodes */
 };
@@ -74,7 +75,8 @@ struct gt_server_tokens;
  * gt_server_tokens_free. */
 int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens **out,
                            struct gt_err *err);
-/* Read and parse the file at path (errors as above, or -errno). */
+/* Read and parse the file at path, at most 64 MiB (errors as above, or
+ * -errno, or GT_ETOOLARGE past 64 MiB). */
 int gt_server_tokens_load(const char *path, struct gt_server_tokens **out, struct gt_err *err);
 /* The user of a token (borrowed), or NULL if unknown. */
 const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens *t,
@@ -129,6 +131,7 @@ enum gt_route_type {
     GT_ROUTE_READYZ,
     GT_ROUTE_METRICS,
     GT_ROUTE_FAULT,      /* /debug/fault */
+    GT_ROUTE_WHOAMI,     /* the caller's own identity */
     GT_ROUTE_COLLECTION, /* list / create / watch */
     GT_ROUTE_OBJECT,     /* get / put / delete, or a subresource */
 };

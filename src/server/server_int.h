@@ -78,6 +78,9 @@ void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
 void gt_req_error_err(struct gt_req *r, const struct gt_err *err);
 /* Finish r with http_code and JSON text body (copied). Frees r. */
 void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len);
+/* Finish r with http_code and body (copied) of Content-Type ctype. Frees r. */
+void gt_req_reply_as(struct gt_req *r, int http_code, const char *ctype, const char *body,
+                     size_t len);
 /* Release r without replying (the stream took over the request). */
 void gt_req_free(struct gt_req *r);
 /* Append obj's stored text with metadata.resourceVersion = rev (and, for
@@ -94,6 +97,14 @@ const char *gt_access_project_of(const struct gt_kind_info *kind, const json_t *
 void gt_http_handle(struct evhttp_request *req, void *arg);
 /* Parse "resourceVersion" query values: 0 and *rev, or -GT_EBADREQ. */
 int gt_parse_rev(const char *s, int64_t *rev);
+
+/* ---- ui.c: the dashboard's files ---- */
+/* Is path one of the dashboard's ("/", "/index.html", "/assets/...")? */
+bool gt_ui_path(const char *path);
+/* Answer a request for a dashboard path (no token needed): the file from
+ * the dashboard directory with its cache headers, 404 when absent, 405 for
+ * methods other than GET and HEAD. Frees r. */
+void gt_ui_serve(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path);
 
 /* ---- write.c ---- */
 void gt_write_create(struct gt_req *r);

@@ -6,13 +6,13 @@
  * costs one lookup. The table owns every user and string in it.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "server/server_int.h"
+
+/* The largest token file read. */
+enum { TOKENS_MAX_BYTES = 64 << 20 };
 
 struct gt_server_tokens {
     struct gt_strmap by_token;
@@ -104,7 +104,7 @@ static void add_group(struct gt_server_user *u, const char *g, size_t len)
     if (!len) {
         return;
     }
-    u->groups = gt_xrealloc(u->groups, (u->n_groups + 1) * sizeof(*u->groups));
+    GT_VEC_RESERVE(u->groups, u->cap_groups, u->n_groups + 1, 4);
     u->groups[u->n_groups++] = gt_xstrndup(g, len);
     if (len == strlen(GT_GROUP_ADMINS) && !strncmp(g, GT_GROUP_ADMINS, len)) {
         u->admin = true;
@@ -213,31 +213,14 @@ int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens
 
 int gt_server_tokens_load(const char *path, struct gt_server_tokens **out, struct gt_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int rc = -errno;
-        return gt_err_set(err, rc, "%s: %s", path, strerror(-rc));
-    }
-    struct gt_buf b;
-    gt_buf_init(&b);
-    char chunk[4096];
-    ssize_t n;
-    while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
-        gt_buf_append(&b, chunk, (size_t)n);
-        if (b.len > (64u << 20)) {
-            n = -1;
-            errno = EFBIG;
-            break;
-        }
-    }
-    int rc = n < 0 ? -errno : 0;
-    close(fd);
+    char *text;
+    size_t len;
+    int rc = gt_file_read(path, TOKENS_MAX_BYTES, &text, &len, err);
     if (rc) {
-        gt_buf_fini(&b);
-        return gt_err_set(err, rc, "%s: %s", path, strerror(-rc));
+        return rc;
     }
-    rc = gt_server_tokens_parse(b.data ? b.data : "", b.len, out, err);
-    gt_buf_fini(&b);
+    rc = gt_server_tokens_parse(text, len, out, err);
+    free(text);
     if (rc) {
         gt_err_prefix(err, "%s", path);
     }

@@ -228,10 +228,34 @@ static int check_storage(const struct gt_req *r, const json_t *obj, struct gt_er
     return gt_job_check_volumes(json_object_get(obj, "spec"), roots->items, roots->n, err);
 }
 
+/* A kubeflow.org TFJob or PyTorchJob POSTed to a jobs collection becomes
+ * the gantry Job it converts to (as `gantry apply` sends it), its
+ * metadata.namespace (default: the project in the path) the project. 0, or
+ * replies 422 naming the manifest's field and returns -1. */
+static int kubeflow_body(struct gt_req *r)
+{
+    if (r->route.kind->kind != GT_KIND_JOB || !gt_api_kubeflow_is(r->body)) {
+        return 0;
+    }
+    json_t *md = json_object_get(r->body, "metadata");
+    if (json_is_object(md) && !json_object_get(md, "namespace")) {
+        json_object_set_new(md, "namespace", json_string(r->route.project));
+    }
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    if (gt_api_kubeflow_convert(r->body, &job, &err)) {
+        gt_req_error_err(r, &err);
+        return -1;
+    }
+    json_decref(r->body);
+    r->body = job;
+    return 0;
+}
+
 void gt_write_create(struct gt_req *r)
 {
     const struct gt_route *rt = &r->route;
-    if (read_body(r) || check_path_agreement(r, r->body, false)) {
+    if (read_body(r) || kubeflow_body(r) || check_path_agreement(r, r->body, false)) {
         return;
     }
     json_t *obj = r->body;

@@ -117,10 +117,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 static char **split(const char *s, size_t *n)
 {
     char **v = NULL;
+    size_t cap = 0;
     *n = 0;
     while (*s) {
         size_t len = strcspn(s, ",");
-        v = gt_xrealloc(v, (*n + 1) * sizeof(*v));
+        GT_VEC_RESERVE(v, cap, *n + 1, 4);
         v[(*n)++] = gt_xstrndup(s, len);
         s += len + (s[len] == ',');
     }
@@ -140,7 +141,7 @@ static int read_into(const char *path, int (*parse)(const char *, size_t, void *
 {
     char *data;
     size_t len;
-    int rc = gt_sim_file_read(path, &data, &len, err);
+    int rc = gt_file_read(path, GT_SIM_FILE_MAX_BYTES, &data, &len, err);
     if (rc < 0) {
         return rc;
     }

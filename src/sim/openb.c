@@ -76,10 +76,7 @@ int gt_sim_openb_pods_parse(const char *data, size_t len, struct gt_sim_openb *o
                               "line %u: num_gpu %lld with gpu_milli %lld: both or neither", c.line,
                               (long long)gpus, (long long)milli);
         }
-        if (o->n_pods == o->cap_pods) {
-            o->cap_pods = o->cap_pods ? 2 * o->cap_pods : 1024;
-            o->pods = gt_xrealloc(o->pods, o->cap_pods * sizeof(*o->pods));
-        }
+        GT_VEC_RESERVE(o->pods, o->cap_pods, o->n_pods + 1, 1024);
         o->pods[o->n_pods++] = (struct gt_sim_pod){.cpu_milli = cpu,
                                                    .memory_mib = mem,
                                                    .num_gpu = (int32_t)gpus,
@@ -112,10 +109,7 @@ int gt_sim_openb_nodes_parse(const char *data, size_t len, struct gt_sim_openb *
                                   (int)c.f[0].len, c.f[0].p);
             }
         }
-        if (o->n_nodes == o->cap_nodes) {
-            o->cap_nodes = o->cap_nodes ? 2 * o->cap_nodes : 256;
-            o->nodes = gt_xrealloc(o->nodes, o->cap_nodes * sizeof(*o->nodes));
-        }
+        GT_VEC_RESERVE(o->nodes, o->cap_nodes, o->n_nodes + 1, 256);
         o->nodes[o->n_nodes++] = (struct gt_sim_node){.name = gt_xstrndup(c.f[0].p, c.f[0].len),
                                                       .cpu_milli = cpu,
                                                       .memory_mib = mem,

@@ -134,10 +134,7 @@ static bool ev_less(const struct ev *a, const struct ev *b)
 
 static void heap_push(struct heap *h, struct ev e)
 {
-    if (h->n == h->cap) {
-        h->cap = h->cap ? 2 * h->cap : 1024;
-        h->a = gt_xrealloc(h->a, h->cap * sizeof(*h->a));
-    }
+    GT_VEC_RESERVE(h->a, h->cap, h->n + 1, 1024);
     size_t i = h->n++;
     while (i > 0 && ev_less(&e, &h->a[(i - 1) / 2])) {
         h->a[i] = h->a[(i - 1) / 2];
@@ -493,10 +490,7 @@ void gt_sim_run_fini(struct gt_sim_run *r)
 static void sample(struct engine *e, int64_t now_s)
 {
     struct gt_sim_run *r = e->r;
-    if (r->n_samples == r->cap_samples) {
-        r->cap_samples = r->cap_samples ? 2 * r->cap_samples : 256;
-        r->samples = gt_xrealloc(r->samples, r->cap_samples * sizeof(*r->samples));
-    }
+    GT_VEC_RESERVE(r->samples, r->cap_samples, r->n_samples + 1, 256);
     int64_t waiting = 0;
     for (size_t i = 0; i < e->t->n_vcs; i++) {
         waiting += (int64_t)e->cl[i].n_waiting;

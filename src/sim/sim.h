@@ -57,9 +57,9 @@ void gt_sim_trace_fini(struct gt_sim_trace *t);
 /* The index of VC name, added (size unknown) if absent. */
 int32_t gt_sim_trace_vc(struct gt_sim_trace *t, const char *name);
 
-/* Read a whole file into a new NUL-terminated buffer (caller frees).
- * -errno with err naming the path. */
-int gt_sim_file_read(const char *path, char **data, size_t *len, struct gt_err *err);
+/* The largest trace file read (gt_file_read's bound), far above any real
+ * trace read so far (Philly's philly.csv is 3.4 MiB). */
+#define GT_SIM_FILE_MAX_BYTES ((size_t)1 << 30)
 
 /* Parse Pollux's philly.csv (header timestamp,duration,num_gpus,gpu_time,
  * cluster; timestamp "YYYY-MM-DD HH:MM:SS"; duration a float with a whole

@@ -6,11 +6,8 @@
  * turned into seconds as if they were UTC, which keeps every difference and
  * the Helios window (also local dates) exact.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "sim/sim_int.h"
 
@@ -49,10 +46,7 @@ static int32_t vc_get(struct gt_sim_trace *t, const char *name, size_t len)
     if (i >= 0) {
         return i;
     }
-    if (t->n_vcs == t->cap_vcs) {
-        t->cap_vcs = t->cap_vcs ? 2 * t->cap_vcs : 16;
-        t->vcs = gt_xrealloc(t->vcs, t->cap_vcs * sizeof(*t->vcs));
-    }
+    GT_VEC_RESERVE(t->vcs, t->cap_vcs, t->n_vcs + 1, 16);
     t->vcs[t->n_vcs] =
         (struct gt_sim_vc){.name = gt_xstrndup(name, len), .nodes = -1, .gpus_per_node = 8};
     return (int32_t)t->n_vcs++;
@@ -65,38 +59,8 @@ int32_t gt_sim_trace_vc(struct gt_sim_trace *t, const char *name)
 
 static void job_push(struct gt_sim_trace *t, const struct gt_sim_job *j)
 {
-    if (t->n_jobs == t->cap_jobs) {
-        t->cap_jobs = t->cap_jobs ? 2 * t->cap_jobs : 1024;
-        t->jobs = gt_xrealloc(t->jobs, t->cap_jobs * sizeof(*t->jobs));
-    }
+    GT_VEC_RESERVE(t->jobs, t->cap_jobs, t->n_jobs + 1, 1024);
     t->jobs[t->n_jobs++] = *j;
-}
-
-int gt_sim_file_read(const char *path, char **data, size_t *len, struct gt_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return gt_err_set(err, -errno, "%s: %s", path, gt_errcode_str(-errno));
-    }
-    struct gt_buf b;
-    gt_buf_init(&b);
-    char chunk[65536];
-    ssize_t n;
-    while ((n = read(fd, chunk, sizeof(chunk))) > 0) {
-        gt_buf_append(&b, chunk, (size_t)n);
-    }
-    int rc = n < 0 ? -errno : 0;
-    close(fd);
-    if (rc < 0) {
-        gt_buf_fini(&b);
-        return gt_err_set(err, rc, "%s: %s", path, gt_errcode_str(rc));
-    }
-    *len = b.len;
-    *data = gt_buf_take(&b);
-    if (!*data) {
-        *data = gt_xstrdup("");
-    }
-    return 0;
 }
 
 /* Parse exactly n digits at s into *v. */

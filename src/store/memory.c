@@ -67,10 +67,7 @@ static bool find(const struct mem *m, const char *key, size_t *idx)
 
 static void insert_at(struct mem *m, size_t i, struct mem_entry *e)
 {
-    if (m->n == m->cap) {
-        m->cap = m->cap ? m->cap * 2 : 64;
-        m->v = gt_xrealloc(m->v, m->cap * sizeof(*m->v));
-    }
+    GT_VEC_RESERVE(m->v, m->cap, m->n + 1, 64);
     memmove(&m->v[i + 1], &m->v[i], (m->n - i) * sizeof(*m->v));
     m->v[i] = e;
     m->n++;
@@ -189,10 +186,7 @@ static int mem_list(void *be, const char *prefix, gt_store_list_fn fn, void *arg
 
 static struct undo *undo_push(struct mem *m, size_t *n_undo)
 {
-    if (*n_undo == m->undo_cap) {
-        m->undo_cap = m->undo_cap ? m->undo_cap * 2 : 64;
-        m->undo = gt_xrealloc(m->undo, m->undo_cap * sizeof(*m->undo));
-    }
+    GT_VEC_RESERVE(m->undo, m->undo_cap, *n_undo + 1, 64);
     struct undo *u = &m->undo[(*n_undo)++];
     memset(u, 0, sizeof(*u));
     return u;

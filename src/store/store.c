@@ -584,10 +584,7 @@ int gt_store_write(struct gt_store *st, enum gt_store_op op, const char *key, co
         return 0;
     }
     struct batch *q = &st->queue;
-    if (q->n == q->cap) {
-        q->cap = q->cap ? q->cap * 2 : 64;
-        q->ops = gt_xrealloc(q->ops, q->cap * sizeof(*q->ops));
-    }
+    GT_VEC_RESERVE(q->ops, q->cap, q->n + 1, 64);
     q->ops[q->n++] = w;
     if (!st->flush_pending && !st->in_flight) {
         st->flush_pending = true;

@@ -161,19 +161,21 @@ def job(name, project, gpus=1, replicas=1, **spec_extra):
     return obj("Job", name, project, spec=spec)
 
 
-def seed_tenancy(g):
-    """Two departments and two projects with the users of TOKENS."""
+def seed_tenancy(g, quotas=None, project_spec=None):
+    """Two departments and two projects with the users of TOKENS. quotas:
+    {department: (quota, limit)} in place of 8 and 16 GPUs; project_spec:
+    fields added to both projects' spec."""
     for d, admins in (("dept-a", []), ("dept-b", ["erin"])):
+        quota, limit = (quotas or {}).get(d, ({"nvidia.com/gpu": 8}, {"nvidia.com/gpu": 16}))
         st, body = g.request("POST", API + "/departments", obj(
-            "Department", d, spec={"quota": {"nvidia.com/gpu": 8}, "limit": {"nvidia.com/gpu": 16},
-                                   "admins": admins}))
+            "Department", d, spec={"quota": quota, "limit": limit, "admins": admins}))
         assert st == 201, (st, body)
     for p, d, members in (("proj-a", "dept-a", [{"user": "alice", "role": "admin"},
                                                 {"user": "bob", "role": "member"},
                                                 {"user": "carol", "role": "viewer"}]),
                           ("proj-b", "dept-b", [{"user": "dave", "role": "member"}])):
         st, body = g.request("POST", API + "/projects", obj(
-            "Project", p, spec={"department": d, "members": members}))
+            "Project", p, spec=dict(project_spec or {}, department=d, members=members)))
         assert st == 201, (st, body)
 
 

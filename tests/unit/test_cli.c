@@ -5,6 +5,7 @@
  * Status-message extraction, the describe layout, and command-line usage
  * errors (no server needed).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -719,6 +720,189 @@ static void test_cli_help_and_no_server(void **state)
     run_result_free(&r);
 }
 
+/* ---- node marks (cordon, uncordon, drain), scalar cells, top nodes ---- */
+
+static void test_node_mark(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        enum gt_cli_node_op op;
+        bool changed;
+        const char *want;
+    } cases[] = {
+        {"{}", GT_CLI_NODE_CORDON, true, "{\"spec\":{\"unschedulable\":true}}"},
+        {"{\"spec\":{\"unschedulable\":true}}", GT_CLI_NODE_CORDON, false,
+         "{\"spec\":{\"unschedulable\":true}}"},
+        /* drain keeps other taints and adds its own after them */
+        {"{\"spec\":{\"taints\":[{\"key\":\"gpu\",\"effect\":\"NoSchedule\"}]}}", GT_CLI_NODE_DRAIN,
+         true,
+         "{\"spec\":{\"taints\":[{\"key\":\"gpu\",\"effect\":\"NoSchedule\"},"
+         "{\"key\":\"gantry.dev/drain\",\"effect\":\"NoExecute\"}],\"unschedulable\":true}}"},
+        /* a cordoned node is drained by the taint alone */
+        {"{\"spec\":{\"unschedulable\":true}}", GT_CLI_NODE_DRAIN, true,
+         "{\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gantry.dev/drain\","
+         "\"effect\":\"NoExecute\"}]}}"},
+        {"{\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gantry.dev/drain\","
+         "\"effect\":\"NoExecute\"}]}}",
+         GT_CLI_NODE_DRAIN, false,
+         "{\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gantry.dev/drain\","
+         "\"effect\":\"NoExecute\"}]}}"},
+        /* uncordon clears both, keeps other taints, drops an emptied list */
+        {"{\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gantry.dev/drain\"},"
+         "{\"key\":\"gpu\"}]}}",
+         GT_CLI_NODE_UNCORDON, true, "{\"spec\":{\"taints\":[{\"key\":\"gpu\"}]}}"},
+        {"{\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"gantry.dev/drain\"}]}}",
+         GT_CLI_NODE_UNCORDON, true, "{\"spec\":{}}"},
+        {"{\"spec\":{\"taints\":[{\"key\":\"gantry.dev/drain\"}]}}", GT_CLI_NODE_UNCORDON, true,
+         "{\"spec\":{}}"},
+        {"{\"metadata\":{\"name\":\"n\"},\"spec\":{}}", GT_CLI_NODE_UNCORDON, false,
+         "{\"metadata\":{\"name\":\"n\"},\"spec\":{}}"},
+    };
+    for (size_t i = 0; i < GT_ARRAY_LEN(cases); i++) {
+        json_t *node = json_of(cases[i].in);
+        json_t *want = json_of(cases[i].want);
+        bool changed = gt_cli_node_mark(node, cases[i].op);
+        if (changed != cases[i].changed || !json_equal(node, want)) {
+            char *got = json_dumps(node, JSON_COMPACT);
+            fail_msg("case %zu: changed %d, node %s; want %d, %s", i, changed, got,
+                     cases[i].changed, cases[i].want);
+        }
+        json_decref(want);
+        json_decref(node);
+    }
+}
+
+static void test_scalar_text(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        const char *want; /* NULL: no text */
+    } cases[] = {
+        {"\"vision\"", "vision"}, {"\"\"", ""},      {"42", "42"},     {"-7", "-7"},
+        {"2.5", "2.5"},           {"1e21", "1e+21"}, {"true", "true"}, {"false", "false"},
+        {"null", NULL},           {"{}", NULL},      {"[1]", NULL},
+    };
+    for (size_t i = 0; i < GT_ARRAY_LEN(cases); i++) {
+        json_t *v = json_loads(cases[i].json, JSON_DECODE_ANY, NULL);
+        assert_non_null(v);
+        char *got = gt_cli_scalar_text(v);
+        if (cases[i].want) {
+            assert_non_null(got);
+            assert_string_equal(got, cases[i].want);
+        } else {
+            assert_null(got);
+        }
+        free(got);
+        json_decref(v);
+    }
+    assert_null(gt_cli_scalar_text(NULL));
+}
+
+static void test_top_nodes_table(void **state)
+{
+    (void)state;
+    json_t *nodes =
+        json_of("[{\"metadata\":{\"name\":\"gpu-1\"},\"status\":{"
+                "\"allocatable\":{\"nvidia.com/gpu\":8,\"cpu\":\"64\",\"memory\":\"512Gi\"},"
+                "\"allocated\":{\"resources\":{\"nvidia.com/gpu\":\"2500m\",\"cpu\":\"16\","
+                "\"memory\":\"128Gi\"}}}},"
+                /* GPUs counted from status.gpus when allocatable names none; nothing used */
+                "{\"metadata\":{\"name\":\"gpu-2\"},\"status\":{\"gpus\":[{},{}],"
+                "\"allocatable\":{\"cpu\":\"500m\",\"memory\":\"1Gi\"}}},"
+                /* no allocatable at all: shares are \"-\" */
+                "{\"metadata\":{\"name\":\"cpu-1\"},\"status\":{}}]");
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_cli_top_nodes_render(nodes, &b);
+    /* GPUs in use against whole GPUs x 1000, shares rounded down */
+    assert_string_equal(
+        b.data, "NAME    GPUS USED   GPUS   GPU%   CPU USED   CPU%   MEMORY USED   MEMORY%\n"
+                "gpu-1   2500m       8      31%    16         25%    128Gi         25%\n"
+                "gpu-2   0           2      0%     0          0%     0             0%\n"
+                "cpu-1   0           0      -      0          -      0             -\n");
+    gt_buf_fini(&b);
+    json_decref(nodes);
+}
+
+/* ---- exit statuses: the one map from a command's code ---- */
+
+static void test_exit_status_map(void **state)
+{
+    (void)state;
+    static const struct {
+        int rc;
+        int task_status;
+        int want;
+    } cases[] = {
+        {0, 0, 0},
+        {0, 1, 1},     /* run: the task's own status */
+        {0, 137, 137}, /* killed by SIGKILL, as a shell shows it */
+        {0, 255, 255},
+        {GT_EUSAGE, 0, 2},
+        {GT_EUSAGE, 3, 2}, /* a code wins over a task status */
+        {-ECANCELED, 0, 130},
+        {-ECANCELED, 1, 130},
+        {-ENOENT, 0, 1},
+        {-EIO, 0, 1},
+        {-ECONNREFUSED, 0, 1},
+        {GT_EINTERNAL, 7, 1},
+    };
+    for (size_t i = 0; i < GT_ARRAY_LEN(cases); i++) {
+        int got = gt_cli_exit_status(cases[i].rc, cases[i].task_status);
+        if (got != cases[i].want) {
+            fail_msg("rc %d task %d: exit %d, want %d", cases[i].rc, cases[i].task_status, got,
+                     cases[i].want);
+        }
+    }
+    /* every other GT_E* code is a plain failure */
+    for (int code = GT_EBADREQ; code < GT_ECODE_END; code++) {
+        assert_int_equal(gt_cli_exit_status(code, 0), code == GT_EUSAGE ? 2 : 1);
+    }
+}
+
+/* A failure reported by a command exits 1 with its one error line: an
+ * unreadable manifest or requirements file, before any server is needed. */
+static void test_unreadable_files_exit_1(void **state)
+{
+    (void)state;
+    struct run_result r =
+        run_cli((const char *[]){"apply", "-f", "/nonexistent/gantry-test.yaml", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(
+        r.err, "error: cannot open /nonexistent/gantry-test.yaml: No such file or directory\n");
+    assert_string_equal(r.out, "");
+    run_result_free(&r);
+
+    /* a directory opens but does not read */
+    r = run_cli((const char *[]){"apply", "-f", "/", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.err, "error: cannot read /: Is a directory\n");
+    run_result_free(&r);
+
+    /* run's requirements file: missing, then one byte over its 1 MiB */
+    r = run_cli((const char *[]){"run", "-p", "x", "--requirements", "/nonexistent/req.txt", "--",
+                                 "true", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(
+        r.err,
+        "error: --requirements: cannot open /nonexistent/req.txt: No such file or directory\n");
+    run_result_free(&r);
+    char path[] = "/tmp/gantry-test-req-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, (1 << 20) + 1), 0);
+    close(fd);
+    r = run_cli((const char *[]){"run", "-p", "x", "--requirements", path, "--", "true", NULL});
+    assert_int_equal(r.rc, 1);
+    char *want = gt_xasprintf("error: --requirements: %s is over 1 MiB\n", path);
+    assert_string_equal(r.err, want);
+    free(want);
+    run_result_free(&r);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -739,6 +923,11 @@ int main(void)
         cmocka_unit_test(test_describe_top_level_fields_and_no_events),
         cmocka_unit_test(test_event_matching),
         cmocka_unit_test(test_cli_usage_errors),
+        cmocka_unit_test(test_node_mark),
+        cmocka_unit_test(test_scalar_text),
+        cmocka_unit_test(test_top_nodes_table),
+        cmocka_unit_test(test_exit_status_map),
+        cmocka_unit_test(test_unreadable_files_exit_1),
         cmocka_unit_test_setup_teardown(test_cli_help_and_no_server, cfg_setup, cfg_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

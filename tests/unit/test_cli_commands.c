@@ -743,6 +743,107 @@ static void test_logs_picks_task(void **state)
     fake_finish(f);
 }
 
+#define NODE_1 "/apis/gantry.dev/v1/nodes/gpu-1"
+#define NODE_1_TASKS "/apis/gantry.dev/v1/tasks?fieldSelector=spec.nodeName%3Dgpu-1"
+#define NODE_1_AT(rv, spec)                                                                        \
+    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-1\",\"resourceVersion\":\"" rv "\"},"         \
+    "\"spec\":" spec ",\"status\":{\"allocated\":{\"resources\":{\"cpu\":\"1\"}}}}"
+#define STATUS_409                                                                                 \
+    "{\"kind\":\"Status\",\"code\":409,\"reason\":\"Conflict\",\"message\":\"stale\"}"
+
+/* cordon reads the Node, writes it back conditional on its
+ * resourceVersion without the computed status.allocated, and on a conflict
+ * reads it again; uncordon of a schedulable node writes nothing. */
+static void test_cordon_retries_conflict(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", NODE_1, 200, NODE_1_AT("5", "{}"), NULL},
+        {"PUT", NODE_1, 409, STATUS_409, NULL},
+        {"GET", NODE_1, 200, NODE_1_AT("6", "{\"taints\":[{\"key\":\"gpu\"}]}"), NULL},
+        {"PUT", NODE_1, 200, "{}", NULL},
+        {"GET", NODE_1, 200, NODE_1_AT("7", "{}"), NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r = run_cli(f, (const char *[]){"cordon", "gpu-1", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "node/gpu-1 cordoned\n");
+    assert_string_equal(r.err, "");
+    run_result_free(&r);
+    r = run_cli(f, (const char *[]){"uncordon", "gpu-1", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "node/gpu-1 already uncordoned\n");
+    run_result_free(&r);
+    const char *put2 = strstr(strstr(f->log.data, "PUT ") + 4, "PUT ");
+    assert_non_null(put2);
+    /* the second write carries the re-read object, cordoned, other taints kept */
+    assert_non_null(strstr(put2, "\"resourceVersion\":\"6\""));
+    assert_non_null(strstr(put2, "\"unschedulable\":true"));
+    assert_non_null(strstr(put2, "\"key\":\"gpu\""));
+    assert_null(strstr(f->log.data, "\"allocated\""));
+    fake_finish(f);
+}
+
+/* drain cordons and taints, then polls the node's tasks until none holds
+ * resources; a failing read ends it with the server's message. */
+static void test_drain_waits_for_tasks(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", NODE_1, 200, NODE_1_AT("5", "{}"), NULL},
+        {"PUT", NODE_1, 200, "{}", NULL},
+        {"GET", NODE_1_TASKS, 200,
+         "{\"items\":[{\"status\":{\"phase\":\"Terminating\"}},{\"status\":{\"phase\":"
+         "\"Succeeded\"}}]}",
+         NULL},
+        {"GET", NODE_1_TASKS, 200,
+         "{\"items\":[{\"status\":{\"phase\":\"Failed\"}},{\"status\":{\"phase\":\"Succeeded\"}},"
+         "{\"status\":{\"phase\":\"Pending\"}}]}",
+         NULL},
+        {"GET", NODE_1, 401,
+         "{\"kind\":\"Status\",\"code\":401,\"reason\":\"Unauthorized\",\"message\":\"unknown "
+         "token\"}",
+         NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r = run_cli(f, (const char *[]){"drain", "gpu-1", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "node/gpu-1 cordoned\nnode/gpu-1 drained\n");
+    run_result_free(&r);
+    assert_non_null(strstr(f->log.data, "\"key\":\"gantry.dev/drain\",\"effect\":\"NoExecute\""));
+    r = run_cli(f, (const char *[]){"drain", "gpu-1", "--timeout", "0", NULL});
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.out, "");
+    assert_string_equal(r.err, "error: unknown token\n");
+    run_result_free(&r);
+    fake_finish(f);
+}
+
+/* top nodes: one GET of the node list, rendered as the table. */
+static void test_top_nodes(void **state)
+{
+    (void)state;
+    static const struct exchange script[] = {
+        {"GET", "/apis/gantry.dev/v1/nodes", 200,
+         "{\"items\":[{\"metadata\":{\"name\":\"gpu-1\"},\"status\":{\"allocatable\":"
+         "{\"nvidia.com/gpu\":4,\"cpu\":\"8\",\"memory\":\"64Gi\"},\"allocated\":{\"resources\":"
+         "{\"nvidia.com/gpu\":\"4\",\"cpu\":\"2\",\"memory\":\"48Gi\"}}}}]}",
+         NULL},
+    };
+    struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
+    struct run_result r = run_cli(f, (const char *[]){"top", "nodes", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(
+        r.out, "NAME    GPUS USED   GPUS   GPU%   CPU USED   CPU%   MEMORY USED   MEMORY%\n"
+               "gpu-1   4           4      100%   2          25%    48Gi          75%\n");
+    run_result_free(&r);
+    r = run_cli(f, (const char *[]){"top", "jobs", NULL});
+    assert_int_equal(r.rc, 2);
+    assert_true(strncmp(r.err, "error: only 'top nodes' is supported\n", 37) == 0);
+    run_result_free(&r);
+    fake_finish(f);
+}
+
 int main(void)
 {
     /* No configuration file of the person running the tests. */
@@ -761,6 +862,9 @@ int main(void)
         cmocka_unit_test(test_run_follows_and_exits_with_task_status),
         cmocka_unit_test(test_run_task_lost_before_start),
         cmocka_unit_test(test_logs_picks_task),
+        cmocka_unit_test(test_cordon_retries_conflict),
+        cmocka_unit_test(test_drain_waits_for_tasks),
+        cmocka_unit_test(test_top_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
