@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/tfevents.h"
+#include "agent/agent.h"
 
 int main(int argc, char **argv)
 {
