@@ -82,14 +82,14 @@ int gt_netif_of_listen(const char *listen, char *ifname, size_t len, struct gt_e
 
 /* execve spec-style argv with env (NULL-terminated), searching argv[0] in
  * env's PATH (else a default) when it has no '/'. Returns only on failure,
- * with *err the errno to report (shim.c; async-signal-safe). */
+ * with *err the errno to report (shim_exec.c; async-signal-safe). */
 void gt_shim_exec_search(char *const *argv, char *const *env, int *err);
 
 /* In a freshly forked child running a helper tool (git, pip, skopeo, umoci,
  * runc): default signal mask and SIGPIPE/SIGHUP dispositions, stdin from
  * /dev/null, stdout to out_fd and stderr to err_fd, then
  * gt_shim_exec_search; on failure "cannot run ARGV0: ERROR" on err_fd and
- * _exit(127). Async-signal-safe (shim.c). */
+ * _exit(127). Async-signal-safe (shim_exec.c). */
 _Noreturn void gt_shim_exec_tool(char *const *argv, char *const *env, int out_fd, int err_fd);
 
 /* ---- container images (image.c: pure parts; image_pull.c: the cache) ---- */

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/shim.h"
+#include "agent/shim_spec.h"
 
 #define TOOL_OUTPUT_MAX (1 << 20)
 #define PULL_ATTEMPTS 3

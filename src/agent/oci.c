@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/shim.h"
+#include "agent/shim_spec.h"
 
 /* Driver files nvidia-container-toolkit injects for compute (prefixes). */
 static const char *const nvidia_libs[] = {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
-#include "agent/shim.h"
+#include "agent/shim_log.h"
 
 #define LOG_NAME "task.log"
 

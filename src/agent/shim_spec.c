@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "agent/agent_int.h"
-#include "agent/shim.h"
+#include "agent/shim_spec.h"
 #include "api/api.h"
 
 #define MAX_SPEC_BYTES (1 << 20)

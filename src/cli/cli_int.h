@@ -91,7 +91,8 @@ int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *n
 int gt_cli_task_log_copy(struct gt_cli_client *c, const char *project, const char *name,
                          const struct gt_cli_log_opts *o, FILE *out, struct gt_err *err);
 
-/* ---- commands (commands.c and cmd_*.c) ---- */
+/* ---- commands (the table in commands.c, helpers in cmdctx.c, handlers in
+ * cmd_*.c) ---- */
 
 /* What every command gets: the global flags and the lazily made client. */
 struct gt_cli_ctx {
