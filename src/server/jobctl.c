@@ -160,7 +160,7 @@ static size_t create_tasks(struct gt_ctl *c, const struct gt_cobj *jo, int64_t g
                                     .generation = generation,
                                     .pip_index_url = c->s->cfg->pip_index_url,
                                     .pip_find_links = c->s->cfg->pip_find_links};
-    json_t *tasks = gt_job_build_tasks(jo->obj, &opts);
+    json_t *tasks = gt_job_build_tasks(job, &opts);
     size_t i;
     json_t *t;
     char ts[32];
@@ -266,29 +266,13 @@ static void expire_job(struct gt_ctl *c, const struct gt_cobj *o)
     write_obj(c, o, j);
 }
 
-/* The condition of type in conds (a status.conditions array being
- * written) when its status is True, else NULL (borrowed). */
-static const json_t *true_cond(const json_t *conds, const char *type)
-{
-    size_t i;
-    json_t *cnd;
-    json_array_foreach(conds, i, cnd)
-    {
-        const char *t = json_string_value(json_object_get(cnd, "type"));
-        const char *s = json_string_value(json_object_get(cnd, "status"));
-        if (t && s && !strcmp(t, type) && !strcmp(s, "True")) {
-            return cnd;
-        }
-    }
-    return NULL;
-}
-
 /* An Event on the job for each condition st (its new status) turns True,
  * as the training operator's JobRunning, JobRestarting, JobSucceeded and
  * JobFailed: reason the condition's (BackoffLimitExceeded,
  * DeadlineExceeded, ...) or Job<Type>, Warning for Restarting and Failed.
  * Each further restart (a new Restarting message) is an Event too. */
-static void record_transitions(struct gt_ctl *c, const struct gt_api_job *job, const json_t *st)
+static void record_transitions(struct gt_ctl *c, const struct gt_api_job *job,
+                               const struct gt_api_conditions *st)
 {
     static const struct {
         const char *type, *event_type;
@@ -298,18 +282,19 @@ static void record_transitions(struct gt_ctl *c, const struct gt_api_job *job, c
                    {"Failed", "Warning"}};
     for (size_t i = 0; i < GT_ARRAY_LEN(watched); i++) {
         const char *type = watched[i].type;
-        const json_t *now = true_cond(json_object_get(st, "conditions"), type);
+        const struct gt_api_condition *now =
+            gt_api_condition_true(st, type) ? gt_api_condition_find(st, type) : NULL;
         const struct gt_api_condition *was =
             gt_api_condition_true(&job->status.conditions, type)
                 ? gt_api_condition_find(&job->status.conditions, type)
                 : NULL;
-        const char *msg = json_string_value(json_object_get(now, "message"));
+        const char *msg = now ? now->message : NULL;
         const char *was_msg = was ? was->message : NULL;
         bool again = !strcmp(type, "Restarting") && msg && (!was_msg || strcmp(msg, was_msg));
         if (!now || (was && !again)) {
             continue;
         }
-        const char *reason = json_string_value(json_object_get(now, "reason"));
+        const char *reason = now->reason;
         char fallback[32];
         if (!reason || !strcmp(reason, type)) {
             snprintf(fallback, sizeof(fallback), "Job%s", type);
@@ -353,34 +338,41 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
         return;
     }
     json_t *st = gt_job_derive_status(job, jt->t, jt->n, &d, gt_feed_wait(c, key), gt_now_ms());
+    json_t *j = json_copy(o->obj); /* cached objects never change: share the rest */
+    json_object_set_new(j, "status", st);
+    /* the job as it is to be, decoded before the write can change j */
+    struct gt_api_job *next = gt_api_job_new(j);
+    bool finished = gt_job_finished(next);
+    const struct gt_api_condition *failed =
+        gt_api_condition_find(&next->status.conditions, "Failed");
+    bool deadline = failed && failed->reason && !strcmp(failed->reason, "DeadlineExceeded");
     /* tasks being written come back through the watch and reconcile the
      * job again: its status is written once, from them */
+    bool changed = !creating && !json_equal(st, json_object_get(o->obj, "status"));
+    if (changed) {
+        record_transitions(c, job, &next->status.conditions);
+    }
+    gt_api_job_free(next);
     bool wrote = false;
-    if (!creating && !json_equal(st, json_object_get(o->obj, "status"))) {
-        json_t *j = json_copy(o->obj); /* cached objects never change: share the rest */
-        json_object_set(j, "status", st);
-        record_transitions(c, job, st);
+    if (changed) {
         write_obj(c, o, j);
         wrote = gt_ctl_busy(c, key);
+    } else {
+        json_decref(j);
     }
-    bool finished = gt_job_status_finished(st);
     /* a status-only write that time cannot change: reconciling it again
      * once written would derive the same status (nothing else changed
      * unless something marks the job, which reconciles it) */
     if (wrote && !finished && d.action == GT_JOB_KEEP && d.wake_ms == 0) {
         gt_strmap_put(&c->settled, key, (void *)"");
     }
-    const char *why = json_string_value(json_object_get(
-        gt_json_find(json_object_get(st, "conditions"), "type", "Failed"), "reason"));
     if (finished) {
         /* tasks still running at a deadline are stopped as DeadlineExceeded */
-        stop_tasks(c, jt, INT64_MAX,
-                   why && !strcmp(why, "DeadlineExceeded") ? "DeadlineExceeded" : "JobFinished");
+        stop_tasks(c, jt, INT64_MAX, deadline ? "DeadlineExceeded" : "JobFinished");
         clean_tasks(c, job, jt);
     } else if (d.action == GT_JOB_RESTART) {
         stop_tasks(c, jt, d.generation, GT_STOP_RESTARTING);
     }
-    json_decref(st);
     free(jt);
 }
 
@@ -408,8 +400,11 @@ void gt_jobctl_tick(struct gt_ctl *c)
 int gt_jobctl_admit(struct gt_ctl *c, const json_t *job, const struct gt_server_user *user,
                     struct gt_err *err)
 {
-    return gt_job_check_run_as(job, user->uid, gt_ctl_project_privileged(c, gt_obj_project(job)),
-                               err);
+    /* decoded for this check only: job is not changed while it lives */
+    struct gt_api_job *j = gt_api_job_new((json_t *)job);
+    int rc = gt_job_check_run_as(j, user->uid, gt_ctl_project_privileged(c, j->o.meta.project), err);
+    gt_api_job_free(j);
+    return rc;
 }
 
 bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored)

@@ -194,7 +194,13 @@ static int check_storage(const struct gt_req *r, const json_t *obj, struct gt_er
     if (k != GT_KIND_JOB && k != GT_KIND_TASK) {
         return 0;
     }
-    return gt_job_check_volumes(json_object_get(obj, "spec"), roots->items, roots->n, err);
+    /* decoded for this check only: obj is not changed while it lives */
+    struct gt_api_object *o = gt_api_object_new(k, (json_t *)obj);
+    const struct gt_api_volumes *vols = k == GT_KIND_JOB ? &((struct gt_api_job *)o)->spec.volumes
+                                                         : &((struct gt_api_task *)o)->spec.volumes;
+    int rc = gt_job_check_volumes(vols, roots->items, roots->n, err);
+    gt_api_object_free(o);
+    return rc;
 }
 
 /* A kubeflow.org TFJob or PyTorchJob POSTed to a jobs collection becomes
@@ -300,6 +306,20 @@ static int keep_server_metadata(struct gt_req *r, json_t *md, const json_t *stor
     return 0;
 }
 
+/* Has the stored task ended (Succeeded or Failed)? Then replies: its status never changes. */
+static bool task_ended(struct gt_req *r, json_t *stored)
+{
+    struct gt_api_task *t = gt_api_task_new(stored);
+    enum gt_task_phase p = (enum gt_task_phase)t->status.phase;
+    gt_api_task_free(t);
+    if (!gt_task_phase_terminal(p)) {
+        return false;
+    }
+    gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has ended (%s); its status never changes",
+                 r->route.name, gt_task_phase_name(p));
+    return true;
+}
+
 /* Build r->obj from the stored object and the body. 0, or replies. */
 static int merge_update(struct gt_req *r, json_t *stored)
 {
@@ -314,10 +334,8 @@ static int merge_update(struct gt_req *r, json_t *stored)
         if (rt->kind->kind == GT_KIND_NODE && json_is_object(st)) {
             json_object_del(st, "allocated"); /* computed on reads */
         }
-        if (rt->kind->kind == GT_KIND_TASK && gt_task_phase_terminal(gt_task_phase_of(stored))) {
+        if (rt->kind->kind == GT_KIND_TASK && task_ended(r, stored)) {
             json_decref(st);
-            gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has ended (%s); its status never changes",
-                         rt->name, json_string_value(gt_json_path(stored, "status.phase")));
             return -1;
         }
         if (gt_api_validate_status(rt->kind->kind, st, &err)) {
