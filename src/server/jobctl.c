@@ -73,7 +73,7 @@ void gt_jobctl_reconcile_task(struct gt_ctl *c, const char *key)
     const struct gt_api_task *task = gt_cobj_task(o);
     enum gt_task_phase p = phase_of(task);
     bool del = task->o.meta.deletion_timestamp != NULL;
-    if (del && (gt_task_phase_terminal(p) || (p == GT_TASK_PENDING && !bound(task)))) {
+    if (del && (gt_api_task_phase_terminal(p) || (p == GT_TASK_PENDING && !bound(task)))) {
         gt_ctl_write(c, GT_STORE_DELETE, key, NULL, o->rev, NULL, NULL);
         return;
     }
@@ -179,7 +179,7 @@ static size_t create_tasks(struct gt_ctl *c, const struct gt_cobj *jo, int64_t g
             /* wait for the write in flight */
         } else if (!was) {
             n_written += gt_ctl_write(c, GT_STORE_CREATE, key, t, 0, NULL, NULL) == 0;
-        } else if (gt_task_generation(wt) < generation && gt_task_phase_terminal(phase_of(wt))) {
+        } else if (gt_task_generation(wt) < generation && gt_api_task_phase_terminal(phase_of(wt))) {
             /* the restart: the same name with a new uid, in one write */
             const char *puid = wt->o.meta.uid;
             const char *pnode = wt->spec.node_name;
@@ -209,7 +209,7 @@ static void delete_job(struct gt_ctl *c, const struct gt_cobj *o, struct job_tas
             continue;
         }
         enum gt_task_phase p = phase_of(task);
-        if (gt_task_phase_terminal(p) || (p == GT_TASK_PENDING && !bound(task))) {
+        if (gt_api_task_phase_terminal(p) || (p == GT_TASK_PENDING && !bound(task))) {
             gt_ctl_write(c, GT_STORE_DELETE, t->key, NULL, t->rev, NULL, NULL);
         } else if (!task->spec.has_stop || !task->o.meta.deletion_timestamp) {
             write_obj(c, t, with_stop(task, "Deleted", true));
@@ -229,7 +229,7 @@ static void stop_tasks(struct gt_ctl *c, const struct job_tasks *jt, int64_t gen
     for (size_t i = 0; i < jt->n; i++) {
         const struct gt_cobj *t = jt->o[i];
         const struct gt_api_task *task = jt->t[i];
-        if (!gt_task_phase_terminal(phase_of(task)) && !gt_ctl_busy(c, t->key) &&
+        if (!gt_api_task_phase_terminal(phase_of(task)) && !gt_ctl_busy(c, t->key) &&
             !task->spec.has_stop && gt_task_generation(task) < generation) {
             write_obj(c, t, with_stop(task, reason, false));
         }
@@ -250,7 +250,7 @@ static void clean_tasks(struct gt_ctl *c, const struct gt_api_job *job, const st
         const struct gt_cobj *t = jt->o[i];
         const char *sr = jt->t[i]->spec.has_stop ? jt->t[i]->spec.stop.reason : NULL;
         bool was_running = sr && (!strcmp(sr, "JobFinished") || !strcmp(sr, "DeadlineExceeded"));
-        if (gt_task_phase_terminal(phase_of(jt->t[i])) && !gt_ctl_busy(c, t->key) &&
+        if (gt_api_task_phase_terminal(phase_of(jt->t[i])) && !gt_ctl_busy(c, t->key) &&
             (all || was_running)) {
             gt_ctl_write(c, GT_STORE_DELETE, t->key, NULL, t->rev, NULL, NULL);
         }
@@ -397,14 +397,11 @@ void gt_jobctl_tick(struct gt_ctl *c)
 
 /* ---- admission and delete ---- */
 
-int gt_jobctl_admit(struct gt_ctl *c, const json_t *job, const struct gt_server_user *user,
-                    struct gt_err *err)
+int gt_jobctl_admit(struct gt_ctl *c, const struct gt_api_job *job,
+                    const struct gt_server_user *user, struct gt_err *err)
 {
-    /* decoded for this check only: job is not changed while it lives */
-    struct gt_api_job *j = gt_api_job_new((json_t *)job);
-    int rc = gt_job_check_run_as(j, user->uid, gt_ctl_project_privileged(c, j->o.meta.project), err);
-    gt_api_job_free(j);
-    return rc;
+    return gt_job_check_run_as(job, user->uid,
+                               gt_ctl_project_privileged(c, job->o.meta.project), err);
 }
 
 bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored)

@@ -16,22 +16,6 @@
 
 #define DEFAULT_GRACE_S 30
 
-static const char *const phase_names[] = {
-    [GT_TASK_PENDING] = "Pending",     [GT_TASK_BOUND] = "Bound",
-    [GT_TASK_RUNNING] = "Running",     [GT_TASK_TERMINATING] = "Terminating",
-    [GT_TASK_SUCCEEDED] = "Succeeded", [GT_TASK_FAILED] = "Failed",
-};
-
-const char *gt_task_phase_name(enum gt_task_phase p)
-{
-    return (size_t)p < GT_ARRAY_LEN(phase_names) ? phase_names[p] : phase_names[GT_TASK_PENDING];
-}
-
-bool gt_task_phase_terminal(enum gt_task_phase p)
-{
-    return p == GT_TASK_SUCCEEDED || p == GT_TASK_FAILED;
-}
-
 bool gt_task_holds(const struct gt_api_task *task)
 {
     enum gt_task_phase p = (enum gt_task_phase)task->status.phase;
@@ -443,7 +427,7 @@ void gt_job_decide(const struct gt_api_job *job, const struct gt_api_task *const
     for (size_t i = 0; i < n_tasks; i++) {
         if (gt_task_generation(tasks[i]) < d->generation) {
             old++;
-            old_live += !gt_task_phase_terminal((enum gt_task_phase)tasks[i]->status.phase);
+            old_live += !gt_api_task_phase_terminal((enum gt_task_phase)tasks[i]->status.phase);
         } else {
             cur[n_cur++] = tasks[i];
         }
@@ -474,7 +458,7 @@ void gt_job_decide(const struct gt_api_job *job, const struct gt_api_task *const
  * the typed conditions and replica statuses, and the JSON they came from
  * (borrowed; NULL when absent). */
 struct old_status {
-    const struct gt_api_conditions *conds;
+    const struct gt_api_conditions *conds; /* of typed */
     const json_t *conds_json;
     const struct gt_api_job_status *typed;
     const json_t *replica_json;
@@ -690,7 +674,7 @@ json_t *gt_job_derive_status(const struct gt_api_job *job, const struct gt_api_t
     bool begun = start != NULL;
     for (size_t i = 0; !begun && i < n_tasks; i++) {
         enum gt_task_phase p = (enum gt_task_phase)tasks[i]->status.phase;
-        begun = p == GT_TASK_RUNNING || gt_task_phase_terminal(p);
+        begun = p == GT_TASK_RUNNING || gt_api_task_phase_terminal(p);
     }
     if (begun) {
         json_object_set_new(st, "startTime", json_string(start ? start : now));

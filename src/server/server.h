@@ -236,10 +236,7 @@ void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out);
 /* ---- controllers' pure parts (jobs.c, nodeinfo.c) ----
  * Inputs are validated objects (borrowed); returned JSON is the caller's. */
 
-/* enum gt_task_phase: api.h */
-/* The phase's name as the schema spells it ("Pending", ...; static). */
-const char *gt_task_phase_name(enum gt_task_phase p);
-bool gt_task_phase_terminal(enum gt_task_phase p);
+/* enum gt_task_phase and its names: api.h */
 /* Does the task hold its node's resources (Bound/Running/Terminating on a node)? */
 bool gt_task_holds(const struct gt_api_task *task);
 /* template.terminationGracePeriodSeconds, default 30. */
