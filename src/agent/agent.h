@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/tfevents.h"
 #include "common/common.h"
 
 /* ---- GPUs ---- */

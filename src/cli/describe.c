@@ -21,9 +21,8 @@ enum { INDENT = 2 };
 
 /* Fields whose keys are data, not field names. */
 static const char *const verbatim_maps[] = {
-    "labels", "annotations", "quota",       "limit",     "limits",       "requests",
-    "hard",   "capacity",    "allocatable", "allocated", "replicaSpecs", "nodeSelector",
-    "used",   "borrowed",
+    "labels",   "annotations", "quota",     "limit",        "limits",       "requests", "hard",
+    "capacity", "allocatable", "allocated", "replicaSpecs", "nodeSelector", "used",     "borrowed",
 };
 
 static const char *const acronyms[] = {"API", "URL", "UID", "GPU", "CPU", "IP"};

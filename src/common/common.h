@@ -84,7 +84,7 @@ const char *gt_errcode_str(int code);
 /* ---- logging: logfmt on stderr ----
  * ts=2026-11-29T20:50:44.123Z level=info msg="..." then kv, which is a
  * printf format for "key=value key=value" pairs (may be NULL). Values with
- * spaces should be quoted by the caller with gt_log_quote. */
+ * spaces should be quoted by the caller. */
 enum gt_log_level { GT_LOG_DEBUG, GT_LOG_INFO, GT_LOG_WARN, GT_LOG_ERROR };
 void gt_log(enum gt_log_level level, const char *msg, const char *kv, ...)
     __attribute__((format(printf, 3, 4)));
@@ -199,9 +199,9 @@ int gt_file_read_fd(int fd, const char *name, size_t max_bytes, char **out, size
  * with "cannot open PATH: <strerror>" when it cannot be opened. */
 int gt_file_read(const char *path, size_t max_bytes, char **out, size_t *len, struct gt_err *err);
 
+#include "common/config.h"
 #include "common/jsonutil.h"
 #include "common/quantity.h"
-#include "common/config.h"
 #include "common/resource.h"
 
 #endif

@@ -32,11 +32,11 @@ struct gt_config_list {
 };
 
 struct gt_config_opt {
-    const char *name;         /* flag name without dashes: "data-dir" */
+    const char *name; /* flag name without dashes: "data-dir" */
     enum gt_config_type type;
-    size_t offset;            /* of the field in the program's config struct */
-    const char *def;          /* default as text, NULL for none */
-    int64_t min, max;         /* GT_CONFIG_INT bounds */
+    size_t offset;    /* of the field in the program's config struct */
+    const char *def;  /* default as text, NULL for none */
+    int64_t min, max; /* GT_CONFIG_INT bounds */
     bool required;
     const char *help;
 };

@@ -9,7 +9,7 @@
  *    share (max over resources of used/guarantee, lower first, recomputed
  *    after every bind), then arrival and id. Other orders sort the queued
  *    jobs with their comparison, ties by arrival and id.
- * 2. Admit each job's gang against its department (admit below).
+ * 2. Admit each job's gang against its department and project (quota.c).
  * 3. Place the gang with the policy's placement, all of it or none.
  * 4. A job that does not start may preempt (gantry, srtf) or, if it is the
  *    first such job (gantry), reserve the GPUs it waits for (backfill).
@@ -31,34 +31,21 @@
  * waiting jobs allocates and reports only what changed. The model keeps
  * the cycle's scratch (pick, pending) between cycles.
  *
- * Admission, precisely: a gang (its use summed, checked) is admitted when
- * (a) its department stays within its limit in every resource, and (b) for
- * every resource where the department would go above its guarantee, the
- * departments' claims still fit in the pool: claim(d) = max(used(d),
- * min(guarantee(d), used(d) + pending(d))), i.e. what d uses, or for a
- * department below its guarantee, its use plus its own pending demand up to
- * its guarantee; the pool is the allocatable cpu/memory and healthy GPUs of
- * Ready, uncordoned nodes. So a department borrows only capacity that no
- * other department's guarantee claims for work it has waiting. (When the
- * claims would not fit even counting only what departments use, the cluster
- * is simply too small for the gang: that is left to placement, which says
- * Unschedulable rather than Quota.) (c) its project, if it has a hard cap,
- * stays within it in every resource. Use includes every bound, running or
- * terminating task and every bind made earlier in this cycle (binds are
- * applied as they are made).
- *
- * A job its department refuses (a or b) may preempt jobs of that department
- * it outranks (preempt.c, GT_SCHED_RESV_QUOTA): the cheapest set whose exit
- * lets it be admitted, if the gang then also fits on the nodes; it keeps a
- * Quota wait and a reservation until they have exited, and preempts nothing
- * more meanwhile. A job its project's cap refuses neither preempts nor
- * reserves, so a cap never makes anything preemptable.
+ * Admission is quota.c's (gt_sched_admit, gt_sched_dept_admits,
+ * gt_sched_project_admits): the cycle asks it for every gang.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/decisions.h"
+#include "sched/index.h"
+#include "sched/job.h"
+#include "sched/preempt.h"
+#include "sched/queue.h"
+#include "sched/quota.h"
+#include "sched/resv.h"
 #include "sched/sched_int.h"
 
 /* At most this many jobs try to preempt per cycle: each try scans the
@@ -84,16 +71,6 @@ struct cycle {
      * larger requests are refused without the O(departments) check */
     int64_t *refused_gpu_milli;
 };
-
-void gt_sched_model_set_aging(struct gt_sched_model *m, int64_t tier_ms)
-{
-    m->aging_tier_ms = tier_ms > 0 ? tier_ms : 0;
-}
-
-void gt_sched_model_set_seed(struct gt_sched_model *m, uint64_t seed)
-{
-    m->rng = seed ? seed : 0x9e3779b97f4a7c15ULL;
-}
 
 /* Is (reason, message) the wait last reported for job? */
 static bool same_wait(const struct gt_sched_job *job, enum gt_sched_wait_reason reason,
@@ -172,82 +149,12 @@ static void add_waitf(struct cycle *c, struct gt_sched_job *job, enum gt_sched_w
     }
 }
 
-/* Would the departments' claims on resource r fit the pool with add more
- * used by dept (and add less pending) and freed less used? protect: count
- * what other departments claim for their pending work within their
- * guarantee. */
-static bool claims_fit(const struct gt_sched_model *m, const struct gt_sched_dept *dept, int r,
-                       int64_t add, int64_t freed, bool protect)
-{
-    int64_t pool[GT_SCHED_N_RES];
-    gt_sched_res_unpack(&m->pool, pool);
-    __int128 claims = 0;
-    for (size_t i = 0; i < m->n_depts; i++) {
-        const struct gt_sched_dept *d = m->depts[i];
-        int64_t used[GT_SCHED_N_RES], g[GT_SCHED_N_RES];
-        gt_sched_res_unpack(&d->used, used);
-        gt_sched_res_unpack(&d->guarantee, g);
-        __int128 u = used[r], p = protect ? d->pending[r] : 0;
-        if (d == dept) {
-            u += (__int128)add - freed;
-            p = p > add ? p - add : 0;
-        }
-        __int128 want = u + p < g[r] ? u + p : g[r];
-        claims += u > want ? u : want;
-    }
-    return claims <= pool[r];
-}
-
-bool gt_sched_admit(const struct gt_sched_model *m, const struct gt_sched_dept *dept,
-                    const struct gt_sched_res *add, const struct gt_sched_res *freed,
-                    struct gt_buf *why)
-{
-    int64_t used[GT_SCHED_N_RES], a[GT_SCHED_N_RES], g[GT_SCHED_N_RES], f[GT_SCHED_N_RES] = {0};
-    gt_sched_res_unpack(&dept->used, used);
-    gt_sched_res_unpack(add, a);
-    gt_sched_res_unpack(&dept->guarantee, g);
-    if (!freed) {
-        if (!gt_sched_dept_admits(dept, add, why)) {
-            return false;
-        }
-    } else {
-        int64_t l[GT_SCHED_N_RES];
-        gt_sched_res_unpack(freed, f);
-        gt_sched_res_unpack(&dept->limit, l);
-        for (int r = 0; r < GT_SCHED_N_RES; r++) {
-            if (a[r] > 0 && (__int128)used[r] - f[r] + a[r] > l[r]) {
-                return false;
-            }
-        }
-    }
-    for (int r = 0; r < GT_SCHED_N_RES; r++) {
-        /* storage is quota-only: no pool to borrow from, the limit rules */
-        if (r == 2 || a[r] == 0 || (__int128)used[r] - f[r] + a[r] <= g[r] ||
-            claims_fit(m, dept, r, a[r], f[r], true) ||
-            !claims_fit(m, dept, r, a[r], f[r], false)) {
-            continue;
-        }
-        if (why) {
-            char t[3][32];
-            gt_buf_printf(why,
-                          "department %s: needs %s %s above its guarantee %s (using %s); "
-                          "no idle capacity to borrow",
-                          dept->name, gt_sched_res_name(r),
-                          gt_sched_res_text(r, a[r], t[0], sizeof(t[0])),
-                          gt_sched_res_text(r, g[r], t[1], sizeof(t[1])),
-                          gt_sched_res_text(r, used[r], t[2], sizeof(t[2])));
-        }
-        return false;
-    }
-    return true;
-}
-
 /* May t's job hold one more task of t's group: its department's limit
  * (beyond the gang, the whole admission rule) and its project's cap? */
 static bool task_admitted(const struct cycle *c, const struct gt_sched_task *t, bool beyond_gang)
 {
     const struct gt_sched_job *job = t->job;
-    const struct gt_sched_res *use = &t->group->use;
+    const struct gt_resvec *use = &t->group->use;
     bool dept_ok = beyond_gang ? gt_sched_admit(c->m, job->dept, use, NULL, NULL)
                                : gt_sched_dept_admits(job->dept, use, NULL);
     return dept_ok && (!job->project || gt_sched_project_admits(job->project, use, NULL));
@@ -367,7 +274,7 @@ static bool preempted_waiting(struct cycle *c, struct gt_sched_job *job)
  * (DESIGN.md step 4). Returns the wait message (taken), why (the refusal,
  * consumed) with what it does. */
 static char *quota_preempt(struct cycle *c, struct gt_sched_job *job, size_t gang,
-                           const struct gt_sched_res *use, struct gt_buf *why)
+                           const struct gt_resvec *use, struct gt_buf *why)
 {
     const char *dept = job->dept->name;
     if (preempted_waiting(c, job)) {
@@ -433,7 +340,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     need = need > n ? n : need;
 
     /* Admission: the gang (or, if the gang is complete, the next task). */
-    struct gt_sched_res gang = {0};
+    struct gt_resvec gang = {0};
     bool overflow = false;
     for (size_t i = 0; i < (need ? need : 1); i++) {
         overflow = overflow || gt_sched_res_add(&gang, &c->pending[i]->group->use) < 0;
@@ -441,14 +348,14 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     /* A refusal stands for larger gangs of the department, unless the job
      * may preempt its way in (quota_preempt). */
     int64_t *refused = &c->refused_gpu_milli[job->dept->vec_index];
-    if (!overflow && gang.gpu_milli > 0 && gang.gpu_milli >= *refused &&
+    if (!overflow && gang.v[GT_RES_GPU] > 0 && gang.v[GT_RES_GPU] >= *refused &&
         !(may_preempt(c, job) &&
           gt_sched_quota_may_free(c->m, job, &gang, c->policy->by_remaining))) {
         preempted_waiting(c, job); /* only to drop a stale reservation */
         char t[32];
         add_waitf(c, job, GT_SCHED_WAIT_QUOTA,
                   "department %s: no quota for nvidia.com/gpu %s this cycle", job->dept->name,
-                  gt_sched_res_text(3, gang.gpu_milli, t, sizeof(t)));
+                  gt_sched_res_text(GT_RES_GPU, gang.v[GT_RES_GPU], t, sizeof(t)));
         if (c->policy->head_of_line) {
             c->stop = true;
             c->blocked_by = job->id;
@@ -460,8 +367,8 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     bool dept_ok = !overflow && gt_sched_admit(c->m, job->dept, &gang, NULL, &why);
     if (!dept_ok || (job->project && !gt_sched_project_admits(job->project, &gang, &why))) {
         /* only the department's refusal holds for its other projects' jobs */
-        if (!dept_ok && !overflow && gang.gpu_milli > 0 && gang.gpu_milli < *refused) {
-            *refused = gang.gpu_milli;
+        if (!dept_ok && !overflow && gang.v[GT_RES_GPU] > 0 && gang.v[GT_RES_GPU] < *refused) {
+            *refused = gang.v[GT_RES_GPU];
         }
         if (overflow) {
             gt_buf_printf(&why, "department %s: gang request overflows", job->dept->name);
@@ -546,12 +453,10 @@ static void run_sorted(struct cycle *c, struct gt_sched_pick *pick)
  * (any use of a resource without guarantee counts as very large). */
 static double dominant_share(const struct gt_sched_dept *d)
 {
-    int64_t u[GT_SCHED_N_RES], g[GT_SCHED_N_RES];
-    gt_sched_res_unpack(&d->used, u);
-    gt_sched_res_unpack(&d->guarantee, g);
     double share = 0;
-    for (int r = 0; r < GT_SCHED_N_RES; r++) {
-        double s = u[r] <= 0 ? 0 : g[r] > 0 ? (double)u[r] / (double)g[r] : 1e18;
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        int64_t u = d->used.v[r], g = d->guarantee.v[r];
+        double s = u <= 0 ? 0 : g > 0 ? (double)u / (double)g : 1e18;
         share = s > share ? s : share;
     }
     return share;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/decisions.h"
 #include "sched/sched_int.h"
 
 void gt_sched_decisions_init(struct gt_sched_decisions *d)

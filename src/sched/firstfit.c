@@ -7,6 +7,8 @@
  * fractional task. A job that does not fit does not block later ones (no
  * head-of-line reservation), and firstfit never preempts.
  */
+#include "sched/firstfit.h"
+#include "sched/index.h"
 #include "sched/sched_int.h"
 
 static int ff_order(const struct gt_sched_job *a, const struct gt_sched_job *b, int64_t now_ms)

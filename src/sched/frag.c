@@ -21,6 +21,7 @@
  */
 #include <string.h>
 
+#include "sched/frag.h"
 #include "sched/sched_int.h"
 
 /* Weight kept per arrival: 1 - 1/16 halves a weight in ~11 arrivals. */

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/index.h"
+#include "sched/quota.h"
 #include "sched/sched_int.h"
 
 void gt_sched_node_groups_init(struct gt_sched_node *node)
@@ -79,13 +81,6 @@ static void bucket_link(struct gt_sched_buckets *b, struct gt_sched_node *node, 
     b->nonempty[k / 64] |= 1ULL << (k % 64);
 }
 
-static void pool_sub(struct gt_sched_res *pool, const struct gt_sched_res *part)
-{
-    pool->cpu_milli -= part->cpu_milli;
-    pool->memory_bytes -= part->memory_bytes;
-    pool->gpu_milli -= part->gpu_milli;
-}
-
 static int64_t cap(int64_t v, int64_t max)
 {
     return v < max ? v : max;
@@ -107,7 +102,7 @@ void gt_sched_node_reindex(struct gt_sched_node *node, bool gone)
     }
     node->n_avail = avail;
     node->block = block;
-    pool_sub(&m->pool, &node->pool_part);
+    gt_sched_res_move(&m->pool, &node->pool_part, -1);
     memset(&node->pool_part, 0, sizeof(node->pool_part));
     bool sched = !gone && node->ready && !node->unschedulable;
     for (int i = 0; i < GT_SCHED_N_IDX; i++) {
@@ -124,12 +119,12 @@ void gt_sched_node_reindex(struct gt_sched_node *node, bool gone)
         /* Each node's share is capped so the sums cannot overflow for any
          * plausible cluster (2^20 nodes); the pool only bounds borrowing. */
         node->pool_part =
-            (struct gt_sched_res){.cpu_milli = cap(node->cpu_milli_alloc, 1LL << 40),
-                                  .memory_bytes = cap(node->memory_bytes_alloc, 1LL << 42),
-                                  .gpu_milli = (int64_t)healthy * 1000};
-        m->pool.cpu_milli += node->pool_part.cpu_milli;
-        m->pool.memory_bytes += node->pool_part.memory_bytes;
-        m->pool.gpu_milli += node->pool_part.gpu_milli;
+            (struct gt_resvec){.v = {
+                                   [GT_RES_CPU] = cap(node->cpu_milli_alloc, 1LL << 40),
+                                   [GT_RES_MEMORY] = cap(node->memory_bytes_alloc, 1LL << 42),
+                                   [GT_RES_GPU] = (int64_t)healthy * 1000,
+                               }};
+        gt_sched_res_move(&m->pool, &node->pool_part, 1);
     }
 }
 
@@ -162,4 +157,28 @@ int32_t gt_sched_idx_last(const struct gt_sched_buckets *b, size_t k)
         }
     }
     return -1;
+}
+
+/* ---- node lookups ---- */
+
+struct gt_sched_gpu *gt_sched_node_gpu(const struct gt_sched_node *node, int32_t index)
+{
+    size_t lo = 0, hi = node->n_gpus;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (node->gpus[mid].index < index) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo < node->n_gpus && node->gpus[lo].index == index ? &node->gpus[lo] : NULL;
+}
+
+bool gt_sched_node_fits(const struct gt_sched_node *node, const struct gt_sched_task_req *req)
+{
+    int64_t cpu, mem;
+    return gt_add_i64(node->cpu_milli_used, req->cpu_milli, &cpu) == 0 &&
+           gt_add_i64(node->memory_bytes_used, req->memory_bytes, &mem) == 0 &&
+           cpu <= node->cpu_milli_alloc && mem <= node->memory_bytes_alloc;
 }

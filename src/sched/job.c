@@ -8,11 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/index.h"
+#include "sched/job.h"
+#include "sched/queue.h"
+#include "sched/quota.h"
+#include "sched/resv.h"
 #include "sched/sched_int.h"
 
 /* Validate one replica group and compute what each of its tasks uses. */
 static int group_load(const char *job_id, const struct gt_sched_group_spec *g,
-                      struct gt_sched_res *use, struct gt_err *err)
+                      struct gt_resvec *use, struct gt_err *err)
 {
     const struct gt_sched_task_req *r = &g->req;
     if (!g->name || !g->name[0]) {
@@ -33,9 +38,11 @@ static int group_load(const char *job_id, const struct gt_sched_group_spec *g,
     if (gt_mul_i64(r->gpus, 1000, &gpu_milli) < 0) {
         return gt_err_set(err, GT_EINVAL, "job %s: %s: GPU request overflows", job_id, g->name);
     }
-    *use = (struct gt_sched_res){.cpu_milli = r->cpu_milli,
-                                 .memory_bytes = r->memory_bytes,
-                                 .gpu_milli = gpu_milli + r->gpu_milli};
+    *use = (struct gt_resvec){.v = {
+                                  [GT_RES_CPU] = r->cpu_milli,
+                                  [GT_RES_MEMORY] = r->memory_bytes,
+                                  [GT_RES_GPU] = gpu_milli + r->gpu_milli,
+                              }};
     return 0;
 }
 
@@ -241,15 +248,6 @@ int gt_sched_job_set_attained(struct gt_sched_model *m, const char *id, int64_t 
 
 /* ---- moving resources ---- */
 
-/* a -= b; b was added to a before, so nothing overflows. */
-static void res_sub(struct gt_sched_res *a, const struct gt_sched_res *b)
-{
-    a->cpu_milli -= b->cpu_milli;
-    a->memory_bytes -= b->memory_bytes;
-    a->storage_bytes -= b->storage_bytes;
-    a->gpu_milli -= b->gpu_milli;
-}
-
 void gt_sched_task_hold(struct gt_sched_task *task, struct gt_sched_node *node,
                         const struct gt_sched_gpu_share *gpus, size_t n_gpus)
 {
@@ -292,9 +290,9 @@ void gt_sched_task_unhold(struct gt_sched_task *task)
     struct gt_sched_node *node = task->node;
     GT_ASSERT(node);
     const struct gt_sched_group *grp = task->group;
-    res_sub(&task->job->dept->used, &grp->use);
+    gt_sched_res_move(&task->job->dept->used, &grp->use, -1);
     if (task->job->project) {
-        res_sub(&task->job->project->used, &grp->use);
+        gt_sched_res_move(&task->job->project->used, &grp->use, -1);
     }
     node->cpu_milli_used -= grp->req.cpu_milli;
     node->memory_bytes_used -= grp->req.memory_bytes;
@@ -419,8 +417,8 @@ int gt_sched_task_bind(struct gt_sched_model *m, const char *task_id, const char
         return gt_err_set(err, GT_EINVAL, "task %s: node %s lacks the cpu or memory", task_id,
                           node);
     }
-    struct gt_sched_res sum = task->job->dept->used;
-    struct gt_sched_res psum = task->job->project ? task->job->project->used : sum;
+    struct gt_resvec sum = task->job->dept->used;
+    struct gt_resvec psum = task->job->project ? task->job->project->used : sum;
     if (gt_sched_res_add(&sum, &task->group->use) < 0 ||
         gt_sched_res_add(&psum, &task->group->use) < 0) {
         return gt_err_set(err, GT_EINVAL, "task %s: department or project usage overflows",

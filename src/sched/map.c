@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/map.h"
 #include "sched/sched_int.h"
 
 /* FNV-1a, 64 bit: simple, and good enough for ids we choose the shape of. */

@@ -1,6 +1,7 @@
 /*
  * The cluster model: lifecycle, nodes, departments, priority classes, the
- * read-only views and the invariant checker. Jobs and tasks are in job.c.
+ * read-only views and the invariant checker. Jobs and tasks are in job.c,
+ * projects and the admission rule in quota.c.
  *
  * Invariants the update functions keep (gt_sched_model_check verifies them):
  * - model->nodes is sorted by name and holds exactly the nodes of node_map;
@@ -18,8 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/quantity.h"
-
+#include "sched/index.h"
+#include "sched/job.h"
+#include "sched/queue.h"
+#include "sched/quota.h"
+#include "sched/resv.h"
 #include "sched/sched_int.h"
 
 struct gt_sched_model *gt_sched_model_new(void)
@@ -98,6 +102,16 @@ void gt_sched_model_free(struct gt_sched_model *m)
     }
     gt_sched_map_fini(&m->pclass_map);
     free(m);
+}
+
+void gt_sched_model_set_aging(struct gt_sched_model *m, int64_t tier_ms)
+{
+    m->aging_tier_ms = tier_ms > 0 ? tier_ms : 0;
+}
+
+void gt_sched_model_set_seed(struct gt_sched_model *m, uint64_t seed)
+{
+    m->rng = seed ? seed : 0x9e3779b97f4a7c15ULL;
 }
 
 /* ---- nodes ---- */
@@ -289,130 +303,7 @@ int gt_sched_node_remove(struct gt_sched_model *m, const char *name, struct gt_e
     return 0;
 }
 
-struct gt_sched_gpu *gt_sched_node_gpu(const struct gt_sched_node *node, int32_t index)
-{
-    size_t lo = 0, hi = node->n_gpus;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (node->gpus[mid].index < index) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo < node->n_gpus && node->gpus[lo].index == index ? &node->gpus[lo] : NULL;
-}
-
-bool gt_sched_node_fits(const struct gt_sched_node *node, const struct gt_sched_task_req *req)
-{
-    int64_t cpu, mem;
-    return gt_add_i64(node->cpu_milli_used, req->cpu_milli, &cpu) == 0 &&
-           gt_add_i64(node->memory_bytes_used, req->memory_bytes, &mem) == 0 &&
-           cpu <= node->cpu_milli_alloc && mem <= node->memory_bytes_alloc;
-}
-
-/* ---- departments and priority classes ---- */
-
-/* The resources of a struct gt_sched_res, for loops over all four. */
-#define N_RES GT_SCHED_N_RES
-static const char *const res_names[N_RES] = {"cpu", "memory", "storage", "nvidia.com/gpu"};
-
-const char *gt_sched_res_text(int r, int64_t v, char *buf, size_t len)
-{
-    if (r == 0) {
-        gt_quantity_format(v, GT_QTY_MILLI, 0, buf, len);
-    } else if (r < 3) {
-        gt_quantity_format(v, GT_QTY_UNIT, 1, buf, len);
-    } else if (v % 1000 == 0) {
-        snprintf(buf, len, "%lld", (long long)(v / 1000));
-    } else {
-        /* milli-GPUs as a decimal fraction: 1250 -> "1.25" */
-        int n = snprintf(buf, len, "%lld.%03lld", (long long)(v / 1000),
-                         (long long)((v < 0 ? -v : v) % 1000));
-        while (n > 0 && (size_t)n < len && buf[n - 1] == '0') {
-            buf[--n] = '\0';
-        }
-    }
-    return buf;
-}
-
-const char *gt_sched_res_name(int r)
-{
-    return res_names[r];
-}
-
-void gt_sched_res_unpack(const struct gt_sched_res *r, int64_t v[N_RES])
-{
-    v[0] = r->cpu_milli;
-    v[1] = r->memory_bytes;
-    v[2] = r->storage_bytes;
-    v[3] = r->gpu_milli;
-}
-
-int gt_sched_res_add(struct gt_sched_res *a, const struct gt_sched_res *b)
-{
-    struct gt_sched_res r;
-    if (gt_add_i64(a->cpu_milli, b->cpu_milli, &r.cpu_milli) < 0 ||
-        gt_add_i64(a->memory_bytes, b->memory_bytes, &r.memory_bytes) < 0 ||
-        gt_add_i64(a->storage_bytes, b->storage_bytes, &r.storage_bytes) < 0 ||
-        gt_add_i64(a->gpu_milli, b->gpu_milli, &r.gpu_milli) < 0) {
-        return -ERANGE;
-    }
-    *a = r;
-    return 0;
-}
-
-/* The first resource where used + add (checked) exceeds cap, or -1; the
- * three unpacked into u, a, c for the caller's message. */
-static int res_over(const struct gt_sched_res *used, const struct gt_sched_res *add,
-                    const struct gt_sched_res *cap, int64_t u[N_RES], int64_t a[N_RES],
-                    int64_t c[N_RES])
-{
-    gt_sched_res_unpack(used, u);
-    gt_sched_res_unpack(add, a);
-    gt_sched_res_unpack(cap, c);
-    for (int i = 0; i < N_RES; i++) {
-        int64_t sum;
-        if (a[i] > 0 && (gt_add_i64(u[i], a[i], &sum) < 0 || sum > c[i])) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-bool gt_sched_dept_admits(const struct gt_sched_dept *dept, const struct gt_sched_res *use,
-                          struct gt_buf *why)
-{
-    int64_t used[N_RES], add[N_RES], limit[N_RES];
-    int i = res_over(&dept->used, use, &dept->limit, used, add, limit);
-    if (i >= 0 && why) {
-        char t[3][32];
-        gt_buf_printf(
-            why, "department %s: needs %s %s, has %s of limit %s free", dept->name, res_names[i],
-            gt_sched_res_text(i, add[i], t[0], sizeof(t[0])),
-            gt_sched_res_text(i, limit[i] > used[i] ? limit[i] - used[i] : 0, t[1], sizeof(t[1])),
-            gt_sched_res_text(i, limit[i], t[2], sizeof(t[2])));
-    }
-    return i < 0;
-}
-
-bool gt_sched_project_admits(const struct gt_sched_project *project, const struct gt_sched_res *use,
-                             struct gt_buf *why)
-{
-    if (!project->capped) {
-        return true;
-    }
-    int64_t used[N_RES], add[N_RES], hard[N_RES];
-    int i = res_over(&project->used, use, &project->hard, used, add, hard);
-    if (i >= 0 && why) {
-        char t[3][32];
-        gt_buf_printf(why, "project %s needs %s %s, hard cap %s reached (%s in use)", project->name,
-                      res_names[i], gt_sched_res_text(i, add[i], t[0], sizeof(t[0])),
-                      gt_sched_res_text(i, hard[i], t[1], sizeof(t[1])),
-                      gt_sched_res_text(i, used[i], t[2], sizeof(t[2])));
-    }
-    return i < 0;
-}
+/* ---- departments ---- */
 
 int gt_sched_department_set(struct gt_sched_model *m, const char *name,
                             const struct gt_sched_res *guarantee, const struct gt_sched_res *limit,
@@ -421,15 +312,13 @@ int gt_sched_department_set(struct gt_sched_model *m, const char *name,
     if (!name || !name[0] || !guarantee || !limit) {
         return gt_err_set(err, GT_EINVAL, "department: name, guarantee and limit are required");
     }
-    int64_t g[N_RES], l[N_RES];
-    gt_sched_res_unpack(guarantee, g);
-    gt_sched_res_unpack(limit, l);
-    for (int i = 0; i < N_RES; i++) {
-        if (g[i] < 0 || l[i] < g[i]) {
+    struct gt_resvec g = gt_sched_res_vec(guarantee), l = gt_sched_res_vec(limit);
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        if (g.v[r] < 0 || l.v[r] < g.v[r]) {
             return gt_err_set(err, GT_EINVAL,
                               "department %s: %s guarantee %lld and limit %lld: need "
                               "0 <= guarantee <= limit",
-                              name, res_names[i], (long long)g[i], (long long)l[i]);
+                              name, gt_sched_res_name(r), (long long)g.v[r], (long long)l.v[r]);
         }
     }
     struct gt_sched_dept *dept = gt_sched_map_get(&m->dept_map, name);
@@ -450,8 +339,8 @@ int gt_sched_department_set(struct gt_sched_model *m, const char *name,
             m->depts[i]->vec_index = i;
         }
     }
-    dept->guarantee = *guarantee;
-    dept->limit = *limit;
+    dept->guarantee = g;
+    dept->limit = l;
     return 0;
 }
 
@@ -478,82 +367,7 @@ int gt_sched_department_remove(struct gt_sched_model *m, const char *name, struc
     return 0;
 }
 
-/* ---- projects ---- */
-
-static void project_free_unused(struct gt_sched_model *m, struct gt_sched_project *p)
-{
-    if (p->capped || p->n_jobs > 0) {
-        return;
-    }
-    gt_sched_map_del(&m->project_map, p->name);
-    free(p->name);
-    free(p);
-}
-
-static struct gt_sched_project *project_get_or_add(struct gt_sched_model *m, const char *name)
-{
-    struct gt_sched_project *p = gt_sched_map_get(&m->project_map, name);
-    if (!p) {
-        p = gt_xcalloc(1, sizeof(*p));
-        p->name = gt_xstrdup(name);
-        p->hard = (struct gt_sched_res){GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP,
-                                        GT_SCHED_NO_CAP};
-        gt_sched_map_put(&m->project_map, p->name, p);
-    }
-    return p;
-}
-
-struct gt_sched_project *gt_sched_project_ref(struct gt_sched_model *m, const char *name)
-{
-    if (!name || !name[0]) {
-        return NULL;
-    }
-    struct gt_sched_project *p = project_get_or_add(m, name);
-    p->n_jobs++;
-    return p;
-}
-
-void gt_sched_project_unref(struct gt_sched_model *m, struct gt_sched_project *project)
-{
-    if (project) {
-        GT_ASSERT(project->n_jobs > 0);
-        project->n_jobs--;
-        project_free_unused(m, project);
-    }
-}
-
-int gt_sched_project_set(struct gt_sched_model *m, const char *name,
-                         const struct gt_sched_res *hard, struct gt_err *err)
-{
-    if (!name || !name[0] || !hard) {
-        return gt_err_set(err, GT_EINVAL, "project: name and hard cap are required");
-    }
-    int64_t h[N_RES];
-    gt_sched_res_unpack(hard, h);
-    for (int i = 0; i < N_RES; i++) {
-        if (h[i] < 0) {
-            return gt_err_set(err, GT_EINVAL, "project %s: negative hard cap %lld for %s", name,
-                              (long long)h[i], res_names[i]);
-        }
-    }
-    struct gt_sched_project *p = project_get_or_add(m, name);
-    p->hard = *hard;
-    p->capped = true;
-    return 0;
-}
-
-int gt_sched_project_remove(struct gt_sched_model *m, const char *name, struct gt_err *err)
-{
-    struct gt_sched_project *p = name ? gt_sched_map_get(&m->project_map, name) : NULL;
-    if (!p || !p->capped) {
-        return gt_err_set(err, GT_ENOTFOUND, "project %s has no hard cap", name ? name : "(null)");
-    }
-    p->capped = false;
-    p->hard =
-        (struct gt_sched_res){GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP};
-    project_free_unused(m, p);
-    return 0;
-}
+/* ---- priority classes ---- */
 
 int gt_sched_priority_class_set(struct gt_sched_model *m, const char *name, int32_t value,
                                 enum gt_sched_preemption policy, bool global_default,
@@ -628,29 +442,13 @@ int gt_sched_department_get(const struct gt_sched_model *m, const char *name,
         return GT_ENOTFOUND;
     }
     if (guarantee) {
-        *guarantee = dept->guarantee;
+        *guarantee = gt_sched_res_of(&dept->guarantee);
     }
     if (limit) {
-        *limit = dept->limit;
+        *limit = gt_sched_res_of(&dept->limit);
     }
     if (used) {
-        *used = dept->used;
-    }
-    return 0;
-}
-
-int gt_sched_project_get(const struct gt_sched_model *m, const char *name,
-                         struct gt_sched_res *hard, struct gt_sched_res *used)
-{
-    const struct gt_sched_project *p = name ? gt_sched_map_get(&m->project_map, name) : NULL;
-    if (!p) {
-        return GT_ENOTFOUND;
-    }
-    if (hard) {
-        *hard = p->hard;
-    }
-    if (used) {
-        *used = p->used;
+        *used = gt_sched_res_of(&dept->used);
     }
     return 0;
 }
@@ -736,7 +534,7 @@ static int check_projects(const struct gt_sched_model *m, struct gt_err *err)
         if (!m->project_map.slots[s].key) {
             continue;
         }
-        struct gt_sched_res sum = {0};
+        struct gt_resvec sum = {0};
         size_t n_jobs = 0;
         for (size_t j = 0; j < m->n_jobs; j++) {
             const struct gt_sched_job *job = m->jobs[j];
@@ -787,7 +585,7 @@ int gt_sched_model_check(const struct gt_sched_model *m, struct gt_err *err)
         if (!m->dept_map.slots[s].key) {
             continue;
         }
-        struct gt_sched_res sum = {0}, band_sum = {0};
+        struct gt_resvec sum = {0}, band_sum = {0};
         size_t evicting = 0;
         for (size_t j = 0; j < m->n_jobs; j++) {
             const struct gt_sched_job *job = m->jobs[j];

@@ -34,15 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/index.h"
+#include "sched/place.h"
+#include "sched/resv.h"
 #include "sched/sched_int.h"
-
-bool gt_sched_resv_lends(const struct gt_sched_resv *r, const struct gt_sched_job *job,
-                         int64_t now_ms)
-{
-    int64_t end;
-    return job->active_deadline_ms > 0 && r->due_ms != INT64_MAX &&
-           gt_add_i64(now_ms, job->active_deadline_ms, &end) == 0 && end <= r->due_ms;
-}
 
 static bool usable(const struct gt_sched_gpu *g, const struct gt_sched_job *job, int64_t now_ms)
 {

@@ -22,6 +22,9 @@
  */
 #include <string.h>
 
+#include "sched/firstfit.h"
+#include "sched/place.h"
+#include "sched/policy.h"
 #include "sched/sched_int.h"
 
 static int cmp_i64(int64_t a, int64_t b)
@@ -55,7 +58,7 @@ int64_t gt_sched_job_remaining_ms(const struct gt_sched_job *j)
     int64_t gpu_milli = 0;
     for (size_t g = 0; g < j->n_groups; g++) {
         int64_t part;
-        if (gt_mul_i64(j->groups[g].use.gpu_milli, j->groups[g].replicas, &part) < 0 ||
+        if (gt_mul_i64(j->groups[g].use.v[GT_RES_GPU], j->groups[g].replicas, &part) < 0 ||
             gt_add_i64(gpu_milli, part, &gpu_milli) < 0) {
             return est;
         }

@@ -37,58 +37,25 @@
  * vanishes, or (preemption) the victims have exited and the job still
  * cannot bind; a head-of-line one is remade every cycle. A preemptor whose
  * victims are still exiting never preempts again, so nothing loops.
+ * Dropping a reservation and the backfill rule that lends one are resv.c's;
+ * whether victims' exit lets a gang in is quota.c's admission rule.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/decisions.h"
+#include "sched/index.h"
+#include "sched/job.h"
+#include "sched/policy.h"
+#include "sched/preempt.h"
+#include "sched/quota.h"
+#include "sched/resv.h"
 #include "sched/sched_int.h"
-
-void gt_sched_resv_drop(struct gt_sched_job *job, struct gt_sched_model *m)
-{
-    struct gt_sched_resv *r = job->resv;
-    if (!r) {
-        return;
-    }
-    for (size_t i = 0; i < r->n; i++) {
-        struct gt_sched_gpu *g = gt_sched_node_gpu(r->node[i], r->gpu_index[i]);
-        if (g && g->reserved_by == job) {
-            g->reserved_by = NULL;
-        }
-    }
-    for (size_t i = 0; i < r->n; i++) {
-        if (i == 0 || r->node[i] != r->node[i - 1]) {
-            gt_sched_node_reindex(r->node[i], false);
-        }
-    }
-    for (size_t i = 0; i < m->n_resv; i++) {
-        if (m->resv[i] == job) {
-            memmove(&m->resv[i], &m->resv[i + 1], (m->n_resv - i - 1) * sizeof(*m->resv));
-            m->n_resv--;
-            break;
-        }
-    }
-    free(r->node);
-    free(r->gpu_index);
-    free(r);
-    job->resv = NULL;
-}
-
-bool gt_sched_resv_waiting(const struct gt_sched_job *job)
-{
-    const struct gt_sched_resv *r = job->resv;
-    for (size_t i = 0; r && i < r->n; i++) {
-        const struct gt_sched_gpu *g = gt_sched_node_gpu(r->node[i], r->gpu_index[i]);
-        if (g->state != GT_SCHED_GPU_FREE) {
-            return true;
-        }
-    }
-    return false;
-}
 
 /* What removing one candidate job costs and when its tasks end. */
 struct cand {
     struct gt_sched_job *job;
-    struct gt_sched_res use; /* the group use of its holding tasks */
+    struct gt_resvec use; /* the group use of its holding tasks */
     int32_t priority;
     int64_t gpus, work_ms, end_ms, remaining_ms;
     size_t gpus_here;
@@ -169,9 +136,9 @@ static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
     }
     int64_t held = 0;
     for (size_t i = 0; i < v->n_tasks; i++) {
-        held += v->tasks[i].node ? v->tasks[i].group->use.gpu_milli : 0;
+        held += v->tasks[i].node ? v->tasks[i].group->use.v[GT_RES_GPU] : 0;
     }
-    return v->dept->used.gpu_milli - held >= v->dept->guarantee.gpu_milli;
+    return v->dept->used.v[GT_RES_GPU] - held >= v->dept->guarantee.v[GT_RES_GPU];
 }
 
 /* When a holding task's activeDeadlineSeconds ends; INT64_MAX if never. */
@@ -193,7 +160,7 @@ static void cand_fill(struct cand *c, const struct attempt *a)
     c->remaining_ms = gt_sched_job_remaining_ms(v);
     c->gpus = c->work_ms = 0;
     c->end_ms = 0;
-    c->use = (struct gt_sched_res){0};
+    c->use = (struct gt_resvec){0};
     for (size_t i = 0; i < v->n_tasks; i++) {
         const struct gt_sched_task *t = &v->tasks[i];
         if (!t->node) {
@@ -364,7 +331,7 @@ static bool cost_floor(const struct attempt *a, int64_t *floor)
         bool own = dept == a->job->dept;
         /* eligible(): other departments only when reclaiming, and only if
          * above their guarantee */
-        if (!own && (!a->reclaim || dept->used.gpu_milli < dept->guarantee.gpu_milli)) {
+        if (!own && (!a->reclaim || dept->used.v[GT_RES_GPU] < dept->guarantee.v[GT_RES_GPU])) {
             continue;
         }
         for (size_t b = 0; b < dept->n_bands; b++) {
@@ -443,10 +410,10 @@ static bool free_room(struct attempt *a, const struct gt_sched_task *task)
 }
 
 bool gt_sched_quota_may_free(const struct gt_sched_model *m, const struct gt_sched_job *job,
-                             const struct gt_sched_res *gang, bool by_remaining)
+                             const struct gt_resvec *gang, bool by_remaining)
 {
     const struct gt_sched_dept *dept = job->dept;
-    struct gt_sched_res bound = {0};
+    struct gt_resvec bound = {0};
     bool any = false;
     for (size_t b = 0; b < dept->n_bands; b++) {
         const struct gt_sched_band *band = &dept->bands[b];
@@ -460,9 +427,9 @@ bool gt_sched_quota_may_free(const struct gt_sched_model *m, const struct gt_sch
 }
 
 /* The use of cands[0..k) but skip and those put back (job NULL). */
-static struct gt_sched_res kept_use(const struct cand *cands, size_t k, size_t skip)
+static struct gt_resvec kept_use(const struct cand *cands, size_t k, size_t skip)
 {
-    struct gt_sched_res sum = {0};
+    struct gt_resvec sum = {0};
     for (size_t i = 0; i < k; i++) {
         if (i != skip && cands[i].job) {
             GT_ASSERT(gt_sched_res_add(&sum, &cands[i].use) == 0);
@@ -473,7 +440,7 @@ static struct gt_sched_res kept_use(const struct cand *cands, size_t k, size_t s
 
 /* Take the cheapest minimal set of a's department's candidates whose exit
  * lets gang be admitted; false (nothing taken) if all of them would not. */
-static bool quota_victims(struct attempt *a, const struct gt_sched_res *gang)
+static bool quota_victims(struct attempt *a, const struct gt_resvec *gang)
 {
     struct gt_sched_model *m = a->m;
     const struct gt_sched_dept *dept = a->job->dept;
@@ -491,7 +458,7 @@ static bool quota_victims(struct attempt *a, const struct gt_sched_res *gang)
     if (n > 1) {
         qsort_r(cands, n, sizeof(*cands), cand_sort_cmp, a);
     }
-    struct gt_sched_res freed = {0};
+    struct gt_resvec freed = {0};
     size_t k = 0;
     while (!gt_sched_admit(m, dept, gang, &freed, NULL)) {
         if (k == n) {
@@ -501,7 +468,7 @@ static bool quota_victims(struct attempt *a, const struct gt_sched_res *gang)
         GT_ASSERT(gt_sched_res_add(&freed, &cands[k++].use) == 0);
     }
     for (size_t i = k > 0 ? k - 1 : 0; i-- > 0;) {
-        struct gt_sched_res without = kept_use(cands, k, i);
+        struct gt_resvec without = kept_use(cands, k, i);
         if (gt_sched_admit(m, dept, gang, &without, NULL)) {
             cands[i].job = NULL;
         }
@@ -587,7 +554,7 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
                         .by_remaining = preempt && policy->by_remaining,
                         .remaining_ms = gt_sched_job_remaining_ms(job),
                         .now_ms = now_ms};
-    struct gt_sched_res gang = {0};
+    struct gt_resvec gang = {0};
     for (size_t i = 0; i < need; i++) {
         /* bounded: job_add checked the sum */
         GT_ASSERT(gt_sched_res_add(&gang, &tasks[i]->group->use) == 0);
@@ -595,7 +562,8 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
     bool admitted = mode != GT_SCHED_RESV_QUOTA || quota_victims(&a, &gang);
     /* A reclaim only restores the preemptor's guarantee (once any quota
      * victims are gone). */
-    a.reclaim = job->dept->used.gpu_milli + gang.gpu_milli <= job->dept->guarantee.gpu_milli;
+    a.reclaim =
+        job->dept->used.v[GT_RES_GPU] + gang.v[GT_RES_GPU] <= job->dept->guarantee.v[GT_RES_GPU];
     size_t placed = 0;
     struct gt_sched_pick *pick = gt_xcalloc(1, sizeof(*pick));
     for (; admitted && placed < need; placed++) {

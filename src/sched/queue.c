@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/queue.h"
+#include "sched/quota.h"
 #include "sched/sched_int.h"
 
 struct gt_sched_band *gt_sched_dept_band(struct gt_sched_dept *dept, int32_t value)
@@ -177,12 +179,7 @@ void gt_sched_task_holding_delta(const struct gt_sched_task *task, int delta)
     struct gt_sched_band *b = band_get(job->dept, job->priority);
     size_t *deadline = &job->dept->model->n_deadline_holding;
     /* bounded: the department's use, which includes it, is checked */
-    int64_t sign = delta > 0 ? 1 : -1;
-    const struct gt_sched_res *use = &task->group->use;
-    b->held.cpu_milli += sign * use->cpu_milli;
-    b->held.memory_bytes += sign * use->memory_bytes;
-    b->held.storage_bytes += sign * use->storage_bytes;
-    b->held.gpu_milli += sign * use->gpu_milli;
+    gt_sched_res_move(&b->held, &task->group->use, delta > 0 ? 1 : -1);
     if (delta > 0) {
         b->n_holding++;
         *deadline += job->active_deadline_ms > 0;
@@ -196,10 +193,9 @@ void gt_sched_task_holding_delta(const struct gt_sched_task *task, int delta)
 void gt_sched_job_pending_delta(struct gt_sched_job *job, const struct gt_sched_task *task,
                                 int delta)
 {
-    int64_t use[GT_SCHED_N_RES];
-    gt_sched_res_unpack(&task->group->use, use);
-    for (int i = 0; i < GT_SCHED_N_RES; i++) {
-        job->dept->pending[i] += delta > 0 ? use[i] : -(__int128)use[i];
+    const struct gt_resvec *use = &task->group->use;
+    for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+        job->dept->pending[r] += delta > 0 ? use->v[r] : -(__int128)use->v[r];
     }
     if (delta > 0) {
         if (job->n_pending++ == 0) {

@@ -1,7 +1,8 @@
 /*
- * sched internals: the model's structs, its string-keyed hash map, the
- * resource helpers the update functions and the cycle share, and the policy
- * ops table. Included only from src/sched.
+ * sched internals: the model's structs and the policy ops table, shared by
+ * every file of src/sched (the functions are declared in the header of the
+ * file that defines them: quota.h, index.h, job.h, ...). Included only from
+ * src/sched.
  *
  * Ownership: the model owns every node, department, priority class and job;
  * a job owns its groups and tasks (one array); a task owns its GPU shares.
@@ -11,47 +12,14 @@
 #ifndef GT_SCHED_INT_H
 #define GT_SCHED_INT_H
 
+#include "sched/frag.h"
+#include "sched/map.h"
 #include "sched/sched.h"
-
-/* ---- string-keyed open-addressing hash map (linear probing, backward-shift
- * deletion, so no tombstones). Keys are borrowed from the values. ---- */
-
-struct gt_sched_map_slot {
-    const char *key; /* NULL: empty */
-    uint64_t hash;
-    void *val;
-};
-
-struct gt_sched_map {
-    struct gt_sched_map_slot *slots;
-    size_t cap; /* power of two, or 0 */
-    size_t n;
-};
-
-void gt_sched_map_init(struct gt_sched_map *map);
-void gt_sched_map_fini(struct gt_sched_map *map);
-/* The value for key, or NULL. */
-void *gt_sched_map_get(const struct gt_sched_map *map, const char *key);
-/* Insert key (borrowed; must outlive its entry) -> val; key must be absent. */
-void gt_sched_map_put(struct gt_sched_map *map, const char *key, void *val);
-/* Remove key if present. */
-void gt_sched_map_del(struct gt_sched_map *map, const char *key);
 
 /* ---- the model ---- */
 
-/* The resources of a struct gt_sched_res as an array, for loops over all
- * four: cpu_milli, memory_bytes, storage_bytes, gpu_milli. */
-enum { GT_SCHED_N_RES = 4 };
-void gt_sched_res_unpack(const struct gt_sched_res *r, int64_t v[GT_SCHED_N_RES]);
-
-/* Resource r (an index of gt_sched_res_unpack) as users name it in
- * resources.limits: "cpu", "memory", "storage", "nvidia.com/gpu". */
-const char *gt_sched_res_name(int r);
-
-/* Value v of resource r as a Kubernetes quantity into buf (len >= 32):
- * milli-CPU 1500 -> "1500m", bytes -> "16Gi", milli-GPU 1250 -> "1.25".
- * Returns buf, for use in messages. */
-const char *gt_sched_res_text(int r, int64_t v, char *buf, size_t len);
+/* Amounts of resources are struct gt_resvec (common/resource.h), indexed by
+ * enum gt_res: quota.c's helpers add them, compare them and name them. */
 
 struct gt_sched_job;
 
@@ -103,7 +71,7 @@ struct gt_sched_node {
     int32_t n_groups;
     int32_t *group_avail;                      /* [n_groups] */
     struct gt_sched_link link[GT_SCHED_N_IDX]; /* in model->idx[i] */
-    struct gt_sched_res pool_part;             /* what it adds to model->pool */
+    struct gt_resvec pool_part;                /* what it adds to model->pool */
     struct gt_sched_model *model;
 };
 
@@ -122,13 +90,13 @@ struct gt_sched_band {
     struct gt_sched_job *head, *tail;
     struct gt_sched_job *skip_head[GT_SCHED_SKIP_LEVELS - 1];
     size_t n_holding;
-    struct gt_sched_res held;
+    struct gt_resvec held;
 };
 
 struct gt_sched_dept {
     char *name;
-    struct gt_sched_res guarantee, limit, used;
-    __int128 pending[GT_SCHED_N_RES]; /* sum of its PENDING tasks' use (wide: no overflow) */
+    struct gt_resvec guarantee, limit, used;
+    __int128 pending[GT_RES_COUNT]; /* sum of its PENDING tasks' use (wide: no overflow) */
     size_t n_jobs;
     size_t n_evicting;           /* its holding tasks chosen as preemption victims */
     struct gt_sched_band *bands; /* by value, descending; empty bands are kept */
@@ -141,9 +109,9 @@ struct gt_sched_dept {
  * cap or jobs (n_jobs). */
 struct gt_sched_project {
     char *name;
-    struct gt_sched_res hard; /* GT_SCHED_NO_CAP where it sets none */
-    bool capped;              /* set by gt_sched_project_set */
-    struct gt_sched_res used; /* its holding tasks' group use */
+    struct gt_resvec hard; /* GT_SCHED_NO_CAP where it sets none */
+    bool capped;           /* set by gt_sched_project_set */
+    struct gt_resvec used; /* its holding tasks' group use */
     size_t n_jobs;
 };
 
@@ -158,7 +126,7 @@ struct gt_sched_group {
     char *name;
     int32_t replicas;
     struct gt_sched_task_req req;
-    struct gt_sched_res use; /* what one bound task of the group counts against quota */
+    struct gt_resvec use; /* what one bound task of the group counts against quota */
 };
 
 struct gt_sched_task {
@@ -212,35 +180,6 @@ struct gt_sched_resv {
     bool preempted; /* made by preemption (kept), else by backfill (per cycle) */
 };
 
-/* ---- the workload seen (frag.c) ---- */
-
-#define GT_SCHED_MAX_SHAPES 64
-
-/* A kind of GPU task: gpus GPUs with at least milli room each (1000 for
- * whole GPUs) and cpu_milli on their node; weight: decayed count. */
-struct gt_sched_shape {
-    int64_t cpu_milli;
-    int32_t gpus, milli;
-    double weight;
-};
-
-/* The decayed histogram of the GPU task shapes of arriving jobs. */
-struct gt_sched_workload {
-    struct gt_sched_shape shape[GT_SCHED_MAX_SHAPES]; /* by milli, ascending */
-    size_t n;
-    double total; /* sum of the weights */
-};
-
-/* Count replicas more tasks asking req (cpu-only ones are not counted),
- * after aging the histogram by one arrival. */
-void gt_sched_workload_note(struct gt_sched_workload *w, const struct gt_sched_task_req *req,
-                            int32_t replicas);
-/* The expected milli-GPU of a node with GPU rooms rooms[0..n) (milli a new
- * task could use of each GPU, ascending) and cpu_free milli-CPU free that a
- * task drawn from w could not use; 0 while w is empty. */
-double gt_sched_frag(const struct gt_sched_workload *w, const int32_t *rooms, size_t n,
-                     int64_t cpu_free);
-
 struct gt_sched_model {
     struct gt_sched_map node_map, dept_map, project_map, pclass_map, job_map, task_map;
     struct gt_sched_node **nodes; /* sorted by name: placement scans in this order */
@@ -250,7 +189,7 @@ struct gt_sched_model {
     struct gt_sched_dept **depts; /* sorted by name */
     size_t n_depts, cap_depts;
     struct gt_sched_buckets idx[GT_SCHED_N_IDX];
-    struct gt_sched_res pool;   /* allocatable of schedulable nodes; GPUs healthy * 1000 */
+    struct gt_resvec pool;      /* allocatable of schedulable nodes; GPUs healthy * 1000 */
     size_t n_queued;            /* jobs in the queue */
     size_t n_light_queued;      /* queued jobs with light set */
     size_t n_preemptor_queued;  /* queued jobs whose policy lets them preempt */
@@ -272,88 +211,6 @@ struct gt_sched_model {
     size_t n_fresh, cap_fresh;
     bool dead_told;
 };
-
-/* ---- shared helpers (model.c) ---- */
-
-/* Can node take a task asking cpu/memory? (ignores readiness and GPUs) */
-bool gt_sched_node_fits(const struct gt_sched_node *node, const struct gt_sched_task_req *req);
-/* The node's GPU with this index, or NULL. */
-struct gt_sched_gpu *gt_sched_node_gpu(const struct gt_sched_node *node, int32_t index);
-/* Would adding use keep dept within its limit in every resource? If not and
- * why is non-NULL, describe the first resource that does not fit. */
-bool gt_sched_dept_admits(const struct gt_sched_dept *dept, const struct gt_sched_res *use,
-                          struct gt_buf *why);
-/* Would adding use keep project within its hard cap in every resource?
- * If not and why is non-NULL, describe the first resource that does not
- * fit. */
-bool gt_sched_project_admits(const struct gt_sched_project *project, const struct gt_sched_res *use,
-                             struct gt_buf *why);
-/* The project name (NULL or "" for none), created uncapped if new, with
- * one more job counted; gt_sched_project_unref undoes it. */
-struct gt_sched_project *gt_sched_project_ref(struct gt_sched_model *m, const char *name);
-void gt_sched_project_unref(struct gt_sched_model *m, struct gt_sched_project *project);
-/* Sum b into a with checked arithmetic; -ERANGE leaves a unchanged. */
-int gt_sched_res_add(struct gt_sched_res *a, const struct gt_sched_res *b);
-/* Move resources only (node, GPUs, department and project use, holding count), no state
- * change: hold copies gpus; unhold frees the task's shares. Preemption's
- * what-if simulation uses the pair and restores exactly. */
-void gt_sched_task_hold(struct gt_sched_task *task, struct gt_sched_node *node,
-                        const struct gt_sched_gpu_share *gpus, size_t n_gpus);
-void gt_sched_task_unhold(struct gt_sched_task *task);
-/* Bind a PENDING task; the caller has checked everything gt_sched_task_bind
- * checks. Never fails. */
-void gt_sched_task_take(struct gt_sched_task *task, struct gt_sched_node *node,
-                        const struct gt_sched_gpu_share *gpus, size_t n_gpus, int64_t bound_ms);
-/* Release a holding task's resources; it becomes PENDING or DONE. */
-void gt_sched_task_release(struct gt_sched_task *task, bool requeue);
-
-/* ---- indexes (index.c) ---- */
-
-/* Set each GPU's group_slot and allocate group_avail; once per GPU list. */
-void gt_sched_node_groups_init(struct gt_sched_node *node);
-/* Recount node's avail/block and move it to its buckets and pool share;
- * unlinks it if it is not schedulable (or is being removed: gone). */
-void gt_sched_node_reindex(struct gt_sched_node *node, bool gone);
-/* Is GPU g free for a new whole-GPU task of job (healthy, FREE, and not
- * reserved by another job)? */
-bool gt_sched_gpu_avail(const struct gt_sched_gpu *g, const struct gt_sched_job *job);
-/* The smallest non-empty bucket key >= k in b, or -1. */
-int32_t gt_sched_idx_first(const struct gt_sched_buckets *b, size_t k);
-/* The largest non-empty bucket key <= k in b, or -1. */
-int32_t gt_sched_idx_last(const struct gt_sched_buckets *b, size_t k);
-
-/* ---- pending queues (queue.c) ---- */
-
-/* A task of job became PENDING (delta +1) or stopped being so (-1): keep
- * n_pending, the department's pending use and the queues current. */
-void gt_sched_job_pending_delta(struct gt_sched_job *job, const struct gt_sched_task *task,
-                                int delta);
-/* The band of dept with this value, or NULL. */
-struct gt_sched_band *gt_sched_dept_band(struct gt_sched_dept *dept, int32_t value);
-/* A task started (+1) or stopped (-1) holding resources: keep its band's
- * holding count and use and the model's counts that bound preemption's
- * search. */
-void gt_sched_task_holding_delta(const struct gt_sched_task *task, int delta);
-/* Free the department's band array. */
-void gt_sched_dept_bands_free(struct gt_sched_dept *dept);
-
-/* ---- reservations (preempt.c) ---- */
-
-/* Drop job's reservation, if any, freeing its GPUs for others. */
-void gt_sched_resv_drop(struct gt_sched_job *job, struct gt_sched_model *m);
-
-/* ---- decisions (decisions.c) ---- */
-
-/* Append a bind for task (strings and shares are copied). */
-void gt_sched_decisions_add_bind(struct gt_sched_decisions *d, const struct gt_sched_task *task);
-/* Append a preemption of task; reason is taken. */
-void gt_sched_decisions_add_preempt(struct gt_sched_decisions *d, const struct gt_sched_task *task,
-                                    char *reason);
-/* Append job's reservation, one entry per node (copied). */
-void gt_sched_decisions_add_reserve(struct gt_sched_decisions *d, const struct gt_sched_job *job);
-/* Append a wait reason; message is taken (freed by reset/fini). */
-void gt_sched_decisions_add_wait(struct gt_sched_decisions *d, const struct gt_sched_job *job,
-                                 enum gt_sched_wait_reason reason, char *message);
 
 /* ---- policies ---- */
 
@@ -386,56 +243,5 @@ struct gt_sched_policy {
                           remaining time is longer, longest first (srtf) */
     bool reserve;      /* the head job that cannot start reserves GPUs (backfill) */
 };
-
-gt_sched_place_fn gt_sched_place_gantry, gt_sched_place_bestfit, gt_sched_place_random,
-    gt_sched_place_firstfit;
-
-/* Does reservation r lend its GPUs to job at now_ms (DESIGN.md backfill:
- * job's activeDeadlineSeconds ends by r's due time)? */
-bool gt_sched_resv_lends(const struct gt_sched_resv *r, const struct gt_sched_job *job,
-                         int64_t now_ms);
-
-/* The admission rule (cycle.c's file comment): may dept take add more, as
- * if its tasks holding freed (NULL: nothing) had exited? If not and why is
- * non-NULL, describe the first resource that does not fit. */
-bool gt_sched_admit(const struct gt_sched_model *m, const struct gt_sched_dept *dept,
-                    const struct gt_sched_res *add, const struct gt_sched_res *freed,
-                    struct gt_buf *why);
-
-/* What gt_sched_reserve_for looks for. */
-enum gt_sched_resv_mode {
-    GT_SCHED_RESV_WAIT,    /* tasks to wait for (the head job's backfill reservation) */
-    GT_SCHED_RESV_PREEMPT, /* victims that free the nodes the gang needs */
-    GT_SCHED_RESV_QUOTA,   /* first lower-priority jobs of its own department whose exit
-                              lets the gang be admitted, then as PREEMPT */
-};
-
-/* Find victims or tasks to wait for (mode) whose removal lets
- * tasks[0..need) of job fit, and if there are any, reserve the GPUs job
- * would take and, when preempting, emit the victims' preemptions. true if
- * a reservation was made; *n_victims (may be NULL) gets how many jobs it
- * preempts. Leaves the model's holdings as they were. */
-bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
-                          struct gt_sched_task **tasks, size_t need, enum gt_sched_resv_mode mode,
-                          const struct gt_sched_policy *policy, int64_t now_ms,
-                          struct gt_sched_decisions *out, size_t *n_victims);
-
-/* Could job's department admit gang (job's first tasks) if every job of it
- * that job may preempt had exited? A cheap bound from the bands, checked
- * before a GT_SCHED_RESV_QUOTA search. */
-bool gt_sched_quota_may_free(const struct gt_sched_model *m, const struct gt_sched_job *job,
-                             const struct gt_sched_res *gang, bool by_remaining);
-
-/* Is a reserved GPU of job's reservation still held by a task? */
-bool gt_sched_resv_waiting(const struct gt_sched_job *job);
-
-/* A job's oracle remaining time in ms: its runtime estimate less the wall
- * time served (attained GPU-ms over its GPUs); INT64_MAX without an
- * estimate. */
-int64_t gt_sched_job_remaining_ms(const struct gt_sched_job *j);
-
-/* Each policy is a const table; gt_sched_policy_by_name (policy.c) lists
- * them. */
-const struct gt_sched_policy *gt_sched_policy_firstfit(void);
 
 #endif

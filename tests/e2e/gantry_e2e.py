@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -447,8 +448,22 @@ class AgentTest(GantrydTest):
                         timeout=timeout)
 
 
+# The exit status of a test file that ran nothing (CTest SKIP_RETURN_CODE).
+SKIP_STATUS = 77
+
+
 def main():
-    unittest.main(verbosity=2)
+    """unittest.main, with skips that show: exit 1 if a case failed, 77 if
+    every case skipped (CTest then reports the file as not run), else 0,
+    printing "gantry-test: K of N cases skipped" when only some did, which
+    scripts/run-tests adds up."""
+    result = unittest.main(verbosity=2, exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    skipped = len(result.skipped)
+    if skipped and skipped < result.testsRun:
+        print("gantry-test: %d of %d cases skipped" % (skipped, result.testsRun), flush=True)
+    sys.exit(SKIP_STATUS if result.testsRun and skipped == result.testsRun else 0)
 
 
 # ---- for the benchmarks (bench/*.sh) ----

@@ -36,6 +36,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from gantry_e2e import (GANTLET, AgentTest, free_port, obj, task_cgroups,  # noqa: E402
                         wait_for)
+from gantry_e2e import main  # noqa: E402
 
 ALICE_UID = 1001
 TOOLS = ("runc", "skopeo", "umoci", "docker-registry", "busybox")
@@ -296,4 +297,4 @@ class Images(AgentTest):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -28,6 +28,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from gantry_e2e import (API, GANTLET, AgentTest, Watch, cgroup_pids, obj, pid_alive,  # noqa: E402
                         wait_for)
+from gantry_e2e import main  # noqa: E402
 
 PY = "/usr/bin/python3"
 BACKOFF_MS = 300
@@ -259,4 +260,4 @@ class JobsReal(AgentTest):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

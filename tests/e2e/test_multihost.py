@@ -23,6 +23,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from gantry_e2e import (GANTLET, SOURCE, AgentTest, Gantlet, Gantryd,  # noqa: E402
                         GantrydTest, wait_for)
+from gantry_e2e import main  # noqa: E402
 
 EXAMPLE = os.path.join(SOURCE, "examples", "pytorch-digits")
 PY = "/usr/bin/python3"
@@ -219,4 +220,4 @@ class TwoHosts(AgentTest, BridgeServer):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -19,6 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gantry_e2e import API, Gantlet, GantrydTest, Watch, obj, wait_for  # noqa: E402
+from gantry_e2e import main  # noqa: E402
 
 # exits non-zero on SIGTERM at once: a stopped task ends Failed with the stop's reason
 SPIN = ["sh", "-c", 'trap "exit 143" TERM; while :; do sleep 0.1; done']
@@ -159,4 +160,4 @@ class SchedE2E(GantrydTest):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -15,6 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gantry_e2e import GANTLET, AgentTest, wait_for  # noqa: E402
+from gantry_e2e import main  # noqa: E402
 
 JOB = "mnist-tf"
 PROJECT = "proj-a"
@@ -101,4 +102,4 @@ class TFJob(AgentTest):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -17,6 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gantry_e2e import BUILD, GANTRY, free_port  # noqa: E402
+from gantry_e2e import main  # noqa: E402
 
 GANTLET = os.path.join(BUILD, "gantlet")
 GANTRYD = os.path.join(BUILD, "gantryd")
@@ -135,4 +136,4 @@ class UpRunDown(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    main()

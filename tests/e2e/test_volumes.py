@@ -16,6 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gantry_e2e import GANTLET, AgentTest, obj  # noqa: E402
+from gantry_e2e import main  # noqa: E402
 
 
 @unittest.skipUnless(os.access(GANTLET, os.X_OK), "needs gantlet in the build directory")
@@ -102,4 +103,4 @@ class Volumes(AgentTest):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -21,6 +21,7 @@
 
 #include "agent/agent.h"
 #include "test_agent_util.h"
+#include "test_skip.h"
 
 #define UNIFIED "/sys/fs/cgroup/unified"
 
@@ -350,7 +351,7 @@ static void test_devices_rule(void **state)
 {
     struct fixture *fx = *state;
     if (fx->sys.version != 1 || !fx->sys.v1_mount[GT_CG_DEVICES][0]) {
-        skip();
+        gt_test_skip("no cgroup v1 devices hierarchy");
     }
     fx->dev_dir = test_tmpdir("dev");
     static const struct {
@@ -402,7 +403,7 @@ static void test_v2_unified(void **state)
     struct gt_cgroup_sys v2;
     struct gt_err err = {0};
     if (gt_cgroup_sys_init_v2(&v2, fx->sys.version == 2 ? fx->sys.v2_root : UNIFIED, &err) < 0) {
-        skip();
+        gt_test_skip("no cgroup v2 unified hierarchy");
     }
     assert_int_equal(v2.version, 2);
     struct gt_cgroup cg;
@@ -448,8 +449,7 @@ static void test_v2_unified(void **state)
 int main(void)
 {
     if (geteuid() != 0) {
-        fprintf(stderr, "test_agent_cgroup needs root; skipped\n");
-        return 0;
+        return gt_test_skip_all("test_agent_cgroup needs root");
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_limits_written, setup, teardown),
@@ -460,5 +460,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_devices_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_unified, setup, teardown),
     };
-    return cmocka_run_group_tests_name("cgroup", tests, NULL, NULL);
+    return gt_test_run("cgroup", tests, NULL, NULL);
 }

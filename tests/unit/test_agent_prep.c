@@ -24,6 +24,7 @@
 #include "agent/gantlet.h"
 #include "agent/shim.h"
 #include "test_agent_util.h"
+#include "test_skip.h"
 
 #define NOBODY 65534
 #define ALL_NS "[\"pid\",\"mount\",\"uts\",\"ipc\"]"
@@ -266,7 +267,7 @@ static void test_requirements(void **state)
 {
     struct fixture *fx = *state;
     if (access("/usr/bin/python3", X_OK) < 0) {
-        skip();
+        gt_test_skip("needs /usr/bin/python3");
     }
     make_wheel(fx);
     struct gt_shim_exit ex;
@@ -432,9 +433,8 @@ int main(void)
         cmocka_unit_test(test_volume_checks),
     };
     if (geteuid() != 0) {
-        fprintf(stderr, "the preparation tests need root; skipped\n");
-        return 0;
+        return gt_test_skip_all("the preparation tests need root");
     }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    return cmocka_run_group_tests_name("task_prep", tests, group_setup, group_teardown) ? 1 : 0;
+    return gt_test_run("task_prep", tests, group_setup, group_teardown);
 }

@@ -19,6 +19,7 @@
 
 #include "agent/shim.h"
 #include "test_agent_util.h"
+#include "test_skip.h"
 
 #define NOBODY 65534
 #define ALL_NS "[\"pid\",\"mount\",\"uts\",\"ipc\"]"
@@ -450,7 +451,7 @@ static void test_shim_oom(void **state)
 {
     struct fixture *fx = *state;
     if (access("/usr/bin/python3", X_OK) < 0) {
-        skip();
+        gt_test_skip("needs /usr/bin/python3");
     }
     int st = run_shim(fx, "[\"/usr/bin/python3\",\"-c\",\"b = b'x' * (512 << 20)\"]",
                       ",\"namespaces\":" ALL_NS, ",\"memoryBytes\":67108864");
@@ -514,12 +515,12 @@ int main(void)
     };
     int failed = cmocka_run_group_tests_name("shim_formats", pure, NULL, NULL);
     if (geteuid() != 0) {
-        fprintf(stderr, "the gantry-shim tests need root; skipped\n");
-        return failed ? 1 : 0;
+        gt_test_skip_cases(GT_ARRAY_LEN(shim), "the gantry-shim tests need root");
+        return gt_test_status(failed, GT_ARRAY_LEN(pure) + GT_ARRAY_LEN(shim));
     }
     /* detached shims are re-parented to us (not to an init that may not
      * reap), so none is left a zombie */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     failed += cmocka_run_group_tests_name("gantry_shim", shim, NULL, NULL);
-    return failed ? 1 : 0;
+    return gt_test_status(failed, GT_ARRAY_LEN(pure) + GT_ARRAY_LEN(shim));
 }

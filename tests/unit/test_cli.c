@@ -179,11 +179,12 @@ static void test_columns_jobs(void **state)
     free(s);
     s = render_kind(GT_KIND_JOB, true, true, jobs_json);
     assert_string_equal(
-        s, "PROJECT     NAME           STATUS   REASON   REPLICAS   GPUS   PRIORITY   QUEUE    AGE\n"
-           "detection   resnet-train   Queued   Quota    3          1.5    high       vision   "
-           "3m10s\n"
-           "nlp         x              <none>   <none>   1          0      <none>     <none>   "
-           "<unknown>\n");
+        s,
+        "PROJECT     NAME           STATUS   REASON   REPLICAS   GPUS   PRIORITY   QUEUE    AGE\n"
+        "detection   resnet-train   Queued   Quota    3          1.5    high       vision   "
+        "3m10s\n"
+        "nlp         x              <none>   <none>   1          0      <none>     <none>   "
+        "<unknown>\n");
     free(s);
 }
 
@@ -198,8 +199,9 @@ static void test_columns_gpus_defaulted(void **state)
         "[{\"metadata\":{\"name\":\"j\",\"creationTimestamp\":\"" T0 "\"},"
         "\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":3,\"template\":{\"resources\":"
         "{\"requests\":{\"nvidia.com/gpu\":2},\"limits\":{\"cpu\":\"1\"}}}}}}}]");
-    assert_string_equal(s, "NAME   STATUS   REASON   REPLICAS   GPUS   PRIORITY   QUEUE    AGE\n"
-                           "j      <none>   <none>   3          6      <none>     <none>   3m10s\n");
+    assert_string_equal(s,
+                        "NAME   STATUS   REASON   REPLICAS   GPUS   PRIORITY   QUEUE    AGE\n"
+                        "j      <none>   <none>   3          6      <none>     <none>   3m10s\n");
     free(s);
     s = render_kind(GT_KIND_TASK, false, false,
                     "[{\"metadata\":{\"name\":\"j-worker-0\",\"creationTimestamp\":\"" T0
@@ -218,16 +220,18 @@ static void test_columns_cluster_kinds(void **state)
         "[{\"metadata\":{\"name\":\"vision\",\"creationTimestamp\":\"" T0 "\"},"
         "\"spec\":{\"quota\":{\"nvidia.com/gpu\":\"8\",\"cpu\":\"64\",\"memory\":\"512Gi\"},"
         "\"limit\":{\"nvidia.com/gpu\":\"16\"}},"
-        "\"status\":{\"used\":{\"nvidia.com/gpu\":\"10\"},\"borrowed\":{\"nvidia.com/gpu\":\"2\"}}},"
+        "\"status\":{\"used\":{\"nvidia.com/gpu\":\"10\"},\"borrowed\":{\"nvidia.com/"
+        "gpu\":\"2\"}}},"
         "{\"metadata\":{\"name\":\"nlp\",\"creationTimestamp\":\"" T0 "\"},"
         "\"spec\":{\"quota\":{\"nvidia.com/gpu\":4}}}]");
     /* -A adds nothing to a cluster-scoped kind; an unnamed limit is the quota. */
-    assert_string_equal(s, "NAME     GPU QUOTA   GPU LIMIT   GPU USED   GPU BORROWED   CPU   MEMORY   "
-                           "AGE\n"
-                           "vision   8           16          10         2              64    512Gi    "
-                           "3m10s\n"
-                           "nlp      4           4           0          0              0     0        "
-                           "3m10s\n");
+    assert_string_equal(s,
+                        "NAME     GPU QUOTA   GPU LIMIT   GPU USED   GPU BORROWED   CPU   MEMORY   "
+                        "AGE\n"
+                        "vision   8           16          10         2              64    512Gi    "
+                        "3m10s\n"
+                        "nlp      4           4           0          0              0     0        "
+                        "3m10s\n");
     free(s);
 
     s = render_kind(GT_KIND_PROJECT, false, false,
@@ -266,14 +270,14 @@ static void test_columns_nodes_tasks_events(void **state)
                            "gpu-2   NotReady                   2      <none>   <none>   3m10s\n");
     free(s);
 
-    s = render_kind(GT_KIND_TASK, false, false,
-                    "[{\"metadata\":{\"name\":\"train-worker-0\",\"creationTimestamp\":\"" T0
-                    "\"},\"spec\":{\"nodeName\":\"gpu-1\",\"gpus\":[{\"index\":0},"
-                    "{\"index\":1,\"milli\":500}]},\"status\":{\"phase\":\"Running\"}},"
-                    "{\"metadata\":{\"name\":\"train-worker-1\",\"creationTimestamp\":\"" T0
-                    "\"},\"spec\":{\"template\":{\"resources\":{\"limits\":{\"nvidia.com/gpu\":2}}}}},"
-                    "{\"metadata\":{\"name\":\"cpu-worker-0\",\"creationTimestamp\":\"" T0
-                    "\"},\"spec\":{}}]");
+    s = render_kind(
+        GT_KIND_TASK, false, false,
+        "[{\"metadata\":{\"name\":\"train-worker-0\",\"creationTimestamp\":\"" T0
+        "\"},\"spec\":{\"nodeName\":\"gpu-1\",\"gpus\":[{\"index\":0},"
+        "{\"index\":1,\"milli\":500}]},\"status\":{\"phase\":\"Running\"}},"
+        "{\"metadata\":{\"name\":\"train-worker-1\",\"creationTimestamp\":\"" T0
+        "\"},\"spec\":{\"template\":{\"resources\":{\"limits\":{\"nvidia.com/gpu\":2}}}}},"
+        "{\"metadata\":{\"name\":\"cpu-worker-0\",\"creationTimestamp\":\"" T0 "\"},\"spec\":{}}]");
     assert_string_equal(s, "NAME             PHASE     NODE     GPUS   AGE\n"
                            "train-worker-0   Running   gpu-1    1.5    3m10s\n"
                            "train-worker-1   Pending   <none>   2      3m10s\n"

@@ -1,0 +1,15 @@
+/*
+ * sched policy (policy.c): what the policies' orders know about a job.
+ * Included only from src/sched.
+ */
+#ifndef GT_SCHED_POLICY_H
+#define GT_SCHED_POLICY_H
+
+#include "sched/sched_int.h"
+
+/* A job's oracle remaining time in ms: its runtime estimate less the wall
+ * time served (attained GPU-ms over its GPUs); INT64_MAX without an
+ * estimate. */
+int64_t gt_sched_job_remaining_ms(const struct gt_sched_job *j);
+
+#endif
