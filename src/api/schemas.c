@@ -77,7 +77,8 @@ static const char *const event_types[] = {"Normal", "Warning", NULL};
 
 const char *gt_api_task_phase_name(enum gt_task_phase p)
 {
-    return (size_t)p < GT_ARRAY_LEN(task_phases) - 1 ? task_phases[p] : task_phases[GT_TASK_PENDING];
+    return (size_t)p < GT_ARRAY_LEN(task_phases) - 1 ? task_phases[p]
+                                                     : task_phases[GT_TASK_PENDING];
 }
 
 bool gt_api_task_phase_terminal(enum gt_task_phase p)

@@ -179,7 +179,8 @@ static size_t create_tasks(struct gt_ctl *c, const struct gt_cobj *jo, int64_t g
             /* wait for the write in flight */
         } else if (!was) {
             n_written += gt_ctl_write(c, GT_STORE_CREATE, key, t, 0, NULL, NULL) == 0;
-        } else if (gt_task_generation(wt) < generation && gt_api_task_phase_terminal(phase_of(wt))) {
+        } else if (gt_task_generation(wt) < generation &&
+                   gt_api_task_phase_terminal(phase_of(wt))) {
             /* the restart: the same name with a new uid, in one write */
             const char *puid = wt->o.meta.uid;
             const char *pnode = wt->spec.node_name;
@@ -400,8 +401,8 @@ void gt_jobctl_tick(struct gt_ctl *c)
 int gt_jobctl_admit(struct gt_ctl *c, const struct gt_api_job *job,
                     const struct gt_server_user *user, struct gt_err *err)
 {
-    return gt_job_check_run_as(job, user->uid,
-                               gt_ctl_project_privileged(c, job->o.meta.project), err);
+    return gt_job_check_run_as(job, user->uid, gt_ctl_project_privileged(c, job->o.meta.project),
+                               err);
 }
 
 bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored)

@@ -128,8 +128,7 @@ int gt_job_check_volumes(const struct gt_api_volumes *vols, char *const *roots, 
 }
 
 /* spec.pip of a task that installs requirements: the cluster's index. */
-static void set_pip(json_t *spec, const struct gt_api_job *job,
-                    const struct gt_job_task_opts *opts)
+static void set_pip(json_t *spec, const struct gt_api_job *job, const struct gt_job_task_opts *opts)
 {
     if (!job->spec.requirements || (!opts->pip_index_url && !opts->pip_find_links)) {
         return;
@@ -474,8 +473,7 @@ static bool same_str(const char *a, const char *b)
  * itself (cached objects never change): nothing to build, and the job's
  * versions share it. */
 static void set_cond(json_t *conds, const struct old_status *old, const char *type,
-                     const char *status, const char *reason, const char *message,
-                     const char *now)
+                     const char *status, const char *reason, const char *message, const char *now)
 {
     const struct gt_api_condition *was = gt_api_condition_find(old->conds, type);
     const char *wt = was ? was->last_transition_time : NULL;
@@ -548,8 +546,7 @@ static void count_tasks(const struct gt_api_job *job, const struct old_status *o
             }
         }
         const struct gt_api_replica_status *was = old_replica(old, type);
-        if (was && was->active == active && was->succeeded == succeeded &&
-            was->failed == failed) {
+        if (was && was->active == active && was->succeeded == succeeded && was->failed == failed) {
             /* unchanged (all three counts, which are all it has): shared */
             json_object_set(replica_statuses, type, json_object_get(old->replica_json, type));
             continue;
