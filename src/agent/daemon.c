@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "agent/agent_int.h"
+#include "common/resource.h"
 
 #define POLL_MS 150
 #define BACKOFF_MIN_MS 200
@@ -51,7 +52,7 @@ static json_t *resources_json(const struct gt_gantlet *g)
                                         sizeof(cpu)),
                      "memory",
                      gt_quantity_format(mem_total_bytes(), GT_QTY_UNIT, 1, mem, sizeof(mem)),
-                     "nvidia.com/gpu", (json_int_t)g->gpus.n_gpus);
+                     GT_RES_NAME_GPU, (json_int_t)g->gpus.n_gpus);
 }
 
 static json_t *node_status(const struct gt_gantlet *g)

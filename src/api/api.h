@@ -489,6 +489,10 @@ enum gt_task_phase {
     GT_TASK_SUCCEEDED,
     GT_TASK_FAILED,
 };
+/* The phase's name as the schema spells it ("Pending", ...; static). */
+const char *gt_api_task_phase_name(enum gt_task_phase p);
+/* Has a task in phase p ended (Succeeded or Failed)? */
+bool gt_api_task_phase_terminal(enum gt_task_phase p);
 
 struct gt_api_task_gpu {
     int64_t index;

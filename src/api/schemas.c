@@ -75,6 +75,17 @@ static const char *const task_phases[] = {"Pending",   "Bound",  "Running", "Ter
                                           "Succeeded", "Failed", NULL};
 static const char *const event_types[] = {"Normal", "Warning", NULL};
 
+const char *gt_api_task_phase_name(enum gt_task_phase p)
+{
+    return (size_t)p < GT_ARRAY_LEN(task_phases) - 1 ? task_phases[p]
+                                                     : task_phases[GT_TASK_PENDING];
+}
+
+bool gt_api_task_phase_terminal(enum gt_task_phase p)
+{
+    return p == GT_TASK_SUCCEEDED || p == GT_TASK_FAILED;
+}
+
 static int check_replica_type(const json_t *v, struct gt_err *err)
 {
     for (const char *const *t = replica_types; *t; t++) {

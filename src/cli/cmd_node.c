@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "cli/cli_int.h"
+#include "common/resource.h"
 
 #define NODES_PATH "/apis/gantry.dev/v1/nodes"
 #define MAX_CONFLICT_RETRIES 8
@@ -252,9 +253,9 @@ void gt_cli_top_nodes_render(const json_t *nodes, struct gt_buf *out)
     {
         const json_t *used = gt_json_path(n, "status.allocated.resources");
         const json_t *alloc = gt_json_path(n, "status.allocatable");
-        int64_t gpu_used = qty(json_object_get(used, "nvidia.com/gpu"), GT_QTY_MILLI);
+        int64_t gpu_used = qty(json_object_get(used, GT_RES_NAME_GPU), GT_QTY_MILLI);
         int64_t gpus = (int64_t)json_array_size(gt_json_path(n, "status.gpus"));
-        const json_t *ag = json_object_get(alloc, "nvidia.com/gpu");
+        const json_t *ag = json_object_get(alloc, GT_RES_NAME_GPU);
         if (ag) {
             gpus = qty(ag, GT_QTY_UNIT);
         }

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cli/cli_int.h"
+#include "common/resource.h"
 
 enum {
     OPT_DATA_DIR = 1000,
@@ -281,7 +282,7 @@ static int ensure_defaults(struct gt_cli_ctx *ctx, struct gt_cli_client *c, cons
                            const char *user, struct gt_err *err)
 {
     json_t *quota = json_object();
-    static const char *const res[] = {"nvidia.com/gpu", "cpu", "memory"};
+    static const char *const res[] = {GT_RES_NAME_GPU, "cpu", "memory"};
     for (size_t i = 0; i < GT_ARRAY_LEN(res); i++) {
         json_t *v = json_object_get(gt_json_path(node, "status.allocatable"), res[i]);
         if (v) {

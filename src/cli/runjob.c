@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "common/jsonutil.h"
+#include "common/resource.h"
 
 char *gt_cli_run_name_new(void)
 {
@@ -53,7 +54,7 @@ int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct g
         json_object_set_new(tmpl, "image", json_string(o->image));
     }
     json_t *limits = json_object();
-    add_limit(limits, "nvidia.com/gpu", o->gpus);
+    add_limit(limits, GT_RES_NAME_GPU, o->gpus);
     add_limit(limits, "cpu", o->cpu);
     add_limit(limits, "memory", o->memory);
     if (json_object_size(limits) > 0) {

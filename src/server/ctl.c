@@ -197,6 +197,54 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     gt_ctl_kick(c);
 }
 
+/* ---- what the transport asks of the controllers ---- */
+
+/* Every write of a Job or Task: hostPath volumes only beneath the
+ * cluster's storage roots (gantlet checks again on the node, symlinks
+ * included); a Job's create: gt_jobctl_admit. */
+static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool create,
+                      const struct gt_server_user *user, struct gt_err *err)
+{
+    const struct gt_config_list *roots = &c->s->cfg->storage_roots;
+    const struct gt_api_volumes *vols = NULL;
+    if (t && t->kind == GT_KIND_JOB) {
+        vols = &((const struct gt_api_job *)t)->spec.volumes;
+    } else if (t && t->kind == GT_KIND_TASK) {
+        vols = &((const struct gt_api_task *)t)->spec.volumes;
+    }
+    int rc = vols ? gt_job_check_volumes(vols, roots->items, roots->n, err) : 0;
+    if (rc == 0 && create && t && t->kind == GT_KIND_JOB) {
+        rc = gt_jobctl_admit(c, (const struct gt_api_job *)t, user, err);
+    }
+    return rc;
+}
+
+/* A Node's status.allocated from the cache; a Department's status: used
+ * and borrowed as the scheduler counts them. */
+static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
+{
+    if (kind == GT_KIND_NODE) {
+        json_t *st = json_object_get(obj, "status");
+        if (!json_is_object(st)) {
+            st = json_object();
+            json_object_set_new(obj, "status", st);
+        }
+        json_object_set_new(st, "allocated", gt_nodectl_allocated(c, gt_obj_name(obj)));
+    } else if (kind == GT_KIND_DEPARTMENT) {
+        json_t *ds = gt_department_status(c->model, gt_obj_name(obj));
+        if (ds) {
+            json_object_set_new(obj, "status", ds);
+        }
+    }
+}
+
+static const struct gt_ctl_hooks hooks = {
+    .admit = admit_hook,
+    .soft_delete = gt_jobctl_soft_delete,
+    .render = render_hook,
+    .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT,
+};
+
 struct gt_ctl *gt_ctl_new(struct gt_server *s)
 {
     struct gt_ctl *c = gt_xcalloc(1, sizeof(*c));
@@ -217,6 +265,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->sync_jobs);
     c->model = gt_sched_model_new();
     gt_sched_decisions_init(&c->dec);
+    s->ctl_hooks = &hooks;
     return c;
 }
 
@@ -269,6 +318,7 @@ void gt_ctl_free(struct gt_ctl *c)
     if (!c) {
         return;
     }
+    c->s->ctl_hooks = NULL;
     if (c->kick) {
         event_free(c->kick);
         event_free(c->cycle_timer);

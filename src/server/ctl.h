@@ -6,8 +6,10 @@
 
 #include "server/server_int.h"
 
+/* The controllers of s, their hooks registered as s->ctl_hooks. */
 struct gt_ctl *gt_ctl_new(struct gt_server *s);
-/* Free after the store is closed (its callbacks may still reach the cache). */
+/* Free after the store is closed (its callbacks may still reach the cache);
+ * the hooks go from s with them. */
 void gt_ctl_free(struct gt_ctl *c);
 /* Build the scheduler model from the cache and start the timers. */
 int gt_ctl_start(struct gt_ctl *c, struct gt_err *err);

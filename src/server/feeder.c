@@ -524,7 +524,7 @@ int gt_feed_stop_task(struct gt_ctl *c, const struct gt_cobj *o, const char *rea
 {
     const struct gt_api_task *task = gt_cobj_task(o);
     if (gt_ctl_busy(c, o->key) || task->spec.has_stop ||
-        gt_task_phase_terminal((enum gt_task_phase)task->status.phase)) {
+        gt_api_task_phase_terminal((enum gt_task_phase)task->status.phase)) {
         return GT_ECONFLICT;
     }
     json_t *t = gt_task_with_stop(task, reason, false);

@@ -73,7 +73,7 @@ void gt_jobctl_reconcile_task(struct gt_ctl *c, const char *key)
     const struct gt_api_task *task = gt_cobj_task(o);
     enum gt_task_phase p = phase_of(task);
     bool del = task->o.meta.deletion_timestamp != NULL;
-    if (del && (gt_task_phase_terminal(p) || (p == GT_TASK_PENDING && !bound(task)))) {
+    if (del && (gt_api_task_phase_terminal(p) || (p == GT_TASK_PENDING && !bound(task)))) {
         gt_ctl_write(c, GT_STORE_DELETE, key, NULL, o->rev, NULL, NULL);
         return;
     }
@@ -160,7 +160,7 @@ static size_t create_tasks(struct gt_ctl *c, const struct gt_cobj *jo, int64_t g
                                     .generation = generation,
                                     .pip_index_url = c->s->cfg->pip_index_url,
                                     .pip_find_links = c->s->cfg->pip_find_links};
-    json_t *tasks = gt_job_build_tasks(jo->obj, &opts);
+    json_t *tasks = gt_job_build_tasks(job, &opts);
     size_t i;
     json_t *t;
     char ts[32];
@@ -179,7 +179,8 @@ static size_t create_tasks(struct gt_ctl *c, const struct gt_cobj *jo, int64_t g
             /* wait for the write in flight */
         } else if (!was) {
             n_written += gt_ctl_write(c, GT_STORE_CREATE, key, t, 0, NULL, NULL) == 0;
-        } else if (gt_task_generation(wt) < generation && gt_task_phase_terminal(phase_of(wt))) {
+        } else if (gt_task_generation(wt) < generation &&
+                   gt_api_task_phase_terminal(phase_of(wt))) {
             /* the restart: the same name with a new uid, in one write */
             const char *puid = wt->o.meta.uid;
             const char *pnode = wt->spec.node_name;
@@ -209,7 +210,7 @@ static void delete_job(struct gt_ctl *c, const struct gt_cobj *o, struct job_tas
             continue;
         }
         enum gt_task_phase p = phase_of(task);
-        if (gt_task_phase_terminal(p) || (p == GT_TASK_PENDING && !bound(task))) {
+        if (gt_api_task_phase_terminal(p) || (p == GT_TASK_PENDING && !bound(task))) {
             gt_ctl_write(c, GT_STORE_DELETE, t->key, NULL, t->rev, NULL, NULL);
         } else if (!task->spec.has_stop || !task->o.meta.deletion_timestamp) {
             write_obj(c, t, with_stop(task, "Deleted", true));
@@ -229,7 +230,7 @@ static void stop_tasks(struct gt_ctl *c, const struct job_tasks *jt, int64_t gen
     for (size_t i = 0; i < jt->n; i++) {
         const struct gt_cobj *t = jt->o[i];
         const struct gt_api_task *task = jt->t[i];
-        if (!gt_task_phase_terminal(phase_of(task)) && !gt_ctl_busy(c, t->key) &&
+        if (!gt_api_task_phase_terminal(phase_of(task)) && !gt_ctl_busy(c, t->key) &&
             !task->spec.has_stop && gt_task_generation(task) < generation) {
             write_obj(c, t, with_stop(task, reason, false));
         }
@@ -250,7 +251,7 @@ static void clean_tasks(struct gt_ctl *c, const struct gt_api_job *job, const st
         const struct gt_cobj *t = jt->o[i];
         const char *sr = jt->t[i]->spec.has_stop ? jt->t[i]->spec.stop.reason : NULL;
         bool was_running = sr && (!strcmp(sr, "JobFinished") || !strcmp(sr, "DeadlineExceeded"));
-        if (gt_task_phase_terminal(phase_of(jt->t[i])) && !gt_ctl_busy(c, t->key) &&
+        if (gt_api_task_phase_terminal(phase_of(jt->t[i])) && !gt_ctl_busy(c, t->key) &&
             (all || was_running)) {
             gt_ctl_write(c, GT_STORE_DELETE, t->key, NULL, t->rev, NULL, NULL);
         }
@@ -266,29 +267,13 @@ static void expire_job(struct gt_ctl *c, const struct gt_cobj *o)
     write_obj(c, o, j);
 }
 
-/* The condition of type in conds (a status.conditions array being
- * written) when its status is True, else NULL (borrowed). */
-static const json_t *true_cond(const json_t *conds, const char *type)
-{
-    size_t i;
-    json_t *cnd;
-    json_array_foreach(conds, i, cnd)
-    {
-        const char *t = json_string_value(json_object_get(cnd, "type"));
-        const char *s = json_string_value(json_object_get(cnd, "status"));
-        if (t && s && !strcmp(t, type) && !strcmp(s, "True")) {
-            return cnd;
-        }
-    }
-    return NULL;
-}
-
 /* An Event on the job for each condition st (its new status) turns True,
  * as the training operator's JobRunning, JobRestarting, JobSucceeded and
  * JobFailed: reason the condition's (BackoffLimitExceeded,
  * DeadlineExceeded, ...) or Job<Type>, Warning for Restarting and Failed.
  * Each further restart (a new Restarting message) is an Event too. */
-static void record_transitions(struct gt_ctl *c, const struct gt_api_job *job, const json_t *st)
+static void record_transitions(struct gt_ctl *c, const struct gt_api_job *job,
+                               const struct gt_api_conditions *st)
 {
     static const struct {
         const char *type, *event_type;
@@ -298,18 +283,19 @@ static void record_transitions(struct gt_ctl *c, const struct gt_api_job *job, c
                    {"Failed", "Warning"}};
     for (size_t i = 0; i < GT_ARRAY_LEN(watched); i++) {
         const char *type = watched[i].type;
-        const json_t *now = true_cond(json_object_get(st, "conditions"), type);
+        const struct gt_api_condition *now =
+            gt_api_condition_true(st, type) ? gt_api_condition_find(st, type) : NULL;
         const struct gt_api_condition *was =
             gt_api_condition_true(&job->status.conditions, type)
                 ? gt_api_condition_find(&job->status.conditions, type)
                 : NULL;
-        const char *msg = json_string_value(json_object_get(now, "message"));
+        const char *msg = now ? now->message : NULL;
         const char *was_msg = was ? was->message : NULL;
         bool again = !strcmp(type, "Restarting") && msg && (!was_msg || strcmp(msg, was_msg));
         if (!now || (was && !again)) {
             continue;
         }
-        const char *reason = json_string_value(json_object_get(now, "reason"));
+        const char *reason = now->reason;
         char fallback[32];
         if (!reason || !strcmp(reason, type)) {
             snprintf(fallback, sizeof(fallback), "Job%s", type);
@@ -353,34 +339,41 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
         return;
     }
     json_t *st = gt_job_derive_status(job, jt->t, jt->n, &d, gt_feed_wait(c, key), gt_now_ms());
+    json_t *j = json_copy(o->obj); /* cached objects never change: share the rest */
+    json_object_set_new(j, "status", st);
+    /* the job as it is to be, decoded before the write can change j */
+    struct gt_api_job *next = gt_api_job_new(j);
+    bool finished = gt_job_finished(next);
+    const struct gt_api_condition *failed =
+        gt_api_condition_find(&next->status.conditions, "Failed");
+    bool deadline = failed && failed->reason && !strcmp(failed->reason, "DeadlineExceeded");
     /* tasks being written come back through the watch and reconcile the
      * job again: its status is written once, from them */
+    bool changed = !creating && !json_equal(st, json_object_get(o->obj, "status"));
+    if (changed) {
+        record_transitions(c, job, &next->status.conditions);
+    }
+    gt_api_job_free(next);
     bool wrote = false;
-    if (!creating && !json_equal(st, json_object_get(o->obj, "status"))) {
-        json_t *j = json_copy(o->obj); /* cached objects never change: share the rest */
-        json_object_set(j, "status", st);
-        record_transitions(c, job, st);
+    if (changed) {
         write_obj(c, o, j);
         wrote = gt_ctl_busy(c, key);
+    } else {
+        json_decref(j);
     }
-    bool finished = gt_job_status_finished(st);
     /* a status-only write that time cannot change: reconciling it again
      * once written would derive the same status (nothing else changed
      * unless something marks the job, which reconciles it) */
     if (wrote && !finished && d.action == GT_JOB_KEEP && d.wake_ms == 0) {
         gt_strmap_put(&c->settled, key, (void *)"");
     }
-    const char *why = json_string_value(json_object_get(
-        gt_json_find(json_object_get(st, "conditions"), "type", "Failed"), "reason"));
     if (finished) {
         /* tasks still running at a deadline are stopped as DeadlineExceeded */
-        stop_tasks(c, jt, INT64_MAX,
-                   why && !strcmp(why, "DeadlineExceeded") ? "DeadlineExceeded" : "JobFinished");
+        stop_tasks(c, jt, INT64_MAX, deadline ? "DeadlineExceeded" : "JobFinished");
         clean_tasks(c, job, jt);
     } else if (d.action == GT_JOB_RESTART) {
         stop_tasks(c, jt, d.generation, GT_STOP_RESTARTING);
     }
-    json_decref(st);
     free(jt);
 }
 
@@ -405,10 +398,10 @@ void gt_jobctl_tick(struct gt_ctl *c)
 
 /* ---- admission and delete ---- */
 
-int gt_jobctl_admit(struct gt_ctl *c, const json_t *job, const struct gt_server_user *user,
-                    struct gt_err *err)
+int gt_jobctl_admit(struct gt_ctl *c, const struct gt_api_job *job,
+                    const struct gt_server_user *user, struct gt_err *err)
 {
-    return gt_job_check_run_as(job, user->uid, gt_ctl_project_privileged(c, gt_obj_project(job)),
+    return gt_job_check_run_as(job, user->uid, gt_ctl_project_privileged(c, job->o.meta.project),
                                err);
 }
 

@@ -11,9 +11,10 @@
  * change leaves key in c->settled (see there). */
 void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key);
 void gt_jobctl_reconcile_task(struct gt_ctl *c, const char *key);
-/* Admission of a Job create by user: 0, or GT_EINVAL with err. */
-int gt_jobctl_admit(struct gt_ctl *c, const json_t *job, const struct gt_server_user *user,
-                    struct gt_err *err);
+/* Admission of a Job create by user (job validated and decoded,
+ * borrowed): 0, or GT_EINVAL with err. */
+int gt_jobctl_admit(struct gt_ctl *c, const struct gt_api_job *job,
+                    const struct gt_server_user *user, struct gt_err *err);
 /* DELETE of a Job or Task: if it must not go at once, turn stored (the
  * stored object, modified in place) into its soft-deleted form and return
  * true; false: delete now. */

@@ -16,28 +16,6 @@
 
 #define DEFAULT_GRACE_S 30
 
-static const char *const phase_names[] = {
-    [GT_TASK_PENDING] = "Pending",     [GT_TASK_BOUND] = "Bound",
-    [GT_TASK_RUNNING] = "Running",     [GT_TASK_TERMINATING] = "Terminating",
-    [GT_TASK_SUCCEEDED] = "Succeeded", [GT_TASK_FAILED] = "Failed",
-};
-
-enum gt_task_phase gt_task_phase_of(const json_t *task)
-{
-    const char *p = json_string_value(gt_json_path(task, "status.phase"));
-    for (size_t i = 0; p && i < GT_ARRAY_LEN(phase_names); i++) {
-        if (!strcmp(p, phase_names[i])) {
-            return (enum gt_task_phase)i;
-        }
-    }
-    return GT_TASK_PENDING;
-}
-
-bool gt_task_phase_terminal(enum gt_task_phase p)
-{
-    return p == GT_TASK_SUCCEEDED || p == GT_TASK_FAILED;
-}
-
 bool gt_task_holds(const struct gt_api_task *task)
 {
     enum gt_task_phase p = (enum gt_task_phase)task->status.phase;
@@ -81,22 +59,20 @@ const char *gt_job_task_key(char *buf, size_t len, char **heap, const char *proj
     return *heap;
 }
 
-int gt_job_check_run_as(const json_t *job, int64_t creator_uid, bool allow_privileged,
+int gt_job_check_run_as(const struct gt_api_job *job, int64_t creator_uid, bool allow_privileged,
                         struct gt_err *err)
 {
     if (allow_privileged) {
         return 0;
     }
-    const char *type;
-    json_t *rs;
-    json_object_foreach(gt_json_path(job, "spec.replicaSpecs"), type, rs)
-    {
-        json_t *u = gt_json_path(rs, "template.runAsUser");
-        if (u && json_integer_value(u) != creator_uid) {
+    for (size_t i = 0; i < job->spec.replica_specs.n; i++) {
+        const struct gt_api_replica_spec *rs = &job->spec.replica_specs.v[i];
+        int64_t u = rs->template.run_as_user;
+        if (u != GT_API_UNSET && u != creator_uid) {
             return gt_err_set(err, GT_EINVAL,
                               "spec.replicaSpecs.%s.template.runAsUser: must equal the creator's "
                               "uid (%lld) unless the project allows privileged tasks",
-                              type, (long long)creator_uid);
+                              rs->type, (long long)creator_uid);
         }
     }
     return 0;
@@ -116,13 +92,11 @@ static bool path_beneath(const char *path, const char *root)
     return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
 }
 
-int gt_job_check_volumes(const json_t *spec, char *const *roots, size_t n_roots, struct gt_err *err)
+int gt_job_check_volumes(const struct gt_api_volumes *vols, char *const *roots, size_t n_roots,
+                         struct gt_err *err)
 {
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(spec, "volumes"), i, v)
-    {
-        const char *host = json_string_value(json_object_get(v, "hostPath"));
+    for (size_t i = 0; i < vols->n; i++) {
+        const char *host = vols->v[i].host_path;
         if (!host) {
             continue;
         }
@@ -154,9 +128,9 @@ int gt_job_check_volumes(const json_t *spec, char *const *roots, size_t n_roots,
 }
 
 /* spec.pip of a task that installs requirements: the cluster's index. */
-static void set_pip(json_t *spec, const struct gt_job_task_opts *opts)
+static void set_pip(json_t *spec, const struct gt_api_job *job, const struct gt_job_task_opts *opts)
 {
-    if (!json_object_get(spec, "requirements") || (!opts->pip_index_url && !opts->pip_find_links)) {
+    if (!job->spec.requirements || (!opts->pip_index_url && !opts->pip_find_links)) {
         return;
     }
     json_t *pip = json_object();
@@ -169,18 +143,21 @@ static void set_pip(json_t *spec, const struct gt_job_task_opts *opts)
     json_object_set_new(spec, "pip", pip);
 }
 
-json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opts)
+json_t *gt_job_build_tasks(const struct gt_api_job *job, const struct gt_job_task_opts *opts)
 {
     json_t *out = json_array();
-    const char *jname = gt_obj_name(job);
-    const char *project = gt_obj_project(job);
-    json_t *creator = gt_json_path(job, "metadata.creator");
+    const char *jname = job->o.meta.name;
+    const char *project = job->o.meta.project;
+    /* the JSON the tasks copy: the creator, templates and job-wide fields */
+    json_t *creator = gt_json_path(job->o.json, "metadata.creator");
+    const json_t *jspec = json_object_get(job->o.json, "spec");
     const char *type;
     json_t *rs;
-    json_object_foreach(gt_json_path(job, "spec.replicaSpecs"), type, rs)
+    size_t r = 0; /* replica_specs are in the document's order, as the foreach */
+    json_object_foreach(json_object_get(jspec, "replicaSpecs"), type, rs)
     {
-        json_int_t n = json_integer_value(json_object_get(rs, "replicas"));
-        for (json_int_t i = 0; i < n; i++) {
+        int64_t n = job->spec.replica_specs.v[r++].replicas;
+        for (int64_t i = 0; i < n; i++) {
             char *name = gt_job_task_name(jname, type, i);
             char idx[24];
             snprintf(idx, sizeof(idx), "%lld", (long long)i);
@@ -211,12 +188,12 @@ json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opt
             /* What the agent prepares before the command is job-wide. */
             static const char *const shared[] = {"volumes", "source", "requirements"};
             for (size_t k = 0; k < GT_ARRAY_LEN(shared); k++) {
-                json_t *v = json_object_get(gt_json_path(job, "spec"), shared[k]);
+                json_t *v = json_object_get(jspec, shared[k]);
                 if (v) {
                     json_object_set(spec, shared[k], v);
                 }
             }
-            set_pip(spec, opts);
+            set_pip(spec, job, opts);
             json_t *task = json_object();
             json_object_set_new_nocheck(task, "metadata", md);
             gt_obj_set_str(task, "apiVersion", GT_API_VERSION);
@@ -296,32 +273,10 @@ int64_t gt_task_generation(const struct gt_api_task *task)
 static const char *const cond_order[] = {"Queued", "Running", "Restarting", "Succeeded", "Failed"};
 #define FIRST_FINAL 3 /* cond_order index of Succeeded */
 
-static json_t *find_cond(const json_t *conds, const char *type)
-{
-    return gt_json_find(conds, "type", type);
-}
-
-static bool cond_is_true(const json_t *conds, const char *type)
-{
-    const char *st = json_string_value(json_object_get(find_cond(conds, type), "status"));
-    return st && !strcmp(st, "True");
-}
-
 bool gt_job_finished(const struct gt_api_job *job)
 {
     for (size_t i = FIRST_FINAL; i < GT_ARRAY_LEN(cond_order); i++) {
         if (gt_api_condition_true(&job->status.conditions, cond_order[i])) {
-            return true;
-        }
-    }
-    return false;
-}
-
-bool gt_job_status_finished(const json_t *status)
-{
-    json_t *conds = json_object_get(status, "conditions");
-    for (size_t i = FIRST_FINAL; i < GT_ARRAY_LEN(cond_order); i++) {
-        if (cond_is_true(conds, cond_order[i])) {
             return true;
         }
     }
@@ -471,7 +426,7 @@ void gt_job_decide(const struct gt_api_job *job, const struct gt_api_task *const
     for (size_t i = 0; i < n_tasks; i++) {
         if (gt_task_generation(tasks[i]) < d->generation) {
             old++;
-            old_live += !gt_task_phase_terminal((enum gt_task_phase)tasks[i]->status.phase);
+            old_live += !gt_api_task_phase_terminal((enum gt_task_phase)tasks[i]->status.phase);
         } else {
             cur[n_cur++] = tasks[i];
         }
@@ -498,25 +453,35 @@ void gt_job_decide(const struct gt_api_job *job, const struct gt_api_task *const
     free(cur);
 }
 
-static bool str_is(const json_t *obj, const char *key, const char *want)
+/* The job's status as stored, whose unchanged parts a new status shares:
+ * the typed conditions and replica statuses, and the JSON they came from
+ * (borrowed; NULL when absent). */
+struct old_status {
+    const struct gt_api_conditions *conds; /* of typed */
+    const json_t *conds_json;
+    const struct gt_api_job_status *typed;
+    const json_t *replica_json;
+};
+
+static bool same_str(const char *a, const char *b)
 {
-    const char *v = json_string_value(json_object_get(obj, key));
-    return v && !strcmp(v, want);
+    return a && !strcmp(a, b);
 }
 
 /* Set condition type to status/reason/message, keeping its transition time
  * when its status did not change. An unchanged condition is the old object
  * itself (cached objects never change): nothing to build, and the job's
  * versions share it. */
-static void set_cond(json_t *conds, const json_t *old, const char *type, const char *status,
-                     const char *reason, const char *message, const char *now)
+static void set_cond(json_t *conds, const struct old_status *old, const char *type,
+                     const char *status, const char *reason, const char *message, const char *now)
 {
-    json_t *was = find_cond(old, type);
-    const char *wt = json_string_value(json_object_get(was, "lastTransitionTime"));
-    bool kept = str_is(was, "status", status);
-    if (kept && wt && json_object_size(was) == 5 && str_is(was, "type", type) &&
-        str_is(was, "reason", reason) && str_is(was, "message", message)) {
-        json_array_append(conds, was);
+    const struct gt_api_condition *was = gt_api_condition_find(old->conds, type);
+    const char *wt = was ? was->last_transition_time : NULL;
+    bool kept = was && same_str(was->status, status);
+    /* the five fields set here and no other (the schema has no unknown ones) */
+    if (kept && wt && !was->last_heartbeat_time && same_str(was->reason, reason) &&
+        same_str(was->message, message)) {
+        json_array_append(conds, json_array_get(old->conds_json, (size_t)(was - old->conds->v)));
         return;
     }
     json_t *c = json_object();
@@ -535,15 +500,19 @@ struct tally {
     size_t workers, workers_succeeded; /* Worker replicas */
 };
 
-static bool int_is(const json_t *obj, const char *key, json_int_t want)
+/* The stored replica status of type, or NULL. */
+static const struct gt_api_replica_status *old_replica(const struct old_status *old,
+                                                       const char *type)
 {
-    const json_t *v = json_object_get(obj, key);
-    return json_is_integer(v) && json_integer_value(v) == want;
+    for (size_t i = 0; i < old->typed->replica_statuses.n; i++) {
+        if (!strcmp(old->typed->replica_statuses.v[i].type, type)) {
+            return &old->typed->replica_statuses.v[i];
+        }
+    }
+    return NULL;
 }
 
-/* old_statuses: the job's status.replicaStatuses as stored (borrowed, may
- * be NULL), whose unchanged entries the new status shares. */
-static void count_tasks(const struct gt_api_job *job, const json_t *old_statuses,
+static void count_tasks(const struct gt_api_job *job, const struct old_status *old,
                         const struct gt_api_task *const *tasks, size_t n, int64_t generation,
                         struct tally *t, json_t *replica_statuses)
 {
@@ -555,7 +524,7 @@ static void count_tasks(const struct gt_api_job *job, const json_t *old_statuses
         t->expected += reps;
         t->lead += lead ? reps : 0;
         t->workers += worker ? reps : 0;
-        json_int_t active = 0, succeeded = 0, failed = 0;
+        int64_t active = 0, succeeded = 0, failed = 0;
         for (size_t i = 0; i < n; i++) {
             const char *tt = tasks[i]->spec.replica_type;
             if (!tt || strcmp(tt, type)) {
@@ -576,10 +545,10 @@ static void count_tasks(const struct gt_api_job *job, const json_t *old_statuses
                 t->running += p == GT_TASK_RUNNING && current;
             }
         }
-        json_t *was = json_object_get(old_statuses, type);
-        if (json_object_size(was) == 3 && int_is(was, "active", active) &&
-            int_is(was, "succeeded", succeeded) && int_is(was, "failed", failed)) {
-            json_object_set(replica_statuses, type, was); /* unchanged: shared */
+        const struct gt_api_replica_status *was = old_replica(old, type);
+        if (was && was->active == active && was->succeeded == succeeded && was->failed == failed) {
+            /* unchanged (all three counts, which are all it has): shared */
+            json_object_set(replica_statuses, type, json_object_get(old->replica_json, type));
             continue;
         }
         json_t *counts = json_object();
@@ -603,15 +572,17 @@ static bool succeeded(const struct tally *t)
 
 /* The phase (a cond_order entry) and its reason and message. fin: the
  * recorded final condition when the job had finished. */
-static const char *pick_phase(const json_t *old_conds, const struct tally *t,
+static const char *pick_phase(const struct old_status *old, const struct tally *t,
                               const struct gt_job_decision *d, const char *wait_message,
                               const json_t **fin, const char **reason, char *msg, size_t len)
 {
-    bool was_queued = find_cond(old_conds, "Queued") != NULL;
+    const struct gt_api_condition *queued = gt_api_condition_find(old->conds, "Queued");
+    bool was_queued = queued != NULL;
     *reason = NULL;
     for (size_t i = FIRST_FINAL; i < GT_ARRAY_LEN(cond_order); i++) {
-        if (cond_is_true(old_conds, cond_order[i])) {
-            *fin = find_cond(old_conds, cond_order[i]);
+        if (gt_api_condition_true(old->conds, cond_order[i])) {
+            const struct gt_api_condition *c = gt_api_condition_find(old->conds, cond_order[i]);
+            *fin = json_array_get(old->conds_json, (size_t)(c - old->conds->v));
             return cond_order[i];
         }
     }
@@ -644,8 +615,7 @@ static const char *pick_phase(const json_t *old_conds, const struct tally *t,
     if ((t->found == t->expected || was_queued) && t->expected) {
         /* no verdict from the scheduler yet (e.g. just after a restart): keep
          * the recorded reason rather than rewriting it back and forth */
-        const char *old_msg =
-            json_string_value(json_object_get(find_cond(old_conds, "Queued"), "message"));
+        const char *old_msg = queued ? queued->message : NULL;
         const char *why = wait_message && *wait_message ? wait_message
                           : old_msg                     ? old_msg
                                                         : "waiting to be scheduled";
@@ -660,37 +630,39 @@ json_t *gt_job_derive_status(const struct gt_api_job *job, const struct gt_api_t
                              const char *wait_message, int64_t now_ms)
 {
     /* the stored status, whose unchanged parts the new one shares */
-    const json_t *old = json_object_get(job->o.json, "status");
-    json_t *old_conds = json_object_get(old, "conditions");
+    const struct old_status old = {
+        .conds = &job->status.conditions,
+        .conds_json = gt_api_conditions_json(job->o.json),
+        .typed = &job->status,
+        .replica_json = gt_json_path(job->o.json, "status.replicaStatuses"),
+    };
     char now[32];
     gt_time_format(now_ms, now, sizeof(now));
     json_t *st = json_object();
     json_t *reps = json_object();
     struct tally t = {0};
-    count_tasks(job, json_object_get(old, "replicaStatuses"), tasks, n_tasks, d->generation, &t,
-                reps);
+    count_tasks(job, &old, tasks, n_tasks, d->generation, &t, reps);
     json_object_set_new(st, "replicaStatuses", reps);
 
     char msg[512] = "";
     const json_t *fin = NULL;
     const char *reason = NULL;
-    const char *phase = pick_phase(old_conds, &t, d, wait_message, &fin, &reason, msg, sizeof(msg));
+    const char *phase = pick_phase(&old, &t, d, wait_message, &fin, &reason, msg, sizeof(msg));
 
     json_t *conds = json_array();
-    set_cond(conds, old_conds, "Created", "True", "Created", "job created", now);
+    set_cond(conds, &old, "Created", "True", "Created", "job created", now);
     for (size_t i = 0; i < GT_ARRAY_LEN(cond_order); i++) {
         const char *type = cond_order[i];
-        json_t *was = find_cond(old_conds, type);
+        const struct gt_api_condition *was = gt_api_condition_find(old.conds, type);
         if (phase && !strcmp(type, phase)) {
             if (fin) {
                 json_array_append(conds, (json_t *)fin);
             } else {
-                set_cond(conds, old_conds, type, "True", reason ? reason : type, msg, now);
+                set_cond(conds, &old, type, "True", reason ? reason : type, msg, now);
             }
         } else if (was) {
-            const char *wr = json_string_value(json_object_get(was, "reason"));
-            const char *wm = json_string_value(json_object_get(was, "message"));
-            set_cond(conds, old_conds, type, "False", wr ? wr : type, wm ? wm : "", now);
+            const char *wr = was->reason, *wm = was->message;
+            set_cond(conds, &old, type, "False", wr ? wr : type, wm ? wm : "", now);
         }
     }
     json_object_set_new(st, "conditions", conds);
@@ -699,7 +671,7 @@ json_t *gt_job_derive_status(const struct gt_api_job *job, const struct gt_api_t
     bool begun = start != NULL;
     for (size_t i = 0; !begun && i < n_tasks; i++) {
         enum gt_task_phase p = (enum gt_task_phase)tasks[i]->status.phase;
-        begun = p == GT_TASK_RUNNING || gt_task_phase_terminal(p);
+        begun = p == GT_TASK_RUNNING || gt_api_task_phase_terminal(p);
     }
     if (begun) {
         json_object_set_new(st, "startTime", json_string(start ? start : now));

@@ -12,7 +12,6 @@
 
 #include <event2/buffer.h>
 
-#include "server/nodes.h"
 #include "server/reply.h"
 #include "server/server_int.h"
 
@@ -98,24 +97,18 @@ void gt_req_error_err(struct gt_req *r, const struct gt_err *err)
     error_msg(r, code ? code : GT_EINTERNAL, err->msg[0] ? err->msg : gt_errcode_str(code));
 }
 
+/* Has an object of kind parts computed on reads, never stored? */
+static bool computed(const struct gt_server *s, enum gt_kind kind)
+{
+    return s->ctl_hooks && (s->ctl_hooks->computed_kinds & (1u << kind));
+}
+
 json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kind, const char *text,
                        size_t len, int64_t rev)
 {
     json_t *obj = gt_api_render_json(text, len, rev);
-    if (obj && kind->kind == GT_KIND_NODE) {
-        /* computed on reads, never stored */
-        json_t *st = json_object_get(obj, "status");
-        if (!json_is_object(st)) {
-            st = json_object();
-            json_object_set_new(obj, "status", st);
-        }
-        json_object_set_new(st, "allocated", gt_nodectl_allocated(s->ctl, gt_obj_name(obj)));
-    } else if (obj && kind->kind == GT_KIND_DEPARTMENT && s->ctl) {
-        /* used and borrowed as the scheduler counts them, never stored */
-        json_t *ds = gt_department_status(s->ctl->model, gt_obj_name(obj));
-        if (ds) {
-            json_object_set_new(obj, "status", ds);
-        }
+    if (obj && computed(s, kind->kind)) {
+        s->ctl_hooks->render(s->ctl, kind->kind, obj);
     }
     return obj;
 }
@@ -123,8 +116,7 @@ json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kin
 void gt_render_object(const struct gt_server *s, struct gt_buf *out,
                       const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev)
 {
-    if (kind->kind != GT_KIND_NODE && kind->kind != GT_KIND_DEPARTMENT &&
-        gt_api_render_splice(out, text, len, rev)) {
+    if (!computed(s, kind->kind) && gt_api_render_splice(out, text, len, rev)) {
         return;
     }
     json_t *obj = gt_render_json(s, kind, text, len, rev);

@@ -236,9 +236,7 @@ void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out);
 /* ---- controllers' pure parts (jobs.c, nodeinfo.c) ----
  * Inputs are validated objects (borrowed); returned JSON is the caller's. */
 
-/* enum gt_task_phase: api.h */
-enum gt_task_phase gt_task_phase_of(const json_t *task);
-bool gt_task_phase_terminal(enum gt_task_phase p);
+/* enum gt_task_phase and its names: api.h */
 /* Does the task hold its node's resources (Bound/Running/Terminating on a node)? */
 bool gt_task_holds(const struct gt_api_task *task);
 /* template.terminationGracePeriodSeconds, default 30. */
@@ -254,15 +252,15 @@ const char *gt_job_task_key(char *buf, size_t len, char **heap, const char *proj
 
 /* Admission: every template.runAsUser must equal creator_uid unless the
  * project allows privileged tasks. 0 or GT_EINVAL naming the field. */
-int gt_job_check_run_as(const json_t *job, int64_t creator_uid, bool allow_privileged,
+int gt_job_check_run_as(const struct gt_api_job *job, int64_t creator_uid, bool allow_privileged,
                         struct gt_err *err);
 
-/* Admission: every spec.volumes[i].hostPath of a Job or Task spec (validated,
- * borrowed) must be lexically beneath one of roots (whole components, as
+/* Admission: every hostPath of vols, a Job's or Task's spec.volumes
+ * (borrowed), must be lexically beneath one of roots (whole components, as
  * gantlet places it); with no roots every hostPath volume is refused. 0 or
  * GT_EINVAL with the message starting at the field
  * ("spec.volumes[0].hostPath: ..."). */
-int gt_job_check_volumes(const json_t *spec, char *const *roots, size_t n_roots,
+int gt_job_check_volumes(const struct gt_api_volumes *vols, char *const *roots, size_t n_roots,
                          struct gt_err *err);
 
 /* runPolicy.backoffLimit when absent (GT_API_BACKOFF_UNLIMITED: no limit). */
@@ -280,11 +278,9 @@ struct gt_job_task_opts {
  * creationTimestamp), named by gt_job_task_name, in replica-type order;
  * spec.volumes/source/requirements copied from the job, and spec.pip
  * {indexUrl, findLinks} from opts when the job has requirements. */
-json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opts);
+json_t *gt_job_build_tasks(const struct gt_api_job *job, const struct gt_job_task_opts *opts);
 /* Has the job a True Succeeded or Failed condition? */
 bool gt_job_finished(const struct gt_api_job *job);
-/* The same of a job's status object (borrowed, may be NULL). */
-bool gt_job_status_finished(const json_t *status);
 /* Restart policies. What a failed task means for its job: NONE (nothing
  * the job acts on: a success, or a stop the job controller asked for),
  * PERMANENT (the job fails), RETRY (restart the gang, counted toward

@@ -26,6 +26,26 @@ struct gt_events;
 struct gt_ctl;
 struct evkeyvalq;
 
+/* What the transport (HTTP, routes, auth, watch: write.c, reply.c) asks
+ * of the controllers, which register this table in struct gt_server when
+ * they are made (ctl.c): calls go from the transport up into them only
+ * through it, so no transport file includes a controller's header. */
+struct gt_ctl_hooks {
+    /* Admission of t, the object a create (create: true) or an update by
+     * user writes (validated and decoded, borrowed; NULL for a kind
+     * without a typed form): 0, or GT_EINVAL with err naming the field. */
+    int (*admit)(struct gt_ctl *c, const struct gt_api_object *t, bool create,
+                 const struct gt_server_user *user, struct gt_err *err);
+    /* DELETE of a stored object of kind: if it must not go at once, turn
+     * stored (modified in place) into its soft-deleted form and return
+     * true; false: delete now. */
+    bool (*soft_delete)(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
+    /* Add to obj, a rendered object of a kind in computed_kinds (modified
+     * in place), what is computed on reads and never stored. */
+    void (*render)(const struct gt_ctl *c, enum gt_kind kind, json_t *obj);
+    unsigned computed_kinds; /* bits 1u << enum gt_kind */
+};
+
 /* The daemon. */
 struct gt_server {
     const struct gt_server_config *cfg;
@@ -38,8 +58,9 @@ struct gt_server {
     struct gt_store_watch *index_watch; /* all keys: access index and object counts */
     struct gt_metrics metrics;
     struct gt_events *events;
-    struct gt_ctl *ctl;              /* controllers and the scheduler */
-    struct gt_watch_stream *streams; /* open watch streams (doubly linked) */
+    struct gt_ctl *ctl;                   /* controllers and the scheduler */
+    const struct gt_ctl_hooks *ctl_hooks; /* registered by ctl; NULL before */
+    struct gt_watch_stream *streams;      /* open watch streams (doubly linked) */
     struct event *sig_term, *sig_int, *drain_timer, *fault_timer;
     struct gt_req *fault_req; /* /debug/fault waiting for in-flight writes to finish */
     enum gt_store_fault fault_point;

@@ -1,7 +1,9 @@
 /*
  * Writes: create (POST), replace (PUT), replace status (PUT .../status),
  * delete and bind (POST tasks/X/binding). Each checks access, validates
- * (a Job's or Task's hostPath volumes also against --storage-root), sets
+ * and decodes the object once, has the controllers admit it through their
+ * hooks (struct gt_ctl_hooks: a Job's or Task's hostPath volumes against
+ * --storage-root, a Job's runAsUser; a Job's or Task's soft delete), sets
  * what the server owns (uid, creationTimestamp, creator, status) and
  * queues one store write; the reply is sent only from the store's done
  * callback, i.e. once the write is durable. A client that went away before
@@ -23,7 +25,6 @@
 #include <event2/buffer.h>
 
 #include "server/cache.h"
-#include "server/jobctl.h"
 #include "server/reply.h"
 #include "server/server_int.h"
 #include "server/storeio.h"
@@ -185,16 +186,19 @@ static void set_created_condition(json_t *obj)
     json_object_set_new(obj, "status", st);
 }
 
-/* Jobs and Tasks: hostPath volumes only beneath the cluster's storage
- * roots (gantlet checks again on the node, symlinks included). */
-static int check_storage(const struct gt_req *r, const json_t *obj, struct gt_err *err)
+/* Admission of obj, the object a create (create: true) or an update
+ * writes: validated (canonicalized in place) and decoded once, then
+ * checked by the controllers. 0, or GT_EINVAL with err naming the field. */
+static int admit(struct gt_req *r, json_t *obj, bool create, struct gt_err *err)
 {
-    enum gt_kind k = r->route.kind->kind;
-    const struct gt_config_list *roots = &r->s->cfg->storage_roots;
-    if (k != GT_KIND_JOB && k != GT_KIND_TASK) {
-        return 0;
+    struct gt_api_object *t = NULL;
+    int rc = gt_api_decode(r->route.kind->kind, obj, &t, err);
+    const struct gt_ctl_hooks *h = r->s->ctl_hooks;
+    if (rc == 0 && h) {
+        rc = h->admit(r->s->ctl, t, create, r->user, err);
     }
-    return gt_job_check_volumes(json_object_get(obj, "spec"), roots->items, roots->n, err);
+    gt_api_object_free(t); /* before obj changes: it borrows from it */
+    return rc;
 }
 
 /* A kubeflow.org TFJob or PyTorchJob POSTed to a jobs collection becomes
@@ -244,15 +248,11 @@ void gt_write_create(struct gt_req *r)
     }
     json_object_del(obj, "status");
     struct gt_err err = {0};
-    if (gt_api_validate(rt->kind->kind, obj, &err) || check_storage(r, obj, &err)) {
+    if (admit(r, obj, true, &err)) {
         gt_req_error_err(r, &err);
         return;
     }
     if (rt->kind->kind == GT_KIND_JOB) {
-        if (gt_jobctl_admit(r->s->ctl, obj, r->user, &err)) {
-            gt_req_error_err(r, &err);
-            return;
-        }
         set_created_condition(obj);
     }
     r->obj = json_incref(obj);
@@ -300,6 +300,20 @@ static int keep_server_metadata(struct gt_req *r, json_t *md, const json_t *stor
     return 0;
 }
 
+/* Has the stored task ended (Succeeded or Failed)? Then replies: its status never changes. */
+static bool task_ended(struct gt_req *r, json_t *stored)
+{
+    struct gt_api_task *t = gt_api_task_new(stored);
+    enum gt_task_phase p = (enum gt_task_phase)t->status.phase;
+    gt_api_task_free(t);
+    if (!gt_api_task_phase_terminal(p)) {
+        return false;
+    }
+    gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has ended (%s); its status never changes",
+                 r->route.name, gt_api_task_phase_name(p));
+    return true;
+}
+
 /* Build r->obj from the stored object and the body. 0, or replies. */
 static int merge_update(struct gt_req *r, json_t *stored)
 {
@@ -314,10 +328,8 @@ static int merge_update(struct gt_req *r, json_t *stored)
         if (rt->kind->kind == GT_KIND_NODE && json_is_object(st)) {
             json_object_del(st, "allocated"); /* computed on reads */
         }
-        if (rt->kind->kind == GT_KIND_TASK && gt_task_phase_terminal(gt_task_phase_of(stored))) {
+        if (rt->kind->kind == GT_KIND_TASK && task_ended(r, stored)) {
             json_decref(st);
-            gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has ended (%s); its status never changes",
-                         rt->name, json_string_value(gt_json_path(stored, "status.phase")));
             return -1;
         }
         if (gt_api_validate_status(rt->kind->kind, st, &err)) {
@@ -341,7 +353,7 @@ static int merge_update(struct gt_req *r, json_t *stored)
     } else {
         json_object_del(obj, "status");
     }
-    if (gt_api_validate(rt->kind->kind, obj, &err) || check_storage(r, obj, &err)) {
+    if (admit(r, obj, false, &err)) {
         json_decref(obj);
         gt_req_error_err(r, &err);
         return -1;
@@ -481,7 +493,8 @@ static void delete_attempt(struct gt_req *r)
         json_decref(stored);
         return;
     }
-    if (gt_jobctl_soft_delete(r->s->ctl, r->route.kind->kind, stored)) {
+    const struct gt_ctl_hooks *h = r->s->ctl_hooks;
+    if (h && h->soft_delete(r->s->ctl, r->route.kind->kind, stored)) {
         r->soft_delete = true;
         json_decref(r->obj);
         r->obj = stored;

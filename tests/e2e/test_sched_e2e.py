@@ -128,7 +128,10 @@ class SchedE2E(GantrydTest):
         out = self.g.cli("cordon", "n1").stdout
         self.assertIn("node/n1 cordoned", out)
         t = self.submit("proj-a", "c1", SPIN, 1)
-        wait_for("a wait reason", lambda: self.job_row("proj-a", "c1").get("REASON"), timeout=10)
+        # REASON reads "<none>" until the job's Queued condition has its reason
+        wait_for("a wait reason",
+                 lambda: self.job_row("proj-a", "c1").get("REASON") not in (None, "", "<none>"),
+                 timeout=10)
         self.assertEqual(self.job_row("proj-a", "c1")["REASON"], "Unschedulable")
         self.assertIsNone(self.task("proj-a", t)["spec"].get("nodeName"))
         self.assertIn("SchedulingDisabled", self.g.cli("get", "nodes").stdout)

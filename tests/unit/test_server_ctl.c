@@ -32,7 +32,8 @@ static const char *JOB =
 static void test_build_tasks(void **state)
 {
     (void)state;
-    json_t *job = load(JOB);
+    struct gt_api_job *job = gt_api_job_new(load(JOB));
+    json_decref(job->o.json); /* the typed job holds its own reference */
     struct gt_job_task_opts o = {.department = "d", .priority = 7, .privileged = false};
     json_t *tasks = gt_job_build_tasks(job, &o);
     assert_int_equal(json_array_size(tasks), 3);
@@ -56,7 +57,7 @@ static void test_build_tasks(void **state)
     assert_int_equal(gt_job_check_run_as(job, 1002, false, &err), GT_EINVAL);
     assert_non_null(strstr(err.msg, "spec.replicaSpecs.Worker.template.runAsUser"));
     assert_int_equal(gt_job_check_run_as(job, 1002, true, NULL), 0);
-    json_decref(job);
+    gt_api_job_free(job);
 }
 
 static json_t *task(const char *type, const char *phase)

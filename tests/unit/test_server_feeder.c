@@ -434,6 +434,55 @@ static void test_cache_takes_written_object(void **state)
     env_close(&e);
 }
 
+/* The controllers register the transport's hooks: admission (hostPath
+ * volumes beneath the storage roots on every write of a Job or Task,
+ * runAsUser on a Job's create) and the kinds whose reads get computed
+ * parts; freeing the controllers unregisters them. */
+static void test_ctl_hooks(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+    const struct gt_ctl_hooks *h = e.s.ctl_hooks;
+    assert_non_null(h);
+    assert_true(h->computed_kinds & (1u << GT_KIND_NODE));
+    assert_true(h->computed_kinds & (1u << GT_KIND_DEPARTMENT));
+    assert_false(h->computed_kinds & (1u << GT_KIND_JOB));
+    json_t *job = json_loads(
+        "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"j\","
+        "\"project\":\"p\"},\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":1,"
+        "\"template\":{\"command\":[\"x\"],\"runAsUser\":1001}}},"
+        "\"volumes\":[{\"name\":\"v\",\"hostPath\":\"/data/x\"}]}}",
+        0, NULL);
+    struct gt_err err = {0};
+    struct gt_api_object *t = NULL;
+    if (gt_api_decode(GT_KIND_JOB, job, &t, &err)) {
+        fail_msg("%s", err.msg);
+    }
+    struct gt_server_user alice = {.uid = 1001}, bob = {.uid = 1002};
+    /* no storage root: the hostPath volume is refused, on an update too */
+    assert_int_equal(h->admit(e.s.ctl, t, false, &alice, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.volumes[0].hostPath"));
+    gt_err_clear(&err);
+    char *roots[] = {(char *)"/data"};
+    e.cfg.storage_roots.items = roots;
+    e.cfg.storage_roots.n = 1;
+    assert_int_equal(h->admit(e.s.ctl, t, true, &alice, &err), 0);
+    /* runAsUser is checked on a create only */
+    assert_int_equal(h->admit(e.s.ctl, t, true, &bob, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.replicaSpecs.Worker.template.runAsUser"));
+    gt_err_clear(&err);
+    assert_int_equal(h->admit(e.s.ctl, t, false, &bob, &err), 0);
+    /* a kind without a typed form has nothing to admit */
+    assert_int_equal(h->admit(e.s.ctl, NULL, true, &bob, &err), 0);
+    gt_api_object_free(t);
+    json_decref(job);
+    e.cfg.storage_roots.items = NULL;
+    e.cfg.storage_roots.n = 0;
+    env_close(&e);
+    assert_null(e.s.ctl_hooks);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_unchanged_wait_not_rewritten),
         cmocka_unit_test(test_tick_visits_timed_jobs),
         cmocka_unit_test(test_cache_takes_written_object),
+        cmocka_unit_test(test_ctl_hooks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

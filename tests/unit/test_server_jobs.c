@@ -365,14 +365,13 @@ static void test_check_volumes(void **state)
 {
     (void)state;
     char *roots[] = {(char *)"/srv/data/", (char *)"/mnt/team"};
-    json_t *spec = json_pack("{s:[{s:s, s:s}, {s:s, s:s}]}", "volumes", "name", "a", "hostPath",
-                             "/srv/data/x/y", "name", "b", "hostPath", "/mnt/team");
+    struct gt_api_volume v[] = {{"a", "/srv/data/x/y", false}, {"b", "/mnt/team", false}};
+    struct gt_api_volumes vols = {v, 2};
     struct gt_err err = {0};
-    assert_int_equal(gt_job_check_volumes(spec, roots, 2, &err), 0);
+    assert_int_equal(gt_job_check_volumes(&vols, roots, 2, &err), 0);
     /* a whole-component prefix only */
-    json_object_set_new(json_array_get(json_object_get(spec, "volumes"), 1), "hostPath",
-                        json_string("/mnt/teamb"));
-    assert_int_equal(gt_job_check_volumes(spec, roots, 2, &err), GT_EINVAL);
+    v[1].host_path = "/mnt/teamb";
+    assert_int_equal(gt_job_check_volumes(&vols, roots, 2, &err), GT_EINVAL);
     assert_string_equal(err.msg, "spec.volumes[1].hostPath: /mnt/teamb is not beneath a storage "
                                  "root of this cluster (/srv/data/, /mnt/team)");
     char field[128];
@@ -380,17 +379,24 @@ static void test_check_volumes(void **state)
     assert_string_equal(field, "spec.volumes[1].hostPath");
     gt_err_clear(&err);
     /* no roots: every hostPath volume is refused, saying what to set */
-    assert_int_equal(gt_job_check_volumes(spec, NULL, 0, &err), GT_EINVAL);
+    assert_int_equal(gt_job_check_volumes(&vols, NULL, 0, &err), GT_EINVAL);
     assert_non_null(strstr(err.msg, "spec.volumes[0].hostPath: hostPath volumes are refused"));
     assert_non_null(strstr(err.msg, "gantryd --storage-root"));
     gt_err_clear(&err);
     /* "/" holds everything; no volumes need no roots */
     char *slash[] = {(char *)"/"};
-    assert_int_equal(gt_job_check_volumes(spec, slash, 1, &err), 0);
-    json_t *none = json_object();
-    assert_int_equal(gt_job_check_volumes(none, NULL, 0, &err), 0);
-    json_decref(none);
-    json_decref(spec);
+    assert_int_equal(gt_job_check_volumes(&vols, slash, 1, &err), 0);
+    struct gt_api_volumes none = {NULL, 0};
+    assert_int_equal(gt_job_check_volumes(&none, NULL, 0, &err), 0);
+}
+
+/* The tasks of job (a JSON Job, borrowed), as gt_job_build_tasks makes them. */
+static json_t *build_tasks_json(json_t *job, const struct gt_job_task_opts *opts)
+{
+    struct gt_api_job *j = gt_api_job_new(job);
+    json_t *tasks = gt_job_build_tasks(j, opts);
+    gt_api_job_free(j);
+    return tasks;
 }
 
 static void test_build_tasks_pip(void **state)
@@ -401,7 +407,7 @@ static void test_build_tasks_pip(void **state)
                             2, "template", "command", "train", "requirements", "numpy");
     struct gt_job_task_opts opts = {.pip_index_url = "http://pypi.local/simple",
                                     .pip_find_links = "/wheels"};
-    json_t *tasks = gt_job_build_tasks(job, &opts);
+    json_t *tasks = build_tasks_json(job, &opts);
     assert_int_equal(json_array_size(tasks), 2);
     json_t *t1 = json_array_get(tasks, 1);
     assert_string_equal(json_string_value(gt_json_path(t1, "spec.pip.indexUrl")),
@@ -416,12 +422,12 @@ static void test_build_tasks_pip(void **state)
     json_decref(tasks);
     /* nothing configured, or nothing to install: no spec.pip */
     opts.pip_index_url = opts.pip_find_links = NULL;
-    tasks = gt_job_build_tasks(job, &opts);
+    tasks = build_tasks_json(job, &opts);
     assert_null(gt_json_path(json_array_get(tasks, 0), "spec.pip"));
     json_decref(tasks);
     json_object_del(json_object_get(job, "spec"), "requirements");
     opts.pip_find_links = "/wheels";
-    tasks = gt_job_build_tasks(job, &opts);
+    tasks = build_tasks_json(job, &opts);
     assert_null(gt_json_path(json_array_get(tasks, 0), "spec.pip"));
     json_decref(tasks);
     json_decref(job);
