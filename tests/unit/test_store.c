@@ -885,6 +885,39 @@ static void test_open_errors(void **state)
     gt_store_close(NULL);
 }
 
+/* etcd: a refused endpoint is passed over; malformed endpoint lists are
+ * refused at open, naming what is wrong. */
+static void test_etcd_endpoints(void **state)
+{
+    struct fx *f = *state;
+    gt_store_close(f->st);
+    char path[160];
+    snprintf(path, sizeof(path), "etcd://127.0.0.1:1,%s", f->path + strlen("etcd://"));
+    struct gt_store_options opt = {.backend = f->backend, .path = path, .base = f->base};
+    struct gt_err err = {0};
+    gt_log_set_level(GT_LOG_ERROR); /* the refused endpoint's warning */
+    assert_int_equal(gt_store_open(&opt, &f->st, &err), 0);
+    int64_t rev;
+    assert_int_equal(put(f, GT_STORE_CREATE, "/e/a", "a", 0, &rev), 0);
+    assert_int_equal(rev, 1);
+    assert_value(f, "/e/a", "a", 1, 1);
+    gt_log_set_level(GT_LOG_WARN);
+
+    const char *bad[] = {"", "etcd://", "etcd://127.0.0.1", "etcd://http://h:1", "etcd://h:1?x=y"};
+    const char *says[] = {"no endpoints", "no endpoints", "not HOST:PORT", "not HOST:PORT",
+                          "unknown option"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {
+        struct gt_store *st;
+        struct gt_store_options o = {.backend = f->backend, .path = bad[i]};
+        gt_err_clear(&err);
+        assert_int_equal(gt_store_open(&o, &st, &err), GT_ESTORE);
+        assert_null(st);
+        if (!strstr(err.msg, says[i])) {
+            fail_msg("%s: %s", bad[i], err.msg);
+        }
+    }
+}
+
 #define CONTRACT(fx)                                                                               \
     cmocka_unit_test_prestate_setup_teardown(test_crud, setup, teardown, &fx),                     \
         cmocka_unit_test_prestate_setup_teardown(test_binary_value, setup, teardown, &fx),         \
@@ -914,6 +947,8 @@ static int run_etcd(void)
     const struct CMUnitTest etcd_sync[] = {
         CONTRACT(fx_etcd_sync),
         cmocka_unit_test_prestate_setup_teardown(test_reopen_keeps_everything, setup, teardown,
+                                                 &fx_etcd_sync),
+        cmocka_unit_test_prestate_setup_teardown(test_etcd_endpoints, setup, teardown,
                                                  &fx_etcd_sync),
     };
     const struct CMUnitTest etcd_ev[] = {
