@@ -247,6 +247,9 @@ struct gt_apic_stream *gt_apic_stream_open(struct gt_apic *c, const char *path,
                                            void *arg);
 /* Stop a stream that has not ended; its end callback does not run. */
 void gt_apic_stream_close(struct gt_apic_stream *s);
+/* The message of an error answer (body: a Status object, borrowed, or
+ * NULL): borrowed, "" when it has none. */
+const char *gt_apic_message(const json_t *body);
 
 /* One task the agent knows, keyed by Task uid; its state directory is
  * the truth, this is a cache of it. */
@@ -262,7 +265,7 @@ struct gt_ltask {
     struct event *start_ev; /* EV_READ on start_fd (owned); NULL none */
     pid_t host_pid;
     int64_t start_ms;        /* when the agent began starting it (wall clock) */
-    json_t *obj;             /* last Task object seen from gantryd (owned); NULL until seen */
+    struct gt_api_task *obj; /* last Task seen from gantryd (owned); NULL until seen */
     int64_t retry_at_ms;     /* no status write before this (monotonic) */
     int64_t started_mono_ms; /* when its start was reported here (monotonic); 0 adopted */
     bool put_in_flight;
@@ -312,13 +315,14 @@ struct gt_gantlet {
 /* Load every RUN/tasks/<uid>/ left by an earlier agent; remove each
  * ROOT/tasks/<uid>/ left without its state (after a reboot). */
 void gt_gantlet_tasks_adopt(struct gt_gantlet *g);
-/* Act on one Task object from a list or watch (borrowed); deleted: it is gone. */
-void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted);
-/* One Task object of a full list (borrowed). The list may be older than
+/* Act on one Task from a list or watch, decoded where it arrived (taken:
+ * kept as the task's Task, else freed); deleted: it is gone. */
+void gt_gantlet_task_observe(struct gt_gantlet *g, struct gt_api_task *task, bool deleted);
+/* One Task of a full list (taken, as above). The list may be older than
  * what the watch has brought (up to watch_rev, 0 without a live watch): an
  * item older than the local copy only marks the task seen, and an unknown
  * task at or below watch_rev is not started (it is gone again). */
-void gt_gantlet_task_listed(struct gt_gantlet *g, json_t *task, int64_t watch_rev);
+void gt_gantlet_task_listed(struct gt_gantlet *g, struct gt_api_task *task, int64_t watch_rev);
 /* After a full list taken at list_rev: act on local tasks the list did not
  * name (gone), except those whose Task object the agent has seen at a later
  * revision (created after the list was taken). The state of an exited one

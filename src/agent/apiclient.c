@@ -232,3 +232,9 @@ void gt_apic_stream_close(struct gt_apic_stream *s)
     evbuffer_free(s->lines);
     free(s);
 }
+
+const char *gt_apic_message(const json_t *body)
+{
+    const char *msg = json_string_value(json_object_get(body, "message"));
+    return msg ? msg : "";
+}

@@ -101,12 +101,13 @@ static void watch_event(json_t *ev, void *arg)
     if (!type || !json_is_object(obj)) {
         return;
     }
-    const char *rv = json_string_value(gt_json_path(obj, "metadata.resourceVersion"));
+    struct gt_api_task *task = gt_api_task_new(obj);
+    const char *rv = task->o.meta.resource_version;
     if (rv && strcmp(type, "ERROR") != 0) {
         snprintf(g->watch_rv, sizeof(g->watch_rv), "%s", rv);
     }
     g->backoff_ms = 0;
-    gt_gantlet_task_observe(g, obj, !strcmp(type, "DELETED"));
+    gt_gantlet_task_observe(g, task, !strcmp(type, "DELETED"));
 }
 
 static void watch_end(int status, void *arg)
@@ -136,8 +137,8 @@ static void heartbeat_done(int status, json_t *body, void *arg)
 {
     (void)arg;
     if (status != 200 && status != 201) {
-        const char *msg = json_string_value(json_object_get(body, "message"));
-        gt_log_warn("node status write failed", "status=%d message=\"%s\"", status, msg ? msg : "");
+        gt_log_warn("node status write failed", "status=%d message=\"%s\"", status,
+                    gt_apic_message(body));
     }
 }
 
@@ -161,7 +162,7 @@ static void list_done(int status, json_t *body, void *arg)
     json_t *t;
     json_array_foreach(items, i, t)
     {
-        gt_gantlet_task_listed(g, t, watch_rev);
+        gt_gantlet_task_listed(g, gt_api_task_new(t), watch_rev);
     }
     gt_gantlet_tasks_gone(g, list_rev);
     /* reconciled: what gantryd failed is dead, so the node may say Ready */
@@ -197,8 +198,8 @@ static void register_done(int status, json_t *body, void *arg)
         list_start(g);
         return;
     }
-    const char *msg = json_string_value(json_object_get(body, "message"));
-    gt_log_warn("cannot register the node", "status=%d message=\"%s\"", status, msg ? msg : "");
+    gt_log_warn("cannot register the node", "status=%d message=\"%s\"", status,
+                gt_apic_message(body));
     backoff_next(g);
     schedule_rewatch(g, g->backoff_ms);
 }

@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "agent/shim.h"
+#include "api/api.h"
 #include "common/strmap.h"
 
 /* ---- configuration (gantlet_config.c): one declarative table ---- */
@@ -105,12 +106,13 @@ struct gt_task_spec_params {
     struct gt_gid_cache *gids;                /* NULL: look each uid up */
 };
 
-/* Build the shim spec of a Task object (borrowed) into spec (caller's
+/* Build the shim spec of a Task (borrowed) into spec (caller's
  * storage; gt_shim_spec_fini frees it): argv = command + args, env =
  * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent) +
  * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME, uid = runAsUser else creator uid
  * (0 only with spec.privileged), cwd = workingDir else DATA_DIR/work,
- * limits from resources.limits (else requests), log files in DATA_DIR,
+ * cgroup limits the template's effective limits (gt_api_resources_effective:
+ * a limit not given is the request), log files in DATA_DIR,
  * dataDir DATA_DIR;
  * spec.source and spec.requirements as they are (venvDir =
  * VENV_ROOT/<task uid>) with spec.pip's indexUrl and findLinks (the
@@ -118,7 +120,7 @@ struct gt_task_spec_params {
  * placed beneath a storage root, spec.hosts (plus NAME.<project>.svc for
  * each NAME without a dot). GT_EFORBIDDEN when a volume is outside every
  * storage root (reason VolumeDenied), else GT_EINVAL, with err saying why. */
-int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
+int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec_params *p,
                        struct gt_shim_spec *spec, struct gt_err *err);
 
 /* The image part of a Task's shim spec (template.image set): spec->image
@@ -126,7 +128,7 @@ int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
  * image parameters; the agent's default PATH dropped from spec->env unless
  * the template sets PATH (the image's then applies). GT_EINVAL when the
  * node has no image parameters. Called by gt_task_spec_build (image.c). */
-int gt_task_spec_image(const json_t *tmpl, const struct gt_task_spec_params *p,
+int gt_task_spec_image(const struct gt_api_template *tmpl, const struct gt_task_spec_params *p,
                        struct gt_shim_spec *spec, struct gt_err *err);
 
 /* The reason a stop request is reported with: "Deleted" (or none) is
@@ -164,16 +166,20 @@ enum {
     GT_TA_REPORT_UNSTARTED = 1 << 7, /* stopped before it started: PUT Failed */
 };
 
-/* Decide what to do with a task from its local state and its Task object
+/* Decide what to do with a task from its local state and its Task
  * (borrowed; NULL when gantryd has no such Task). Returns GT_TA_* bits. */
-unsigned gt_task_decide(const struct gt_task_local *l, const json_t *task);
+unsigned gt_task_decide(const struct gt_task_local *l, const struct gt_api_task *task);
+
+/* The grace period, in ms, the shim gives task when it is stopped: its
+ * spec.stop's, else the template's terminationGracePeriodSeconds, else 30 s. */
+int64_t gt_task_stop_grace_ms(const struct gt_api_task *task);
 
 /* Is the state directory of run uid still wanted although its Task is gone
- * (replaced in place by a restart)? True when some Task of tasks (a JSON
- * array, borrowed; the Tasks whose status.previous.nodeName is this node)
- * names uid as its status.previous.uid: `gantry logs --previous` reads it.
- * Only the latest previous run of a Task is named, so older ones go. */
-bool gt_task_previous_kept(const char *uid, const json_t *tasks);
+ * (replaced in place by a restart)? True when some of the n_tasks Tasks
+ * (borrowed; those whose status.previous.nodeName is this node) names uid
+ * as its status.previous.uid: `gantry logs --previous` reads it. Only the
+ * latest previous run of a Task is named, so older ones go. */
+bool gt_task_previous_kept(const char *uid, struct gt_api_task *const *tasks, size_t n_tasks);
 
 /* Tail of a log read backwards in pieces: the last n lines start just
  * after the n-th '\n' counted from the end, not counting a '\n' that is the

@@ -437,34 +437,34 @@ size_t gt_image_gc_plan(const struct gt_image_entry *entries, size_t n, int64_t 
 
 /* ---- the image part of a shim spec ---- */
 
-static char **json_strv(const json_t *arr, size_t *n)
+/* A template's list of strings as a new NULL-terminated vector. */
+static char **strv_copy(const char *const *v, size_t n)
 {
-    struct strv sv = {0};
-    push_json_strings(&sv, arr);
-    *n = sv.n;
-    return sv.v ? sv.v : gt_xcalloc(1, sizeof(char *));
+    char **out = gt_xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        out[i] = gt_xstrdup(v[i]);
+    }
+    return out;
 }
 
-int gt_task_spec_image(const json_t *tmpl, const struct gt_task_spec_params *p,
+int gt_task_spec_image(const struct gt_api_template *tmpl, const struct gt_task_spec_params *p,
                        struct gt_shim_spec *spec, struct gt_err *err)
 {
     const struct gt_task_image_params *ip = p->image;
-    const char *ref = json_string_value(json_object_get(tmpl, "image"));
-    if (!ref) {
+    if (!tmpl->image) {
         return gt_err_set(err, GT_EINVAL, "spec.template.image: want a string");
     }
     if (!ip) {
         return gt_err_set(err, GT_EINVAL, "spec.template.image: this node runs no images");
     }
     struct gt_shim_image *im = spec->image = gt_xcalloc(1, sizeof(*im));
-    im->ref = gt_xstrdup(ref);
+    im->ref = gt_xstrdup(tmpl->image);
     im->dir = gt_xstrdup(ip->dir);
     im->runtime = gt_xstrdup(ip->runtime);
     im->runtime_root = gt_xstrdup(ip->runtime_root);
-    im->command = json_strv(json_object_get(tmpl, "command"), &im->n_command);
-    im->args = json_strv(json_object_get(tmpl, "args"), &im->n_args);
-    const char *wd = json_string_value(json_object_get(tmpl, "workingDir"));
-    im->working_dir = wd ? gt_xstrdup(wd) : NULL;
+    im->command = strv_copy(tmpl->command.v, im->n_command = tmpl->command.n);
+    im->args = strv_copy(tmpl->args.v, im->n_args = tmpl->args.n);
+    im->working_dir = tmpl->working_dir ? gt_xstrdup(tmpl->working_dir) : NULL;
     im->auth_file = ip->auth_file ? gt_xstrdup(ip->auth_file) : NULL;
     struct strv ins = {0};
     push_strings(&ins, ip->insecure, ip->n_insecure);
@@ -473,7 +473,10 @@ int gt_task_spec_image(const json_t *tmpl, const struct gt_task_spec_params *p,
     im->gc_threshold_bytes = ip->gc_threshold_bytes;
     im->gc_threshold_percent = ip->gc_threshold_percent;
     /* the agent's default PATH would hide the image's */
-    bool tmpl_path = gt_json_find(json_object_get(tmpl, "env"), "name", "PATH") != NULL;
+    bool tmpl_path = false;
+    for (size_t k = 0; k < tmpl->env.n; k++) {
+        tmpl_path = tmpl_path || (tmpl->env.v[k].name && !strcmp(tmpl->env.v[k].name, "PATH"));
+    }
     for (size_t k = 0; !tmpl_path && k < spec->n_env; k++) {
         if (!strncmp(spec->env[k], "PATH=", 5)) {
             free(spec->env[k]);

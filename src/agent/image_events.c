@@ -20,8 +20,7 @@ static void post_done(int status, json_t *body, void *arg)
 {
     (void)arg;
     if (status != 201 && status != 200 && status != 409) {
-        const char *msg = json_string_value(json_object_get(body, "message"));
-        gt_log_warn("event post failed", "status=%d message=\"%s\"", status, msg ? msg : "");
+        gt_log_warn("event post failed", "status=%d message=\"%s\"", status, gt_apic_message(body));
     }
 }
 
@@ -57,7 +56,7 @@ void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t)
     if (t->events_done || !t->name[0]) {
         return;
     }
-    if (!json_is_string(gt_json_path(t->obj, "spec.template.image"))) {
+    if (!t->obj->spec.template.image) {
         t->events_done = true; /* a host task pulls nothing */
         return;
     }

@@ -1,8 +1,12 @@
 /*
- * The shim's state-directory formats (see shim.h): spec.json parsed
- * strictly (unknown fields, wrong types and out-of-range values rejected
- * with the field path), exit.json, pid files and the stop request. Shared by
- * the agent (writer of spec and stop, reader of the rest) and the shim.
+ * The shim's state-directory formats (see shim.h): spec.json, exit.json,
+ * pid files and the stop request. Shared by the agent (writer of spec and
+ * stop, reader of the rest) and the shim.
+ *
+ * spec.json is checked strictly by api's schema engine over the tables
+ * below (unknown fields, wrong types and out-of-range values rejected with
+ * the field path), decoded into struct gt_shim_spec (which owns copies of
+ * its strings), and the rules between fields are checked on the struct.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,197 +17,12 @@
 
 #include "agent/agent_int.h"
 #include "agent/shim.h"
+#include "api/api.h"
 
 #define MAX_SPEC_BYTES (1 << 20)
 
-static const char *const ns_names[] = {"pid", "mount", "uts", "ipc"};
-
-static int check_keys(json_t *obj, const char *where, const char *const *keys, size_t n_keys,
-                      struct gt_err *err)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        bool known = false;
-        for (size_t i = 0; i < n_keys && !known; i++) {
-            known = strcmp(key, keys[i]) == 0;
-        }
-        if (!known) {
-            return gt_err_set(err, GT_EINVAL, "%s%s: unknown field", where, key);
-        }
-    }
-    return 0;
-}
-
-static int get_int(json_t *obj, const char *key, const char *where, int64_t lo, int64_t hi,
-                   int64_t *out, struct gt_err *err)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v) {
-        return 0;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
-        return gt_err_set(err, GT_EINVAL, "%s%s: want an integer in %lld..%lld", where, key,
-                          (long long)lo, (long long)hi);
-    }
-    *out = json_integer_value(v);
-    return 0;
-}
-
-static int get_str(json_t *obj, const char *key, const char *where, bool required, char **out,
-                   struct gt_err *err)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v && !required) {
-        return 0;
-    }
-    if (!json_is_string(v) || json_string_length(v) == 0 ||
-        strlen(json_string_value(v)) != json_string_length(v)) {
-        return gt_err_set(err, GT_EINVAL, "%s%s: want a non-empty string", where, key);
-    }
-    *out = gt_xstrdup(json_string_value(v));
-    return 0;
-}
-
-/* A JSON array of strings into a new NULL-terminated vector. */
-static int get_strv(json_t *obj, const char *key, bool required, char ***out, size_t *n,
-                    struct gt_err *err)
-{
-    json_t *v = json_object_get(obj, key);
-    if (!v && !required) {
-        *out = gt_xcalloc(1, sizeof(char *));
-        return 0;
-    }
-    if (!json_is_array(v) || (required && json_array_size(v) == 0)) {
-        return gt_err_set(err, GT_EINVAL, "%s: want a%s array of strings", key,
-                          required ? " non-empty" : "n");
-    }
-    *n = json_array_size(v);
-    *out = gt_xcalloc(*n + 1, sizeof(char *));
-    for (size_t i = 0; i < *n; i++) {
-        json_t *s = json_array_get(v, i);
-        if (!json_is_string(s) || strlen(json_string_value(s)) != json_string_length(s)) {
-            return gt_err_set(err, GT_EINVAL, "%s[%zu]: want a string without NUL", key, i);
-        }
-        (*out)[i] = gt_xstrdup(json_string_value(s));
-    }
-    return 0;
-}
-
-static int parse_cgroup(json_t *cg, struct gt_shim_spec *spec, struct gt_err *err)
-{
-    static const char *const keys[] = {"path", "cpuMilli", "memoryBytes", "pidsMax", "gpuMinors"};
-    if (!json_is_object(cg)) {
-        return gt_err_set(err, GT_EINVAL, "cgroup: want an object");
-    }
-    int rc = check_keys(cg, "cgroup.", keys, GT_ARRAY_LEN(keys), err);
-    rc = rc < 0 ? rc : get_str(cg, "path", "cgroup.", true, &spec->cgroup_path, err);
-    rc = rc < 0 ? rc
-                : get_int(cg, "cpuMilli", "cgroup.", 0, INT64_MAX / 1000, &spec->limits.cpu_milli,
-                          err);
-    rc = rc < 0
-             ? rc
-             : get_int(cg, "memoryBytes", "cgroup.", 0, INT64_MAX, &spec->limits.memory_bytes, err);
-    rc = rc < 0 ? rc : get_int(cg, "pidsMax", "cgroup.", 0, INT32_MAX, &spec->limits.pids_max, err);
-    json_t *minors = json_object_get(cg, "gpuMinors");
-    if (rc < 0 || !minors) {
-        return rc;
-    }
-    if (!json_is_array(minors) || json_array_size(minors) > 1024) {
-        return gt_err_set(err, GT_EINVAL, "cgroup.gpuMinors: want an array of integers");
-    }
-    spec->minors = gt_xcalloc(json_array_size(minors), sizeof(int));
-    for (size_t i = 0; i < json_array_size(minors); i++) {
-        json_t *m = json_array_get(minors, i);
-        if (!json_is_integer(m) || json_integer_value(m) < 0 || json_integer_value(m) > 1 << 20) {
-            return gt_err_set(err, GT_EINVAL, "cgroup.gpuMinors[%zu]: want a device minor", i);
-        }
-        spec->minors[i] = (int)json_integer_value(m);
-    }
-    spec->limits.gpu_minors = spec->minors;
-    spec->limits.n_gpu_minors = json_array_size(minors);
-    return 0;
-}
-
-static int parse_log(json_t *log, struct gt_shim_spec *spec, struct gt_err *err)
-{
-    static const char *const keys[] = {"dir", "maxBytes", "keepFiles"};
-    if (!json_is_object(log)) {
-        return gt_err_set(err, GT_EINVAL, "log: want an object");
-    }
-    int64_t keep = 3;
-    int rc = check_keys(log, "log.", keys, GT_ARRAY_LEN(keys), err);
-    rc = rc < 0 ? rc : get_str(log, "dir", "log.", true, &spec->log_dir, err);
-    rc = rc < 0 ? rc : get_int(log, "maxBytes", "log.", 0, INT64_MAX, &spec->log_max_bytes, err);
-    rc = rc < 0 ? rc : get_int(log, "keepFiles", "log.", 0, 100, &keep, err);
-    spec->log_keep_files = (int)keep;
-    if (rc == 0 && spec->log_dir[0] != '/') {
-        return gt_err_set(err, GT_EINVAL, "log.dir: want an absolute path");
-    }
-    return rc;
-}
-
-static int parse_namespaces(json_t *v, struct gt_shim_spec *spec, struct gt_err *err)
-{
-    if (!json_is_array(v)) {
-        return gt_err_set(err, GT_EINVAL, "namespaces: want an array of pid, mount, uts, ipc");
-    }
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        const char *s = json_string_value(json_array_get(v, i));
-        size_t k = 0;
-        while (k < GT_ARRAY_LEN(ns_names) && (!s || strcmp(s, ns_names[k]) != 0)) {
-            k++;
-        }
-        if (k == GT_ARRAY_LEN(ns_names)) {
-            return gt_err_set(err, GT_EINVAL, "namespaces[%zu]: want pid, mount, uts or ipc", i);
-        }
-        spec->namespaces |= 1u << k;
-    }
-    if ((spec->namespaces & GT_NS_PID) && !(spec->namespaces & GT_NS_MOUNT)) {
-        return gt_err_set(err, GT_EINVAL, "namespaces: pid needs mount (for a fresh /proc)");
-    }
-    return 0;
-}
-
-static int parse_ids(json_t *root, struct gt_shim_spec *spec, struct gt_err *err)
-{
-    int64_t uid = -1, gid = -1;
-    int rc = get_int(root, "uid", "", 0, UINT32_MAX - 1, &uid, err);
-    rc = rc < 0 ? rc : get_int(root, "gid", "", 0, UINT32_MAX - 1, &gid, err);
-    if (rc == 0 && (uid < 0 || gid < 0)) {
-        return gt_err_set(err, GT_EINVAL, "%s: required", uid < 0 ? "uid" : "gid");
-    }
-    json_t *priv = json_object_get(root, "privileged");
-    if (rc == 0 && priv && !json_is_boolean(priv)) {
-        return gt_err_set(err, GT_EINVAL, "privileged: want a boolean");
-    }
-    spec->privileged = json_is_true(priv);
-    spec->uid = (uid_t)uid;
-    spec->gid = (gid_t)gid;
-    if (rc == 0 && !spec->privileged && (uid == 0 || gid == 0)) {
-        return gt_err_set(err, GT_EINVAL, "uid/gid 0 needs privileged: true");
-    }
-    json_t *groups = json_object_get(root, "groups");
-    if (rc < 0 || !groups) {
-        return rc;
-    }
-    if (!json_is_array(groups) || json_array_size(groups) > 64) {
-        return gt_err_set(err, GT_EINVAL, "groups: want an array of at most 64 gids");
-    }
-    spec->n_groups = json_array_size(groups);
-    spec->groups = gt_xcalloc(spec->n_groups, sizeof(gid_t));
-    for (size_t i = 0; i < spec->n_groups; i++) {
-        json_t *g = json_array_get(groups, i);
-        if (!json_is_integer(g) || json_integer_value(g) < 0 ||
-            json_integer_value(g) >= UINT32_MAX ||
-            (json_integer_value(g) == 0 && !spec->privileged)) {
-            return gt_err_set(err, GT_EINVAL, "groups[%zu]: want a gid (0 needs privileged)", i);
-        }
-        spec->groups[i] = (gid_t)json_integer_value(g);
-    }
-    return 0;
-}
+static const char *const ns_names[] = {"pid", "mount", "uts", "ipc", NULL};
+static const char *const runtimes[] = {"runc", "crun", NULL};
 
 bool gt_shim_host_valid(const char *hostname, const char *ip)
 {
@@ -216,205 +35,358 @@ bool gt_shim_host_valid(const char *hostname, const char *ip)
     return inet_pton(AF_INET, ip, addr) == 1 || inet_pton(AF_INET6, ip, addr) == 1;
 }
 
-static int parse_source(json_t *src, struct gt_shim_spec *spec, struct gt_err *err)
+/* ---- the schema of spec.json ---- */
+
+static int check_nonempty(const json_t *v, struct gt_err *err)
 {
-    static const char *const keys[] = {"git", "revision"};
-    if (!json_is_object(src)) {
-        return gt_err_set(err, GT_EINVAL, "source: want an object");
-    }
-    int rc = check_keys(src, "source.", keys, GT_ARRAY_LEN(keys), err);
-    rc = rc < 0 ? rc : get_str(src, "git", "source.", true, &spec->git_url, err);
-    rc = rc < 0 ? rc : get_str(src, "revision", "source.", false, &spec->git_revision, err);
-    /* git would take a leading '-' as an option */
-    if (rc == 0 &&
-        (spec->git_url[0] == '-' || (spec->git_revision && spec->git_revision[0] == '-'))) {
-        rc = gt_err_set(err, GT_EINVAL, "source: must not start with '-'");
-    }
-    return rc;
+    return json_string_length(v) ? 0 : gt_err_set(err, GT_EINVAL, "must not be empty");
 }
 
-static int parse_requirements(json_t *root, struct gt_shim_spec *spec, struct gt_err *err)
+static int check_relative(const json_t *v, struct gt_err *err)
 {
-    json_t *req = json_object_get(root, "requirements");
-    int rc = 0;
-    if (json_is_string(req)) {
-        rc = get_str(root, "requirements", "", true, &spec->req_file, err);
-    } else if (req) {
-        rc = get_strv(root, "requirements", false, &spec->req_list, &spec->n_req, err);
-        for (size_t i = 0; rc == 0 && i < spec->n_req; i++) {
-            if (strchr(spec->req_list[i], '\n')) {
-                rc = gt_err_set(err, GT_EINVAL, "requirements[%zu]: one line each", i);
-            }
+    const char *s = json_string_value(v);
+    return s[0] && s[0] != '/' ? 0 : gt_err_set(err, GT_EINVAL, "must be a relative path");
+}
+
+/* git would take a leading '-' as an option */
+static int check_git_arg(const json_t *v, struct gt_err *err)
+{
+    const char *s = json_string_value(v);
+    return s[0] && s[0] != '-' ? 0
+                               : gt_err_set(err, GT_EINVAL, "must not be empty or start with '-'");
+}
+
+static int check_env_entry(const json_t *v, struct gt_err *err)
+{
+    const char *s = json_string_value(v);
+    return s[0] != '=' && strchr(s, '=') ? 0 : gt_err_set(err, GT_EINVAL, "want NAME=value");
+}
+
+/* api's rule for spec.requirements, and one pip line per list item */
+static int check_requirements(const json_t *v, struct gt_err *err)
+{
+    int rc = gt_check_requirements(v, err);
+    size_t i;
+    json_t *line;
+    json_array_foreach(v, i, line)
+    {
+        if (rc == 0 && strchr(json_string_value(line), '\n')) {
+            rc = gt_err_set(err, GT_EINVAL, "item %zu: one line each", i);
         }
     }
-    json_t *pip = json_object_get(root, "pip");
-    if (rc == 0 && pip) {
-        static const char *const keys[] = {"findLinks", "indexUrl"};
-        rc = json_is_object(pip) ? check_keys(pip, "pip.", keys, GT_ARRAY_LEN(keys), err)
-                                 : gt_err_set(err, GT_EINVAL, "pip: want an object");
-        rc = rc < 0 ? rc : get_str(pip, "findLinks", "pip.", false, &spec->pip_find_links, err);
-        rc = rc < 0 ? rc : get_str(pip, "indexUrl", "pip.", false, &spec->pip_index_url, err);
-    }
-    rc = rc < 0 ? rc : get_str(root, "venvDir", "", req != NULL, &spec->venv_dir, err);
-    if (rc == 0 && spec->venv_dir && spec->venv_dir[0] != '/') {
-        rc = gt_err_set(err, GT_EINVAL, "venvDir: want an absolute path");
-    }
-    rc = rc < 0 ? rc : get_str(root, "dataDir", "", false, &spec->data_dir, err);
-    if (rc == 0 && spec->data_dir && spec->data_dir[0] != '/') {
-        rc = gt_err_set(err, GT_EINVAL, "dataDir: want an absolute path");
-    }
     return rc;
 }
 
-static int parse_volume(json_t *v, size_t i, struct gt_shim_volume *vol, struct gt_err *err)
+static int check_host(json_t *obj, const char *path, struct gt_err *err)
 {
-    static const char *const keys[] = {"root", "path", "mountPath", "readOnly"};
-    char where[48];
-    snprintf(where, sizeof(where), "volumes[%zu].", i);
-    if (!json_is_object(v)) {
-        return gt_err_set(err, GT_EINVAL, "volumes[%zu]: want an object", i);
-    }
-    int rc = check_keys(v, where, keys, GT_ARRAY_LEN(keys), err);
-    rc = rc < 0 ? rc : get_str(v, "root", where, true, &vol->root, err);
-    rc = rc < 0 ? rc : get_str(v, "path", where, true, &vol->path, err);
-    rc = rc < 0 ? rc : get_str(v, "mountPath", where, true, &vol->mount_path, err);
-    json_t *ro = json_object_get(v, "readOnly");
-    if (rc == 0 && ro && !json_is_boolean(ro)) {
-        rc = gt_err_set(err, GT_EINVAL, "%sreadOnly: want a boolean", where);
-    }
-    vol->read_only = json_is_true(ro);
-    if (rc == 0 && (vol->root[0] != '/' || vol->mount_path[0] != '/' || vol->path[0] == '/' ||
-                    strlen(vol->mount_path) >= PATH_MAX - 1)) {
-        rc = gt_err_set(err, GT_EINVAL, "%s: root and mountPath absolute, path relative", where);
-    }
-    return rc;
+    const char *ip = json_string_value(json_object_get(obj, "ip"));
+    const char *name = json_string_value(json_object_get(obj, "hostname"));
+    return gt_shim_host_valid(name, ip)
+               ? 0
+               : gt_err_set(err, GT_EINVAL, "%s: want a valid hostname and IP address", path);
 }
 
-static int parse_mounts(json_t *root, struct gt_shim_spec *spec, struct gt_err *err)
+/* Rows shared by the tables: any string the agent passes on (a command
+ * line, an environment entry) is bounded only by the file's size. */
+#define ROW_STR(n, fl, chk)                                                                        \
+    {                                                                                              \
+        .name = (n), .type = GT_F_STRING, .flags = (fl), .max_len = MAX_SPEC_BYTES, .check = (chk) \
+    }
+#define ROW_INT(n, lo, hi, def)                                                                    \
+    {                                                                                              \
+        .name = (n), .type = GT_F_INT, .flags = GT_F_DEFAULT, .min = (lo), .max = (hi),            \
+        .def_int = (def)                                                                           \
+    }
+#define ROW_BOOL(n)                                                                                \
+    {                                                                                              \
+        .name = (n), .type = GT_F_BOOL, .flags = GT_F_DEFAULT                                      \
+    }
+#define ROW_LIST(n, fl, items, elem_row)                                                           \
+    {                                                                                              \
+        .name = (n), .type = GT_F_ARRAY, .flags = (fl), .max_len = (items), .elem = &(elem_row)    \
+    }
+#define ROW_OBJ(n, fl, sch)                                                                        \
+    {                                                                                              \
+        .name = (n), .type = GT_F_OBJECT, .flags = (fl), .schema = &(sch)                          \
+    }
+
+static const struct gt_field any_str = ROW_STR("", 0, NULL);
+static const struct gt_field env_str = ROW_STR("", 0, check_env_entry);
+static const struct gt_field ns_str = {.name = "", .type = GT_F_STRING, .enums = ns_names};
+static const struct gt_field gid_int = {.name = "", .type = GT_F_INT, .max = UINT32_MAX - 1};
+static const struct gt_field minor_int = {.name = "", .type = GT_F_INT, .max = 1 << 20};
+
+static const struct gt_schema cgroup_schema = {
+    .fields = (const struct gt_field[]){ROW_STR("path", GT_F_REQUIRED, check_nonempty),
+                                        ROW_INT("cpuMilli", 0, INT64_MAX / 1000, 0),
+                                        ROW_INT("memoryBytes", 0, INT64_MAX, 0),
+                                        ROW_INT("pidsMax", 0, INT32_MAX, 0),
+                                        ROW_LIST("gpuMinors", 0, 1024, minor_int),
+                                        {0}}};
+
+static const struct gt_schema log_schema = {
+    .fields = (const struct gt_field[]){ROW_STR("dir", GT_F_REQUIRED, gt_check_abs_path),
+                                        ROW_INT("maxBytes", 0, INT64_MAX, 0),
+                                        ROW_INT("keepFiles", 0, 100, 3),
+                                        {0}}};
+
+static const struct gt_schema source_schema = {
+    .fields = (const struct gt_field[]){
+        ROW_STR("git", GT_F_REQUIRED, check_git_arg), ROW_STR("revision", 0, check_git_arg), {0}}};
+
+static const struct gt_schema pip_schema = {
+    .fields = (const struct gt_field[]){
+        ROW_STR("findLinks", 0, check_nonempty), ROW_STR("indexUrl", 0, check_nonempty), {0}}};
+
+static const struct gt_schema volume_schema = {
+    .fields = (const struct gt_field[]){ROW_STR("root", GT_F_REQUIRED, gt_check_abs_path),
+                                        ROW_STR("path", GT_F_REQUIRED, check_relative),
+                                        {.name = "mountPath",
+                                         .type = GT_F_STRING,
+                                         .flags = GT_F_REQUIRED,
+                                         .max_len = PATH_MAX - 2,
+                                         .check = gt_check_abs_path},
+                                        ROW_BOOL("readOnly"),
+                                        {0}}};
+static const struct gt_field volume_obj = ROW_OBJ("", 0, volume_schema);
+
+static const struct gt_schema host_schema = {
+    .fields = (const struct gt_field[]){ROW_STR("ip", GT_F_REQUIRED, NULL),
+                                        ROW_STR("hostname", GT_F_REQUIRED, NULL),
+                                        {0}},
+    .post = check_host};
+static const struct gt_field host_obj = ROW_OBJ("", 0, host_schema);
+
+static const struct gt_schema image_schema = {
+    .fields = (const struct gt_field[]){
+        ROW_STR("ref", GT_F_REQUIRED, check_nonempty),
+        ROW_STR("dir", GT_F_REQUIRED, gt_check_abs_path),
+        {.name = "runtime", .type = GT_F_STRING, .flags = GT_F_REQUIRED, .enums = runtimes},
+        ROW_STR("runtimeRoot", GT_F_REQUIRED, gt_check_abs_path),
+        ROW_LIST("command", 0, 4096, any_str),
+        ROW_LIST("args", 0, 4096, any_str),
+        ROW_STR("workingDir", 0, gt_check_abs_path),
+        ROW_STR("authFile", 0, check_nonempty),
+        ROW_LIST("insecureRegistries", 0, 1024, any_str),
+        ROW_INT("gcThresholdBytes", 0, INT64_MAX, 0),
+        ROW_INT("gcThresholdPercent", 0, 100, 0),
+        {0}}};
+
+static const struct gt_schema spec_schema = {
+    .fields = (const struct gt_field[]){
+        ROW_LIST("argv", 0, 4096, any_str),
+        ROW_LIST("env", 0, 4096, env_str),
+        ROW_STR("cwd", GT_F_REQUIRED, gt_check_abs_path),
+        {.name = "uid", .type = GT_F_INT, .flags = GT_F_REQUIRED, .max = UINT32_MAX - 1},
+        {.name = "gid", .type = GT_F_INT, .flags = GT_F_REQUIRED, .max = UINT32_MAX - 1},
+        ROW_LIST("groups", 0, 64, gid_int),
+        ROW_BOOL("privileged"),
+        {.name = "hostname", .type = GT_F_STRING, .max_len = 64, .check = check_nonempty},
+        ROW_LIST("namespaces", 0, 0, ns_str),
+        ROW_OBJ("cgroup", GT_F_REQUIRED, cgroup_schema),
+        ROW_OBJ("log", GT_F_REQUIRED, log_schema),
+        ROW_INT("stopGracePeriodMs", 0, 24LL * 3600 * 1000, 30000),
+        ROW_OBJ("source", 0, source_schema),
+        {.name = "requirements", .type = GT_F_ANY, .check = check_requirements},
+        ROW_OBJ("pip", 0, pip_schema),
+        ROW_STR("venvDir", 0, gt_check_abs_path),
+        ROW_STR("dataDir", 0, gt_check_abs_path),
+        ROW_LIST("volumes", 0, 64, volume_obj),
+        ROW_LIST("hosts", 0, 4096, host_obj),
+        ROW_OBJ("image", 0, image_schema),
+        {0}}};
+
+static unsigned ns_bits(const json_t *names)
 {
-    json_t *vols = json_object_get(root, "volumes");
-    json_t *hosts = json_object_get(root, "hosts");
-    if ((vols || hosts) && !(spec->namespaces & GT_NS_MOUNT)) {
-        return gt_err_set(err, GT_EINVAL, "volumes, hosts: need the mount namespace");
+    unsigned bits = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(names, i, v)
+    {
+        for (size_t k = 0; ns_names[k]; k++) {
+            bits |= strcmp(json_string_value(v), ns_names[k]) == 0 ? 1u << k : 0;
+        }
     }
-    if (vols && (!json_is_array(vols) || json_array_size(vols) > 64)) {
-        return gt_err_set(err, GT_EINVAL, "volumes: want an array of at most 64");
+    return bits;
+}
+
+/* ---- decoding a spec that passed the schema ---- */
+
+static char *dup_or_null(const char *s)
+{
+    return s ? gt_xstrdup(s) : NULL;
+}
+
+/* A list of strings (NULL: none) as a new NULL-terminated vector. */
+static char **strv_new(const json_t *list, size_t *n)
+{
+    *n = json_array_size(list);
+    char **v = gt_xcalloc(*n + 1, sizeof(char *));
+    for (size_t i = 0; i < *n; i++) {
+        v[i] = gt_xstrdup(json_string_value(json_array_get(list, i)));
     }
-    if (hosts && (!json_is_array(hosts) || json_array_size(hosts) > 4096)) {
-        return gt_err_set(err, GT_EINVAL, "hosts: want an array of at most 4096");
+    return v;
+}
+
+static void decode_cgroup_log(const json_t *cg, const json_t *log, struct gt_shim_spec *spec)
+{
+    const char *path, *dir;
+    json_t *minors = NULL;
+    json_int_t cpu, mem, pids, max_bytes, keep;
+    json_unpack((json_t *)cg, "{s:s, s:I, s:I, s:I, s?o}", "path", &path, "cpuMilli", &cpu,
+                "memoryBytes", &mem, "pidsMax", &pids, "gpuMinors", &minors);
+    json_unpack((json_t *)log, "{s:s, s:I, s:I}", "dir", &dir, "maxBytes", &max_bytes, "keepFiles",
+                &keep);
+    spec->cgroup_path = gt_xstrdup(path);
+    spec->limits.cpu_milli = cpu;
+    spec->limits.memory_bytes = mem;
+    spec->limits.pids_max = pids;
+    if (minors) {
+        spec->minors = gt_xcalloc(json_array_size(minors), sizeof(int));
+        for (size_t i = 0; i < json_array_size(minors); i++) {
+            spec->minors[i] = (int)json_integer_value(json_array_get(minors, i));
+        }
+        spec->limits.gpu_minors = spec->minors;
+        spec->limits.n_gpu_minors = json_array_size(minors);
     }
+    spec->log_dir = gt_xstrdup(dir);
+    spec->log_max_bytes = max_bytes;
+    spec->log_keep_files = (int)keep;
+}
+
+static void decode_prep(const json_t *src, const json_t *req, const json_t *pip,
+                        struct gt_shim_spec *spec)
+{
+    const char *git = NULL, *rev = NULL, *links = NULL, *index = NULL;
+    json_unpack((json_t *)src, "{s:s, s?s}", "git", &git, "revision", &rev);
+    json_unpack((json_t *)pip, "{s?s, s?s}", "findLinks", &links, "indexUrl", &index);
+    spec->git_url = dup_or_null(git);
+    spec->git_revision = dup_or_null(rev);
+    spec->pip_find_links = dup_or_null(links);
+    spec->pip_index_url = dup_or_null(index);
+    if (json_is_string(req)) {
+        spec->req_file = gt_xstrdup(json_string_value(req));
+    } else if (req) {
+        spec->req_list = strv_new(req, &spec->n_req);
+    }
+}
+
+static void decode_mounts(const json_t *vols, const json_t *hosts, struct gt_shim_spec *spec)
+{
     spec->n_volumes = json_array_size(vols);
     spec->volumes = gt_xcalloc(spec->n_volumes + 1, sizeof(*spec->volumes));
     for (size_t i = 0; i < spec->n_volumes; i++) {
-        int rc = parse_volume(json_array_get(vols, i), i, &spec->volumes[i], err);
-        if (rc < 0) {
-            return rc;
-        }
+        struct gt_shim_volume *v = &spec->volumes[i];
+        const char *root, *path, *mount_path;
+        int ro;
+        json_unpack(json_array_get(vols, i), "{s:s, s:s, s:s, s:b}", "root", &root, "path", &path,
+                    "mountPath", &mount_path, "readOnly", &ro);
+        v->root = gt_xstrdup(root);
+        v->path = gt_xstrdup(path);
+        v->mount_path = gt_xstrdup(mount_path);
+        v->read_only = ro;
     }
     spec->n_hosts = json_array_size(hosts);
     spec->hosts = gt_xcalloc(spec->n_hosts + 1, sizeof(*spec->hosts));
     for (size_t i = 0; i < spec->n_hosts; i++) {
-        json_t *h = json_array_get(hosts, i);
-        const char *ip = json_string_value(json_object_get(h, "ip"));
-        const char *name = json_string_value(json_object_get(h, "hostname"));
-        if (json_object_size(h) != 2 || !ip || !name || !gt_shim_host_valid(name, ip)) {
-            return gt_err_set(err, GT_EINVAL, "hosts[%zu]: want {ip, hostname}, valid", i);
-        }
+        const char *ip, *name;
+        json_unpack(json_array_get(hosts, i), "{s:s, s:s}", "ip", &ip, "hostname", &name);
         spec->hosts[i].ip = gt_xstrdup(ip);
         spec->hosts[i].hostname = gt_xstrdup(name);
     }
-    return 0;
 }
 
-static int parse_image(json_t *o, struct gt_shim_spec *spec, struct gt_err *err)
+static struct gt_shim_image *image_new(const json_t *o)
 {
-    static const char *const keys[] = {"ref",
-                                       "dir",
-                                       "runtime",
-                                       "runtimeRoot",
-                                       "command",
-                                       "args",
-                                       "workingDir",
-                                       "authFile",
-                                       "insecureRegistries",
-                                       "gcThresholdBytes",
-                                       "gcThresholdPercent"};
-    if (!json_is_object(o)) {
-        return gt_err_set(err, GT_EINVAL, "image: want an object");
-    }
-    struct gt_shim_image *im = spec->image = gt_xcalloc(1, sizeof(*im));
-    int rc = check_keys(o, "image.", keys, GT_ARRAY_LEN(keys), err);
-    rc = rc < 0 ? rc : get_str(o, "ref", "image.", true, &im->ref, err);
-    rc = rc < 0 ? rc : get_str(o, "dir", "image.", true, &im->dir, err);
-    rc = rc < 0 ? rc : get_str(o, "runtime", "image.", true, &im->runtime, err);
-    rc = rc < 0 ? rc : get_str(o, "runtimeRoot", "image.", true, &im->runtime_root, err);
-    rc = rc < 0 ? rc : get_strv(o, "command", false, &im->command, &im->n_command, err);
-    rc = rc < 0 ? rc : get_strv(o, "args", false, &im->args, &im->n_args, err);
-    rc = rc < 0 ? rc : get_str(o, "workingDir", "image.", false, &im->working_dir, err);
-    rc = rc < 0 ? rc : get_str(o, "authFile", "image.", false, &im->auth_file, err);
-    rc =
-        rc < 0 ? rc : get_strv(o, "insecureRegistries", false, &im->insecure, &im->n_insecure, err);
-    rc = rc < 0
-             ? rc
-             : get_int(o, "gcThresholdBytes", "image.", 0, INT64_MAX, &im->gc_threshold_bytes, err);
-    rc = rc < 0
-             ? rc
-             : get_int(o, "gcThresholdPercent", "image.", 0, 100, &im->gc_threshold_percent, err);
-    if (rc == 0 && (strcmp(im->runtime, "runc") != 0 && strcmp(im->runtime, "crun") != 0)) {
-        rc = gt_err_set(err, GT_EINVAL, "image.runtime: want runc or crun");
-    }
-    if (rc == 0 && (im->dir[0] != '/' || im->runtime_root[0] != '/' ||
-                    (im->working_dir && im->working_dir[0] != '/'))) {
-        rc = gt_err_set(err, GT_EINVAL, "image: dir, runtimeRoot and workingDir absolute");
-    }
-    if (rc == 0 && !(spec->namespaces & GT_NS_MOUNT)) {
-        rc = gt_err_set(err, GT_EINVAL, "image: needs the mount namespace");
-    }
-    return rc;
+    struct gt_shim_image *im = gt_xcalloc(1, sizeof(*im));
+    const char *ref, *dir, *runtime, *runtime_root, *wd = NULL, *auth = NULL;
+    json_t *command = NULL, *args = NULL, *insecure = NULL;
+    json_int_t gc_bytes, gc_percent;
+    json_unpack((json_t *)o, "{s:s, s:s, s:s, s:s, s?o, s?o, s?s, s?s, s?o, s:I, s:I}", "ref", &ref,
+                "dir", &dir, "runtime", &runtime, "runtimeRoot", &runtime_root, "command", &command,
+                "args", &args, "workingDir", &wd, "authFile", &auth, "insecureRegistries",
+                &insecure, "gcThresholdBytes", &gc_bytes, "gcThresholdPercent", &gc_percent);
+    im->ref = gt_xstrdup(ref);
+    im->dir = gt_xstrdup(dir);
+    im->runtime = gt_xstrdup(runtime);
+    im->runtime_root = gt_xstrdup(runtime_root);
+    im->command = strv_new(command, &im->n_command);
+    im->args = strv_new(args, &im->n_args);
+    im->working_dir = dup_or_null(wd);
+    im->auth_file = dup_or_null(auth);
+    im->insecure = strv_new(insecure, &im->n_insecure);
+    im->gc_threshold_bytes = gc_bytes;
+    im->gc_threshold_percent = gc_percent;
+    return im;
 }
 
-static int parse_root(json_t *root, struct gt_shim_spec *spec, struct gt_err *err)
+static void decode(json_t *root, struct gt_shim_spec *spec)
 {
-    static const char *const keys[] = {
-        "argv",       "env",          "cwd",        "uid",     "gid",     "groups",
-        "privileged", "hostname",     "namespaces", "cgroup",  "log",     "stopGracePeriodMs",
-        "source",     "requirements", "pip",        "venvDir", "volumes", "hosts",
-        "image",      "dataDir"};
-    int rc = check_keys(root, "", keys, GT_ARRAY_LEN(keys), err);
-    /* an image task may take its whole command from the image */
-    bool image = json_object_get(root, "image") != NULL;
-    rc = rc < 0 ? rc : get_strv(root, "argv", !image, &spec->argv, &spec->n_argv, err);
-    rc = rc < 0 ? rc : get_strv(root, "env", false, &spec->env, &spec->n_env, err);
-    for (size_t i = 0; rc == 0 && i < spec->n_env; i++) {
-        if (!strchr(spec->env[i], '=') || spec->env[i][0] == '=') {
-            rc = gt_err_set(err, GT_EINVAL, "env[%zu]: want NAME=value", i);
+    json_t *argv = NULL, *env = NULL, *groups = NULL, *ns = NULL, *cg, *log, *src = NULL;
+    json_t *req = NULL, *pip = NULL, *vols = NULL, *hosts = NULL, *image = NULL;
+    const char *cwd, *hostname = NULL, *venv = NULL, *data = NULL;
+    json_int_t uid, gid, grace;
+    int priv;
+    json_unpack(root,
+                "{s?o, s?o, s:s, s:I, s:I, s?o, s:b, s?s, s?o, s:o, s:o, s:I, s?o, s?o, s?o, s?s, "
+                "s?s, s?o, s?o, s?o}",
+                "argv", &argv, "env", &env, "cwd", &cwd, "uid", &uid, "gid", &gid, "groups",
+                &groups, "privileged", &priv, "hostname", &hostname, "namespaces", &ns, "cgroup",
+                &cg, "log", &log, "stopGracePeriodMs", &grace, "source", &src, "requirements", &req,
+                "pip", &pip, "venvDir", &venv, "dataDir", &data, "volumes", &vols, "hosts", &hosts,
+                "image", &image);
+    spec->argv = strv_new(argv, &spec->n_argv);
+    spec->env = strv_new(env, &spec->n_env);
+    spec->cwd = gt_xstrdup(cwd);
+    spec->uid = (uid_t)uid;
+    spec->gid = (gid_t)gid;
+    if (groups) {
+        spec->n_groups = json_array_size(groups);
+        spec->groups = gt_xcalloc(spec->n_groups, sizeof(gid_t));
+        for (size_t i = 0; i < spec->n_groups; i++) {
+            spec->groups[i] = (gid_t)json_integer_value(json_array_get(groups, i));
         }
     }
-    rc = rc < 0 ? rc : get_str(root, "cwd", "", true, &spec->cwd, err);
-    if (rc == 0 && spec->cwd[0] != '/') {
-        rc = gt_err_set(err, GT_EINVAL, "cwd: want an absolute path");
+    spec->privileged = priv;
+    spec->hostname = dup_or_null(hostname);
+    spec->namespaces = ns_bits(ns);
+    decode_cgroup_log(cg, log, spec);
+    spec->stop_grace_ms = grace;
+    decode_prep(src, req, pip, spec);
+    spec->venv_dir = dup_or_null(venv);
+    spec->data_dir = dup_or_null(data);
+    decode_mounts(vols, hosts, spec);
+    spec->image = image ? image_new(image) : NULL;
+}
+
+/* The rules between fields, on the decoded spec. */
+static int check_spec(const struct gt_shim_spec *s, struct gt_err *err)
+{
+    for (size_t i = 0; i < s->n_groups; i++) {
+        if (s->groups[i] == 0 && !s->privileged) {
+            return gt_err_set(err, GT_EINVAL, "groups[%zu]: gid 0 needs privileged: true", i);
+        }
     }
-    rc = rc < 0 ? rc : parse_ids(root, spec, err);
-    rc = rc < 0 ? rc : get_str(root, "hostname", "", false, &spec->hostname, err);
-    if (rc == 0 && spec->hostname && strlen(spec->hostname) > 64) {
-        rc = gt_err_set(err, GT_EINVAL, "hostname: at most 64 characters");
+    /* an image task may take its whole command from the image */
+    if (!s->image && s->n_argv == 0) {
+        return gt_err_set(err, GT_EINVAL, "argv: want a non-empty list (or an image)");
     }
-    json_t *ns = json_object_get(root, "namespaces");
-    rc = rc < 0 || !ns ? rc : parse_namespaces(ns, spec, err);
-    if (rc == 0 && spec->hostname && !(spec->namespaces & GT_NS_UTS)) {
-        rc = gt_err_set(err, GT_EINVAL, "hostname: needs the uts namespace");
+    if (!s->privileged && (s->uid == 0 || s->gid == 0)) {
+        return gt_err_set(err, GT_EINVAL, "uid/gid 0 needs privileged: true");
     }
-    rc = rc < 0 ? rc : parse_cgroup(json_object_get(root, "cgroup"), spec, err);
-    rc = rc < 0 ? rc : parse_log(json_object_get(root, "log"), spec, err);
-    spec->stop_grace_ms = 30000;
-    rc = rc < 0 ? rc
-                : get_int(root, "stopGracePeriodMs", "", 0, 24LL * 3600 * 1000,
-                          &spec->stop_grace_ms, err);
-    json_t *src = json_object_get(root, "source");
-    rc = rc < 0 || !src ? rc : parse_source(src, spec, err);
-    rc = rc < 0 ? rc : parse_requirements(root, spec, err);
-    rc = rc < 0 || !image ? rc : parse_image(json_object_get(root, "image"), spec, err);
-    return rc < 0 ? rc : parse_mounts(root, spec, err);
+    if ((s->namespaces & GT_NS_PID) && !(s->namespaces & GT_NS_MOUNT)) {
+        return gt_err_set(err, GT_EINVAL, "namespaces: pid needs mount (for a fresh /proc)");
+    }
+    if (s->hostname && !(s->namespaces & GT_NS_UTS)) {
+        return gt_err_set(err, GT_EINVAL, "hostname: needs the uts namespace");
+    }
+    if ((s->req_file || s->req_list) && !s->venv_dir) {
+        return gt_err_set(err, GT_EINVAL, "venvDir: required with requirements");
+    }
+    if ((s->n_volumes || s->n_hosts || s->image) && !(s->namespaces & GT_NS_MOUNT)) {
+        return gt_err_set(err, GT_EINVAL, "volumes, hosts, image: need the mount namespace");
+    }
+    return 0;
 }
 
 int gt_shim_spec_parse(const char *text, size_t len, struct gt_shim_spec *spec, struct gt_err *err)
@@ -427,7 +399,11 @@ int gt_shim_spec_parse(const char *text, size_t len, struct gt_shim_spec *spec, 
         return gt_err_set(err, GT_EINVAL, "spec: not a JSON object (line %d: %s)", jerr.line,
                           root ? "not an object" : jerr.text);
     }
-    int rc = parse_root(root, spec, err);
+    int rc = gt_schema_validate(&spec_schema, root, "", err);
+    if (rc == 0) {
+        decode(root, spec);
+        rc = check_spec(spec, err);
+    }
     json_decref(root);
     if (rc < 0) {
         gt_err_prefix(err, "spec");

@@ -146,7 +146,7 @@ static void mark_reported(struct gt_ltask *t)
 static void task_free(struct gt_ltask *t)
 {
     start_fd_close(t);
-    json_decref(t->obj);
+    gt_api_task_free(t->obj);
     free(t->dir);
     free(t->data);
     free(t);
@@ -196,6 +196,14 @@ static void exit_synthesize(struct gt_ltask *t, const char *reason, const char *
     free(text);
     t->st.exited = true;
     gt_log_warn("task did not start", "task=%s reason=\"%s\"", t->name, why);
+}
+
+/* The task's name and project, from its Task. */
+static void task_names_set(struct gt_ltask *t, const struct gt_api_task *task)
+{
+    const struct gt_api_meta *m = &task->o.meta;
+    snprintf(t->name, sizeof(t->name), "%s", m->name ? m->name : "");
+    snprintf(t->project, sizeof(t->project), "%s", m->project ? m->project : "");
 }
 
 static void load_meta(struct gt_ltask *t)
@@ -254,7 +262,7 @@ void gt_gantlet_tasks_adopt(struct gt_gantlet *g)
 
 /* ---- status writes ---- */
 
-static void task_act(struct gt_gantlet *g, struct gt_ltask *t, json_t *task, unsigned a);
+static void task_act(struct gt_gantlet *g, struct gt_ltask *t, unsigned a);
 
 struct put_ctx {
     struct gt_gantlet *g;
@@ -271,8 +279,8 @@ static void put_done(int status, json_t *body, void *arg)
     if (t) {
         t->put_in_flight = false;
         if (ok && json_is_object(body)) {
-            json_decref(t->obj);
-            t->obj = json_incref(body);
+            gt_api_task_free(t->obj);
+            t->obj = gt_api_task_new(body);
         }
         if (k->action == GT_TA_REPORT_RUNNING && ok) {
             t->st.running_reported = true;
@@ -285,15 +293,14 @@ static void put_done(int status, json_t *body, void *arg)
         }
     }
     if (!ok) {
-        const char *msg = json_string_value(json_object_get(body, "message"));
         gt_log_warn("task status write failed", "uid=%s status=%d message=\"%s\"", k->uid, status,
-                    msg ? msg : "");
+                    gt_apic_message(body));
     }
     free(k);
     /* an exit found while this write was in flight is reported now, not at
      * the next poll */
     if (t && ok && t->obj && (gt_task_decide(&t->st, t->obj) & GT_TA_REPORT_EXIT)) {
-        task_act(g, t, t->obj, GT_TA_REPORT_EXIT);
+        task_act(g, t, GT_TA_REPORT_EXIT);
     }
 }
 
@@ -312,15 +319,22 @@ static void put_status(struct gt_gantlet *g, struct gt_ltask *t, json_t *status,
     json_decref(body);
 }
 
-static json_t *status_copy(const struct gt_ltask *t)
+/* The status of a Task as gantryd sent it (borrowed; NULL when none): a
+ * status write starts from it, so the fields others set are kept. */
+static const json_t *status_json(const struct gt_api_task *task)
 {
-    json_t *st = json_object_get(t->obj, "status");
+    return task ? json_object_get(task->o.json, "status") : NULL;
+}
+
+static json_t *status_copy(const struct gt_api_task *task)
+{
+    const json_t *st = status_json(task);
     return json_is_object(st) ? json_deep_copy(st) : json_object();
 }
 
 static void report_running(struct gt_gantlet *g, struct gt_ltask *t)
 {
-    json_t *st = status_copy(t);
+    json_t *st = status_copy(t->obj);
     char ts[32], p[PATH_MAX + 200], *text = NULL;
     size_t len;
     int64_t started = t->start_ms;
@@ -344,8 +358,7 @@ static void report_exit(struct gt_gantlet *g, struct gt_ltask *t)
         t->retry_at_ms = gt_mono_ms() + RETRY_MS;
         return;
     }
-    json_t *prev = json_object_get(t->obj, "status");
-    json_t *st = gt_task_exit_status(prev, &ex);
+    json_t *st = gt_task_exit_status(status_json(t->obj), &ex);
     gt_log_info("task exited", "task=%s uid=%s exit=%d reason=%s", t->name, t->uid, ex.exit_code,
                 json_string_value(json_object_get(st, "reason")));
     put_status(g, t, st, GT_TA_REPORT_EXIT);
@@ -353,11 +366,10 @@ static void report_exit(struct gt_gantlet *g, struct gt_ltask *t)
 
 /* ---- start, stop, kill ---- */
 
-static int write_meta(struct gt_ltask *t, const json_t *task, struct gt_err *err)
+static int write_meta(struct gt_ltask *t, struct gt_err *err)
 {
     json_t *m = json_pack("{s:s, s:s, s:I}", "name", t->name, "project", t->project, "gpus",
                           (json_int_t)t->gpus);
-    (void)task;
     char *text = gt_json_dumps(m);
     json_decref(m);
     /* not synced (nor is the state directory): a crash of the machine ends
@@ -396,7 +408,7 @@ static int make_venv_dir(const struct gt_shim_spec *spec, struct gt_err *err)
     return 0;
 }
 
-static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task, struct gt_err *err)
+static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
 {
     struct gt_task_spec_params p = {.state_dir = t->dir,
                                     .data_dir = t->data,
@@ -410,14 +422,14 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *task,
                                     .image = &g->image,
                                     .gids = &g->gids};
     struct gt_shim_spec spec;
-    int rc = gt_task_spec_build(task, &p, &spec, err);
+    int rc = gt_task_spec_build(t->obj, &p, &spec, err);
     rc = rc < 0 ? rc : check_volumes(&spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(&spec); /* a failed build left it zeroed */
         return rc;
     }
     rc = make_venv_dir(&spec, err);
-    if (rc == 0 && !json_object_get(gt_json_path(task, "spec.template"), "workingDir")) {
+    if (rc == 0 && !t->obj->spec.template.working_dir) {
         if ((mkdir(spec.cwd, 0700) < 0 && errno != EEXIST) ||
             chown(spec.cwd, spec.uid, spec.gid) < 0) {
             rc = gt_err_set(err, -errno, "working directory %s: %s", spec.cwd, strerror(errno));
@@ -474,15 +486,17 @@ static int spawn_shim(struct gt_gantlet *g, struct gt_ltask *t)
     return 0;
 }
 
-static void task_start(struct gt_gantlet *g, json_t *task)
+/* Start a task not known here; task is taken (kept as the task's Task). */
+static void task_start(struct gt_gantlet *g, struct gt_api_task *task)
 {
-    const char *uid = json_string_value(gt_json_path(task, "metadata.uid"));
+    const char *uid = task->o.meta.uid;
     char dir[PATH_MAX + 160];
     snprintf(dir, sizeof(dir), "%s/%s", g->tasks_dir, uid);
     /* the state directory is the start's one-time token */
     if (mkdir(dir, 0711) < 0) {
         gt_log_error("cannot create the task state directory", "uid=%s err=\"%s\"", uid,
                      strerror(errno));
+        gt_api_task_free(task);
         return;
     }
     struct gt_ltask *t = task_add(g, uid);
@@ -490,14 +504,13 @@ static void task_start(struct gt_gantlet *g, json_t *task)
         gt_log_error("cannot create the task directory", "dir=%s err=\"%s\"", t->data,
                      strerror(errno));
     }
-    snprintf(t->name, sizeof(t->name), "%s", gt_obj_name(task));
-    snprintf(t->project, sizeof(t->project), "%s", gt_obj_project(task));
-    t->gpus = (int)json_array_size(gt_json_path(task, "spec.gpus"));
-    t->obj = json_incref(task);
+    task_names_set(t, task);
+    t->gpus = (int)task->spec.gpus.n;
+    t->obj = task;
     t->start_ms = gt_now_ms();
     t->seen = true;
     struct gt_err err = {0};
-    if (write_meta(t, task, &err) < 0 || prepare(g, t, task, &err) < 0) {
+    if (write_meta(t, &err) < 0 || prepare(g, t, &err) < 0) {
         exit_synthesize(t, err.code == GT_EFORBIDDEN ? "VolumeDenied" : NULL, err.msg);
         return;
     }
@@ -511,13 +524,8 @@ static void task_start(struct gt_gantlet *g, json_t *task)
 
 static void task_stop(struct gt_ltask *t)
 {
-    json_t *stop = gt_json_path(t->obj, "spec.stop");
-    const char *reason = json_string_value(json_object_get(stop, "reason"));
-    json_t *grace = json_object_get(stop, "gracePeriodSeconds");
-    json_t *tgrace = gt_json_path(t->obj, "spec.template.terminationGracePeriodSeconds");
-    int64_t grace_ms = json_is_integer(grace)    ? json_integer_value(grace) * 1000
-                       : json_is_integer(tgrace) ? json_integer_value(tgrace) * 1000
-                                                 : 30000;
+    const char *reason = t->obj->spec.stop.reason;
+    int64_t grace_ms = gt_task_stop_grace_ms(t->obj);
     struct gt_err err = {0};
     t->st.stop_sent = true;
     if (gt_shim_stop(t->dir, reason ? reason : "Deleted", grace_ms, &err) < 0) {
@@ -553,19 +561,15 @@ static void task_kill(struct gt_gantlet *g, struct gt_ltask *t)
     }
 }
 
-static void report_unstarted(struct gt_gantlet *g, json_t *task)
+static void report_unstarted(struct gt_gantlet *g, const struct gt_api_task *task)
 {
     struct gt_ltask tmp = {0};
-    snprintf(tmp.uid, sizeof(tmp.uid), "%s", json_string_value(gt_json_path(task, "metadata.uid")));
-    snprintf(tmp.name, sizeof(tmp.name), "%s", gt_obj_name(task));
-    snprintf(tmp.project, sizeof(tmp.project), "%s", gt_obj_project(task));
-    tmp.obj = task;
-    json_t *st = status_copy(&tmp);
+    snprintf(tmp.uid, sizeof(tmp.uid), "%s", task->o.meta.uid);
+    task_names_set(&tmp, task);
+    json_t *st = status_copy(task);
     char ts[32];
     json_object_set_new(st, "phase", json_string("Failed"));
-    json_object_set_new(st, "reason",
-                        json_string(gt_task_stop_reason(
-                            json_string_value(gt_json_path(task, "spec.stop.reason")))));
+    json_object_set_new(st, "reason", json_string(gt_task_stop_reason(task->spec.stop.reason)));
     json_object_set_new(st, "finishTime", json_string(gt_time_format(gt_now_ms(), ts, sizeof(ts))));
     put_status(g, &tmp, st, GT_TA_REPORT_UNSTARTED);
 }
@@ -577,20 +581,10 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
     gt_gantlet_tasks_poll(arg);
 }
 
-/* Apply gt_task_decide's actions; t may be freed (GT_TA_REMOVE). */
-static void task_act(struct gt_gantlet *g, struct gt_ltask *t, json_t *task, unsigned a)
+/* Apply gt_task_decide's actions to a known task (those for an unknown
+ * one are task_observe's); t may be freed (GT_TA_REMOVE). */
+static void task_act(struct gt_gantlet *g, struct gt_ltask *t, unsigned a)
 {
-    if (a & GT_TA_START) {
-        task_start(g, task);
-        return;
-    }
-    if (a & GT_TA_REPORT_UNSTARTED) {
-        report_unstarted(g, task);
-        return;
-    }
-    if (!t) {
-        return;
-    }
     if (a & GT_TA_KILL) {
         task_kill(g, t);
     }
@@ -617,53 +611,62 @@ static void task_act(struct gt_gantlet *g, struct gt_ltask *t, json_t *task, uns
     }
 }
 
-void gt_gantlet_task_observe(struct gt_gantlet *g, json_t *task, bool deleted)
+void gt_gantlet_task_observe(struct gt_gantlet *g, struct gt_api_task *task, bool deleted)
 {
-    const char *uid = json_string_value(gt_json_path(task, "metadata.uid"));
+    const char *uid = task->o.meta.uid;
     if (!uid || strchr(uid, '/') || !strcmp(uid, ".") || !strcmp(uid, "..")) {
+        gt_api_task_free(task);
         return;
     }
     struct gt_ltask *t = gt_gantlet_task_find(g, uid);
     struct gt_task_local none = {0};
+    unsigned a = gt_task_decide(t ? &t->st : &none, deleted ? NULL : task);
+    if (!t && (a & GT_TA_START)) {
+        task_start(g, task);
+        return;
+    }
+    if (!t && (a & GT_TA_REPORT_UNSTARTED)) {
+        report_unstarted(g, task);
+    }
     if (t) {
         t->seen = true;
         wake(g, t);
-        if (!deleted) {
-            json_decref(t->obj);
-            t->obj = json_incref(task);
-        }
         if (!t->name[0]) {
-            snprintf(t->name, sizeof(t->name), "%s", gt_obj_name(task));
-            snprintf(t->project, sizeof(t->project), "%s", gt_obj_project(task));
+            task_names_set(t, task);
         }
+        if (!deleted) {
+            gt_api_task_free(t->obj);
+            t->obj = task;
+            task = NULL;
+        }
+        task_act(g, t, a);
     }
-    unsigned a = gt_task_decide(t ? &t->st : &none, deleted ? NULL : task);
-    task_act(g, t, task, a);
+    gt_api_task_free(task);
 }
 
-/* metadata.resourceVersion of a Task object as a number; 0 when absent. */
-static int64_t obj_rev(const json_t *o)
+/* metadata.resourceVersion of a Task as a number; 0 when absent. */
+static int64_t task_rev(const struct gt_api_task *task)
 {
-    const char *rv = json_string_value(gt_json_path(o, "metadata.resourceVersion"));
+    const char *rv = task ? task->o.meta.resource_version : NULL;
     return rv ? strtoll(rv, NULL, 10) : 0;
 }
 
-void gt_gantlet_task_listed(struct gt_gantlet *g, json_t *task, int64_t watch_rev)
+void gt_gantlet_task_listed(struct gt_gantlet *g, struct gt_api_task *task, int64_t watch_rev)
 {
-    const char *uid = json_string_value(gt_json_path(task, "metadata.uid"));
+    const char *uid = task->o.meta.uid;
     struct gt_ltask *t = uid ? gt_gantlet_task_find(g, uid) : NULL;
-    int64_t rev = obj_rev(task);
-    if (t && obj_rev(t->obj) > rev) {
-        t->seen = true; /* the watch already brought a newer version */
-        return;
-    }
+    int64_t rev = task_rev(task);
     struct gt_task_local none = {0};
-    if (!t && rev <= watch_rev && (gt_task_decide(&none, task) & GT_TA_START)) {
+    if (t && task_rev(t->obj) > rev) {
+        t->seen = true; /* the watch already brought a newer version */
+        gt_api_task_free(task);
+    } else if (!t && rev <= watch_rev && (gt_task_decide(&none, task) & GT_TA_START)) {
         /* the watch brought this version or a newer one and the task is gone
          * again (deleted, or removed after its exit): never start it twice */
-        return;
+        gt_api_task_free(task);
+    } else {
+        gt_gantlet_task_observe(g, task, false);
     }
-    gt_gantlet_task_observe(g, task, false);
 }
 
 void gt_gantlet_tasks_unsee(struct gt_gantlet *g)
@@ -683,16 +686,25 @@ static void previous_listed(int status, json_t *body, void *arg)
         gt_log_warn("cannot list the tasks restarted from this node", "status=%d", status);
         return; /* keep the states; the next list asks again */
     }
+    size_t n = json_array_size(items);
+    struct gt_api_task **tasks = gt_xcalloc(n + 1, sizeof(*tasks));
+    for (size_t i = 0; i < n; i++) {
+        tasks[i] = gt_api_task_new(json_array_get(items, i));
+    }
     struct gt_ltask *t = g->tasks;
     while (t) {
         struct gt_ltask *next = t->next;
         /* still gone (no watch event since) and not being killed */
         if (!t->seen && !t->obj && !t->st.killing && t->st.exited &&
-            !gt_task_previous_kept(t->uid, items)) {
-            task_act(g, t, NULL, GT_TA_REMOVE);
+            !gt_task_previous_kept(t->uid, tasks, n)) {
+            task_act(g, t, GT_TA_REMOVE);
         }
         t = next;
     }
+    for (size_t i = 0; i < n; i++) {
+        gt_api_task_free(tasks[i]);
+    }
+    free(tasks);
 }
 
 void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
@@ -702,8 +714,8 @@ void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
     while (t) {
         struct gt_ltask *next = t->next;
         /* a task the watch brought after the list was taken is not gone */
-        if (!t->seen && obj_rev(t->obj) <= list_rev) {
-            json_decref(t->obj);
+        if (!t->seen && task_rev(t->obj) <= list_rev) {
+            gt_api_task_free(t->obj);
             t->obj = NULL;
             wake(g, t);
             unsigned a = gt_task_decide(&t->st, NULL);
@@ -712,7 +724,7 @@ void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
                 a &= ~(unsigned)GT_TA_REMOVE;
                 ask_previous = true;
             }
-            task_act(g, t, NULL, a);
+            task_act(g, t, a);
         }
         t = next;
     }
@@ -784,7 +796,7 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g)
                 t->quiet = true;
                 active_unlink(g, t);
             }
-            task_act(g, t, t->obj, a);
+            task_act(g, t, a);
         }
         t = next;
     }

@@ -1,8 +1,9 @@
 /*
- * gantlet's pure decisions (see gantlet.h): a Task object becomes the
- * shim's spec, an exit record becomes the Task's terminal status, and the
- * local and remote states of a task decide what the agent does next. No
- * I/O beyond a passwd lookup for the task user's primary group.
+ * gantlet's pure decisions (see gantlet.h): a typed Task (decoded once
+ * where the agent receives it) becomes the shim's spec, an exit record
+ * becomes the Task's terminal status, and the local and remote states of a
+ * task decide what the agent does next. No I/O beyond a passwd lookup for
+ * the task user's primary group.
  */
 #include <pwd.h>
 #include <stdio.h>
@@ -12,11 +13,6 @@
 #include "agent/agent_int.h"
 #include "agent/gantlet.h"
 #include "api/api.h"
-
-static const char *str_at(const json_t *obj, const char *path)
-{
-    return json_string_value(gt_json_path(obj, path));
-}
 
 /* Names the agent sets itself: a template env entry of the same name is dropped. */
 static const char *const agent_env[] = {
@@ -44,33 +40,27 @@ static void strvec_push(struct strvec *sv, char *s)
     sv->v[sv->n] = NULL;
 }
 
-static void build_argv(const json_t *tmpl, struct gt_shim_spec *spec)
+static void build_argv(const struct gt_api_template *tmpl, struct gt_shim_spec *spec)
 {
     struct strvec sv = {0};
-    const char *parts[] = {"command", "args"};
-    for (size_t p = 0; p < GT_ARRAY_LEN(parts); p++) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(json_object_get(tmpl, parts[p]), i, v)
-        {
-            strvec_push(&sv, gt_xstrdup(json_string_value(v)));
-        }
+    for (size_t i = 0; i < tmpl->command.n; i++) {
+        strvec_push(&sv, gt_xstrdup(tmpl->command.v[i]));
+    }
+    for (size_t i = 0; i < tmpl->args.n; i++) {
+        strvec_push(&sv, gt_xstrdup(tmpl->args.v[i]));
     }
     spec->argv = sv.v;
     spec->n_argv = sv.n;
 }
 
-static void build_env(const json_t *task, const json_t *tmpl, const char *ifname,
-                      struct gt_shim_spec *spec)
+static void build_env(const struct gt_api_task *task, const char *ifname, struct gt_shim_spec *spec)
 {
+    const struct gt_api_task_spec *ts = &task->spec;
     struct strvec sv = {0};
     bool has_path = false;
-    size_t i;
-    json_t *v;
-    json_array_foreach(json_object_get(tmpl, "env"), i, v)
-    {
-        const char *name = json_string_value(json_object_get(v, "name"));
-        const char *val = json_string_value(json_object_get(v, "value"));
+    for (size_t i = 0; i < ts->template.env.n; i++) {
+        const char *name = ts->template.env.v[i].name;
+        const char *val = ts->template.env.v[i].value;
         if (!name || is_agent_env(name)) {
             continue;
         }
@@ -83,11 +73,9 @@ static void build_env(const json_t *task, const json_t *tmpl, const char *ifname
     struct gt_buf idx, uuids;
     gt_buf_init(&idx);
     gt_buf_init(&uuids);
-    json_array_foreach(gt_json_path(task, "spec.gpus"), i, v)
-    {
-        const char *uuid = json_string_value(json_object_get(v, "uuid"));
-        gt_buf_printf(&idx, "%s%lld", i ? "," : "",
-                      (long long)json_integer_value(json_object_get(v, "index")));
+    for (size_t i = 0; i < ts->gpus.n; i++) {
+        const char *uuid = ts->gpus.v[i].uuid;
+        gt_buf_printf(&idx, "%s%lld", i ? "," : "", (long long)ts->gpus.v[i].index);
         gt_buf_printf(&uuids, "%s%s", i ? "," : "", uuid ? uuid : "");
     }
     strvec_push(&sv, gt_xasprintf("CUDA_VISIBLE_DEVICES=%s", idx.len ? idx.data : ""));
@@ -95,14 +83,12 @@ static void build_env(const json_t *task, const json_t *tmpl, const char *ifname
     strvec_push(&sv, gt_xasprintf("NVIDIA_VISIBLE_DEVICES=%s", uuids.len ? uuids.data : ""));
     gt_buf_fini(&idx);
     gt_buf_fini(&uuids);
-    const char *job = str_at(task, "spec.job");
-    const char *rtype = str_at(task, "spec.replicaType");
-    strvec_push(&sv, gt_xasprintf("GANTRY_JOB=%s", job ? job : ""));
-    strvec_push(&sv, gt_xasprintf("GANTRY_TASK=%s", gt_obj_name(task)));
-    strvec_push(&sv, gt_xasprintf("GANTRY_REPLICA_TYPE=%s", rtype ? rtype : ""));
-    strvec_push(
-        &sv, gt_xasprintf("GANTRY_REPLICA_INDEX=%lld",
-                          (long long)json_integer_value(gt_json_path(task, "spec.replicaIndex"))));
+    int64_t index = ts->replica_index == GT_API_UNSET ? 0 : ts->replica_index;
+    strvec_push(&sv, gt_xasprintf("GANTRY_JOB=%s", ts->job ? ts->job : ""));
+    strvec_push(&sv, gt_xasprintf("GANTRY_TASK=%s", task->o.meta.name));
+    strvec_push(&sv,
+                gt_xasprintf("GANTRY_REPLICA_TYPE=%s", ts->replica_type ? ts->replica_type : ""));
+    strvec_push(&sv, gt_xasprintf("GANTRY_REPLICA_INDEX=%lld", (long long)index));
     if (ifname && *ifname) {
         strvec_push(&sv, gt_xasprintf("GLOO_SOCKET_IFNAME=%s", ifname));
         strvec_push(&sv, gt_xasprintf("NCCL_SOCKET_IFNAME=%s", ifname));
@@ -152,19 +138,18 @@ gid_t gt_gid_cache_get(struct gt_gid_cache *c, uid_t uid, int64_t now_ms)
     return e->gid;
 }
 
-static int build_user(const json_t *task, const json_t *tmpl, const struct gt_task_spec_params *p,
+static int build_user(const struct gt_api_task *task, const struct gt_task_spec_params *p,
                       struct gt_shim_spec *spec, struct gt_err *err)
 {
-    json_t *uid = json_object_get(tmpl, "runAsUser");
-    if (!json_is_integer(uid)) {
-        uid = gt_json_path(task, "metadata.creator.uid");
+    int64_t uid = task->spec.template.run_as_user;
+    if (uid == GT_API_UNSET) {
+        uid = task->o.meta.creator.uid;
     }
-    if (!json_is_integer(uid) || json_integer_value(uid) < 0 ||
-        json_integer_value(uid) > (json_int_t)UINT32_MAX - 1) {
+    if (uid < 0 || uid > (int64_t)UINT32_MAX - 1) {
         return gt_err_set(err, GT_EINVAL, "task has neither runAsUser nor a creator uid");
     }
-    spec->privileged = json_is_true(gt_json_path(task, "spec.privileged"));
-    spec->uid = (uid_t)json_integer_value(uid);
+    spec->privileged = task->spec.privileged;
+    spec->uid = (uid_t)uid;
     if (spec->uid == 0 && !spec->privileged) {
         return gt_err_set(err, GT_EINVAL, "uid 0: the task is not privileged");
     }
@@ -172,26 +157,19 @@ static int build_user(const json_t *task, const json_t *tmpl, const struct gt_ta
     return 0;
 }
 
-static int build_limits(const json_t *task, const json_t *tmpl, const struct gt_task_spec_params *p,
-                        struct gt_shim_spec *spec, struct gt_err *err)
+/* The cgroup's limits: the template's resources as api defaults them (a
+ * limit not given is the request), and the device minors of the bound GPUs. */
+static void build_limits(const struct gt_api_task *task, const struct gt_task_spec_params *p,
+                         struct gt_shim_spec *spec)
 {
-    struct gt_resources lim = {0}, req = {0};
-    json_t *res = json_object_get(tmpl, "resources");
-    if (gt_api_resources(json_object_get(res, "limits"), &lim, err) < 0 ||
-        gt_api_resources(json_object_get(res, "requests"), &req, err) < 0) {
-        gt_err_prefix(err, "spec.template.resources");
-        return GT_EINVAL;
-    }
-    spec->limits.cpu_milli = lim.cpu_milli ? lim.cpu_milli : req.cpu_milli;
-    spec->limits.memory_bytes = lim.memory_bytes ? lim.memory_bytes : req.memory_bytes;
+    struct gt_api_effective eff;
+    gt_api_resources_effective(&task->spec.template.resources, &eff);
+    spec->limits.cpu_milli = eff.limit.v[GT_RES_CPU];
+    spec->limits.memory_bytes = eff.limit.v[GT_RES_MEMORY];
     spec->limits.pids_max = GT_GANTLET_PIDS_MAX;
-    json_t *gpus = gt_json_path(task, "spec.gpus");
-    spec->minors = gt_xcalloc(json_array_size(gpus) + 1, sizeof(int));
-    size_t i;
-    json_t *v;
-    json_array_foreach(gpus, i, v)
-    {
-        json_int_t index = json_integer_value(json_object_get(v, "index"));
+    spec->minors = gt_xcalloc(task->spec.gpus.n + 1, sizeof(int));
+    for (size_t i = 0; i < task->spec.gpus.n; i++) {
+        int64_t index = task->spec.gpus.v[i].index;
         for (size_t g = 0; p->gpus && g < p->gpus->n_gpus; g++) {
             if (p->gpus->gpus[g].index == index && p->gpus->gpus[g].minor >= 0) {
                 spec->minors[spec->limits.n_gpu_minors++] = p->gpus->gpus[g].minor;
@@ -199,21 +177,18 @@ static int build_limits(const json_t *task, const json_t *tmpl, const struct gt_
         }
     }
     spec->limits.gpu_minors = spec->minors;
-    return 0;
 }
 
 /* spec.source and spec.requirements, with the cluster's pip configuration
  * (spec.pip, set by gantryd's job controller). */
-static int build_prep(const json_t *task, const struct gt_task_spec_params *p,
+static int build_prep(const struct gt_api_task_spec *ts, const struct gt_task_spec_params *p,
                       struct gt_shim_spec *spec, struct gt_err *err)
 {
-    const char *git = str_at(task, "spec.source.git");
-    const char *rev = str_at(task, "spec.source.revision");
-    if (git) {
-        spec->git_url = gt_xstrdup(git);
-        spec->git_revision = rev ? gt_xstrdup(rev) : NULL;
+    if (ts->has_source && ts->source.git) {
+        spec->git_url = gt_xstrdup(ts->source.git);
+        spec->git_revision = ts->source.revision ? gt_xstrdup(ts->source.revision) : NULL;
     }
-    json_t *req = gt_json_path(task, "spec.requirements");
+    const json_t *req = ts->requirements;
     if (!req) {
         return 0;
     }
@@ -225,7 +200,7 @@ static int build_prep(const json_t *task, const struct gt_task_spec_params *p,
         spec->req_file = gt_xstrdup(json_string_value(req));
     } else {
         size_t i;
-        json_t *v;
+        const json_t *v;
         json_array_foreach(req, i, v)
         {
             const char *line = json_string_value(v);
@@ -239,33 +214,32 @@ static int build_prep(const json_t *task, const struct gt_task_spec_params *p,
         spec->n_req = sv.n;
     }
     spec->venv_dir = gt_xasprintf("%s/%u", p->venv_root, (unsigned)spec->uid);
-    const char *links = str_at(task, "spec.pip.findLinks");
-    const char *url = str_at(task, "spec.pip.indexUrl");
-    spec->pip_find_links = links ? gt_xstrdup(links) : NULL;
-    spec->pip_index_url = url ? gt_xstrdup(url) : NULL;
+    spec->pip_find_links = ts->pip.find_links ? gt_xstrdup(ts->pip.find_links) : NULL;
+    spec->pip_index_url = ts->pip.index_url ? gt_xstrdup(ts->pip.index_url) : NULL;
     return 0;
 }
 
-static const json_t *volume_named(const json_t *task, const char *name)
+static const struct gt_api_volume *volume_named(const struct gt_api_volumes *vols, const char *name)
 {
-    return gt_json_find(gt_json_path(task, "spec.volumes"), "name", name);
+    for (size_t i = 0; name && i < vols->n; i++) {
+        if (vols->v[i].name && !strcmp(vols->v[i].name, name)) {
+            return &vols->v[i];
+        }
+    }
+    return NULL;
 }
 
 /* template.volumeMounts joined with spec.volumes, placed beneath the roots. */
-static int build_volumes(const json_t *task, const json_t *tmpl,
-                         const struct gt_task_spec_params *p, struct gt_shim_spec *spec,
-                         struct gt_err *err)
+static int build_volumes(const struct gt_api_task_spec *ts, const struct gt_task_spec_params *p,
+                         struct gt_shim_spec *spec, struct gt_err *err)
 {
-    json_t *mounts = json_object_get(tmpl, "volumeMounts");
-    spec->volumes = gt_xcalloc(json_array_size(mounts) + 1, sizeof(*spec->volumes));
-    size_t i;
-    json_t *m;
-    json_array_foreach(mounts, i, m)
-    {
-        const char *name = json_string_value(json_object_get(m, "name"));
-        const char *mount_path = json_string_value(json_object_get(m, "mountPath"));
-        const json_t *vol = volume_named(task, name);
-        const char *host = json_string_value(json_object_get(vol, "hostPath"));
+    spec->volumes = gt_xcalloc(ts->template.volume_mounts.n + 1, sizeof(*spec->volumes));
+    for (size_t i = 0; i < ts->template.volume_mounts.n; i++) {
+        const struct gt_api_mount *m = &ts->template.volume_mounts.v[i];
+        const char *name = m->name;
+        const char *mount_path = m->mount_path;
+        const struct gt_api_volume *vol = volume_named(&ts->volumes, name);
+        const char *host = vol ? vol->host_path : NULL;
         if (!vol || !host || !mount_path) {
             return gt_err_set(err, GT_EINVAL, "spec.template.volumeMounts[%zu]: no volume %s", i,
                               name ? name : "(unnamed)");
@@ -280,8 +254,7 @@ static int build_volumes(const json_t *task, const json_t *tmpl,
         sv->root = gt_xstrdup(p->storage_roots[root]);
         sv->path = gt_xstrdup(rel);
         sv->mount_path = gt_xstrdup(mount_path);
-        sv->read_only = json_is_true(json_object_get(vol, "readOnly")) ||
-                        json_is_true(json_object_get(m, "readOnly"));
+        sv->read_only = vol->read_only || m->read_only;
     }
     return 0;
 }
@@ -293,18 +266,26 @@ static void host_add(struct gt_shim_spec *spec, const char *ip, char *hostname)
     h->hostname = hostname;
 }
 
-/* spec.hosts, each dotless NAME also as NAME.<project>.svc. */
-static int build_hosts(const json_t *task, struct gt_shim_spec *spec, struct gt_err *err)
+static bool host_named(const struct gt_api_task_spec *ts, const char *hostname)
 {
-    json_t *hosts = gt_json_path(task, "spec.hosts");
-    const char *project = gt_obj_project(task);
-    spec->hosts = gt_xcalloc(2 * json_array_size(hosts) + 1, sizeof(*spec->hosts));
-    size_t i;
-    json_t *h;
-    json_array_foreach(hosts, i, h)
-    {
-        const char *ip = json_string_value(json_object_get(h, "ip"));
-        const char *name = json_string_value(json_object_get(h, "hostname"));
+    for (size_t i = 0; i < ts->hosts.n; i++) {
+        if (ts->hosts.v[i].hostname && !strcmp(ts->hosts.v[i].hostname, hostname)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* spec.hosts, each dotless NAME also as NAME.<project>.svc. */
+static int build_hosts(const struct gt_api_task *task, struct gt_shim_spec *spec,
+                       struct gt_err *err)
+{
+    const struct gt_api_task_spec *ts = &task->spec;
+    const char *project = task->o.meta.project;
+    spec->hosts = gt_xcalloc(2 * ts->hosts.n + 1, sizeof(*spec->hosts));
+    for (size_t i = 0; i < ts->hosts.n; i++) {
+        const char *ip = ts->hosts.v[i].ip;
+        const char *name = ts->hosts.v[i].hostname;
         if (!ip || !name || !gt_shim_host_valid(name, ip)) {
             return gt_err_set(err, GT_EINVAL, "spec.hosts[%zu]: want a host name and an IP address",
                               i);
@@ -314,7 +295,7 @@ static int build_hosts(const json_t *task, struct gt_shim_spec *spec, struct gt_
                         ? gt_xasprintf("%s.%s.svc", name, project)
                         : NULL;
         /* the alias only when spec.hosts does not name it already */
-        if (svc && gt_shim_host_valid(svc, ip) && !gt_json_find(hosts, "hostname", svc)) {
+        if (svc && gt_shim_host_valid(svc, ip) && !host_named(ts, svc)) {
             host_add(spec, ip, svc);
         } else {
             free(svc);
@@ -323,44 +304,48 @@ static int build_hosts(const json_t *task, struct gt_shim_spec *spec, struct gt_
     return 0;
 }
 
-int gt_task_spec_build(const json_t *task, const struct gt_task_spec_params *p,
+/* terminationGracePeriodSeconds in ms; 30 s when not given, as in Kubernetes */
+static int64_t template_grace_ms(const struct gt_api_template *tmpl)
+{
+    return tmpl->grace_period_s != GT_API_UNSET ? tmpl->grace_period_s * 1000 : 30000;
+}
+
+int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec_params *p,
                        struct gt_shim_spec *spec, struct gt_err *err)
 {
     memset(spec, 0, sizeof(*spec));
-    const json_t *tmpl = gt_json_path(task, "spec.template");
-    const char *uid = str_at(task, "metadata.uid");
-    if (!json_is_object(tmpl) || !uid || !gt_obj_name(task)) {
-        return gt_err_set(err, GT_EINVAL, "task without spec.template, name or uid");
+    const struct gt_api_template *tmpl = &task->spec.template;
+    const char *uid = task->o.meta.uid;
+    if (!uid || !task->o.meta.name) {
+        return gt_err_set(err, GT_EINVAL, "task without a name or uid");
     }
-    bool image = json_object_get(tmpl, "image") != NULL;
     build_argv(tmpl, spec);
-    if (spec->n_argv == 0 && !image) {
+    if (spec->n_argv == 0 && !tmpl->image) {
         gt_shim_spec_fini(spec);
         return gt_err_set(err, GT_EINVAL, "spec.template.command: required");
     }
-    build_env(task, tmpl, p->cluster_ifname, spec);
-    int rc = build_user(task, tmpl, p, spec, err);
-    rc = rc < 0 ? rc : build_limits(task, tmpl, p, spec, err);
-    rc = rc < 0 ? rc : build_prep(task, p, spec, err);
-    rc = rc < 0 ? rc : build_volumes(task, tmpl, p, spec, err);
+    build_env(task, p->cluster_ifname, spec);
+    int rc = build_user(task, p, spec, err);
+    build_limits(task, p, spec);
+    rc = rc < 0 ? rc : build_prep(&task->spec, p, spec, err);
+    rc = rc < 0 ? rc : build_volumes(&task->spec, p, spec, err);
     rc = rc < 0 ? rc : build_hosts(task, spec, err);
-    rc = rc < 0 || !image ? rc : gt_task_spec_image(tmpl, p, spec, err);
+    rc = rc < 0 || !tmpl->image ? rc : gt_task_spec_image(tmpl, p, spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(spec);
         return rc;
     }
-    const char *wd = json_string_value(json_object_get(tmpl, "workingDir"));
+    const char *wd = tmpl->working_dir;
     const char *data = p->data_dir ? p->data_dir : p->state_dir;
     spec->cwd = wd ? gt_xstrdup(wd) : gt_xasprintf("%s/work", data);
-    spec->hostname = gt_xstrdup(gt_obj_name(task));
+    spec->hostname = gt_xstrdup(task->o.meta.name);
     spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC;
     spec->cgroup_path = gt_xasprintf("gantry/%s", uid);
     spec->log_dir = gt_xstrdup(data);
     spec->data_dir = p->data_dir ? gt_xstrdup(p->data_dir) : NULL;
     spec->log_max_bytes = p->log_max_bytes;
     spec->log_keep_files = p->log_keep_files;
-    json_t *grace = json_object_get(tmpl, "terminationGracePeriodSeconds");
-    spec->stop_grace_ms = json_is_integer(grace) ? json_integer_value(grace) * 1000 : 30000;
+    spec->stop_grace_ms = template_grace_ms(tmpl);
     return 0;
 }
 
@@ -405,16 +390,17 @@ json_t *gt_task_exit_status(const json_t *prev, const struct gt_shim_exit *ex)
     return st;
 }
 
-static bool phase_terminal(const char *phase)
+int64_t gt_task_stop_grace_ms(const struct gt_api_task *task)
 {
-    return phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"));
+    int64_t stop_s = task->spec.has_stop ? task->spec.stop.grace_period_s : GT_API_UNSET;
+    return stop_s != GT_API_UNSET ? stop_s * 1000 : template_grace_ms(&task->spec.template);
 }
 
-unsigned gt_task_decide(const struct gt_task_local *l, const json_t *task)
+unsigned gt_task_decide(const struct gt_task_local *l, const struct gt_api_task *task)
 {
-    const char *phase = task ? str_at(task, "status.phase") : NULL;
-    bool stop = task && json_is_object(gt_json_path(task, "spec.stop"));
-    if (!task || phase_terminal(phase)) {
+    int phase = task ? task->status.phase : GT_TASK_PENDING;
+    bool stop = task && task->spec.has_stop;
+    if (!task || phase == GT_TASK_SUCCEEDED || phase == GT_TASK_FAILED) {
         if (!l->known) {
             return 0;
         }
@@ -427,14 +413,14 @@ unsigned gt_task_decide(const struct gt_task_local *l, const json_t *task)
         /* keep the logs of a finished task until its Task object goes */
         return l->reported ? 0 : GT_TA_MARK_REPORTED;
     }
-    if (!phase || !strcmp(phase, "Pending")) {
+    if (phase == GT_TASK_PENDING) {
         return 0;
     }
     if (!l->known) {
         if (stop) {
             return GT_TA_REPORT_UNSTARTED;
         }
-        return !strcmp(phase, "Bound") ? GT_TA_START : 0;
+        return phase == GT_TASK_BOUND ? GT_TA_START : 0;
     }
     if (l->killing) {
         return 0;
@@ -446,19 +432,16 @@ unsigned gt_task_decide(const struct gt_task_local *l, const json_t *task)
     if (stop && !l->stop_sent && l->started) {
         a |= GT_TA_STOP;
     }
-    if (l->started && !l->running_reported && !strcmp(phase, "Bound")) {
+    if (l->started && !l->running_reported && phase == GT_TASK_BOUND) {
         a |= GT_TA_REPORT_RUNNING;
     }
     return a;
 }
 
-bool gt_task_previous_kept(const char *uid, const json_t *tasks)
+bool gt_task_previous_kept(const char *uid, struct gt_api_task *const *tasks, size_t n_tasks)
 {
-    size_t i;
-    json_t *t;
-    json_array_foreach(tasks, i, t)
-    {
-        const char *prev = str_at(t, "status.previous.uid");
+    for (size_t i = 0; i < n_tasks; i++) {
+        const char *prev = tasks[i]->status.previous.uid;
         if (prev && *prev && !strcmp(prev, uid)) {
             return true;
         }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "common/resource.h"
 
 #define GT_API_VERSION "gantry.dev/v1"
 #define GT_API_GROUP_PREFIX "/apis/gantry.dev/v1"
@@ -71,6 +72,13 @@ int gt_api_validate_status(enum gt_kind kind, json_t *status, struct gt_err *err
  * and ends alphanumeric, 1..63 chars). 0 or GT_EINVAL with the reason. */
 int gt_api_check_name(const char *name, struct gt_err *err);
 
+/* Resource names a resource map may hold, as bits (struct gt_api_res.set). */
+#define GT_RESF_CPU 0x1u
+#define GT_RESF_MEMORY 0x2u
+#define GT_RESF_STORAGE 0x4u
+#define GT_RESF_GPU 0x8u
+#define GT_RESF_GPU_MILLI 0x10u
+
 /* Resource amounts in canonical units. */
 struct gt_resources {
     int64_t cpu_milli;
@@ -91,6 +99,24 @@ const char *gt_obj_name(const json_t *obj);
 const char *gt_obj_project(const json_t *obj);
 const char *gt_obj_kind(const json_t *obj);
 
+/* ---- the stored form (codec.c) ---- */
+
+/* Append v (any JSON value, borrowed) as compact JSON (keys in insertion
+ * order) to out. */
+void gt_api_encode_json(struct gt_buf *out, const json_t *v);
+/* Encode obj (borrowed) as stored text: compact JSON with "metadata" first,
+ * so reads can splice resourceVersion in without parsing; *len its length.
+ * Caller frees. */
+char *gt_api_encode(const json_t *obj, size_t *len);
+/* Append stored text (len bytes, as gt_api_encode writes it) to out with
+ * "resourceVersion":"<rev>" as the first member of its metadata. false,
+ * and nothing appended, for text not in that form. */
+bool gt_api_render_splice(struct gt_buf *out, const char *text, size_t len, int64_t rev);
+/* Parse stored text into an object with metadata.resourceVersion "<rev>"
+ * (new reference; caller json_decref()s), or NULL if text is not a JSON
+ * object. */
+json_t *gt_api_render_json(const char *text, size_t len, int64_t rev);
+
 /* ---- selectors ---- */
 
 /* A parsed label selector: "a=b,c!=d,e in (x,y),f notin (z),g,!h" as
@@ -110,6 +136,123 @@ struct gt_fieldsel;
 int gt_fieldsel_parse(const char *s, struct gt_fieldsel **out, struct gt_err *err);
 bool gt_fieldsel_match(const struct gt_fieldsel *sel, const json_t *obj);
 void gt_fieldsel_free(struct gt_fieldsel *sel);
+
+/* ---- the schema engine (schema.c, check.c, path.c; decode.c decodes) ----
+ *
+ * Declarative tables of field rows walked over jansson documents (nginx's
+ * command tables, applied to JSON). api's kinds are described by such
+ * tables (schemas.c); other strict formats (gantry-shim's spec.json) use
+ * the same engine instead of checks written by hand.
+ *
+ * A schema is a NULL-name-terminated array of field rows plus an optional
+ * cross-field check. The engine checks types, bounds, enums, required
+ * fields and unknown fields, fills defaults, canonicalizes resource maps,
+ * and names the failing path in every error: "spec.quota.cpu: ...". Value
+ * checkers report a reason without a path; the engine puts the path in
+ * front. Cross-field checks get the object's path and report the full
+ * path themselves. A second walk (gt_schema_decode) fills a C struct from
+ * the rows that name their member.
+ */
+
+struct gt_api_mem; /* a decoded object's list memory (decode.c) */
+
+/* Longest field path kept in messages (longer ones are truncated). */
+#define GT_API_PATH_MAX 256
+/* Default bound on a string's bytes, an array's items and a map's entries. */
+#define GT_API_STRING_MAX 4096
+#define GT_API_ITEMS_MAX 1024
+
+enum gt_ftype {
+    GT_F_STRING,
+    GT_F_INT,
+    GT_F_BOOL,
+    GT_F_OBJECT,    /* .schema */
+    GT_F_ARRAY,     /* items described by .elem */
+    GT_F_MAP,       /* string keys checked by .key_check, values by .elem */
+    GT_F_RESOURCES, /* resource quantities, names from .resources, canonicalized */
+    GT_F_ANY,       /* only .check applies */
+    GT_F_FORBIDDEN, /* a known field that must never be sent; .why says why */
+};
+
+/* Row flags. */
+#define GT_F_REQUIRED 0x1u
+#define GT_F_DEFAULT 0x2u /* absent: set to .def_int (INT, BOOL) or .def_str */
+#define GT_F_CREATE 0x4u  /* absent object: created empty so its defaults apply */
+
+/* Check one value (type already checked); on failure set err to the reason
+ * alone and return GT_EINVAL. */
+typedef int gt_check_fn(const json_t *v, struct gt_err *err);
+/* Check an object's fields against each other after its fields passed;
+ * path is the object's own path ("" at the root); sets "path.field: why". */
+typedef int gt_post_fn(json_t *obj, const char *path, struct gt_err *err);
+
+struct gt_schema;
+
+struct gt_field {
+    const char *name;
+    enum gt_ftype type;
+    unsigned flags;
+    int64_t min, max;               /* INT: bounds (both always given) */
+    size_t max_len;                 /* STRING bytes, ARRAY items, MAP entries; 0: default */
+    const char *const *enums;       /* STRING: allowed values, NULL-terminated */
+    gt_check_fn *check;             /* extra check of the whole value */
+    const struct gt_schema *schema; /* OBJECT */
+    const struct gt_field *elem;    /* ARRAY items, MAP values */
+    gt_check_fn *key_check;         /* MAP keys, given as a JSON string */
+    unsigned resources;             /* RESOURCES: GT_RES_* allowed */
+    int64_t def_int;
+    const char *def_str;
+    const char *why; /* FORBIDDEN */
+    /* Decoding into the typed struct (decode.c): a row with .out is stored
+     * at .off in the struct its schema decodes into, as api.h says per type
+     * (STRING: const char *, or with .index the int index in .enums; INT:
+     * int64_t; BOOL: bool; OBJECT: the nested struct, with .has_out a bool
+     * at .has set when present; ARRAY and MAP of objects: a GT_API_LIST of
+     * the item struct, whose first member is the entry's key for a MAP;
+     * ARRAY of scalars: a GT_API_LIST of them; other MAPs and ANY: a
+     * borrowed const json_t *; RESOURCES: struct gt_api_res). */
+    bool out;
+    bool index;
+    bool has_out;
+    size_t off;
+    size_t has;
+};
+
+struct gt_schema {
+    const struct gt_field *fields; /* ends with a row whose name is NULL */
+    gt_post_fn *post;
+    size_t size; /* the struct its rows decode into (0: not decoded) */
+};
+
+/* Validate obj against schema s in place; path is obj's own path ("" at the
+ * root). Returns 0 or GT_EINVAL with err "path: reason". */
+int gt_schema_validate(const struct gt_schema *s, json_t *obj, const char *path,
+                       struct gt_err *err);
+/* Validate one value v against row f (v present, not null). */
+int gt_field_validate(const struct gt_field *f, json_t *v, const char *path, struct gt_err *err);
+/* Join parent path and a child name into buf ("a" + "b" -> "a.b", "" + "b" -> "b"); path.c. */
+const char *gt_path_join(char *buf, size_t len, const char *parent, const char *name);
+
+/* Decode obj (validated, borrowed; NULL: absent) into out, a zeroed
+ * struct of s->size bytes, by the .out rows of s; lists are allocated from
+ * mem. Never fails: values of the wrong type read as absent. */
+void gt_schema_decode(const struct gt_schema *s, const json_t *obj, void *out,
+                      struct gt_api_mem *mem);
+
+/* Value checkers (check.c); each as gt_check_fn. */
+gt_check_fn gt_check_dns_label;
+gt_check_fn gt_check_label_key;
+gt_check_fn gt_check_label_value;
+gt_check_fn gt_check_annotations;
+gt_check_fn gt_check_digits;
+gt_check_fn gt_check_time;
+gt_check_fn gt_check_abs_path;
+gt_check_fn gt_check_host_path;
+gt_check_fn gt_check_git_url;
+gt_check_fn gt_check_image;
+gt_check_fn gt_check_env_name;
+gt_check_fn gt_check_camel_word;
+gt_check_fn gt_check_requirements;
 
 /* ---- Kubeflow manifests (kubeflow.c) ---- */
 
@@ -133,5 +276,401 @@ bool gt_api_kubeflow_is(const json_t *doc);
  * or, for a value refused when the result is validated, "converted Job: "
  * and the gantry Job's field. */
 int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *err);
+
+/* ---- typed objects (decode.c; fields in schemas.c) ----
+ *
+ * Each kind decodes once, at the edge, into a typed struct whose layout the
+ * kind's schema rows name (offsetof in the same tables that validate), so
+ * controllers read fields instead of path strings. Ownership: a decoded
+ * object holds a reference to the JSON it came from (o.json) and every
+ * string in it is borrowed from that JSON, so the JSON must not be changed
+ * while the typed object lives; lists live in the object's own memory.
+ * gt_api_object_free (or the typed _free) drops both.
+ *
+ * Absent fields read as: strings NULL; integers their schema default, else
+ * GT_API_UNSET; booleans their default, else false; enum indexes (fields
+ * stored as an enum, e.g. a task's phase) their default, else 0 (the first
+ * value, which every such table makes its "nothing yet"); lists empty;
+ * nested objects zero, with their `has_*` flag false where one exists.
+ * Decoding never fails: a value of the wrong type (an object that was not
+ * validated) reads as absent.
+ */
+
+/* An integer field that is absent and has no default. */
+#define GT_API_UNSET INT64_MIN
+
+/* A resource map ({"cpu":"500m","nvidia.com/gpu":2}) as a vector: GPUs in
+ * milli-GPU (nvidia.com/gpu x 1000, saturating, plus gantry.dev/gpu-milli);
+ * set: the GT_RESF_* bits of the names present. A GPU amount is a share of
+ * one device (fractional) exactly when set has GT_RESF_GPU_MILLI. */
+struct gt_api_res {
+    struct gt_resvec v;
+    unsigned set;
+};
+
+/* Read a validated, canonical resource map (borrowed; NULL or not an
+ * object: all zero) into *out. Unknown names are skipped. */
+void gt_api_res_decode(const json_t *map, struct gt_api_res *out);
+
+/* A list decoded from a JSON array (or a map's entries): n items at v. */
+#define GT_API_LIST_OF(T)                                                                          \
+    {                                                                                              \
+        T *v;                                                                                      \
+        size_t n;                                                                                  \
+    }
+#define GT_API_LIST(T) struct GT_API_LIST_OF(T)
+
+struct gt_api_creator {
+    const char *user;
+    int64_t uid;
+};
+
+struct gt_api_meta {
+    const char *name;
+    const char *project;
+    const json_t *labels;      /* borrowed map, or NULL */
+    const json_t *annotations; /* borrowed map, or NULL */
+    const char *resource_version;
+    const char *uid;
+    const char *creation_timestamp;
+    const char *deletion_timestamp;
+    struct gt_api_creator creator;
+};
+
+/* The header of every decoded object: first member of each kind's struct,
+ * so a struct gt_api_object * converts to and from it. */
+struct gt_api_object {
+    enum gt_kind kind;
+    json_t *json;           /* the decoded JSON: a reference is held */
+    struct gt_api_mem *mem; /* the lists' memory (decode.c) */
+    struct gt_api_meta meta;
+};
+
+/* One entry of status.conditions (every kind has the same shape). */
+struct gt_api_condition {
+    const char *type;
+    const char *status; /* "True", "False", "Unknown" */
+    const char *reason;
+    const char *message;
+    const char *last_transition_time;
+    const char *last_heartbeat_time;
+};
+struct gt_api_conditions GT_API_LIST_OF(struct gt_api_condition);
+
+/* The condition of type in conds (borrowed), or NULL. */
+const struct gt_api_condition *gt_api_condition_find(const struct gt_api_conditions *conds,
+                                                     const char *type);
+/* Has conds a condition of type with status "True"? */
+bool gt_api_condition_true(const struct gt_api_conditions *conds, const char *type);
+/* The status.conditions array of a JSON object (borrowed; NULL when none):
+ * the one place that spells the path. */
+json_t *gt_api_conditions_json(const json_t *obj);
+
+/* ---- the container template (Job replicas and Tasks) ---- */
+
+struct gt_api_env {
+    const char *name;
+    const char *value;
+};
+struct gt_api_container_port {
+    const char *name;
+    int64_t container_port;
+};
+struct gt_api_mount {
+    const char *name;
+    const char *mount_path;
+    bool read_only;
+};
+struct gt_api_template_resources {
+    struct gt_api_res requests;
+    struct gt_api_res limits;
+};
+struct gt_api_template {
+    const char *image;
+    GT_API_LIST(const char *) command;
+    GT_API_LIST(const char *) args;
+    GT_API_LIST(struct gt_api_env) env;
+    const char *working_dir;
+    struct gt_api_template_resources resources;
+    GT_API_LIST(struct gt_api_container_port) ports;
+    GT_API_LIST(struct gt_api_mount) volume_mounts;
+    int64_t run_as_user;    /* GT_API_UNSET: the creator's uid */
+    int64_t grace_period_s; /* terminationGracePeriodSeconds; GT_API_UNSET: 30 */
+};
+
+/* What a container gets of each resource, after defaulting: the request
+ * (what the scheduler and quotas count) and the limit (what the agent's
+ * cgroup enforces). A resource asked for on one side only (0 or absent on
+ * the other) is that amount on both: a request defaults to its limit, as
+ * in Kubernetes, and a limit to its request, so a task never runs without
+ * a cgroup bound on what it asked for. gpu_share: the GPU amount is a
+ * share of one device (gantry.dev/gpu-milli), not whole devices. The one
+ * place that defaults requests and limits. */
+struct gt_api_effective {
+    struct gt_resvec request;
+    struct gt_resvec limit;
+    bool gpu_share;
+};
+void gt_api_resources_effective(const struct gt_api_template_resources *r,
+                                struct gt_api_effective *out);
+
+struct gt_api_volume {
+    const char *name;
+    const char *host_path;
+    bool read_only;
+};
+struct gt_api_volumes GT_API_LIST_OF(struct gt_api_volume);
+
+struct gt_api_source {
+    const char *git;
+    const char *revision;
+};
+
+/* ---- Job ---- */
+
+struct gt_api_replica_spec {
+    const char *type; /* the replicaSpecs key: Master, Chief, PS, Worker, Evaluator */
+    int64_t replicas;
+    const char *restart_policy; /* Never, OnFailure, Always, ExitCode */
+    struct gt_api_template template;
+};
+
+struct gt_api_sched_policy {
+    int64_t min_available; /* GT_API_UNSET: every replica */
+    const char *queue;
+    const char *priority_class;
+};
+
+struct gt_api_run_policy {
+    int64_t backoff_limit;
+    int64_t active_deadline_s;    /* activeDeadlineSeconds */
+    int64_t ttl_after_finished_s; /* ttlSecondsAfterFinished */
+    const char *clean_pod_policy; /* All, Running, None */
+    struct gt_api_sched_policy scheduling_policy;
+};
+
+struct gt_api_job_spec {
+    GT_API_LIST(struct gt_api_replica_spec) replica_specs; /* in the document's order */
+    struct gt_api_run_policy run_policy;
+    bool has_source;
+    struct gt_api_source source;
+    const json_t *requirements; /* borrowed, or NULL */
+    struct gt_api_volumes volumes;
+};
+
+struct gt_api_replica_status {
+    const char *type;
+    int64_t active, succeeded, failed;
+};
+
+struct gt_api_job_status {
+    struct gt_api_conditions conditions;
+    GT_API_LIST(struct gt_api_replica_status) replica_statuses;
+    const char *start_time;
+    const char *completion_time;
+    int64_t restart_count;
+    int64_t requeue_count;
+};
+
+struct gt_api_job {
+    struct gt_api_object o;
+    struct gt_api_job_spec spec;
+    struct gt_api_job_status status;
+};
+
+/* ---- Task ---- */
+
+/* Task phases, in the order of the schema's enum (schemas.c). */
+enum gt_task_phase {
+    GT_TASK_PENDING, /* also: no phase yet */
+    GT_TASK_BOUND,
+    GT_TASK_RUNNING,
+    GT_TASK_TERMINATING,
+    GT_TASK_SUCCEEDED,
+    GT_TASK_FAILED,
+};
+
+struct gt_api_task_gpu {
+    int64_t index;
+    const char *uuid;
+    int64_t milli; /* GT_API_UNSET: the whole device */
+};
+struct gt_api_task_port {
+    const char *name;
+    int64_t port;
+};
+struct gt_api_task_host {
+    const char *hostname;
+    const char *ip;
+};
+
+struct gt_api_task_stop {
+    const char *reason;
+    int64_t grace_period_s;
+};
+struct gt_api_pip {
+    const char *index_url;
+    const char *find_links;
+};
+
+struct gt_api_task_spec {
+    const char *job;
+    const char *replica_type;
+    int64_t replica_index;
+    struct gt_api_template template;
+    const char *node_name;
+    GT_API_LIST(struct gt_api_task_gpu) gpus;
+    GT_API_LIST(struct gt_api_task_port) ports;
+    GT_API_LIST(struct gt_api_task_host) hosts;
+    bool has_stop;
+    struct gt_api_task_stop stop;
+    int64_t priority;
+    const char *department;
+    bool privileged;
+    bool has_source;
+    struct gt_api_source source;
+    const json_t *requirements; /* borrowed, or NULL */
+    struct gt_api_pip pip;
+    struct gt_api_volumes volumes;
+};
+
+struct gt_api_task_previous {
+    const char *uid;
+    const char *node_name;
+};
+
+struct gt_api_task_status {
+    int phase; /* enum gt_task_phase */
+    int64_t exit_code;
+    int64_t signal;
+    const char *reason;
+    const char *message;
+    const char *bound_time;
+    const char *start_time;
+    const char *finish_time;
+    int64_t host_pid;
+    struct gt_api_task_previous previous;
+};
+
+struct gt_api_task {
+    struct gt_api_object o;
+    struct gt_api_task_spec spec;
+    struct gt_api_task_status status;
+};
+
+/* ---- Node ---- */
+
+struct gt_api_taint {
+    const char *key;
+    const char *value;
+    const char *effect;
+};
+struct gt_api_node_gpu {
+    int64_t index;
+    const char *uuid;
+    const char *model;
+    int64_t memory_bytes;
+    int64_t numa_node;
+    const char *group;
+    const char *health;
+};
+struct gt_api_address {
+    const char *type; /* InternalIP, Hostname, AgentURL */
+    const char *address;
+};
+
+struct gt_api_node_spec {
+    bool unschedulable;
+    GT_API_LIST(struct gt_api_taint) taints;
+};
+struct gt_api_node_status {
+    struct gt_api_res capacity;
+    struct gt_api_res allocatable;
+    GT_API_LIST(struct gt_api_node_gpu) gpus;
+    struct gt_api_conditions conditions;
+    GT_API_LIST(struct gt_api_address) addresses;
+    const char *last_heartbeat_time;
+};
+
+struct gt_api_node {
+    struct gt_api_object o;
+    struct gt_api_node_spec spec;
+    struct gt_api_node_status status;
+};
+
+/* The node's first status.addresses entry of type (InternalIP, Hostname,
+ * AgentURL): its address (borrowed), or NULL. */
+const char *gt_api_node_address(const struct gt_api_node *node, const char *type);
+
+/* ---- Department, Project, PriorityClass ---- */
+
+struct gt_api_department_spec {
+    struct gt_api_res quota;
+    struct gt_api_res limit;
+    GT_API_LIST(const char *) admins;
+};
+struct gt_api_department_status {
+    struct gt_api_res used;
+    struct gt_api_res borrowed;
+};
+
+struct gt_api_department {
+    struct gt_api_object o;
+    struct gt_api_department_spec spec;
+    struct gt_api_department_status status;
+};
+
+struct gt_api_member {
+    const char *user;
+    const char *role; /* admin, member, viewer */
+};
+
+struct gt_api_project_spec {
+    const char *department;
+    GT_API_LIST(struct gt_api_member) members;
+    bool has_hard;
+    struct gt_api_res hard;
+    bool allow_privileged;
+};
+
+struct gt_api_project {
+    struct gt_api_object o;
+    struct gt_api_project_spec spec;
+};
+
+struct gt_api_priority_class {
+    struct gt_api_object o;
+    int64_t value;
+    const char *preemption_policy; /* PreemptLowerPriority, Never */
+    bool global_default;
+    const char *description;
+};
+
+/* Decode obj, a validated object of kind (a reference is taken; obj must
+ * not change while the result lives), into a new typed object of that
+ * kind's struct (struct gt_api_job for GT_KIND_JOB, ...). Returns NULL only
+ * for a kind that has no typed form (Event). Caller frees with
+ * gt_api_object_free. Out of memory aborts. */
+struct gt_api_object *gt_api_object_new(enum gt_kind kind, json_t *obj);
+void gt_api_object_free(struct gt_api_object *o);
+
+/* Typed forms of the above (obj as there; _free(NULL) is fine). */
+struct gt_api_job *gt_api_job_new(json_t *obj);
+void gt_api_job_free(struct gt_api_job *job);
+struct gt_api_task *gt_api_task_new(json_t *obj);
+void gt_api_task_free(struct gt_api_task *task);
+struct gt_api_node *gt_api_node_new(json_t *obj);
+void gt_api_node_free(struct gt_api_node *node);
+struct gt_api_department *gt_api_department_new(json_t *obj);
+void gt_api_department_free(struct gt_api_department *dept);
+struct gt_api_project *gt_api_project_new(json_t *obj);
+void gt_api_project_free(struct gt_api_project *project);
+struct gt_api_priority_class *gt_api_priority_class_new(json_t *obj);
+void gt_api_priority_class_free(struct gt_api_priority_class *pc);
+
+/* Validate and decode in one step at the API edge: gt_api_validate, then
+ * gt_api_object_new. obj as there; on error (GT_EINVAL with err as
+ * gt_api_validate sets it) *out is NULL and no reference is taken. */
+int gt_api_decode(enum gt_kind kind, json_t *obj, struct gt_api_object **out, struct gt_err *err);
 
 #endif

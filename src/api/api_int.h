@@ -1,91 +1,15 @@
 /*
- * api internals: the declarative schema tables and the engine that walks
- * them (nginx's command tables, applied to JSON documents).
- *
- * A schema is a NULL-name-terminated array of field rows plus an optional
- * cross-field check. The engine (schema.c) checks types, bounds, enums,
- * required fields and unknown fields, fills defaults, canonicalizes resource
- * maps, and names the failing path in every error: "spec.quota.cpu: ...".
- * Value checkers (check.c) report a reason without a path; the engine puts
- * the path in front. Cross-field checks get the object's path and report
- * the full path themselves.
+ * api internals: the kinds' schema tables (schemas.c) and the resource
+ * maps they hold; the engine that walks the tables is public (api.h).
  */
 #ifndef GT_API_INT_H
 #define GT_API_INT_H
 
 #include "api/api.h"
 
-/* Longest field path kept in messages (longer ones are truncated). */
-#define GT_API_PATH_MAX 256
-/* Default bound on a string's bytes, an array's items and a map's entries. */
-#define GT_API_STRING_MAX 4096
-#define GT_API_ITEMS_MAX 1024
-
-enum gt_ftype {
-    GT_F_STRING,
-    GT_F_INT,
-    GT_F_BOOL,
-    GT_F_OBJECT,    /* .schema */
-    GT_F_ARRAY,     /* items described by .elem */
-    GT_F_MAP,       /* string keys checked by .key_check, values by .elem */
-    GT_F_RESOURCES, /* resource quantities, names from .resources, canonicalized */
-    GT_F_ANY,       /* only .check applies */
-    GT_F_FORBIDDEN, /* a known field that must never be sent; .why says why */
-};
-
-/* Row flags. */
-#define GT_F_REQUIRED 0x1u
-#define GT_F_DEFAULT 0x2u /* absent: set to .def_int (INT, BOOL) or .def_str */
-#define GT_F_CREATE 0x4u  /* absent object: created empty so its defaults apply */
-
-/* Resource names a resource map may hold. */
-#define GT_RESF_CPU 0x1u
-#define GT_RESF_MEMORY 0x2u
-#define GT_RESF_STORAGE 0x4u
-#define GT_RESF_GPU 0x8u
-#define GT_RESF_GPU_MILLI 0x10u
+/* Resource names a resource map may hold: GT_RESF_* (api.h). */
 #define GT_RESF_POOL (GT_RESF_CPU | GT_RESF_MEMORY | GT_RESF_STORAGE | GT_RESF_GPU)
 #define GT_RESF_ALL (GT_RESF_POOL | GT_RESF_GPU_MILLI)
-
-/* Check one value (type already checked); on failure set err to the reason
- * alone and return GT_EINVAL. */
-typedef int gt_check_fn(const json_t *v, struct gt_err *err);
-/* Check an object's fields against each other after its fields passed;
- * path is the object's own path ("" at the root); sets "path.field: why". */
-typedef int gt_post_fn(json_t *obj, const char *path, struct gt_err *err);
-
-struct gt_schema;
-
-struct gt_field {
-    const char *name;
-    enum gt_ftype type;
-    unsigned flags;
-    int64_t min, max;               /* INT: bounds (both always given) */
-    size_t max_len;                 /* STRING bytes, ARRAY items, MAP entries; 0: default */
-    const char *const *enums;       /* STRING: allowed values, NULL-terminated */
-    gt_check_fn *check;             /* extra check of the whole value */
-    const struct gt_schema *schema; /* OBJECT */
-    const struct gt_field *elem;    /* ARRAY items, MAP values */
-    gt_check_fn *key_check;         /* MAP keys, given as a JSON string */
-    unsigned resources;             /* RESOURCES: GT_RES_* allowed */
-    int64_t def_int;
-    const char *def_str;
-    const char *why; /* FORBIDDEN */
-};
-
-struct gt_schema {
-    const struct gt_field *fields; /* ends with a row whose name is NULL */
-    gt_post_fn *post;
-};
-
-/* Validate obj against schema s in place; path is obj's own path ("" at the
- * root). Returns 0 or GT_EINVAL with err "path: reason". */
-int gt_schema_validate(const struct gt_schema *s, json_t *obj, const char *path,
-                       struct gt_err *err);
-/* Validate one value v against row f (v present, not null). */
-int gt_field_validate(const struct gt_field *f, json_t *v, const char *path, struct gt_err *err);
-/* Join parent path and a child name into buf ("a" + "b" -> "a.b", "" + "b" -> "b"). */
-const char *gt_path_join(char *buf, size_t len, const char *parent, const char *name);
 
 /* Resource maps (resources.c): check names against allowed, parse every
  * quantity and write it back canonical. */
@@ -94,21 +18,6 @@ int gt_resources_canonicalize(json_t *map, unsigned allowed, const char *path, s
 /* Parse one validated value of the named resource into canonical units.
  * Returns 0 or GT_EINVAL (unknown resource or malformed value). */
 int gt_resource_amount(const char *name, const json_t *v, int64_t *out);
-
-/* Value checkers (check.c); each as gt_check_fn. */
-gt_check_fn gt_check_dns_label;
-gt_check_fn gt_check_label_key;
-gt_check_fn gt_check_label_value;
-gt_check_fn gt_check_annotations;
-gt_check_fn gt_check_digits;
-gt_check_fn gt_check_time;
-gt_check_fn gt_check_abs_path;
-gt_check_fn gt_check_host_path;
-gt_check_fn gt_check_git_url;
-gt_check_fn gt_check_image;
-gt_check_fn gt_check_env_name;
-gt_check_fn gt_check_camel_word;
-gt_check_fn gt_check_requirements;
 
 /* The schema tables (schemas.c): the root schema of each kind. */
 const struct gt_schema *gt_kind_schema(enum gt_kind kind);

@@ -20,18 +20,22 @@ struct res_desc {
     unsigned bit;
     enum gt_qty_unit unit;
     enum res_form form;
-    size_t offset; /* of the int64_t in struct gt_resources */
+    size_t offset;    /* of the int64_t in struct gt_resources */
+    enum gt_res slot; /* in struct gt_resvec */
+    int64_t scale;    /* units of the slot per unit of the name */
 };
 
 static const struct res_desc res_table[] = {
-    {"cpu", GT_RESF_CPU, GT_QTY_MILLI, FORM_MILLI_TEXT, offsetof(struct gt_resources, cpu_milli)},
-    {"memory", GT_RESF_MEMORY, GT_QTY_UNIT, FORM_BINARY_TEXT,
-     offsetof(struct gt_resources, memory_bytes)},
-    {"storage", GT_RESF_STORAGE, GT_QTY_UNIT, FORM_BINARY_TEXT,
-     offsetof(struct gt_resources, storage_bytes)},
-    {"nvidia.com/gpu", GT_RESF_GPU, GT_QTY_UNIT, FORM_INTEGER, offsetof(struct gt_resources, gpu)},
-    {"gantry.dev/gpu-milli", GT_RESF_GPU_MILLI, GT_QTY_UNIT, FORM_INTEGER,
-     offsetof(struct gt_resources, gpu_milli)},
+    {GT_RES_NAME_CPU, GT_RESF_CPU, GT_QTY_MILLI, FORM_MILLI_TEXT,
+     offsetof(struct gt_resources, cpu_milli), GT_RES_CPU, 1},
+    {GT_RES_NAME_MEMORY, GT_RESF_MEMORY, GT_QTY_UNIT, FORM_BINARY_TEXT,
+     offsetof(struct gt_resources, memory_bytes), GT_RES_MEMORY, 1},
+    {GT_RES_NAME_STORAGE, GT_RESF_STORAGE, GT_QTY_UNIT, FORM_BINARY_TEXT,
+     offsetof(struct gt_resources, storage_bytes), GT_RES_STORAGE, 1},
+    {GT_RES_NAME_GPU, GT_RESF_GPU, GT_QTY_UNIT, FORM_INTEGER, offsetof(struct gt_resources, gpu),
+     GT_RES_GPU, 1000},
+    {GT_RES_NAME_GPU_MILLI, GT_RESF_GPU_MILLI, GT_QTY_UNIT, FORM_INTEGER,
+     offsetof(struct gt_resources, gpu_milli), GT_RES_GPU, 1},
 };
 
 static const struct res_desc *res_find(const char *name)
@@ -155,4 +159,28 @@ int gt_api_resources(const json_t *map, struct gt_resources *r, struct gt_err *e
         memcpy((char *)r + d->offset, &v, sizeof(v));
     }
     return 0;
+}
+
+void gt_api_res_decode(const json_t *map, struct gt_api_res *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(map)) {
+        return;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)map, key, val)
+    {
+        const struct res_desc *d = res_find(key);
+        int64_t v;
+        if (!d || parse_value(d, val, &v, NULL) < 0) {
+            continue;
+        }
+        int64_t *slot = &out->v.v[d->slot];
+        /* saturate: more than any cluster holds means no bound */
+        if (gt_mul_i64(v, d->scale, &v) < 0 || gt_add_i64(*slot, v, slot) < 0) {
+            *slot = INT64_MAX;
+        }
+        out->set |= d->bit;
+    }
 }

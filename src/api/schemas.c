@@ -6,6 +6,7 @@
  * int32 bounds where Kubernetes uses int32.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +33,9 @@
     {                                                                                              \
         .name = n, .type = GT_F_ARRAY, .elem = &e, __VA_ARGS__                                     \
     }
-#define RES(n, set)                                                                                \
+#define RES(n, set, ...)                                                                           \
     {                                                                                              \
-        .name = n, .type = GT_F_RESOURCES, .resources = set                                        \
+        .name = n, .type = GT_F_RESOURCES, .resources = set, __VA_ARGS__                           \
     }
 #define ITEM(s)                                                                                    \
     {                                                                                              \
@@ -51,6 +52,13 @@
 #define SHORT .max_len = 256
 #define MESSAGE .max_len = 32768
 #define UID_MAX 4294967294LL /* (uid_t)-1 is "no uid" */
+
+/* Decoding columns: the row is stored at member m of T (struct gt_api_*,
+ * api.h); HAS sets a bool member when the object is present; IDX stores an
+ * enum string as its index. */
+#define AT(T, m) .out = true, .off = offsetof(struct gt_api_##T, m)
+#define HAS(T, m) .has_out = true, .has = offsetof(struct gt_api_##T, m)
+#define IDX .index = true
 
 static const char *const replica_types[] = {"Master", "Chief", "PS", "Worker", "Evaluator", NULL};
 static const char *const restart_policies[] = {"Never", "OnFailure", "Always", "ExitCode", NULL};
@@ -85,11 +93,12 @@ static const struct gt_field user_item = {.name = "item", .type = GT_F_STRING, S
 /* ---- metadata and conditions, shared by all kinds ---- */
 
 static const struct gt_field creator_fields[] = {
-    STR("user", SHORT),
-    INT("uid", 0, UID_MAX),
+    STR("user", SHORT, AT(creator, user)),
+    INT("uid", 0, UID_MAX, AT(creator, uid)),
     END,
 };
-static const struct gt_schema creator_schema = {creator_fields, NULL};
+static const struct gt_schema creator_schema = {creator_fields, NULL,
+                                                sizeof(struct gt_api_creator)};
 
 static const struct gt_field label_value = {
     .name = "value", .type = GT_F_STRING, .max_len = 63, .check = gt_check_label_value};
@@ -123,40 +132,54 @@ static int check_dns_subdomain(const json_t *v, struct gt_err *err)
 }
 
 #define METADATA_REST                                                                              \
-    STR("project", DNS),                                                                           \
+    STR("project", DNS, AT(meta, project)),                                                        \
         {.name = "labels",                                                                         \
          .type = GT_F_MAP,                                                                         \
          .max_len = 256,                                                                           \
          .key_check = gt_check_label_key,                                                          \
-         .elem = &label_value},                                                                    \
+         .elem = &label_value,                                                                     \
+         AT(meta, labels)},                                                                        \
         {.name = "annotations",                                                                    \
          .type = GT_F_MAP,                                                                         \
          .key_check = gt_check_label_key,                                                          \
          .elem = &annotation_value,                                                                \
-         .check = gt_check_annotations},                                                           \
-        STR("resourceVersion", .max_len = 20, .check = gt_check_digits),                           \
-        STR("uid", .max_len = 128), STR("creationTimestamp", TIME),                                \
-        STR("deletionTimestamp", TIME), OBJ("creator", creator_schema), END
+         .check = gt_check_annotations,                                                            \
+         AT(meta, annotations)},                                                                   \
+        STR("resourceVersion", .max_len = 20, .check = gt_check_digits,                            \
+            AT(meta, resource_version)),                                                           \
+        STR("uid", .max_len = 128, AT(meta, uid)),                                                 \
+        STR("creationTimestamp", TIME, AT(meta, creation_timestamp)),                              \
+        STR("deletionTimestamp", TIME, AT(meta, deletion_timestamp)),                              \
+        OBJ("creator", creator_schema, AT(meta, creator)), END
 
-static const struct gt_field metadata_fields[] = {STR("name", REQ, DNS), METADATA_REST};
+static const struct gt_field metadata_fields[] = {STR("name", REQ, DNS, AT(meta, name)),
+                                                  METADATA_REST};
 static const struct gt_field event_metadata_fields[] = {
     STR("name", REQ, .max_len = 253, .check = check_dns_subdomain), METADATA_REST};
-static const struct gt_schema event_metadata_schema = {event_metadata_fields, NULL};
-static const struct gt_schema metadata_schema = {metadata_fields, NULL};
+static const struct gt_schema event_metadata_schema = {event_metadata_fields, NULL, 0};
+static const struct gt_schema metadata_schema = {metadata_fields, NULL, sizeof(struct gt_api_meta)};
 
-#define ROOT_FIELDS STR("apiVersion", REQ), STR("kind", REQ), OBJ("metadata", metadata_schema, REQ)
+#define ROOT_FIELDS                                                                                \
+    STR("apiVersion", REQ), STR("kind", REQ),                                                      \
+        OBJ("metadata", metadata_schema, REQ, AT(object, meta))
 
 #define CONDITION_FIELDS                                                                           \
-    STR("status", REQ, .enums = cond_statuses), STR("reason", SHORT), STR("message", MESSAGE),     \
-        STR("lastTransitionTime", TIME), STR("lastHeartbeatTime", TIME)
+    STR("status", REQ, .enums = cond_statuses, AT(condition, status)),                             \
+        STR("reason", SHORT, AT(condition, reason)),                                               \
+        STR("message", MESSAGE, AT(condition, message)),                                           \
+        STR("lastTransitionTime", TIME, AT(condition, last_transition_time)),                      \
+        STR("lastHeartbeatTime", TIME, AT(condition, last_heartbeat_time))
 
-static const struct gt_field condition_fields[] = {STR("type", REQ, SHORT), CONDITION_FIELDS, END};
-static const struct gt_schema condition_schema = {condition_fields, NULL};
+static const struct gt_field condition_fields[] = {STR("type", REQ, SHORT, AT(condition, type)),
+                                                   CONDITION_FIELDS, END};
+static const struct gt_schema condition_schema = {condition_fields, NULL,
+                                                  sizeof(struct gt_api_condition)};
 static const struct gt_field condition_item = ITEM(condition_schema);
 
-static const struct gt_field job_condition_fields[] = {STR("type", REQ, .enums = job_cond_types),
-                                                       CONDITION_FIELDS, END};
-static const struct gt_schema job_condition_schema = {job_condition_fields, NULL};
+static const struct gt_field job_condition_fields[] = {
+    STR("type", REQ, .enums = job_cond_types, AT(condition, type)), CONDITION_FIELDS, END};
+static const struct gt_schema job_condition_schema = {job_condition_fields, NULL,
+                                                      sizeof(struct gt_api_condition)};
 static const struct gt_field job_condition_item = ITEM(job_condition_schema);
 
 /* ---- cross-field rules ---- */
@@ -200,13 +223,12 @@ static int template_resources_post(json_t *res, const char *path, struct gt_err 
 {
     json_t *requests = json_object_get(res, "requests");
     json_t *limits = json_object_get(res, "limits");
-    bool whole =
-        amount_of(requests, "nvidia.com/gpu") > 0 || amount_of(limits, "nvidia.com/gpu") > 0;
+    bool whole = amount_of(requests, GT_RES_NAME_GPU) > 0 || amount_of(limits, GT_RES_NAME_GPU) > 0;
     const char *const names[] = {"requests", "limits"};
     json_t *const maps[] = {requests, limits};
     char sub[GT_API_PATH_MAX];
     for (size_t i = 0; i < 2; i++) {
-        json_t *milli = json_object_get(maps[i], "gantry.dev/gpu-milli");
+        json_t *milli = json_object_get(maps[i], GT_RES_NAME_GPU_MILLI);
         if (!milli) {
             continue;
         }
@@ -320,221 +342,239 @@ static int job_spec_post(json_t *spec, const char *path, struct gt_err *err)
 /* ---- Department ---- */
 
 static const struct gt_field dept_spec_fields[] = {
-    RES("quota", GT_RESF_POOL),
-    RES("limit", GT_RESF_POOL),
-    LIST("admins", user_item),
+    RES("quota", GT_RESF_POOL, AT(department_spec, quota)),
+    RES("limit", GT_RESF_POOL, AT(department_spec, limit)),
+    LIST("admins", user_item, AT(department_spec, admins)),
     END,
 };
-static const struct gt_schema dept_spec_schema = {dept_spec_fields, dept_spec_post};
+static const struct gt_schema dept_spec_schema = {dept_spec_fields, dept_spec_post,
+                                                  sizeof(struct gt_api_department_spec)};
 
 static const struct gt_field dept_status_fields[] = {
-    RES("used", GT_RESF_ALL),
-    RES("borrowed", GT_RESF_ALL),
+    RES("used", GT_RESF_ALL, AT(department_status, used)),
+    RES("borrowed", GT_RESF_ALL, AT(department_status, borrowed)),
     END,
 };
-static const struct gt_schema dept_status_schema = {dept_status_fields, NULL};
+static const struct gt_schema dept_status_schema = {dept_status_fields, NULL,
+                                                    sizeof(struct gt_api_department_status)};
 
 static const struct gt_field dept_fields[] = {
     ROOT_FIELDS,
-    OBJ("spec", dept_spec_schema, .flags = GT_F_CREATE),
-    OBJ("status", dept_status_schema),
+    OBJ("spec", dept_spec_schema, .flags = GT_F_CREATE, AT(department, spec)),
+    OBJ("status", dept_status_schema, AT(department, status)),
     END,
 };
-static const struct gt_schema dept_schema = {dept_fields, NULL};
+static const struct gt_schema dept_schema = {dept_fields, NULL, sizeof(struct gt_api_department)};
 
 /* ---- Project ---- */
 
 static const struct gt_field member_fields[] = {
-    STR("user", REQ, SHORT),
-    STR("role", REQ, .enums = roles),
+    STR("user", REQ, SHORT, AT(member, user)),
+    STR("role", REQ, .enums = roles, AT(member, role)),
     END,
 };
-static const struct gt_schema member_schema = {member_fields, NULL};
+static const struct gt_schema member_schema = {member_fields, NULL, sizeof(struct gt_api_member)};
 static const struct gt_field member_item = ITEM(member_schema);
 
 static const struct gt_field project_spec_fields[] = {
-    STR("department", REQ, DNS),
-    LIST("members", member_item),
-    RES("hard", GT_RESF_POOL),
-    BOOL("allowPrivileged", .flags = GT_F_DEFAULT, .def_int = 0),
+    STR("department", REQ, DNS, AT(project_spec, department)),
+    LIST("members", member_item, AT(project_spec, members)),
+    RES("hard", GT_RESF_POOL, AT(project_spec, hard), HAS(project_spec, has_hard)),
+    BOOL("allowPrivileged", .flags = GT_F_DEFAULT, .def_int = 0,
+         AT(project_spec, allow_privileged)),
     END,
 };
-static const struct gt_schema project_spec_schema = {project_spec_fields, NULL};
+static const struct gt_schema project_spec_schema = {project_spec_fields, NULL,
+                                                     sizeof(struct gt_api_project_spec)};
 
 static const struct gt_field project_fields[] = {
     ROOT_FIELDS,
-    OBJ("spec", project_spec_schema, REQ),
+    OBJ("spec", project_spec_schema, REQ, AT(project, spec)),
     END,
 };
-static const struct gt_schema project_schema = {project_fields, NULL};
+static const struct gt_schema project_schema = {project_fields, NULL,
+                                                sizeof(struct gt_api_project)};
 
 /* ---- PriorityClass: fields at the top level, as scheduling.k8s.io has them ---- */
 
 static const struct gt_field pc_fields[] = {
     ROOT_FIELDS,
-    INT("value", INT32_MIN, INT32_MAX, REQ),
+    INT("value", INT32_MIN, INT32_MAX, REQ, AT(priority_class, value)),
     STR("preemptionPolicy", .flags = GT_F_DEFAULT, .def_str = "PreemptLowerPriority",
-        .enums = preemption_policies),
-    BOOL("globalDefault", .flags = GT_F_DEFAULT, .def_int = 0),
-    STR("description", .max_len = 1024),
+        .enums = preemption_policies, AT(priority_class, preemption_policy)),
+    BOOL("globalDefault", .flags = GT_F_DEFAULT, .def_int = 0, AT(priority_class, global_default)),
+    STR("description", .max_len = 1024, AT(priority_class, description)),
     END,
 };
-static const struct gt_schema pc_schema = {pc_fields, NULL};
+static const struct gt_schema pc_schema = {pc_fields, NULL, sizeof(struct gt_api_priority_class)};
 
 /* ---- Node ---- */
 
 static const struct gt_field taint_fields[] = {
-    STR("key", REQ, .max_len = 317, .check = gt_check_label_key),
-    STR("value", .max_len = 63, .check = gt_check_label_value),
-    STR("effect", REQ, .enums = taint_effects),
+    STR("key", REQ, .max_len = 317, .check = gt_check_label_key, AT(taint, key)),
+    STR("value", .max_len = 63, .check = gt_check_label_value, AT(taint, value)),
+    STR("effect", REQ, .enums = taint_effects, AT(taint, effect)),
     END,
 };
-static const struct gt_schema taint_schema = {taint_fields, NULL};
+static const struct gt_schema taint_schema = {taint_fields, NULL, sizeof(struct gt_api_taint)};
 static const struct gt_field taint_item = ITEM(taint_schema);
 
 static const struct gt_field node_spec_fields[] = {
-    BOOL("unschedulable", .flags = GT_F_DEFAULT, .def_int = 0),
-    LIST("taints", taint_item),
+    BOOL("unschedulable", .flags = GT_F_DEFAULT, .def_int = 0, AT(node_spec, unschedulable)),
+    LIST("taints", taint_item, AT(node_spec, taints)),
     END,
 };
-static const struct gt_schema node_spec_schema = {node_spec_fields, NULL};
+static const struct gt_schema node_spec_schema = {node_spec_fields, NULL,
+                                                  sizeof(struct gt_api_node_spec)};
 
 static const struct gt_field node_gpu_fields[] = {
-    INT("index", 0, INT32_MAX, REQ),
-    STR("uuid", .max_len = 128),
-    STR("model", SHORT),
-    INT("memoryBytes", 0, INT64_MAX),
-    INT("numaNode", -1, INT32_MAX),
-    STR("group", SHORT),
-    STR("health", .enums = gpu_health),
+    INT("index", 0, INT32_MAX, REQ, AT(node_gpu, index)),
+    STR("uuid", .max_len = 128, AT(node_gpu, uuid)),
+    STR("model", SHORT, AT(node_gpu, model)),
+    INT("memoryBytes", 0, INT64_MAX, AT(node_gpu, memory_bytes)),
+    INT("numaNode", -1, INT32_MAX, AT(node_gpu, numa_node)),
+    STR("group", SHORT, AT(node_gpu, group)),
+    STR("health", .enums = gpu_health, AT(node_gpu, health)),
     END,
 };
-static const struct gt_schema node_gpu_schema = {node_gpu_fields, NULL};
+static const struct gt_schema node_gpu_schema = {node_gpu_fields, NULL,
+                                                 sizeof(struct gt_api_node_gpu)};
 static const struct gt_field node_gpu_item = ITEM(node_gpu_schema);
 
 static const struct gt_field address_fields[] = {
-    STR("type", REQ, .enums = address_types),
-    STR("address", REQ, .max_len = 1024),
+    STR("type", REQ, .enums = address_types, AT(address, type)),
+    STR("address", REQ, .max_len = 1024, AT(address, address)),
     END,
 };
-static const struct gt_schema address_schema = {address_fields, NULL};
+static const struct gt_schema address_schema = {address_fields, NULL,
+                                                sizeof(struct gt_api_address)};
 static const struct gt_field address_item = ITEM(address_schema);
 
 static const struct gt_field node_status_fields[] = {
-    RES("capacity", GT_RESF_POOL),
-    RES("allocatable", GT_RESF_POOL),
-    LIST("gpus", node_gpu_item),
-    LIST("conditions", condition_item),
-    LIST("addresses", address_item),
-    STR("lastHeartbeatTime", TIME),
+    RES("capacity", GT_RESF_POOL, AT(node_status, capacity)),
+    RES("allocatable", GT_RESF_POOL, AT(node_status, allocatable)),
+    LIST("gpus", node_gpu_item, AT(node_status, gpus)),
+    LIST("conditions", condition_item, AT(node_status, conditions)),
+    LIST("addresses", address_item, AT(node_status, addresses)),
+    STR("lastHeartbeatTime", TIME, AT(node_status, last_heartbeat_time)),
     {.name = "allocated",
      .type = GT_F_FORBIDDEN,
      .why = "computed by the server on reads, never stored"},
     END,
 };
-static const struct gt_schema node_status_schema = {node_status_fields, NULL};
+static const struct gt_schema node_status_schema = {node_status_fields, NULL,
+                                                    sizeof(struct gt_api_node_status)};
 
 static const struct gt_field node_fields[] = {
     ROOT_FIELDS,
-    OBJ("spec", node_spec_schema, .flags = GT_F_CREATE),
-    OBJ("status", node_status_schema),
+    OBJ("spec", node_spec_schema, .flags = GT_F_CREATE, AT(node, spec)),
+    OBJ("status", node_status_schema, AT(node, status)),
     END,
 };
-static const struct gt_schema node_schema = {node_fields, NULL};
+static const struct gt_schema node_schema = {node_fields, NULL, sizeof(struct gt_api_node)};
 
 /* ---- the container template, shared by Job replicas and Tasks ---- */
 
 static const struct gt_field env_fields[] = {
-    STR("name", REQ, SHORT, .check = gt_check_env_name),
-    STR("value", MESSAGE),
+    STR("name", REQ, SHORT, .check = gt_check_env_name, AT(env, name)),
+    STR("value", MESSAGE, AT(env, value)),
     END,
 };
-static const struct gt_schema env_schema = {env_fields, NULL};
+static const struct gt_schema env_schema = {env_fields, NULL, sizeof(struct gt_api_env)};
 static const struct gt_field env_item = ITEM(env_schema);
 
 static const struct gt_field container_port_fields[] = {
-    STR("name", DNS),
-    INT("containerPort", 1, 65535, REQ),
+    STR("name", DNS, AT(container_port, name)),
+    INT("containerPort", 1, 65535, REQ, AT(container_port, container_port)),
     END,
 };
-static const struct gt_schema container_port_schema = {container_port_fields, NULL};
+static const struct gt_schema container_port_schema = {container_port_fields, NULL,
+                                                       sizeof(struct gt_api_container_port)};
 static const struct gt_field container_port_item = ITEM(container_port_schema);
 
 static const struct gt_field mount_fields[] = {
-    STR("name", REQ, DNS),
-    STR("mountPath", REQ, .check = gt_check_abs_path),
-    BOOL("readOnly"),
+    STR("name", REQ, DNS, AT(mount, name)),
+    STR("mountPath", REQ, .check = gt_check_abs_path, AT(mount, mount_path)),
+    BOOL("readOnly", AT(mount, read_only)),
     END,
 };
-static const struct gt_schema mount_schema = {mount_fields, NULL};
+static const struct gt_schema mount_schema = {mount_fields, NULL, sizeof(struct gt_api_mount)};
 static const struct gt_field mount_item = ITEM(mount_schema);
 
 static const struct gt_field template_resources_fields[] = {
-    RES("requests", GT_RESF_ALL),
-    RES("limits", GT_RESF_ALL),
+    RES("requests", GT_RESF_ALL, AT(template_resources, requests)),
+    RES("limits", GT_RESF_ALL, AT(template_resources, limits)),
     END,
 };
-static const struct gt_schema template_resources_schema = {template_resources_fields,
-                                                           template_resources_post};
+static const struct gt_schema template_resources_schema = {
+    template_resources_fields, template_resources_post, sizeof(struct gt_api_template_resources)};
 
 static const struct gt_field template_fields[] = {
-    STR("image", .max_len = 512, .check = gt_check_image),
-    LIST("command", string_item),
-    LIST("args", string_item),
-    LIST("env", env_item),
-    STR("workingDir", .check = gt_check_abs_path),
-    OBJ("resources", template_resources_schema),
-    LIST("ports", container_port_item),
-    LIST("volumeMounts", mount_item),
-    INT("runAsUser", 0, UID_MAX),
-    INT("terminationGracePeriodSeconds", 0, INT32_MAX),
+    STR("image", .max_len = 512, .check = gt_check_image, AT(template, image)),
+    LIST("command", string_item, AT(template, command)),
+    LIST("args", string_item, AT(template, args)),
+    LIST("env", env_item, AT(template, env)),
+    STR("workingDir", .check = gt_check_abs_path, AT(template, working_dir)),
+    OBJ("resources", template_resources_schema, AT(template, resources)),
+    LIST("ports", container_port_item, AT(template, ports)),
+    LIST("volumeMounts", mount_item, AT(template, volume_mounts)),
+    INT("runAsUser", 0, UID_MAX, AT(template, run_as_user)),
+    INT("terminationGracePeriodSeconds", 0, INT32_MAX, AT(template, grace_period_s)),
     END,
 };
-static const struct gt_schema template_schema = {template_fields, template_post};
+static const struct gt_schema template_schema = {template_fields, template_post,
+                                                 sizeof(struct gt_api_template)};
 
 /* ---- Job ---- */
 
 static const struct gt_field replica_spec_fields[] = {
-    INT("replicas", 1, 1000, .flags = GT_F_DEFAULT, .def_int = 1),
-    STR("restartPolicy", .flags = GT_F_DEFAULT, .def_str = "Never", .enums = restart_policies),
-    OBJ("template", template_schema, REQ),
+    INT("replicas", 1, 1000, .flags = GT_F_DEFAULT, .def_int = 1, AT(replica_spec, replicas)),
+    STR("restartPolicy", .flags = GT_F_DEFAULT, .def_str = "Never", .enums = restart_policies,
+        AT(replica_spec, restart_policy)),
+    OBJ("template", template_schema, REQ, AT(replica_spec, template)),
     END,
 };
-static const struct gt_schema replica_spec_schema = {replica_spec_fields, NULL};
+/* decoded as an entry of the replicaSpecs map: its key (the type) first */
+static const struct gt_schema replica_spec_schema = {replica_spec_fields, NULL,
+                                                     sizeof(struct gt_api_replica_spec)};
 static const struct gt_field replica_spec_item = ITEM(replica_spec_schema);
 
 static const struct gt_field sched_policy_fields[] = {
-    INT("minAvailable", 1, INT32_MAX),
-    STR("queue", DNS),
-    STR("priorityClass", DNS),
+    INT("minAvailable", 1, INT32_MAX, AT(sched_policy, min_available)),
+    STR("queue", DNS, AT(sched_policy, queue)),
+    STR("priorityClass", DNS, AT(sched_policy, priority_class)),
     END,
 };
-static const struct gt_schema sched_policy_schema = {sched_policy_fields, NULL};
+static const struct gt_schema sched_policy_schema = {sched_policy_fields, NULL,
+                                                     sizeof(struct gt_api_sched_policy)};
 
 static const struct gt_field run_policy_fields[] = {
-    INT("backoffLimit", 0, INT32_MAX, .flags = GT_F_DEFAULT, .def_int = 6),
-    INT("activeDeadlineSeconds", 1, INT32_MAX),
-    INT("ttlSecondsAfterFinished", 0, INT32_MAX),
-    STR("cleanPodPolicy", .flags = GT_F_DEFAULT, .def_str = "None", .enums = clean_pod_policies),
-    OBJ("schedulingPolicy", sched_policy_schema),
+    INT("backoffLimit", 0, INT32_MAX, .flags = GT_F_DEFAULT, .def_int = 6,
+        AT(run_policy, backoff_limit)),
+    INT("activeDeadlineSeconds", 1, INT32_MAX, AT(run_policy, active_deadline_s)),
+    INT("ttlSecondsAfterFinished", 0, INT32_MAX, AT(run_policy, ttl_after_finished_s)),
+    STR("cleanPodPolicy", .flags = GT_F_DEFAULT, .def_str = "None", .enums = clean_pod_policies,
+        AT(run_policy, clean_pod_policy)),
+    OBJ("schedulingPolicy", sched_policy_schema, AT(run_policy, scheduling_policy)),
     END,
 };
-static const struct gt_schema run_policy_schema = {run_policy_fields, NULL};
+static const struct gt_schema run_policy_schema = {run_policy_fields, NULL,
+                                                   sizeof(struct gt_api_run_policy)};
 
 static const struct gt_field source_fields[] = {
-    STR("git", REQ, .check = gt_check_git_url),
-    STR("revision", SHORT),
+    STR("git", REQ, .check = gt_check_git_url, AT(source, git)),
+    STR("revision", SHORT, AT(source, revision)),
     END,
 };
-static const struct gt_schema source_schema = {source_fields, NULL};
+static const struct gt_schema source_schema = {source_fields, NULL, sizeof(struct gt_api_source)};
 
 static const struct gt_field volume_fields[] = {
-    STR("name", REQ, DNS),
-    STR("hostPath", REQ, .check = gt_check_host_path),
-    BOOL("readOnly"),
+    STR("name", REQ, DNS, AT(volume, name)),
+    STR("hostPath", REQ, .check = gt_check_host_path, AT(volume, host_path)),
+    BOOL("readOnly", AT(volume, read_only)),
     END,
 };
-static const struct gt_schema volume_schema = {volume_fields, NULL};
+static const struct gt_schema volume_schema = {volume_fields, NULL, sizeof(struct gt_api_volume)};
 static const struct gt_field volume_item = ITEM(volume_schema);
 
 static const struct gt_field job_spec_fields[] = {
@@ -543,142 +583,159 @@ static const struct gt_field job_spec_fields[] = {
      .flags = GT_F_REQUIRED,
      .max_len = 5,
      .key_check = check_replica_type,
-     .elem = &replica_spec_item},
-    OBJ("runPolicy", run_policy_schema, .flags = GT_F_CREATE),
-    OBJ("source", source_schema),
-    {.name = "requirements", .type = GT_F_ANY, .check = gt_check_requirements},
-    LIST("volumes", volume_item, .max_len = 64),
+     .elem = &replica_spec_item,
+     AT(job_spec, replica_specs)},
+    OBJ("runPolicy", run_policy_schema, .flags = GT_F_CREATE, AT(job_spec, run_policy)),
+    OBJ("source", source_schema, AT(job_spec, source), HAS(job_spec, has_source)),
+    {.name = "requirements",
+     .type = GT_F_ANY,
+     .check = gt_check_requirements,
+     AT(job_spec, requirements)},
+    LIST("volumes", volume_item, .max_len = 64, AT(job_spec, volumes)),
     END,
 };
-static const struct gt_schema job_spec_schema = {job_spec_fields, job_spec_post};
+static const struct gt_schema job_spec_schema = {job_spec_fields, job_spec_post,
+                                                 sizeof(struct gt_api_job_spec)};
 
 static const struct gt_field replica_status_fields[] = {
-    INT("active", 0, INT32_MAX),
-    INT("succeeded", 0, INT32_MAX),
-    INT("failed", 0, INT32_MAX),
+    INT("active", 0, INT32_MAX, AT(replica_status, active)),
+    INT("succeeded", 0, INT32_MAX, AT(replica_status, succeeded)),
+    INT("failed", 0, INT32_MAX, AT(replica_status, failed)),
     END,
 };
-static const struct gt_schema replica_status_schema = {replica_status_fields, NULL};
+static const struct gt_schema replica_status_schema = {replica_status_fields, NULL,
+                                                       sizeof(struct gt_api_replica_status)};
 static const struct gt_field replica_status_item = ITEM(replica_status_schema);
 
 static const struct gt_field job_status_fields[] = {
-    LIST("conditions", job_condition_item),
+    LIST("conditions", job_condition_item, AT(job_status, conditions)),
     {.name = "replicaStatuses",
      .type = GT_F_MAP,
      .max_len = 5,
      .key_check = check_replica_type,
-     .elem = &replica_status_item},
-    STR("startTime", TIME),
-    STR("completionTime", TIME),
-    INT("restartCount", 0, INT32_MAX),
-    INT("requeueCount", 0, INT32_MAX),
+     .elem = &replica_status_item,
+     AT(job_status, replica_statuses)},
+    STR("startTime", TIME, AT(job_status, start_time)),
+    STR("completionTime", TIME, AT(job_status, completion_time)),
+    INT("restartCount", 0, INT32_MAX, AT(job_status, restart_count)),
+    INT("requeueCount", 0, INT32_MAX, AT(job_status, requeue_count)),
     END,
 };
-static const struct gt_schema job_status_schema = {job_status_fields, NULL};
+static const struct gt_schema job_status_schema = {job_status_fields, NULL,
+                                                   sizeof(struct gt_api_job_status)};
 
 static const struct gt_field job_fields[] = {
     ROOT_FIELDS,
-    OBJ("spec", job_spec_schema, REQ),
-    OBJ("status", job_status_schema),
+    OBJ("spec", job_spec_schema, REQ, AT(job, spec)),
+    OBJ("status", job_status_schema, AT(job, status)),
     END,
 };
-static const struct gt_schema job_schema = {job_fields, NULL};
+static const struct gt_schema job_schema = {job_fields, NULL, sizeof(struct gt_api_job)};
 
 /* ---- Task ---- */
 
 static const struct gt_field task_gpu_fields[] = {
-    INT("index", 0, INT32_MAX, REQ),
-    STR("uuid", .max_len = 128),
-    INT("milli", 1, 1000),
+    INT("index", 0, INT32_MAX, REQ, AT(task_gpu, index)),
+    STR("uuid", .max_len = 128, AT(task_gpu, uuid)),
+    INT("milli", 1, 1000, AT(task_gpu, milli)),
     END,
 };
-static const struct gt_schema task_gpu_schema = {task_gpu_fields, NULL};
+static const struct gt_schema task_gpu_schema = {task_gpu_fields, NULL,
+                                                 sizeof(struct gt_api_task_gpu)};
 static const struct gt_field task_gpu_item = ITEM(task_gpu_schema);
 
 static const struct gt_field task_port_fields[] = {
-    STR("name", DNS),
-    INT("port", 1, 65535, REQ),
+    STR("name", DNS, AT(task_port, name)),
+    INT("port", 1, 65535, REQ, AT(task_port, port)),
     END,
 };
-static const struct gt_schema task_port_schema = {task_port_fields, NULL};
+static const struct gt_schema task_port_schema = {task_port_fields, NULL,
+                                                  sizeof(struct gt_api_task_port)};
 static const struct gt_field task_port_item = ITEM(task_port_schema);
 
 /* spec.hosts of a Task: the job's host names, written into its /etc/hosts
  * by the agent (which rejects whitespace and bad addresses) */
 static const struct gt_field task_host_fields[] = {
-    STR("hostname", REQ, .max_len = 253),
-    STR("ip", REQ, .max_len = 64),
+    STR("hostname", REQ, .max_len = 253, AT(task_host, hostname)),
+    STR("ip", REQ, .max_len = 64, AT(task_host, ip)),
     END,
 };
-static const struct gt_schema task_host_schema = {task_host_fields, NULL};
+static const struct gt_schema task_host_schema = {task_host_fields, NULL,
+                                                  sizeof(struct gt_api_task_host)};
 static const struct gt_field task_host_item = ITEM(task_host_schema);
 
 static const struct gt_field previous_fields[] = {
-    STR("uid", .max_len = 128),
-    STR("nodeName", DNS),
+    STR("uid", .max_len = 128, AT(task_previous, uid)),
+    STR("nodeName", DNS, AT(task_previous, node_name)),
     END,
 };
-static const struct gt_schema previous_schema = {previous_fields, NULL};
+static const struct gt_schema previous_schema = {previous_fields, NULL,
+                                                 sizeof(struct gt_api_task_previous)};
 
 static const struct gt_field stop_fields[] = {
-    STR("reason", SHORT),
-    INT("gracePeriodSeconds", 0, INT32_MAX),
+    STR("reason", SHORT, AT(task_stop, reason)),
+    INT("gracePeriodSeconds", 0, INT32_MAX, AT(task_stop, grace_period_s)),
     END,
 };
-static const struct gt_schema stop_schema = {stop_fields, NULL};
+static const struct gt_schema stop_schema = {stop_fields, NULL, sizeof(struct gt_api_task_stop)};
 
 /* spec.pip of a Task: the cluster's pip configuration (gantryd
  * --pip-index-url, --pip-find-links), used by the agent for requirements */
 static const struct gt_field task_pip_fields[] = {
-    STR("indexUrl", .max_len = 4096),
-    STR("findLinks", .max_len = 4096),
+    STR("indexUrl", .max_len = 4096, AT(pip, index_url)),
+    STR("findLinks", .max_len = 4096, AT(pip, find_links)),
     END,
 };
-static const struct gt_schema task_pip_schema = {task_pip_fields, NULL};
+static const struct gt_schema task_pip_schema = {task_pip_fields, NULL, sizeof(struct gt_api_pip)};
 
 static const struct gt_field task_spec_fields[] = {
-    STR("job", DNS),
-    STR("replicaType", .enums = replica_types),
-    INT("replicaIndex", 0, INT32_MAX),
-    OBJ("template", template_schema, REQ),
-    STR("nodeName", DNS),
-    LIST("gpus", task_gpu_item),
-    LIST("ports", task_port_item),
-    LIST("hosts", task_host_item),
-    OBJ("stop", stop_schema),
-    INT("priority", INT32_MIN, INT32_MAX),
-    STR("department", DNS),
-    BOOL("privileged", .flags = GT_F_DEFAULT, .def_int = 0),
-    OBJ("source", source_schema),
-    {.name = "requirements", .type = GT_F_ANY, .check = gt_check_requirements},
-    OBJ("pip", task_pip_schema),
-    LIST("volumes", volume_item, .max_len = 64),
+    STR("job", DNS, AT(task_spec, job)),
+    STR("replicaType", .enums = replica_types, AT(task_spec, replica_type)),
+    INT("replicaIndex", 0, INT32_MAX, AT(task_spec, replica_index)),
+    OBJ("template", template_schema, REQ, AT(task_spec, template)),
+    STR("nodeName", DNS, AT(task_spec, node_name)),
+    LIST("gpus", task_gpu_item, AT(task_spec, gpus)),
+    LIST("ports", task_port_item, AT(task_spec, ports)),
+    LIST("hosts", task_host_item, AT(task_spec, hosts)),
+    OBJ("stop", stop_schema, AT(task_spec, stop), HAS(task_spec, has_stop)),
+    INT("priority", INT32_MIN, INT32_MAX, AT(task_spec, priority)),
+    STR("department", DNS, AT(task_spec, department)),
+    BOOL("privileged", .flags = GT_F_DEFAULT, .def_int = 0, AT(task_spec, privileged)),
+    OBJ("source", source_schema, AT(task_spec, source), HAS(task_spec, has_source)),
+    {.name = "requirements",
+     .type = GT_F_ANY,
+     .check = gt_check_requirements,
+     AT(task_spec, requirements)},
+    OBJ("pip", task_pip_schema, AT(task_spec, pip)),
+    LIST("volumes", volume_item, .max_len = 64, AT(task_spec, volumes)),
     END,
 };
-static const struct gt_schema task_spec_schema = {task_spec_fields, NULL};
+static const struct gt_schema task_spec_schema = {task_spec_fields, NULL,
+                                                  sizeof(struct gt_api_task_spec)};
 
 static const struct gt_field task_status_fields[] = {
-    STR("phase", .enums = task_phases),
-    INT("exitCode", INT32_MIN, INT32_MAX),
-    INT("signal", 0, INT32_MAX),
-    STR("reason", SHORT),
-    STR("message", MESSAGE),
-    STR("boundTime", TIME),
-    STR("startTime", TIME),
-    STR("finishTime", TIME),
-    INT("hostPid", 0, INT32_MAX),
-    OBJ("previous", previous_schema),
+    STR("phase", .enums = task_phases, IDX, AT(task_status, phase)),
+    INT("exitCode", INT32_MIN, INT32_MAX, AT(task_status, exit_code)),
+    INT("signal", 0, INT32_MAX, AT(task_status, signal)),
+    STR("reason", SHORT, AT(task_status, reason)),
+    STR("message", MESSAGE, AT(task_status, message)),
+    STR("boundTime", TIME, AT(task_status, bound_time)),
+    STR("startTime", TIME, AT(task_status, start_time)),
+    STR("finishTime", TIME, AT(task_status, finish_time)),
+    INT("hostPid", 0, INT32_MAX, AT(task_status, host_pid)),
+    OBJ("previous", previous_schema, AT(task_status, previous)),
     END,
 };
-static const struct gt_schema task_status_schema = {task_status_fields, NULL};
+static const struct gt_schema task_status_schema = {task_status_fields, NULL,
+                                                    sizeof(struct gt_api_task_status)};
 
 static const struct gt_field task_fields[] = {
     ROOT_FIELDS,
-    OBJ("spec", task_spec_schema, REQ),
-    OBJ("status", task_status_schema),
+    OBJ("spec", task_spec_schema, REQ, AT(task, spec)),
+    OBJ("status", task_status_schema, AT(task, status)),
     END,
 };
-static const struct gt_schema task_schema = {task_fields, NULL};
+static const struct gt_schema task_schema = {task_fields, NULL, sizeof(struct gt_api_task)};
 
 /* ---- Event: fields at the top level, as core/v1 Event has them ---- */
 
@@ -689,10 +746,10 @@ static const struct gt_field involved_fields[] = {
     STR("uid", .max_len = 128),
     END,
 };
-static const struct gt_schema involved_schema = {involved_fields, NULL};
+static const struct gt_schema involved_schema = {involved_fields, NULL, 0};
 
 static const struct gt_field event_source_fields[] = {STR("component", SHORT), END};
-static const struct gt_schema event_source_schema = {event_source_fields, NULL};
+static const struct gt_schema event_source_schema = {event_source_fields, NULL, 0};
 
 static const struct gt_field event_fields[] = {
     STR("apiVersion", REQ),
@@ -708,7 +765,7 @@ static const struct gt_field event_fields[] = {
     OBJ("source", event_source_schema),
     END,
 };
-static const struct gt_schema event_schema = {event_fields, NULL};
+static const struct gt_schema event_schema = {event_fields, NULL, 0};
 
 static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
     [GT_KIND_DEPARTMENT] = &dept_schema,  [GT_KIND_PROJECT] = &project_schema,

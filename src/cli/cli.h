@@ -278,14 +278,14 @@ int gt_cli_requirements_parse(const char *text, size_t len, json_t **out, struct
  * byte when non-zero; otherwise 1 with msg (len bytes) saying why
  * ("task t ended Failed: NodeLost (...)"). msg is "" unless 1 was chosen
  * that way. */
-int gt_cli_task_exit_status(const json_t *task, char *msg, size_t len);
+int gt_cli_task_exit_status(const struct gt_api_task *task, char *msg, size_t len);
 
 /* Name of the task whose log `gantry logs JOB` shows: JOB-<replica> when
  * replica ("worker-1", any case) is given, else JOB-<type>-0 for the job's
  * (job_obj, borrowed) Master, else Chief, else Worker, else first replica
  * type; the suffix lower-cased. NULL with err (GT_EBADREQ) for a malformed
  * replica or a job without replicas. Caller frees. */
-char *gt_cli_logs_task_name(const char *job, const json_t *job_obj, const char *replica,
+char *gt_cli_logs_task_name(const char *job, const struct gt_api_job *job_obj, const char *replica,
                             struct gt_err *err);
 
 /* Which log of a task to read. */

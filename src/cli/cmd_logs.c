@@ -79,6 +79,7 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     }
     struct gt_cli_client *client;
     json_t *job_obj = NULL;
+    struct gt_api_job *job_typed = NULL;
     char *task = NULL;
     if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
         rc = gt_cli_fail(ctx, &err);
@@ -92,8 +93,9 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
             rc = gt_cli_fail(ctx, &err);
             goto out;
         }
+        job_typed = gt_api_job_new(job_obj);
     }
-    task = gt_cli_logs_task_name(job, job_obj, f.replica, &err);
+    task = gt_cli_logs_task_name(job, job_typed, f.replica, &err);
     if (!task) {
         rc = gt_cli_fail(ctx, &err);
         goto out;
@@ -101,9 +103,9 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     /* a task not started yet has no log to follow: wait for it (a previous
      * run has ended already) */
     if (f.lo.follow && !f.lo.previous) {
-        json_t *started = NULL;
+        struct gt_api_task *started = NULL;
         rc = gt_cli_task_wait(client, project, task, GT_CLI_TASK_STARTED, &started, &err);
-        json_decref(started);
+        gt_api_task_free(started);
         if (rc != 0) {
             rc = gt_cli_fail(ctx, &err);
             goto out;
@@ -113,6 +115,7 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     rc = rc == 0 ? 0 : gt_cli_fail(ctx, &err);
 out:
     free(task);
+    gt_api_job_free(job_typed);
     json_decref(job_obj);
     return rc;
 }

@@ -120,10 +120,12 @@ static int mark_node(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const
     return rc;
 }
 
-static bool holds(const json_t *task)
+static bool holds(json_t *task)
 {
-    const char *p = json_string_value(gt_json_path(task, "status.phase"));
-    return p && (!strcmp(p, "Bound") || !strcmp(p, "Running") || !strcmp(p, "Terminating"));
+    struct gt_api_task *t = gt_api_task_new(task);
+    int p = t->status.phase;
+    gt_api_task_free(t);
+    return p == GT_TASK_BOUND || p == GT_TASK_RUNNING || p == GT_TASK_TERMINATING;
 }
 
 /* Wait until no task holds resources on the node (or timeout_s passes). */

@@ -113,20 +113,14 @@ struct queue_watch {
 };
 
 /* Whether job's condition type is True; *message gets its message. */
-static bool cond_true(const json_t *job, const char *type, const char **message)
+static bool cond_true(const struct gt_api_job *job, const char *type, const char **message)
 {
-    size_t i;
-    json_t *c;
-    json_array_foreach(gt_json_path(job, "status.conditions"), i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-        const char *st = json_string_value(json_object_get(c, "status"));
-        if (t && st && !strcmp(t, type) && !strcmp(st, "True")) {
-            *message = json_string_value(json_object_get(c, "message"));
-            return true;
-        }
+    const struct gt_api_condition *c = gt_api_condition_find(&job->status.conditions, type);
+    if (!c || !c->status || strcmp(c->status, "True")) {
+        return false;
     }
-    return false;
+    *message = c->message;
+    return true;
 }
 
 /* A job watch event: print each new reason the job waits for (its Queued
@@ -137,22 +131,23 @@ static int on_job_event(const json_t *event, void *arg)
     struct queue_watch *q = arg;
     static const char *const moved_on[] = {"Running", "Restarting", "Succeeded", "Failed"};
     const char *type = json_string_value(json_object_get(event, "type"));
-    const json_t *job = json_object_get(event, "object");
     const char *msg = NULL;
     if (!type || !strcmp(type, "DELETED")) {
         return 1;
     }
-    for (size_t i = 0; i < GT_ARRAY_LEN(moved_on); i++) {
-        if (cond_true(job, moved_on[i], &msg)) {
-            return 1;
-        }
+    struct gt_api_job *job = gt_api_job_new(json_object_get(event, "object"));
+    int rc = 0;
+    for (size_t i = 0; i < GT_ARRAY_LEN(moved_on) && !rc; i++) {
+        rc = cond_true(job, moved_on[i], &msg);
     }
-    if (cond_true(job, "Queued", &msg) && msg && *msg && (!q->said || strcmp(q->said, msg))) {
+    if (!rc && cond_true(job, "Queued", &msg) && msg && *msg &&
+        (!q->said || strcmp(q->said, msg))) {
         fprintf(q->err, "waiting: %s\n", msg);
         free(q->said);
         q->said = gt_xstrdup(msg);
     }
-    return 0;
+    gt_api_job_free(job);
+    return rc;
 }
 
 /* Until job runs (or ends), say why it waits whenever that changes. */
@@ -183,13 +178,12 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
 {
     char *name = gt_xasprintf("%s-%s-0", job, type);
     struct gt_err err = {0};
-    json_t *task = NULL;
+    struct gt_api_task *task = NULL;
     int rc = wait_queued(ctx, client, project, job, &err);
     if (rc == 0) {
         rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_STARTED, &task, &err);
     }
-    bool ran = rc == 0 && (gt_json_path(task, "status.startTime") ||
-                           !gt_cli_task_reached(task, GT_CLI_TASK_DONE));
+    bool ran = rc == 0 && (task->status.start_time || !gt_cli_task_reached(task, GT_CLI_TASK_DONE));
     if (ran) {
         struct gt_err log_err = {0};
         const struct gt_cli_log_opts lo = {.follow = true, .tail_lines = -1};
@@ -201,7 +195,7 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
         }
     }
     if (rc == 0 && !gt_cli_task_reached(task, GT_CLI_TASK_DONE)) {
-        json_decref(task);
+        gt_api_task_free(task);
         rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_DONE, &task, &err);
     }
     if (rc == -ECANCELED) {
@@ -218,7 +212,7 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
             fprintf(ctx->err, "error: %s\n", msg);
         }
     }
-    json_decref(task);
+    gt_api_task_free(task);
     free(name);
     return rc;
 }

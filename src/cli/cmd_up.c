@@ -214,19 +214,12 @@ static bool healthz_ok(struct gt_cli_client *c)
     return gt_cli_client_request(c, "GET", "/healthz", NULL, NULL, &err) == 0;
 }
 
-static bool node_ready(const json_t *node)
+static bool node_ready(json_t *node)
 {
-    size_t i;
-    json_t *c;
-    json_array_foreach(gt_json_path(node, "status.conditions"), i, c)
-    {
-        const char *type = json_string_value(json_object_get(c, "type"));
-        const char *status = json_string_value(json_object_get(c, "status"));
-        if (type && status && strcmp(type, "Ready") == 0) {
-            return strcmp(status, "True") == 0;
-        }
-    }
-    return false;
+    struct gt_api_node *n = gt_api_node_new(node);
+    bool ready = gt_api_condition_true(&n->status.conditions, "Ready");
+    gt_api_node_free(n);
+    return ready;
 }
 
 /* Poll until the node is Ready (*node: its object, new reference). */
@@ -624,18 +617,18 @@ static void stop_tasks(struct gt_cli_ctx *ctx, const char *server, const char *t
         json_t *t;
         json_array_foreach(json_object_get(list, "items"), i, t)
         {
-            if (gt_cli_task_reached(t, GT_CLI_TASK_DONE)) {
-                continue;
-            }
-            n_live++;
-            if (first) {
-                char *tp =
-                    gt_cli_kind_path(gt_kind_get(GT_KIND_TASK), gt_obj_project(t), gt_obj_name(t));
+            struct gt_api_task *task = gt_api_task_new(t);
+            const struct gt_api_meta *m = &task->o.meta;
+            bool live = !gt_cli_task_reached(task, GT_CLI_TASK_DONE);
+            n_live += live;
+            if (live && first) {
+                char *tp = gt_cli_kind_path(gt_kind_get(GT_KIND_TASK), m->project, m->name);
                 if (gt_cli_client_request(c, "DELETE", tp, NULL, NULL, &err) == 0) {
-                    fprintf(ctx->err, "stopping task %s/%s\n", gt_obj_project(t), gt_obj_name(t));
+                    fprintf(ctx->err, "stopping task %s/%s\n", m->project, m->name);
                 }
                 free(tp);
             }
+            gt_api_task_free(task);
         }
         json_decref(list);
         first = false;

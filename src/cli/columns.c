@@ -3,9 +3,12 @@
  *
  * One const table per kind lists its columns (header, cell function, wide
  * only); NAME comes first and AGE last, as in kubectl, and -A puts PROJECT in
- * front for project-scoped kinds as kubectl puts NAMESPACE. A cell function
- * reads a validated object and returns a new string, or NULL for "<none>".
- * Quantities are shown as the server stores them (canonical strings).
+ * front for project-scoped kinds as kubectl puts NAMESPACE. A row is decoded
+ * once into its kind's typed struct (api.h), which the cells that reason
+ * over fields read (phases, conditions, replica counts, GPUs); the cells
+ * that show a value as the server wrote it (quantities, whose text the
+ * server chooses for computed ones) print the JSON. A cell returns a new
+ * string, or NULL for "<none>".
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -17,18 +20,40 @@
 
 enum { MAX_COLS = 16 };
 
-/* A column shows cell(obj), or, for an age column, the age of the
- * timestamp age_of(obj) returns. */
+/* One object of the list: as the server sent it, and decoded (o: NULL for
+ * a kind without a typed form, Event). */
+struct row {
+    const json_t *json;
+    const struct gt_api_object *o;
+};
+
+/* The typed form of a row of each kind. */
+#define PROJ(r) ((const struct gt_api_project *)(r)->o)
+#define PC(r) ((const struct gt_api_priority_class *)(r)->o)
+#define NODE(r) ((const struct gt_api_node *)(r)->o)
+#define JOB(r) ((const struct gt_api_job *)(r)->o)
+#define TASK(r) ((const struct gt_api_task *)(r)->o)
+
+/* A column shows cell(row); for an age column, the age of the timestamp
+ * age_of(row) returns; for a department's amount column, the amount of
+ * resource in the map at map_path. */
 struct column {
     const char *header;
-    char *(*cell)(const json_t *obj);
-    const char *(*age_of)(const json_t *obj);
+    char *(*cell)(const struct row *r);
+    const char *(*age_of)(const struct row *r);
+    const char *map_path;
+    const char *resource;
     bool wide_only;
 };
 
 static char *text_at(const json_t *obj, const char *dotted)
 {
     return gt_cli_scalar_text(gt_json_path(obj, dotted));
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? gt_xstrdup(s) : NULL;
 }
 
 /* Resource map lookup: keys like "nvidia.com/gpu" contain dots, so the map
@@ -38,19 +63,19 @@ static const json_t *resource_at(const json_t *obj, const char *map_path, const 
     return json_object_get(gt_json_path(obj, map_path), resource);
 }
 
-static char *name_cell(const json_t *obj)
+static char *name_cell(const struct row *r)
 {
-    return text_at(obj, "metadata.name");
+    return dup_or_null(r->o->meta.name);
 }
 
-static char *project_cell(const json_t *obj)
+static char *project_cell(const struct row *r)
 {
-    return text_at(obj, "metadata.project");
+    return dup_or_null(r->o->meta.project);
 }
 
-static const char *created_at(const json_t *obj)
+static const char *created_at(const struct row *r)
 {
-    return json_string_value(gt_json_path(obj, "metadata.creationTimestamp"));
+    return r->o->meta.creation_timestamp;
 }
 
 /* Text of a resource amount, or fallback when absent. */
@@ -62,104 +87,53 @@ static char *amount(const json_t *v, const char *fallback)
 
 /* ---- departments ---- */
 
-static char *dept_gpu_quota(const json_t *obj)
+/* A department's amount of resource in the map at map_path ("0" when not
+ * named); a resource not named in spec.limit has a limit equal to its quota
+ * (DESIGN.md). status.used and status.borrowed (above the quota) are
+ * computed by gantryd on reads from what its scheduler counts. */
+static char *dept_amount(const struct row *r, const char *map_path, const char *resource)
 {
-    return amount(resource_at(obj, "spec.quota", "nvidia.com/gpu"), "0");
+    const json_t *v = resource_at(r->json, map_path, resource);
+    if (!v && !strcmp(map_path, "spec.limit")) {
+        v = resource_at(r->json, "spec.quota", resource);
+    }
+    return amount(v, "0");
 }
 
-static char *dept_cpu(const json_t *obj)
-{
-    return amount(resource_at(obj, "spec.quota", "cpu"), "0");
-}
-
-static char *dept_memory(const json_t *obj)
-{
-    return amount(resource_at(obj, "spec.quota", "memory"), "0");
-}
-
-/* A resource not named in limit has a limit equal to its quota (DESIGN.md). */
-static char *dept_limit(const json_t *obj, const char *resource)
-{
-    const json_t *v = resource_at(obj, "spec.limit", resource);
-    return amount(v ? v : resource_at(obj, "spec.quota", resource), "0");
-}
-
-/* status.used and status.borrowed (above the quota) are computed by gantryd
- * on reads from what its scheduler counts. */
-static char *dept_gpu_limit(const json_t *obj)
-{
-    return dept_limit(obj, "nvidia.com/gpu");
-}
-
-static char *dept_gpu_used(const json_t *obj)
-{
-    return amount(resource_at(obj, "status.used", "nvidia.com/gpu"), "0");
-}
-
-static char *dept_gpu_borrowed(const json_t *obj)
-{
-    return amount(resource_at(obj, "status.borrowed", "nvidia.com/gpu"), "0");
-}
-
-static char *dept_cpu_limit(const json_t *obj)
-{
-    return dept_limit(obj, "cpu");
-}
-
-static char *dept_cpu_used(const json_t *obj)
-{
-    return amount(resource_at(obj, "status.used", "cpu"), "0");
-}
-
-static char *dept_cpu_borrowed(const json_t *obj)
-{
-    return amount(resource_at(obj, "status.borrowed", "cpu"), "0");
-}
-
-static char *dept_memory_limit(const json_t *obj)
-{
-    return dept_limit(obj, "memory");
-}
-
-static char *dept_memory_used(const json_t *obj)
-{
-    return amount(resource_at(obj, "status.used", "memory"), "0");
-}
-
-static char *dept_memory_borrowed(const json_t *obj)
-{
-    return amount(resource_at(obj, "status.borrowed", "memory"), "0");
-}
+#define DEPT_COL(h, map, res, ...)                                                                 \
+    {                                                                                              \
+        .header = h, .map_path = map, .resource = res, __VA_ARGS__                                 \
+    }
 
 /* Per resource: guarantee (QUOTA), LIMIT, USED and BORROWED; GPUs by
  * default, cpu and memory in full with -o wide. */
 static const struct column department_cols[] = {
     {.header = "NAME", .cell = name_cell},
-    {.header = "GPU QUOTA", .cell = dept_gpu_quota},
-    {.header = "GPU LIMIT", .cell = dept_gpu_limit},
-    {.header = "GPU USED", .cell = dept_gpu_used},
-    {.header = "GPU BORROWED", .cell = dept_gpu_borrowed},
-    {.header = "CPU", .cell = dept_cpu},
-    {.header = "CPU LIMIT", .cell = dept_cpu_limit, .wide_only = true},
-    {.header = "CPU USED", .cell = dept_cpu_used, .wide_only = true},
-    {.header = "CPU BORROWED", .cell = dept_cpu_borrowed, .wide_only = true},
-    {.header = "MEMORY", .cell = dept_memory},
-    {.header = "MEMORY LIMIT", .cell = dept_memory_limit, .wide_only = true},
-    {.header = "MEMORY USED", .cell = dept_memory_used, .wide_only = true},
-    {.header = "MEMORY BORROWED", .cell = dept_memory_borrowed, .wide_only = true},
+    DEPT_COL("GPU QUOTA", "spec.quota", GT_RES_NAME_GPU),
+    DEPT_COL("GPU LIMIT", "spec.limit", GT_RES_NAME_GPU),
+    DEPT_COL("GPU USED", "status.used", GT_RES_NAME_GPU),
+    DEPT_COL("GPU BORROWED", "status.borrowed", GT_RES_NAME_GPU),
+    DEPT_COL("CPU", "spec.quota", GT_RES_NAME_CPU),
+    DEPT_COL("CPU LIMIT", "spec.limit", GT_RES_NAME_CPU, .wide_only = true),
+    DEPT_COL("CPU USED", "status.used", GT_RES_NAME_CPU, .wide_only = true),
+    DEPT_COL("CPU BORROWED", "status.borrowed", GT_RES_NAME_CPU, .wide_only = true),
+    DEPT_COL("MEMORY", "spec.quota", GT_RES_NAME_MEMORY),
+    DEPT_COL("MEMORY LIMIT", "spec.limit", GT_RES_NAME_MEMORY, .wide_only = true),
+    DEPT_COL("MEMORY USED", "status.used", GT_RES_NAME_MEMORY, .wide_only = true),
+    DEPT_COL("MEMORY BORROWED", "status.borrowed", GT_RES_NAME_MEMORY, .wide_only = true),
     {.header = "AGE", .age_of = created_at},
 };
 
 /* ---- projects ---- */
 
-static char *proj_department(const json_t *obj)
+static char *proj_department(const struct row *r)
 {
-    return text_at(obj, "spec.department");
+    return dup_or_null(PROJ(r)->spec.department);
 }
 
-static char *proj_members(const json_t *obj)
+static char *proj_members(const struct row *r)
 {
-    return gt_xasprintf("%zu", json_array_size(gt_json_path(obj, "spec.members")));
+    return gt_xasprintf("%zu", PROJ(r)->spec.members.n);
 }
 
 static const struct column project_cols[] = {
@@ -171,19 +145,21 @@ static const struct column project_cols[] = {
 
 /* ---- priorityclasses (fields at the top level, as in Kubernetes) ---- */
 
-static char *pc_value(const json_t *obj)
+static char *pc_value(const struct row *r)
 {
-    return amount(json_object_get(obj, "value"), "0");
+    int64_t v = PC(r)->value;
+    return gt_xasprintf("%" PRId64, v == GT_API_UNSET ? 0 : v);
 }
 
-static char *pc_global_default(const json_t *obj)
+static char *pc_global_default(const struct row *r)
 {
-    return gt_xstrdup(json_is_true(json_object_get(obj, "globalDefault")) ? "true" : "false");
+    return gt_xstrdup(PC(r)->global_default ? "true" : "false");
 }
 
-static char *pc_preemption(const json_t *obj)
+/* absent: the schema's default, PreemptLowerPriority */
+static char *pc_preemption(const struct row *r)
 {
-    return amount(json_object_get(obj, "preemptionPolicy"), "PreemptLowerPriority");
+    return dup_or_null(PC(r)->preemption_policy);
 }
 
 static const struct column priorityclass_cols[] = {
@@ -196,46 +172,37 @@ static const struct column priorityclass_cols[] = {
 
 /* ---- nodes ---- */
 
-/* status of the condition of type `type` in obj's status.conditions. */
-static const char *condition_status(const json_t *obj, const char *type)
+static char *node_status(const struct row *r)
 {
-    json_t *c = gt_json_find(gt_json_path(obj, "status.conditions"), "type", type);
-    return json_string_value(json_object_get(c, "status"));
-}
-
-static char *node_status(const json_t *obj)
-{
-    const char *ready = condition_status(obj, "Ready");
-    bool is_ready = ready && strcmp(ready, "True") == 0;
-    bool cordoned = json_is_true(gt_json_path(obj, "spec.unschedulable"));
-    return gt_xasprintf("%s%s", is_ready ? "Ready" : "NotReady",
-                        cordoned ? ",SchedulingDisabled" : "");
+    bool ready = gt_api_condition_true(&NODE(r)->status.conditions, "Ready");
+    return gt_xasprintf("%s%s", ready ? "Ready" : "NotReady",
+                        NODE(r)->spec.unschedulable ? ",SchedulingDisabled" : "");
 }
 
 /* Allocatable amount of a resource, else its capacity. */
-static const json_t *node_amount(const json_t *obj, const char *resource)
+static const json_t *node_amount(const struct row *r, const char *resource)
 {
-    const json_t *v = resource_at(obj, "status.allocatable", resource);
-    return v ? v : resource_at(obj, "status.capacity", resource);
+    const json_t *v = resource_at(r->json, "status.allocatable", resource);
+    return v ? v : resource_at(r->json, "status.capacity", resource);
 }
 
-static char *node_gpus(const json_t *obj)
+static char *node_gpus(const struct row *r)
 {
-    const json_t *v = node_amount(obj, "nvidia.com/gpu");
+    const json_t *v = node_amount(r, GT_RES_NAME_GPU);
     if (v) {
         return amount(v, "0");
     }
-    return gt_xasprintf("%zu", json_array_size(gt_json_path(obj, "status.gpus")));
+    return gt_xasprintf("%zu", NODE(r)->status.gpus.n);
 }
 
-static char *node_cpu(const json_t *obj)
+static char *node_cpu(const struct row *r)
 {
-    return gt_cli_scalar_text(node_amount(obj, "cpu"));
+    return gt_cli_scalar_text(node_amount(r, GT_RES_NAME_CPU));
 }
 
-static char *node_memory(const json_t *obj)
+static char *node_memory(const struct row *r)
 {
-    return gt_cli_scalar_text(node_amount(obj, "memory"));
+    return gt_cli_scalar_text(node_amount(r, GT_RES_NAME_MEMORY));
 }
 
 static const struct column node_cols[] = {
@@ -246,34 +213,13 @@ static const struct column node_cols[] = {
 
 /* ---- jobs ---- */
 
-/* Whole GPUs or gpu-milli as an int64 (canonical values may be JSON
- * integers or strings); 0 when absent or unreadable. */
-static int64_t count_of(const json_t *v)
+/* milli-GPUs a container of this template holds: its effective GPU limit
+ * (api's one defaulting rule: a limit not given is the request). */
+static int64_t template_gpu_milli(const struct gt_api_template *tmpl)
 {
-    int64_t n = 0;
-    if (json_is_integer(v)) {
-        n = json_integer_value(v);
-    } else if (json_is_string(v) &&
-               gt_quantity_parse(json_string_value(v), GT_QTY_UNIT, &n, NULL) != 0) {
-        n = 0;
-    }
-    return n;
-}
-
-/* GPU share in milli-GPUs of a resource map (limits, else requests). */
-static int64_t resources_gpu_milli(const json_t *resources)
-{
-    const json_t *map = json_object_get(resources, "limits");
-    if (!map || !json_object_size(map)) {
-        map = json_object_get(resources, "requests");
-    }
-    int64_t whole = count_of(json_object_get(map, "nvidia.com/gpu"));
-    int64_t milli = count_of(json_object_get(map, "gantry.dev/gpu-milli"));
-    int64_t total;
-    if (gt_mul_i64(whole, 1000, &total) != 0 || gt_add_i64(total, milli, &total) != 0) {
-        return INT64_MAX;
-    }
-    return total;
+    struct gt_api_effective eff;
+    gt_api_resources_effective(&tmpl->resources, &eff);
+    return eff.limit.v[GT_RES_GPU];
 }
 
 /* milli-GPUs as GPUs: "2", "0.5", "1.25". */
@@ -290,33 +236,29 @@ static char *gpu_text(int64_t milli)
     return s;
 }
 
-static char *job_status(const json_t *obj)
+static char *job_status(const struct row *r)
 {
-    const json_t *conds = gt_json_path(obj, "status.conditions");
-    size_t n = json_array_size(conds);
-    return n ? gt_cli_scalar_text(json_object_get(json_array_get(conds, n - 1), "type")) : NULL;
+    const struct gt_api_conditions *conds = &JOB(r)->status.conditions;
+    return conds->n ? dup_or_null(conds->v[conds->n - 1].type) : NULL;
 }
 
 /* squeue's REASON: why the job is not running. While Queued, the short
  * reason of the scheduler's message ("Quota: department ...", else the
  * condition's reason unless it is just "Queued"); while Restarting or
  * Failed, the condition's reason (Preempted, Drained, TaskFailed...). */
-static char *job_reason(const json_t *obj)
+static char *job_reason(const struct row *r)
 {
-    const json_t *conds = gt_json_path(obj, "status.conditions");
-    const json_t *cur = NULL;
-    size_t i;
-    json_t *c;
-    json_array_foreach(conds, i, c)
-    {
-        const char *st = json_string_value(json_object_get(c, "status"));
+    const struct gt_api_conditions *conds = &JOB(r)->status.conditions;
+    const struct gt_api_condition *cur = NULL;
+    for (size_t i = 0; i < conds->n; i++) {
+        const char *st = conds->v[i].status;
         if (st && !strcmp(st, "True")) {
-            cur = c;
+            cur = &conds->v[i];
         }
     }
-    const char *type = json_string_value(json_object_get(cur, "type"));
-    const char *reason = json_string_value(json_object_get(cur, "reason"));
-    const char *msg = json_string_value(json_object_get(cur, "message"));
+    const char *type = cur ? cur->type : NULL;
+    const char *reason = cur ? cur->reason : NULL;
+    const char *msg = cur ? cur->message : NULL;
     if (!type || (strcmp(type, "Queued") && strcmp(type, "Restarting") && strcmp(type, "Failed"))) {
         return NULL;
     }
@@ -332,45 +274,38 @@ static char *job_reason(const json_t *obj)
     return reason && strcmp(reason, type) ? gt_xstrdup(reason) : NULL;
 }
 
-static char *job_replicas(const json_t *obj)
+static char *job_replicas(const struct row *r)
 {
-    const char *type;
-    json_t *spec;
     int64_t total = 0;
-    json_object_foreach(gt_json_path(obj, "spec.replicaSpecs"), type, spec)
-    {
-        int64_t n = json_integer_value(json_object_get(spec, "replicas"));
-        if (gt_add_i64(total, n, &total) != 0) {
+    for (size_t i = 0; i < JOB(r)->spec.replica_specs.n; i++) {
+        if (gt_add_i64(total, JOB(r)->spec.replica_specs.v[i].replicas, &total) != 0) {
             total = INT64_MAX;
         }
     }
     return gt_xasprintf("%" PRId64, total);
 }
 
-static char *job_gpus(const json_t *obj)
+static char *job_gpus(const struct row *r)
 {
-    const char *type;
-    json_t *spec;
     int64_t total = 0, part;
-    json_object_foreach(gt_json_path(obj, "spec.replicaSpecs"), type, spec)
-    {
-        int64_t n = json_integer_value(json_object_get(spec, "replicas"));
-        int64_t each = resources_gpu_milli(gt_json_path(spec, "template.resources"));
-        if (gt_mul_i64(n, each, &part) != 0 || gt_add_i64(total, part, &total) != 0) {
+    for (size_t i = 0; i < JOB(r)->spec.replica_specs.n; i++) {
+        const struct gt_api_replica_spec *rs = &JOB(r)->spec.replica_specs.v[i];
+        if (gt_mul_i64(rs->replicas, template_gpu_milli(&rs->template), &part) != 0 ||
+            gt_add_i64(total, part, &total) != 0) {
             total = INT64_MAX;
         }
     }
     return gpu_text(total);
 }
 
-static char *job_priority(const json_t *obj)
+static char *job_priority(const struct row *r)
 {
-    return text_at(obj, "spec.runPolicy.schedulingPolicy.priorityClass");
+    return dup_or_null(JOB(r)->spec.run_policy.scheduling_policy.priority_class);
 }
 
-static char *job_queue(const json_t *obj)
+static char *job_queue(const struct row *r)
 {
-    return text_at(obj, "spec.runPolicy.schedulingPolicy.queue");
+    return dup_or_null(JOB(r)->spec.run_policy.scheduling_policy.queue);
 }
 
 static const struct column job_cols[] = {
@@ -386,32 +321,29 @@ static const struct column job_cols[] = {
 
 /* ---- tasks ---- */
 
-static char *task_phase(const json_t *obj)
+/* the phase as the server wrote it */
+static char *task_phase(const struct row *r)
 {
-    return amount(gt_json_path(obj, "status.phase"), "Pending");
+    return amount(gt_json_path(r->json, "status.phase"), "Pending");
 }
 
-static char *task_node(const json_t *obj)
+static char *task_node(const struct row *r)
 {
-    return text_at(obj, "spec.nodeName");
+    return dup_or_null(TASK(r)->spec.node_name);
 }
 
 /* GPUs of the task: once bound, those of spec.gpus (each entry holds
  * `milli` of a device, a whole device when milli is absent); before, what
  * its template asks for, as kubectl shows a pending pod's requests. */
-static char *task_gpus(const json_t *obj)
+static char *task_gpus(const struct row *r)
 {
-    size_t i;
-    json_t *g;
+    const struct gt_api_task_spec *ts = &TASK(r)->spec;
     int64_t total = 0;
-    const json_t *bound = gt_json_path(obj, "spec.gpus");
-    if (!json_is_array(bound) && !json_string_value(gt_json_path(obj, "spec.nodeName"))) {
-        return gpu_text(resources_gpu_milli(gt_json_path(obj, "spec.template.resources")));
+    if (ts->gpus.n == 0 && !ts->node_name) {
+        return gpu_text(template_gpu_milli(&ts->template));
     }
-    json_array_foreach(bound, i, g)
-    {
-        const json_t *m = json_object_get(g, "milli");
-        int64_t milli = m ? json_integer_value(m) : 1000;
+    for (size_t i = 0; i < ts->gpus.n; i++) {
+        int64_t milli = ts->gpus.v[i].milli == GT_API_UNSET ? 1000 : ts->gpus.v[i].milli;
         if (gt_add_i64(total, milli, &total) != 0) {
             total = INT64_MAX;
         }
@@ -425,35 +357,36 @@ static const struct column task_cols[] = {
     {.header = "AGE", .age_of = created_at},
 };
 
-/* ---- events (kubectl's columns; no NAME, they are named by the server) ---- */
+/* ---- events (kubectl's columns; no NAME, they are named by the server;
+ * an Event has no typed form, so its cells read the JSON) ---- */
 
 /* Events are aged by their last occurrence, as kubectl's LAST SEEN. */
-static const char *event_last_seen(const json_t *obj)
+static const char *event_last_seen(const struct row *r)
 {
     static const char *const paths[] = {"lastTimestamp", "firstTimestamp",
                                         "metadata.creationTimestamp"};
     const char *ts = NULL;
     for (size_t i = 0; i < GT_ARRAY_LEN(paths) && !ts; i++) {
-        ts = json_string_value(gt_json_path(obj, paths[i]));
+        ts = json_string_value(gt_json_path(r->json, paths[i]));
     }
     return ts;
 }
 
-static char *event_type(const json_t *obj)
+static char *event_type(const struct row *r)
 {
-    return text_at(obj, "type");
+    return text_at(r->json, "type");
 }
 
-static char *event_reason(const json_t *obj)
+static char *event_reason(const struct row *r)
 {
-    return text_at(obj, "reason");
+    return text_at(r->json, "reason");
 }
 
 /* "job/train", as kubectl shows "pod/web-0". */
-static char *event_object(const json_t *obj)
+static char *event_object(const struct row *r)
 {
-    const char *kind = json_string_value(gt_json_path(obj, "involvedObject.kind"));
-    const char *name = json_string_value(gt_json_path(obj, "involvedObject.name"));
+    const char *kind = json_string_value(gt_json_path(r->json, "involvedObject.kind"));
+    const char *name = json_string_value(gt_json_path(r->json, "involvedObject.name"));
     char *s = gt_xasprintf("%s/%s", kind ? kind : "", name ? name : "");
     for (char *p = s; *p && *p != '/'; p++) {
         *p = (char)tolower((unsigned char)*p);
@@ -461,9 +394,9 @@ static char *event_object(const json_t *obj)
     return s;
 }
 
-static char *event_message(const json_t *obj)
+static char *event_message(const struct row *r)
 {
-    return text_at(obj, "message");
+    return text_at(r->json, "message");
 }
 
 static const struct column event_cols[] = {
@@ -524,17 +457,23 @@ void gt_cli_columns_add(struct gt_cli_table *t, const struct gt_kind_info *k,
     char *cells[MAX_COLS] = {0};
     size_t n = pick(k, opts, cols);
     GT_ASSERT(n == t->n_cols);
+    struct gt_api_object *o = gt_api_object_new(k->kind, (json_t *)obj);
+    struct row r = {.json = obj, .o = o};
+    /* every kind's table but Event's reads the typed form */
+    GT_ASSERT(o || k->kind == GT_KIND_EVENT);
     char age[32];
     for (size_t i = 0; i < n; i++) {
         if (cols[i]->age_of) {
-            cells[i] =
-                gt_xstrdup(gt_cli_format_age(cols[i]->age_of(obj), now_ms, age, sizeof(age)));
+            cells[i] = gt_xstrdup(gt_cli_format_age(cols[i]->age_of(&r), now_ms, age, sizeof(age)));
+        } else if (cols[i]->map_path) {
+            cells[i] = dept_amount(&r, cols[i]->map_path, cols[i]->resource);
         } else {
-            cells[i] = cols[i]->cell(obj);
+            cells[i] = cols[i]->cell(&r);
         }
     }
     gt_cli_table_add(t, (const char *const *)cells);
     for (size_t i = 0; i < n; i++) {
         free(cells[i]);
     }
+    gt_api_object_free(o);
 }

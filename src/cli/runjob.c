@@ -148,27 +148,26 @@ int gt_cli_requirements_parse(const char *text, size_t len, json_t **out, struct
     return 0;
 }
 
-int gt_cli_task_exit_status(const json_t *task, char *msg, size_t len)
+int gt_cli_task_exit_status(const struct gt_api_task *task, char *msg, size_t len)
 {
-    const json_t *status = json_object_get(task, "status");
-    const char *phase = json_string_value(json_object_get(status, "phase"));
-    const char *name = gt_obj_name(task);
+    const struct gt_api_task_status *st = &task->status;
+    const char *name = task->o.meta.name;
     msg[0] = '\0';
-    if (phase && strcmp(phase, "Succeeded") == 0) {
+    if (st->phase == GT_TASK_SUCCEEDED) {
         return 0;
     }
-    json_int_t sig = json_integer_value(json_object_get(status, "signal"));
-    const json_t *code = json_object_get(status, "exitCode");
-    if (sig > 0 && sig < 128) {
-        return 128 + (int)sig;
+    if (st->signal > 0 && st->signal < 128) {
+        return 128 + (int)st->signal;
     }
-    if (json_is_integer(code) && json_integer_value(code) != 0) {
+    if (st->exit_code != GT_API_UNSET && st->exit_code != 0) {
         /* What a shell would see: the low byte of the status. */
-        int v = (int)(json_integer_value(code) & 0xff);
+        int v = (int)(st->exit_code & 0xff);
         return v ? v : 1;
     }
-    const char *reason = json_string_value(json_object_get(status, "reason"));
-    const char *why = json_string_value(json_object_get(status, "message"));
+    /* the phase as the server wrote it, or none */
+    const char *phase = json_string_value(gt_json_path(task->o.json, "status.phase"));
+    const char *reason = st->reason;
+    const char *why = st->message;
     snprintf(msg, len, "task %s %s%s%s%s%s", name ? name : "?", phase ? "ended " : "did not finish",
              phase ? phase : "", reason ? ": " : "", reason ? reason : "", why && *why ? " (" : "");
     if (why && *why) {
@@ -200,19 +199,21 @@ static bool is_replica_word(const char *s)
 
 /* The replica type a job's logs show by default: Master, else Chief, else
  * Worker, else the first one the Job names. */
-static const char *default_type(const json_t *specs)
+static const char *default_type(const struct gt_api_job *job)
 {
     static const char *const preferred[] = {"Master", "Chief", "Worker"};
+    const struct gt_api_job_spec *spec = &job->spec;
     for (size_t i = 0; i < GT_ARRAY_LEN(preferred); i++) {
-        if (json_object_get(specs, preferred[i])) {
-            return preferred[i];
+        for (size_t k = 0; k < spec->replica_specs.n; k++) {
+            if (!strcmp(spec->replica_specs.v[k].type, preferred[i])) {
+                return preferred[i];
+            }
         }
     }
-    void *it = json_object_iter((json_t *)specs);
-    return it ? json_object_iter_key(it) : NULL;
+    return spec->replica_specs.n ? spec->replica_specs.v[0].type : NULL;
 }
 
-char *gt_cli_logs_task_name(const char *job, const json_t *job_obj, const char *replica,
+char *gt_cli_logs_task_name(const char *job, const struct gt_api_job *job_obj, const char *replica,
                             struct gt_err *err)
 {
     char *name;
@@ -223,7 +224,7 @@ char *gt_cli_logs_task_name(const char *job, const json_t *job_obj, const char *
         }
         name = gt_xasprintf("%s-%s", job, replica);
     } else {
-        const char *type = default_type(gt_json_path(job_obj, "spec.replicaSpecs"));
+        const char *type = default_type(job_obj);
         if (!type) {
             gt_err_set(err, GT_EBADREQ, "job %s has no replicas", job);
             return NULL;

@@ -15,26 +15,18 @@
 
 struct wait_state {
     enum gt_cli_task_goal goal;
-    json_t *task; /* last seen, owned */
+    struct gt_api_task *task; /* last seen, owned */
     bool deleted;
 };
 
-static bool phase_in(const char *phase, const char *const *set)
+bool gt_cli_task_reached(const struct gt_api_task *task, enum gt_cli_task_goal goal)
 {
-    for (; phase && *set; set++) {
-        if (strcmp(phase, *set) == 0) {
-            return true;
-        }
+    int phase = task->status.phase;
+    bool done = phase == GT_TASK_SUCCEEDED || phase == GT_TASK_FAILED;
+    if (goal == GT_CLI_TASK_DONE) {
+        return done;
     }
-    return false;
-}
-
-bool gt_cli_task_reached(const json_t *task, enum gt_cli_task_goal goal)
-{
-    static const char *const started[] = {"Running", "Terminating", "Succeeded", "Failed", NULL};
-    static const char *const done[] = {"Succeeded", "Failed", NULL};
-    const char *phase = json_string_value(gt_json_path(task, "status.phase"));
-    return phase_in(phase, goal == GT_CLI_TASK_STARTED ? started : done);
+    return done || phase == GT_TASK_RUNNING || phase == GT_TASK_TERMINATING;
 }
 
 static int on_task_event(const json_t *event, void *arg)
@@ -45,17 +37,17 @@ static int on_task_event(const json_t *event, void *arg)
     if (!type || !json_is_object(obj)) {
         return 0;
     }
-    json_decref(w->task);
-    w->task = json_incref(obj);
+    gt_api_task_free(w->task);
+    w->task = gt_api_task_new(obj);
     if (strcmp(type, "DELETED") == 0) {
         w->deleted = true;
         return 1;
     }
-    return gt_cli_task_reached(obj, w->goal) ? 1 : 0;
+    return gt_cli_task_reached(w->task, w->goal) ? 1 : 0;
 }
 
 int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *name,
-                     enum gt_cli_task_goal goal, json_t **task, struct gt_err *err)
+                     enum gt_cli_task_goal goal, struct gt_api_task **task, struct gt_err *err)
 {
     *task = NULL;
     const struct gt_kind_info *k = gt_kind_get(GT_KIND_TASK);
@@ -75,7 +67,7 @@ int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *n
         *task = w.task;
         w.task = NULL;
     }
-    json_decref(w.task);
+    gt_api_task_free(w.task);
     free(path);
     free(sel_q);
     free(sel);

@@ -105,6 +105,19 @@ int64_t gt_mono_ms(void);
 char *gt_time_format(int64_t ms, char *buf, size_t len);
 /* Parse RFC 3339 UTC ("...Z") into ms since epoch. 0 or GT_EINVAL. */
 int gt_time_parse(const char *s, int64_t *ms);
+/* Monotonic nanoseconds (CLOCK_MONOTONIC): durations and deadlines. */
+int64_t gt_now_ns(void);
+
+/* ---- random UUIDs (uuid.c) ---- */
+/* Random bytes kept for gt_uuid4: the last `left` of them are unused.
+ * Zero-initialize; the first call fills it. */
+struct gt_uuid_pool {
+    unsigned char bytes[512];
+    size_t left;
+};
+/* A fresh random UUID v4 ("xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx") into buf
+ * (>= 37 bytes), from p; one getrandom per 32 UUIDs. */
+void gt_uuid4(struct gt_uuid_pool *p, char *buf, size_t len);
 
 /* ---- checked int64 arithmetic: 0 or -ERANGE, *out untouched on overflow ---- */
 int gt_add_i64(int64_t a, int64_t b, int64_t *out);

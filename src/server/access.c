@@ -95,51 +95,47 @@ static enum role role_by_name(const char *s)
     return ROLE_NONE;
 }
 
-static void put_project(struct gt_server_access *a, const char *name, const json_t *obj)
+static void put_project(struct gt_server_access *a, const struct gt_api_project *obj)
 {
     struct project *pr = gt_xcalloc(1, sizeof(*pr));
-    pr->department = gt_xstrdup(json_string_value(gt_json_path(obj, "spec.department")));
-    const json_t *members = gt_json_path(obj, "spec.members");
-    size_t n = json_is_array(members) ? json_array_size(members) : 0;
+    pr->department = gt_xstrdup(obj->spec.department);
+    size_t n = obj->spec.members.n;
     pr->members = gt_xcalloc(n ? n : 1, sizeof(*pr->members));
     for (size_t i = 0; i < n; i++) {
-        const json_t *m = json_array_get(members, i);
-        const char *user = json_string_value(json_object_get(m, "user"));
-        enum role role = role_by_name(json_string_value(json_object_get(m, "role")));
+        const char *user = obj->spec.members.v[i].user;
+        enum role role = role_by_name(obj->spec.members.v[i].role);
         if (user && role != ROLE_NONE) {
             pr->members[pr->n_members].user = gt_xstrdup(user);
             pr->members[pr->n_members].role = role;
             pr->n_members++;
         }
     }
-    project_free(gt_strmap_put(&a->projects, name, pr));
+    project_free(gt_strmap_put(&a->projects, obj->o.meta.name, pr));
 }
 
-static void put_department(struct gt_server_access *a, const char *name, const json_t *obj)
+static void put_department(struct gt_server_access *a, const struct gt_api_department *obj)
 {
     struct department *d = gt_xcalloc(1, sizeof(*d));
-    const json_t *admins = gt_json_path(obj, "spec.admins");
-    size_t n = json_is_array(admins) ? json_array_size(admins) : 0;
+    size_t n = obj->spec.admins.n;
     d->admins = gt_xcalloc(n ? n : 1, sizeof(*d->admins));
     for (size_t i = 0; i < n; i++) {
-        const char *user = json_string_value(json_array_get(admins, i));
+        const char *user = obj->spec.admins.v[i];
         if (user) {
             d->admins[d->n_admins++] = gt_xstrdup(user);
         }
     }
-    department_free(gt_strmap_put(&a->departments, name, d));
+    department_free(gt_strmap_put(&a->departments, obj->o.meta.name, d));
 }
 
-void gt_server_access_put(struct gt_server_access *a, enum gt_kind kind, const json_t *obj)
+void gt_server_access_put(struct gt_server_access *a, const struct gt_api_object *obj)
 {
-    const char *name = json_string_value(gt_json_path(obj, "metadata.name"));
-    if (!name) {
+    if (!obj->meta.name) {
         return;
     }
-    if (kind == GT_KIND_PROJECT) {
-        put_project(a, name, obj);
-    } else if (kind == GT_KIND_DEPARTMENT) {
-        put_department(a, name, obj);
+    if (obj->kind == GT_KIND_PROJECT) {
+        put_project(a, (const struct gt_api_project *)obj);
+    } else if (obj->kind == GT_KIND_DEPARTMENT) {
+        put_department(a, (const struct gt_api_department *)obj);
     }
 }
 

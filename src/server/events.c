@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/events.h"
 #include "server/server_int.h"
+#include "server/storeio.h"
 
 #define SWEEP_INTERVAL_MS 60000
 
@@ -150,7 +152,7 @@ static void write_entry(struct entry *e)
 {
     json_t *obj = event_json(e);
     size_t len = 0;
-    char *text = gt_encode_object(obj, &len);
+    char *text = gt_api_encode(obj, &len);
     json_decref(obj);
     char *key = gt_xasprintf("/events/%s", e->name);
     gt_event_fold_written(&e->fold, gt_now_ms());
@@ -193,11 +195,12 @@ static void schedule(struct entry *e)
     }
 }
 
-void gt_events_record(struct gt_events *ev, const struct gt_kind_info *kind, const json_t *obj,
-                      const char *type, const char *reason, const char *message)
+void gt_events_record(struct gt_events *ev, const struct gt_api_object *obj, const char *type,
+                      const char *reason, const char *message)
 {
-    const char *uid = json_string_value(gt_json_path(obj, "metadata.uid"));
-    const char *name = gt_obj_name(obj);
+    const struct gt_kind_info *kind = gt_kind_get(obj->kind);
+    const char *uid = obj->meta.uid;
+    const char *name = obj->meta.name;
     if (!uid || !name || ev->s->failed) {
         return;
     }
@@ -209,12 +212,12 @@ void gt_events_record(struct gt_events *ev, const struct gt_kind_info *kind, con
         e->map_key = map_key;
         map_key = NULL;
         e->name = gt_event_name(name, uid, reason);
-        gt_uuid4(ev->s, e->uid, sizeof(e->uid));
+        gt_uuid4(&ev->s->uuids, e->uid, sizeof(e->uid));
         e->involved = json_object();
         gt_obj_set_str(e->involved, "kind", kind->name);
         gt_obj_set_str(e->involved, "name", name);
         gt_obj_set_str(e->involved, "uid", uid);
-        const char *project = kind->namespaced ? gt_obj_project(obj) : NULL;
+        const char *project = kind->namespaced ? obj->meta.project : NULL;
         if (project) {
             json_object_set_new(e->involved, "project", json_string(project));
         }

@@ -33,6 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/bindplan.h"
+#include "server/cache.h"
+#include "server/events.h"
+#include "server/feeder.h"
 #include "server/server_int.h"
 
 static const char marker[] = "";
@@ -44,49 +48,45 @@ static const char *model_id(const char *key)
     return s ? s + 1 : key;
 }
 
-static void res_of(const json_t *map, struct gt_sched_res *r, const struct gt_sched_res *dflt)
+/* A resource map as the model counts it; a resource the map does not name
+ * is dflt's (NULL: 0). */
+static void res_of(const struct gt_api_res *x, struct gt_sched_res *r,
+                   const struct gt_sched_res *dflt)
 {
-    struct gt_resources x = {0};
-    gt_api_resources(map, &x, NULL);
-    r->cpu_milli = json_object_get(map, "cpu") || !dflt ? x.cpu_milli : dflt->cpu_milli;
-    r->memory_bytes = json_object_get(map, "memory") || !dflt ? x.memory_bytes : dflt->memory_bytes;
+    r->cpu_milli = (x->set & GT_RESF_CPU) || !dflt ? x->v.v[GT_RES_CPU] : dflt->cpu_milli;
+    r->memory_bytes =
+        (x->set & GT_RESF_MEMORY) || !dflt ? x->v.v[GT_RES_MEMORY] : dflt->memory_bytes;
     r->storage_bytes =
-        json_object_get(map, "storage") || !dflt ? x.storage_bytes : dflt->storage_bytes;
-    int64_t gpu_milli;
-    if (gt_mul_i64(x.gpu, 1000, &gpu_milli) < 0 ||
-        gt_add_i64(gpu_milli, x.gpu_milli, &gpu_milli) < 0) {
-        gpu_milli = INT64_MAX; /* more than any cluster: no bound */
-    }
-    r->gpu_milli = json_object_get(map, "nvidia.com/gpu") || !dflt ? gpu_milli : dflt->gpu_milli;
+        (x->set & GT_RESF_STORAGE) || !dflt ? x->v.v[GT_RES_STORAGE] : dflt->storage_bytes;
+    r->gpu_milli = (x->set & GT_RESF_GPU) || !dflt ? x->v.v[GT_RES_GPU] : dflt->gpu_milli;
 }
 
-static void sync_department(struct gt_ctl *c, const char *name, const json_t *d)
+static void sync_department(struct gt_ctl *c, const struct gt_api_department *d)
 {
     struct gt_sched_res g = {0}, l = {0};
-    res_of(gt_json_path(d, "spec.quota"), &g, NULL);
-    res_of(gt_json_path(d, "spec.limit"), &l, &g);
+    res_of(&d->spec.quota, &g, NULL);
+    res_of(&d->spec.limit, &l, &g);
     struct gt_err err = {0};
-    if (gt_sched_department_set(c->model, name, &g, &l, &err)) {
-        gt_log_warn("department not scheduled", "name=%s err=\"%s\"", name, err.msg);
+    if (gt_sched_department_set(c->model, d->o.meta.name, &g, &l, &err)) {
+        gt_log_warn("department not scheduled", "name=%s err=\"%s\"", d->o.meta.name, err.msg);
     }
 }
 
-int gt_project_cap_sync(struct gt_sched_model *m, const char *name, const json_t *project,
-                        struct gt_err *err)
+int gt_project_cap_sync(struct gt_sched_model *m, const char *name,
+                        const struct gt_api_project *project, struct gt_err *err)
 {
-    const json_t *hard = gt_json_path(project, "spec.hard");
-    if (!json_is_object(hard)) {
+    if (!project || !project->spec.has_hard) {
         int rc = gt_sched_project_remove(m, name, err);
         return rc == GT_ENOTFOUND ? 0 : rc;
     }
     static const struct gt_sched_res uncapped = {GT_SCHED_NO_CAP, GT_SCHED_NO_CAP, GT_SCHED_NO_CAP,
                                                  GT_SCHED_NO_CAP};
     struct gt_sched_res h;
-    res_of(hard, &h, &uncapped);
+    res_of(&project->spec.hard, &h, &uncapped);
     return gt_sched_project_set(m, name, &h, err);
 }
 
-static void sync_project(struct gt_ctl *c, const char *name, const json_t *project)
+static void sync_project(struct gt_ctl *c, const char *name, const struct gt_api_project *project)
 {
     struct gt_err err = {0};
     if (gt_project_cap_sync(c->model, name, project, &err)) {
@@ -94,60 +94,41 @@ static void sync_project(struct gt_ctl *c, const char *name, const json_t *proje
     }
 }
 
-static void sync_pc(struct gt_ctl *c, const json_t *pc)
+static void sync_pc(struct gt_ctl *c, const struct gt_api_priority_class *pc)
 {
-    const char *pol = json_string_value(json_object_get(pc, "preemptionPolicy"));
+    const char *pol = pc->preemption_policy;
     struct gt_err err = {0};
-    gt_sched_priority_class_set(
-        c->model, gt_obj_name(pc), (int32_t)json_integer_value(json_object_get(pc, "value")),
-        pol && !strcmp(pol, "Never") ? GT_SCHED_PREEMPT_NEVER : GT_SCHED_PREEMPT_LOWER,
-        json_is_true(json_object_get(pc, "globalDefault")), &err);
+    gt_sched_priority_class_set(c->model, pc->o.meta.name, (int32_t)pc->value,
+                                pol && !strcmp(pol, "Never") ? GT_SCHED_PREEMPT_NEVER
+                                                             : GT_SCHED_PREEMPT_LOWER,
+                                pc->global_default, &err);
 }
 
 /* ---- nodes ---- */
 
-static bool node_ready(const json_t *node)
+static void sync_node(struct gt_ctl *c, const struct gt_api_node *node, bool force_not_ready)
 {
-    size_t i;
-    json_t *cnd;
-    json_array_foreach(gt_json_path(node, "status.conditions"), i, cnd)
-    {
-        const char *t = json_string_value(json_object_get(cnd, "type"));
-        const char *st = json_string_value(json_object_get(cnd, "status"));
-        if (t && st && !strcmp(t, "Ready")) {
-            return !strcmp(st, "True");
-        }
-    }
-    return false;
-}
-
-static void sync_node(struct gt_ctl *c, const json_t *node, bool force_not_ready)
-{
-    json_t *gpus = gt_json_path(node, "status.gpus");
-    size_t n = json_array_size(gpus);
+    size_t n = node->status.gpus.n;
     if (n > GT_SCHED_MAX_NODE_GPUS) {
         n = GT_SCHED_MAX_NODE_GPUS;
     }
     struct gt_sched_gpu_spec *g = gt_xcalloc(n ? n : 1, sizeof(*g));
     for (size_t i = 0; i < n; i++) {
-        json_t *x = json_array_get(gpus, i);
-        const char *grp = json_string_value(json_object_get(x, "group"));
-        g[i].index = (int32_t)json_integer_value(json_object_get(x, "index"));
+        const struct gt_api_node_gpu *x = &node->status.gpus.v[i];
+        const char *grp = x->group;
+        g[i].index = x->index != GT_API_UNSET ? (int32_t)x->index : 0;
         g[i].group =
             grp ? (int32_t)(gt_fnv1a(grp, strlen(grp), 0xcbf29ce484222325ULL) & 0x7fffffff) : 0;
-        g[i].numa = (int32_t)json_integer_value(json_object_get(x, "numaNode"));
-        const char *h = json_string_value(json_object_get(x, "health"));
-        g[i].healthy = !h || !strcmp(h, "Healthy");
+        g[i].numa = x->numa_node != GT_API_UNSET ? (int32_t)x->numa_node : 0;
+        g[i].healthy = !x->health || !strcmp(x->health, "Healthy");
     }
-    struct gt_resources alloc = {0};
-    gt_api_resources(gt_json_path(node, "status.allocatable"), &alloc, NULL);
+    const struct gt_resvec *alloc = &node->status.allocatable.v;
     struct gt_sched_node_spec spec = {
-        .name = gt_obj_name(node),
-        .cpu_milli = alloc.cpu_milli,
-        .memory_bytes = alloc.memory_bytes,
-        .ready = !force_not_ready && node_ready(node),
-        .unschedulable =
-            json_is_true(gt_json_path(node, "spec.unschedulable")) || gt_node_draining(node),
+        .name = node->o.meta.name,
+        .cpu_milli = alloc->v[GT_RES_CPU],
+        .memory_bytes = alloc->v[GT_RES_MEMORY],
+        .ready = !force_not_ready && gt_api_condition_true(&node->status.conditions, "Ready"),
+        .unschedulable = node->spec.unschedulable || gt_node_draining(node),
         .gpus = g,
         .n_gpus = n,
     };
@@ -162,10 +143,10 @@ static void sync_node(struct gt_ctl *c, const json_t *node, bool force_not_ready
     free(g);
 }
 
-void gt_feed_node_lost(struct gt_ctl *c, const json_t *node)
+void gt_feed_node_lost(struct gt_ctl *c, const struct gt_api_node *node)
 {
     struct gt_err err = {0};
-    if (gt_sched_node_remove(c->model, gt_obj_name(node), &err) == 0) {
+    if (gt_sched_node_remove(c->model, node->o.meta.name, &err) == 0) {
         sync_node(c, node, true);
     }
     c->want_cycle = true;
@@ -173,11 +154,10 @@ void gt_feed_node_lost(struct gt_ctl *c, const json_t *node)
 
 /* ---- tasks ---- */
 
-static enum gt_sched_task_state desired_state(const json_t *task)
+static enum gt_sched_task_state desired_state(const struct gt_api_task *task)
 {
-    enum gt_task_phase p = gt_task_phase_of(task);
-    bool stop = gt_json_path(task, "spec.stop") != NULL;
-    switch (p) {
+    bool stop = task->spec.has_stop;
+    switch ((enum gt_task_phase)task->status.phase) {
     case GT_TASK_BOUND:
         return stop ? GT_SCHED_TASK_TERMINATING : GT_SCHED_TASK_BOUND;
     case GT_TASK_RUNNING:
@@ -192,26 +172,22 @@ static enum gt_sched_task_state desired_state(const json_t *task)
     }
 }
 
-static int restore_bind(struct gt_ctl *c, const char *id, const json_t *task)
+static int restore_bind(struct gt_ctl *c, const char *id, const struct gt_api_task *task)
 {
-    json_t *gpus = gt_json_path(task, "spec.gpus");
-    size_t n = json_array_size(gpus);
+    size_t n = task->spec.gpus.n;
     struct gt_sched_gpu_share *sh = gt_xcalloc(n ? n : 1, sizeof(*sh));
     for (size_t i = 0; i < n; i++) {
-        json_t *x = json_array_get(gpus, i);
-        json_t *m = json_object_get(x, "milli");
-        sh[i].index = (int32_t)json_integer_value(json_object_get(x, "index"));
-        sh[i].milli = m ? (int32_t)json_integer_value(m) : 1000;
+        const struct gt_api_task_gpu *x = &task->spec.gpus.v[i];
+        sh[i].index = x->index != GT_API_UNSET ? (int32_t)x->index : 0;
+        sh[i].milli = x->milli != GT_API_UNSET ? (int32_t)x->milli : 1000;
     }
     int64_t bound_ms = 0;
-    const char *bt = json_string_value(gt_json_path(task, "status.boundTime"));
+    const char *bt = task->status.bound_time;
     if (!bt || gt_time_parse(bt, &bound_ms)) {
         bound_ms = gt_now_ms();
     }
     struct gt_err err = {0};
-    int rc =
-        gt_sched_task_bind(c->model, id, json_string_value(gt_json_path(task, "spec.nodeName")), sh,
-                           n, bound_ms, &err);
+    int rc = gt_sched_task_bind(c->model, id, task->spec.node_name, sh, n, bound_ms, &err);
     if (rc) {
         gt_log_warn("task binding not restored", "task=%s err=\"%s\"", id, err.msg);
     }
@@ -220,7 +196,7 @@ static int restore_bind(struct gt_ctl *c, const char *id, const json_t *task)
 }
 
 /* Bring the model's task id to the state its stored object says. */
-static void sync_task(struct gt_ctl *c, const char *id, const json_t *task)
+static void sync_task(struct gt_ctl *c, const char *id, const struct gt_api_task *task)
 {
     struct gt_sched_task_info ti;
     if (gt_sched_task_get(c->model, id, &ti)) {
@@ -260,28 +236,25 @@ static void sync_task(struct gt_ctl *c, const char *id, const json_t *task)
 
 /* The job's tasks in the cache, in replica order, into *tasks (grown as
  * needed; *cap its size). True if every task exists. */
-static bool job_tasks(struct gt_ctl *c, const json_t *job, json_t ***tasks, size_t *cap, size_t *n,
-                      bool *any_holds)
+static bool job_tasks(struct gt_ctl *c, const struct gt_api_job *job,
+                      const struct gt_api_task ***tasks, size_t *cap, size_t *n, bool *any_holds)
 {
-    const char *type;
-    json_t *rs;
     bool all = true;
     *n = 0;
     *any_holds = false;
-    json_object_foreach(gt_json_path(job, "spec.replicaSpecs"), type, rs)
-    {
-        json_int_t reps = json_integer_value(json_object_get(rs, "replicas"));
-        for (json_int_t i = 0; i < reps; i++) {
+    for (size_t r = 0; r < job->spec.replica_specs.n; r++) {
+        const struct gt_api_replica_spec *rs = &job->spec.replica_specs.v[r];
+        for (int64_t i = 0; i < rs->replicas; i++) {
             char buf[256], *heap;
-            const char *key = gt_job_task_key(buf, sizeof(buf), &heap, gt_obj_project(job),
-                                              gt_obj_name(job), type, i);
+            const char *key = gt_job_task_key(buf, sizeof(buf), &heap, job->o.meta.project,
+                                              job->o.meta.name, rs->type, i);
             const struct gt_cobj *t = gt_ctl_get(c, GT_KIND_TASK, key);
             if (!t) {
                 all = false;
             } else {
-                *any_holds |= gt_task_holds(t->obj);
+                *any_holds |= gt_task_holds(gt_cobj_task(t));
                 GT_VEC_RESERVE(*tasks, *cap, *n + 1, 16);
-                (*tasks)[(*n)++] = t->obj;
+                (*tasks)[(*n)++] = gt_cobj_task(t);
             }
             free(heap);
         }
@@ -289,48 +262,44 @@ static bool job_tasks(struct gt_ctl *c, const json_t *job, json_t ***tasks, size
     return all;
 }
 
-static int add_job(struct gt_ctl *c, const char *id, const json_t *job)
+static int add_job(struct gt_ctl *c, const char *id, const struct gt_api_job *job)
 {
-    json_t *specs = gt_json_path(job, "spec.replicaSpecs");
-    size_t ng = json_object_size(specs);
+    size_t ng = job->spec.replica_specs.n;
     struct gt_sched_group_spec *g = gt_xcalloc(ng ? ng : 1, sizeof(*g));
     char(*names)[16] = gt_xcalloc(ng ? ng : 1, sizeof(*names));
-    size_t k = 0;
-    const char *type;
-    json_t *rs;
-    json_object_foreach(specs, type, rs)
-    {
-        for (size_t i = 0; type[i] && i + 1 < sizeof(names[k]); i++) {
-            names[k][i] = (char)tolower((unsigned char)type[i]);
+    for (size_t k = 0; k < ng; k++) {
+        const struct gt_api_replica_spec *rs = &job->spec.replica_specs.v[k];
+        for (size_t i = 0; rs->type[i] && i + 1 < sizeof(names[k]); i++) {
+            names[k][i] = (char)tolower((unsigned char)rs->type[i]);
         }
-        struct gt_resources r;
-        gt_task_request(json_object_get(rs, "template"), &r);
-        g[k] = (struct gt_sched_group_spec){
-            .name = names[k],
-            .replicas = (int32_t)json_integer_value(json_object_get(rs, "replicas")),
-            .req = {.cpu_milli = r.cpu_milli,
-                    .memory_bytes = r.memory_bytes,
-                    .gpus = r.gpu,
-                    .gpu_milli = r.gpu_milli}};
-        k++;
+        struct gt_api_effective e;
+        gt_api_resources_effective(&rs->template.resources, &e);
+        int64_t gpu = e.request.v[GT_RES_GPU];
+        g[k] = (struct gt_sched_group_spec){.name = names[k],
+                                            .replicas = (int32_t)rs->replicas,
+                                            .req = {.cpu_milli = e.request.v[GT_RES_CPU],
+                                                    .memory_bytes = e.request.v[GT_RES_MEMORY],
+                                                    .gpus = e.gpu_share ? 0 : gpu / 1000,
+                                                    .gpu_milli = e.gpu_share ? gpu : 0}};
     }
     int64_t arrival = 0;
-    const char *ct = json_string_value(gt_json_path(job, "metadata.creationTimestamp"));
+    const char *ct = job->o.meta.creation_timestamp;
     if (!ct || gt_time_parse(ct, &arrival)) {
         arrival = gt_now_ms();
     }
-    json_t *sp = gt_json_path(job, "spec.runPolicy.schedulingPolicy");
-    json_t *dl = gt_json_path(job, "spec.runPolicy.activeDeadlineSeconds");
+    const struct gt_api_run_policy *rp = &job->spec.run_policy;
+    int64_t min = rp->scheduling_policy.min_available;
     struct gt_sched_job_spec spec = {
         .id = id,
-        .department = gt_ctl_project_department(c, gt_obj_project(job)),
-        .project = gt_obj_project(job),
-        .priority_class = json_string_value(json_object_get(sp, "priorityClass")),
+        .department = gt_ctl_project_department(c, job->o.meta.project),
+        .project = job->o.meta.project,
+        .priority_class = rp->scheduling_policy.priority_class,
         .arrival_ms = arrival,
-        .min_available = (int32_t)json_integer_value(json_object_get(sp, "minAvailable")),
+        .min_available = min != GT_API_UNSET ? (int32_t)min : 0,
         .groups = g,
-        .n_groups = k,
-        .active_deadline_ms = dl ? json_integer_value(dl) * 1000 : 0,
+        .n_groups = ng,
+        .active_deadline_ms =
+            rp->active_deadline_s != GT_API_UNSET ? rp->active_deadline_s * 1000 : 0,
     };
     struct gt_err err = {0};
     int rc = spec.department ? gt_sched_job_add(c->model, &spec, &err) : GT_ENOTFOUND;
@@ -346,14 +315,14 @@ void gt_feed_sync_job(struct gt_ctl *c, const char *key)
 {
     const char *id = model_id(key);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
+    const struct gt_api_job *job = o ? gt_cobj_job(o) : NULL;
     bool in = gt_strmap_get(&c->in_model, key) != NULL;
-    json_t **tasks = NULL;
+    const struct gt_api_task **tasks = NULL;
     size_t n = 0, cap = 0;
     bool holds = false;
-    bool all = o && job_tasks(c, o->obj, &tasks, &cap, &n, &holds);
-    bool active =
-        o && !gt_job_finished(o->obj) && !gt_json_path(o->obj, "metadata.deletionTimestamp");
-    if (!in && all && (active || holds) && add_job(c, id, o->obj) == 0) {
+    bool all = job && job_tasks(c, job, &tasks, &cap, &n, &holds);
+    bool active = job && !gt_job_finished(job) && !job->o.meta.deletion_timestamp;
+    if (!in && all && (active || holds) && add_job(c, id, job) == 0) {
         gt_strmap_put(&c->in_model, key, (void *)marker);
         gt_strmap_put(&c->unseen, key, (void *)marker);
         in = true;
@@ -362,7 +331,7 @@ void gt_feed_sync_job(struct gt_ctl *c, const char *key)
     if (in) {
         char tid[600];
         for (size_t i = 0; i < n; i++) {
-            snprintf(tid, sizeof(tid), "%s/%s", gt_obj_project(tasks[i]), gt_obj_name(tasks[i]));
+            snprintf(tid, sizeof(tid), "%s/%s", tasks[i]->o.meta.project, tasks[i]->o.meta.name);
             sync_task(c, tid, tasks[i]);
         }
         if (!active && !holds) {
@@ -377,38 +346,38 @@ void gt_feed_sync_job(struct gt_ctl *c, const char *key)
     free(tasks);
 }
 
-void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key, const json_t *old,
-                    const json_t *now)
+void gt_feed_change(struct gt_ctl *c, enum gt_kind kind, const char *key,
+                    const struct gt_api_object *old, const struct gt_api_object *now)
 {
     struct gt_err err = {0};
     switch (kind) {
     case GT_KIND_DEPARTMENT:
         if (now) {
-            sync_department(c, gt_obj_name(now), now);
+            sync_department(c, (const struct gt_api_department *)now);
         } else if (old) {
-            gt_sched_department_remove(c->model, gt_obj_name(old), &err);
+            gt_sched_department_remove(c->model, old->meta.name, &err);
         }
         break;
     case GT_KIND_PROJECT:
         if (now || old) {
-            sync_project(c, gt_obj_name(now ? now : old), now);
+            sync_project(c, (now ? now : old)->meta.name, (const struct gt_api_project *)now);
         }
         break;
     case GT_KIND_PRIORITYCLASS:
         if (now) {
-            sync_pc(c, now);
+            sync_pc(c, (const struct gt_api_priority_class *)now);
         }
         break;
     case GT_KIND_NODE:
         if (now) {
-            sync_node(c, now, false);
+            sync_node(c, (const struct gt_api_node *)now, false);
         } else if (old) {
-            gt_sched_node_remove(c->model, gt_obj_name(old), &err);
+            gt_sched_node_remove(c->model, old->meta.name, &err);
         }
         break;
     case GT_KIND_TASK:
         /* a task that vanished releases what it held; others sync with their job */
-        sync_task(c, model_id(key), now);
+        sync_task(c, model_id(key), (const struct gt_api_task *)now);
         break;
     default:
         return;
@@ -420,7 +389,7 @@ static int dept_cb(const char *key, void *val, void *arg)
 {
     (void)key;
     const struct gt_cobj *o = val;
-    sync_department(arg, gt_obj_name(o->obj), o->obj);
+    sync_department(arg, (const struct gt_api_department *)o->t);
     return 0;
 }
 
@@ -428,21 +397,21 @@ static int project_cb(const char *key, void *val, void *arg)
 {
     (void)key;
     const struct gt_cobj *o = val;
-    sync_project(arg, gt_obj_name(o->obj), o->obj);
+    sync_project(arg, o->t->meta.name, (const struct gt_api_project *)o->t);
     return 0;
 }
 
 static int pc_cb(const char *key, void *val, void *arg)
 {
     (void)key;
-    sync_pc(arg, ((const struct gt_cobj *)val)->obj);
+    sync_pc(arg, (const struct gt_api_priority_class *)((const struct gt_cobj *)val)->t);
     return 0;
 }
 
 static int node_cb(const char *key, void *val, void *arg)
 {
     (void)key;
-    sync_node(arg, ((const struct gt_cobj *)val)->obj, false);
+    sync_node(arg, gt_cobj_node(val), false);
     return 0;
 }
 
@@ -488,28 +457,27 @@ static void bind_done(struct gt_ctl *c, int rc, void *arg)
     free(b);
 }
 
-static const char *gpu_uuid(const json_t *node, int32_t index)
+static const char *gpu_uuid(const struct gt_api_node *node, int32_t index)
 {
-    size_t i;
-    json_t *g;
-    json_array_foreach(gt_json_path(node, "status.gpus"), i, g)
-    {
-        if (json_integer_value(json_object_get(g, "index")) == index) {
-            return json_string_value(json_object_get(g, "uuid"));
+    for (size_t i = 0; i < node->status.gpus.n; i++) {
+        if (node->status.gpus.v[i].index == index) {
+            return node->status.gpus.v[i].uuid;
         }
     }
     return NULL;
 }
 
-static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b, const json_t *plan)
+static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b,
+                       const struct gt_bind_plan_entry *plan)
 {
     char *key = gt_xasprintf("/tasks/%s", b->task_id);
     char *nkey = gt_xasprintf("/nodes/%s", b->node);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
     const struct gt_cobj *n = gt_ctl_get(c, GT_KIND_NODE, nkey);
     struct gt_err err = {0};
-    if (!o || !n || gt_ctl_busy(c, key) || gt_task_phase_of(o->obj) != GT_TASK_PENDING ||
-        gt_json_path(o->obj, "spec.stop") || gt_json_path(o->obj, "metadata.deletionTimestamp")) {
+    const struct gt_api_task *task = o ? gt_cobj_task(o) : NULL;
+    if (!o || !n || gt_ctl_busy(c, key) || task->status.phase != GT_TASK_PENDING ||
+        task->spec.has_stop || task->o.meta.deletion_timestamp) {
         gt_sched_task_exit(c->model, b->task_id, true, &err);
         free(key);
         free(nkey);
@@ -521,14 +489,14 @@ static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b, const js
     json_t *gpus = json_array();
     for (size_t i = 0; i < b->n_gpus; i++) {
         json_t *g = json_pack("{s:i, s:i}", "index", b->gpus[i].index, "milli", b->gpus[i].milli);
-        const char *uuid = gpu_uuid(n->obj, b->gpus[i].index);
+        const char *uuid = gpu_uuid(gt_cobj_node(n), b->gpus[i].index);
         if (uuid) {
             json_object_set_new(g, "uuid", json_string(uuid));
         }
         json_array_append_new(gpus, g);
     }
     json_object_set_new(spec, "gpus", gpus);
-    gt_jobctl_bind_apply(plan, b->task_id, t);
+    gt_bind_plan_apply(plan, t);
     json_t *st = json_object_get(t, "status");
     if (!json_is_object(st)) {
         st = json_object();
@@ -554,26 +522,22 @@ static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b, const js
 int gt_feed_stop_task(struct gt_ctl *c, const struct gt_cobj *o, const char *reason,
                       const char *message)
 {
-    if (gt_ctl_busy(c, o->key) || gt_json_path(o->obj, "spec.stop") ||
-        gt_task_phase_terminal(gt_task_phase_of(o->obj))) {
+    const struct gt_api_task *task = gt_cobj_task(o);
+    if (gt_ctl_busy(c, o->key) || task->spec.has_stop ||
+        gt_task_phase_terminal((enum gt_task_phase)task->status.phase)) {
         return GT_ECONFLICT;
     }
-    json_t *t = json_deep_copy(o->obj);
-    json_t *spec = json_object_get(t, "spec");
-    json_object_set_new(spec, "stop",
-                        json_pack("{s:s, s:I}", "reason", reason, "gracePeriodSeconds",
-                                  (json_int_t)gt_task_grace_s(json_object_get(spec, "template"))));
+    json_t *t = gt_task_with_stop(task, reason, false);
     int rc = gt_ctl_write(c, GT_STORE_UPDATE, o->key, t, o->rev, NULL, NULL);
     json_decref(t);
     if (rc) {
         return rc;
     }
-    char *jkey = gt_xasprintf("/jobs/%s/%s", gt_obj_project(o->obj),
-                              json_string_value(gt_json_path(o->obj, "spec.job")));
+    char *jkey = gt_xasprintf("/jobs/%s/%s", task->o.meta.project, task->spec.job);
     const struct gt_cobj *j = gt_ctl_get(c, GT_KIND_JOB, jkey);
     if (j) {
-        char *msg = gt_xasprintf("task %s: %s", gt_obj_name(o->obj), message);
-        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), j->obj, "Warning", reason, msg);
+        char *msg = gt_xasprintf("task %s: %s", task->o.meta.name, message);
+        gt_events_record(c->s->events, j->t, "Warning", reason, msg);
         free(msg);
     }
     free(jkey);
@@ -611,7 +575,7 @@ static void apply_wait(struct gt_ctl *c, const struct gt_sched_wait *w)
     char *key = gt_xasprintf("/jobs/%s", w->job_id);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
     if (o) {
-        gt_events_record(c->s->events, gt_kind_get(GT_KIND_JOB), o->obj, "Warning", code, message);
+        gt_events_record(c->s->events, o->t, "Warning", code, message);
         free(gt_strmap_put(&c->waits, w->job_id, gt_xasprintf("%s: %s", code, message)));
         gt_strmap_put(&c->dirty_jobs, key, (void *)marker);
     }
@@ -640,11 +604,12 @@ void gt_feed_cycle(struct gt_ctl *c)
     gt_strmap_each(&c->unseen, seen_cb, c);
     gt_strmap_fini(&c->unseen, NULL);
     gt_strmap_init(&c->unseen);
-    json_t *plan = gt_jobctl_bind_plan(c, c->dec.binds, c->dec.n_binds);
+    struct gt_bind_plan plan;
+    gt_bind_plan_build(c, c->dec.binds, c->dec.n_binds, &plan);
     for (size_t i = 0; i < c->dec.n_binds; i++) {
-        apply_bind(c, &c->dec.binds[i], plan);
+        apply_bind(c, &c->dec.binds[i], &plan.v[i]);
     }
-    json_decref(plan);
+    gt_bind_plan_fini(&plan);
     for (size_t i = 0; i < c->dec.n_preempts; i++) {
         apply_preempt(c, &c->dec.preempts[i]);
     }

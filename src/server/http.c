@@ -3,240 +3,27 @@
  * it, authenticates the bearer token, and serves reads itself (get, list,
  * health, metrics) or hands writes to write.c and watches to watch.c.
  *
- * Stored values are compact JSON with "metadata" as the first key and no
- * resourceVersion; reads splice `"resourceVersion":"N"` in after
- * `{"metadata":{` so the GET path parses no JSON (Nodes and Departments,
- * which carry a computed status, and selector matching do parse).
- *
- * A struct gt_req lives from the callback until its reply is sent; every
- * reply goes through finish(), which counts it in the metrics and logs it.
+ * Stored values are in api's stored form (codec.c there): reads splice the
+ * resourceVersion in (reply.c), so the GET path parses no JSON (Nodes and
+ * Departments, which carry a computed status, and selector matching do
+ * parse).
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 
+#include "server/fault.h"
+#include "server/http.h"
+#include "server/logproxy.h"
+#include "server/reply.h"
 #include "server/server_int.h"
-
-#define META_PREFIX "{\"metadata\":{"
-#define META_PREFIX_LEN (sizeof(META_PREFIX) - 1)
-
-int64_t gt_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-void gt_req_free(struct gt_req *r)
-{
-    if (!r) {
-        return;
-    }
-    json_decref(r->body);
-    json_decref(r->obj);
-    free(r->key);
-    free(r->value);
-    free(r);
-}
-
-static const char *method_name(enum evhttp_cmd_type cmd)
-{
-    switch (cmd) {
-    case EVHTTP_REQ_GET:
-        return "GET";
-    case EVHTTP_REQ_POST:
-        return "POST";
-    case EVHTTP_REQ_PUT:
-        return "PUT";
-    case EVHTTP_REQ_DELETE:
-        return "DELETE";
-    case EVHTTP_REQ_HEAD:
-        return "HEAD";
-    case EVHTTP_REQ_PATCH:
-        return "PATCH";
-    default:
-        return "OTHER";
-    }
-}
-
-static void finish(struct gt_req *r, int http_code, const char *ctype, const char *body, size_t len)
-{
-    struct evhttp_request *req = r->req;
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-    evhttp_add_header(h, "Content-Type", ctype);
-    if (r->s->draining) {
-        evhttp_add_header(h, "Connection", "close");
-    }
-    evbuffer_add(evhttp_request_get_output_buffer(req), body, len);
-    evhttp_send_reply(req, http_code, NULL, NULL);
-    double secs = (double)(gt_now_ns() - r->start_ns) / 1e9;
-    gt_metrics_request(&r->s->metrics, r->mverb, http_code, secs);
-    gt_log_debug("request", "method=%s path=%s code=%d user=%s duration_ms=%.3f",
-                 method_name(evhttp_request_get_command(req)), evhttp_request_get_uri(req),
-                 http_code, r->user ? r->user->name : "-", secs * 1000);
-    gt_req_free(r);
-}
-
-void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len)
-{
-    finish(r, http_code, "application/json", json, len);
-}
-
-void gt_req_reply_as(struct gt_req *r, int http_code, const char *ctype, const char *body,
-                     size_t len)
-{
-    finish(r, http_code, ctype, body, len);
-}
-
-static void error_msg(struct gt_req *r, int code, const char *msg)
-{
-    struct gt_buf b;
-    gt_buf_init(&b);
-    gt_status_format(&b, code, msg, r->route.kind ? r->route.kind->name : NULL,
-                     r->route.name[0] ? r->route.name : NULL);
-    finish(r, gt_errcode_http(code), "application/json", b.data, b.len);
-    gt_buf_fini(&b);
-}
-
-void gt_encode_json(struct gt_buf *out, const json_t *v)
-{
-    char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    GT_ASSERT(text);
-    gt_buf_puts(out, text);
-    free(text);
-}
-
-char *gt_encode_object(const json_t *obj, size_t *len)
-{
-    /* a shallow copy with metadata first: its members are shared, not copied */
-    json_t *ordered = json_object();
-    json_t *md = json_object_get(obj, "metadata");
-    if (md) {
-        json_object_set_nocheck(ordered, "metadata", md);
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)obj, k, v)
-    {
-        if (strcmp(k, "metadata") != 0) {
-            json_object_set_nocheck(ordered, k, v);
-        }
-    }
-    char *text = json_dumps(ordered, JSON_COMPACT);
-    json_decref(ordered);
-    GT_ASSERT(text);
-    *len = strlen(text);
-    return text;
-}
-
-void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    error_msg(r, code, msg);
-}
-
-void gt_req_error_err(struct gt_req *r, const struct gt_err *err)
-{
-    int code = err->code;
-    error_msg(r, code ? code : GT_EINTERNAL, err->msg[0] ? err->msg : gt_errcode_str(code));
-}
-
-json_t *gt_render_json(const struct gt_server *s, const struct gt_kind_info *kind, const char *text,
-                       size_t len, int64_t rev)
-{
-    json_t *obj = json_loadb(text, len, 0, NULL);
-    if (!json_is_object(obj)) {
-        json_decref(obj);
-        return NULL;
-    }
-    json_t *md = json_object_get(obj, "metadata");
-    if (!json_is_object(md)) {
-        md = json_object();
-        json_object_set_new(obj, "metadata", md);
-    }
-    char rv[24];
-    snprintf(rv, sizeof(rv), "%lld", (long long)rev);
-    json_object_set_new(md, "resourceVersion", json_string(rv));
-    if (kind->kind == GT_KIND_NODE) {
-        /* computed on reads, never stored */
-        json_t *st = json_object_get(obj, "status");
-        if (!json_is_object(st)) {
-            st = json_object();
-            json_object_set_new(obj, "status", st);
-        }
-        json_object_set_new(st, "allocated", gt_nodectl_allocated(s->ctl, gt_obj_name(obj)));
-    } else if (kind->kind == GT_KIND_DEPARTMENT && s->ctl) {
-        /* used and borrowed as the scheduler counts them, never stored */
-        json_t *ds = gt_department_status(s->ctl->model, gt_obj_name(obj));
-        if (ds) {
-            json_object_set_new(obj, "status", ds);
-        }
-    }
-    return obj;
-}
-
-void gt_render_object(const struct gt_server *s, struct gt_buf *out,
-                      const struct gt_kind_info *kind, const char *text, size_t len, int64_t rev)
-{
-    if (kind->kind != GT_KIND_NODE && kind->kind != GT_KIND_DEPARTMENT &&
-        len > META_PREFIX_LEN + 1 && !memcmp(text, META_PREFIX, META_PREFIX_LEN)) {
-        gt_buf_append(out, text, META_PREFIX_LEN);
-        gt_buf_printf(out, "\"resourceVersion\":\"%lld\"%s", (long long)rev,
-                      text[META_PREFIX_LEN] == '}' ? "" : ",");
-        gt_buf_append(out, text + META_PREFIX_LEN, len - META_PREFIX_LEN);
-        return;
-    }
-    json_t *obj = gt_render_json(s, kind, text, len, rev);
-    if (!obj) {
-        gt_buf_puts(out, "null");
-        return;
-    }
-    gt_encode_json(out, obj);
-    json_decref(obj);
-}
-
-const char *gt_access_project_of(const struct gt_kind_info *kind, const json_t *obj)
-{
-    if (kind->namespaced) {
-        return gt_obj_project(obj);
-    }
-    if (kind->kind == GT_KIND_PROJECT) {
-        return gt_obj_name(obj);
-    }
-    if (kind->kind == GT_KIND_EVENT) {
-        return json_string_value(gt_json_path(obj, "involvedObject.project"));
-    }
-    return NULL;
-}
-
-int gt_parse_rev(const char *s, int64_t *rev)
-{
-    if (!s || !*s || strlen(s) > 19) {
-        return GT_EBADREQ;
-    }
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9') {
-            return GT_EBADREQ;
-        }
-    }
-    errno = 0;
-    long long v = strtoll(s, NULL, 10);
-    if (errno) {
-        return GT_EBADREQ;
-    }
-    *rev = v;
-    return 0;
-}
+#include "server/ui.h"
+#include "server/watch.h"
+#include "server/write.h"
 
 /* ---- authentication ---- */
 
@@ -473,7 +260,7 @@ static void list_objects(struct gt_req *r, const struct gt_selector *lsel,
             json_t *token = last->project ? json_sprintf("%s/%s", last->project, last->name)
                                           : json_string(last->name);
             gt_buf_puts(&b, ",\"continue\":");
-            gt_encode_json(&b, token);
+            gt_api_encode_json(&b, token);
             json_decref(token);
             gt_buf_printf(&b, ",\"remainingItemCount\":%zu", c.n - n_page);
         }
@@ -509,8 +296,8 @@ static int list_page_params(const struct evkeyvalq *q, int64_t *limit, const cha
     *limit = 0;
     *after = cs && *cs ? cs : NULL;
     if (ls && *ls && (gt_parse_rev(ls, limit) || *limit > 1000000)) {
-        return gt_err_set(err, GT_EBADREQ, "limit: must be a whole number 0..1000000, not \"%.64s\"",
-                          ls);
+        return gt_err_set(err, GT_EBADREQ,
+                          "limit: must be a whole number 0..1000000, not \"%.64s\"", ls);
     }
     if (*after && strlen(*after) > 64 + GT_ROUTE_NAME_MAX) {
         return gt_err_set(err, GT_EBADREQ, "continue: not a token this server gave");
@@ -658,11 +445,11 @@ static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
         struct gt_buf b;
         gt_buf_init(&b);
         gt_metrics_render(&r->s->metrics, &b);
-        finish(r, 200, "text/plain; version=0.0.4", b.data, b.len);
+        gt_req_reply_as(r, 200, "text/plain; version=0.0.4", b.data, b.len);
         gt_buf_fini(&b);
         return;
     }
-    finish(r, 200, "text/plain", "ok\n", 3);
+    gt_req_reply_as(r, 200, "text/plain", "ok\n", 3);
 }
 
 /* GET whoami: the authenticated user, as kubectl auth whoami shows it
@@ -677,12 +464,12 @@ static void whoami(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
     for (size_t i = 0; i < r->user->n_groups; i++) {
         json_array_append_new(groups, json_string(r->user->groups[i]));
     }
-    json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:o}", "apiVersion", GT_API_VERSION, "kind",
-                          "UserInfo", "username", r->user->name, "uid", (json_int_t)r->user->uid,
-                          "groups", groups);
+    json_t *o =
+        json_pack("{s:s, s:s, s:s, s:I, s:o}", "apiVersion", GT_API_VERSION, "kind", "UserInfo",
+                  "username", r->user->name, "uid", (json_int_t)r->user->uid, "groups", groups);
     struct gt_buf b;
     gt_buf_init(&b);
-    gt_encode_json(&b, o);
+    gt_api_encode_json(&b, o);
     json_decref(o);
     gt_req_reply(r, 200, b.data, b.len);
     gt_buf_fini(&b);

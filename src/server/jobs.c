@@ -38,31 +38,17 @@ bool gt_task_phase_terminal(enum gt_task_phase p)
     return p == GT_TASK_SUCCEEDED || p == GT_TASK_FAILED;
 }
 
-bool gt_task_holds(const json_t *task)
+bool gt_task_holds(const struct gt_api_task *task)
 {
-    enum gt_task_phase p = gt_task_phase_of(task);
-    const char *node = json_string_value(gt_json_path(task, "spec.nodeName"));
+    enum gt_task_phase p = (enum gt_task_phase)task->status.phase;
+    const char *node = task->spec.node_name;
     return node && *node &&
            (p == GT_TASK_BOUND || p == GT_TASK_RUNNING || p == GT_TASK_TERMINATING);
 }
 
-void gt_task_request(const json_t *tmpl, struct gt_resources *out)
+int64_t gt_task_grace_s(const struct gt_api_template *tmpl)
 {
-    memset(out, 0, sizeof(*out));
-    struct gt_resources req = {0}, lim = {0};
-    gt_api_resources(gt_json_path(tmpl, "resources.requests"), &req, NULL);
-    gt_api_resources(gt_json_path(tmpl, "resources.limits"), &lim, NULL);
-    /* as Kubernetes: a request defaults to its limit */
-    out->cpu_milli = req.cpu_milli ? req.cpu_milli : lim.cpu_milli;
-    out->memory_bytes = req.memory_bytes ? req.memory_bytes : lim.memory_bytes;
-    out->gpu = req.gpu ? req.gpu : lim.gpu;
-    out->gpu_milli = req.gpu_milli ? req.gpu_milli : lim.gpu_milli;
-}
-
-int64_t gt_task_grace_s(const json_t *tmpl)
-{
-    json_t *g = json_object_get(tmpl, "terminationGracePeriodSeconds");
-    return json_is_integer(g) ? json_integer_value(g) : DEFAULT_GRACE_S;
+    return tmpl->grace_period_s != GT_API_UNSET ? tmpl->grace_period_s : DEFAULT_GRACE_S;
 }
 
 static void lower_type(const char *type, char *lower, size_t len)
@@ -246,16 +232,32 @@ json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opt
     return out;
 }
 
+json_t *gt_task_with_stop(const struct gt_api_task *task, const char *reason,
+                          const char *deletion_ts)
+{
+    json_t *t = json_deep_copy(task->o.json);
+    if (!task->spec.has_stop) {
+        json_object_set_new(json_object_get(t, "spec"), "stop",
+                            json_pack("{s:s, s:I}", "reason", reason, "gracePeriodSeconds",
+                                      (json_int_t)gt_task_grace_s(&task->spec.template)));
+    }
+    if (deletion_ts && !task->o.meta.deletion_timestamp) {
+        json_object_set_new(json_object_get(t, "metadata"), "deletionTimestamp",
+                            json_string(deletion_ts));
+    }
+    return t;
+}
+
 /* ---- restart policies ---- */
 
 static const char *const requeue_reasons[] = {"Preempted", "NodeLost", "Drained"};
 
-enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const json_t *task)
+enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct gt_api_task *task)
 {
-    if (gt_task_phase_of(task) != GT_TASK_FAILED) {
+    if (task->status.phase != GT_TASK_FAILED) {
         return GT_RESTART_NONE;
     }
-    const char *reason = json_string_value(gt_json_path(task, "status.reason"));
+    const char *reason = task->status.reason;
     if (reason && !strcmp(reason, GT_STOP_RESTARTING)) {
         return GT_RESTART_NONE;
     }
@@ -268,8 +270,7 @@ enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const json_t 
         return GT_RESTART_PERMANENT;
     }
     if (!strcmp(policy, "ExitCode")) {
-        json_t *ec = gt_json_path(task, "status.exitCode");
-        json_int_t code = json_is_integer(ec) ? json_integer_value(ec) : -1;
+        int64_t code = task->status.exit_code != GT_API_UNSET ? task->status.exit_code : -1;
         return code >= 128 && code <= 255 ? GT_RESTART_RETRY : GT_RESTART_PERMANENT;
     }
     return GT_RESTART_RETRY; /* OnFailure, Always */
@@ -284,10 +285,9 @@ int64_t gt_job_backoff_ms(int64_t n, int64_t base_ms)
     return d < cap ? d : cap;
 }
 
-int64_t gt_task_generation(const json_t *task)
+int64_t gt_task_generation(const struct gt_api_task *task)
 {
-    const char *g = json_string_value(
-        json_object_get(gt_json_path(task, "metadata.labels"), GT_LABEL_GENERATION));
+    const char *g = json_string_value(json_object_get(task->o.meta.labels, GT_LABEL_GENERATION));
     return g ? strtoll(g, NULL, 10) : 0;
 }
 
@@ -307,9 +307,14 @@ static bool cond_is_true(const json_t *conds, const char *type)
     return st && !strcmp(st, "True");
 }
 
-bool gt_job_finished(const json_t *job)
+bool gt_job_finished(const struct gt_api_job *job)
 {
-    return gt_job_status_finished(json_object_get(job, "status"));
+    for (size_t i = FIRST_FINAL; i < GT_ARRAY_LEN(cond_order); i++) {
+        if (gt_api_condition_true(&job->status.conditions, cond_order[i])) {
+            return true;
+        }
+    }
+    return false;
 }
 
 bool gt_job_status_finished(const json_t *status)
@@ -323,16 +328,16 @@ bool gt_job_status_finished(const json_t *status)
     return false;
 }
 
-static int64_t status_int(const json_t *job, const char *field)
+/* A count field: absent is 0. */
+static int64_t count_of(int64_t v)
 {
-    return json_integer_value(json_object_get(json_object_get(job, "status"), field));
+    return v != GT_API_UNSET ? v : 0;
 }
 
-/* A time field of obj as ms, or 0 when absent or bad. */
-static int64_t time_ms(const json_t *obj, const char *path)
+/* A time field as ms, or 0 when absent or bad. */
+static int64_t time_ms(const char *s)
 {
     int64_t ms = 0;
-    const char *s = json_string_value(gt_json_path(obj, path));
     return s && gt_time_parse(s, &ms) == 0 ? ms : 0;
 }
 
@@ -346,49 +351,58 @@ static void wake_at(struct gt_job_decision *d, int64_t at_ms)
 /* When the restart under way may recreate its tasks: the Restarting
  * condition's time (rounded up: it has whole seconds) plus the back-off of
  * a counted restart; 0 when no restart is recorded. */
-static int64_t restart_at(const json_t *job, int64_t base_ms)
+static int64_t restart_at(const struct gt_api_job *job, int64_t base_ms)
 {
-    json_t *c = find_cond(gt_json_path(job, "status.conditions"), "Restarting");
-    if (!cond_is_true(gt_json_path(job, "status.conditions"), "Restarting")) {
+    const struct gt_api_condition *c = gt_api_condition_find(&job->status.conditions, "Restarting");
+    if (!gt_api_condition_true(&job->status.conditions, "Restarting")) {
         return 0;
     }
-    int64_t at = time_ms(c, "lastTransitionTime") + 1000;
-    const char *reason = json_string_value(json_object_get(c, "reason"));
-    if (reason && !strcmp(reason, "TaskFailed")) {
-        at += gt_job_backoff_ms(status_int(job, "restartCount"), base_ms);
+    int64_t at = time_ms(c->last_transition_time) + 1000;
+    if (c->reason && !strcmp(c->reason, "TaskFailed")) {
+        at += gt_job_backoff_ms(count_of(job->status.restart_count), base_ms);
     }
     return at;
 }
 
-static void describe_failure(const json_t *task, char *out, size_t len)
+static void describe_failure(const struct gt_api_task *task, char *out, size_t len)
 {
-    const char *reason = json_string_value(gt_json_path(task, "status.reason"));
-    json_t *ec = gt_json_path(task, "status.exitCode");
-    char code[32] = "";
-    if (json_is_integer(ec)) {
-        snprintf(code, sizeof(code), ", exit code %lld", (long long)json_integer_value(ec));
+    const char *reason = task->status.reason;
+    char code[40] = "";
+    if (task->status.exit_code != GT_API_UNSET) {
+        snprintf(code, sizeof(code), ", exit code %lld", (long long)task->status.exit_code);
     }
-    snprintf(out, len, "task %s failed (%s%s)", gt_obj_name(task), reason ? reason : "Error", code);
+    snprintf(out, len, "task %s failed (%s%s)", task->o.meta.name, reason ? reason : "Error", code);
+}
+
+/* The replica spec of type in job (borrowed), or NULL. */
+static const struct gt_api_replica_spec *replica_spec(const struct gt_api_job *job,
+                                                      const char *type)
+{
+    for (size_t i = 0; type && i < job->spec.replica_specs.n; i++) {
+        if (!strcmp(job->spec.replica_specs.v[i].type, type)) {
+            return &job->spec.replica_specs.v[i];
+        }
+    }
+    return NULL;
 }
 
 /* Judge the current generation's tasks by their restart policies. */
-static void judge_tasks(const json_t *job, json_t *const *tasks, size_t n,
-                        struct gt_job_decision *d)
+static void judge_tasks(const struct gt_api_job *job, const struct gt_api_task *const *tasks,
+                        size_t n, struct gt_job_decision *d)
 {
-    const json_t *worst[GT_RESTART_REQUEUE + 1] = {0};
+    const struct gt_api_task *worst[GT_RESTART_REQUEUE + 1] = {0};
     for (size_t i = 0; i < n; i++) {
-        const char *type = json_string_value(gt_json_path(tasks[i], "spec.replicaType"));
-        json_t *rs = json_object_get(gt_json_path(job, "spec.replicaSpecs"), type ? type : "");
-        enum gt_restart_verdict v = gt_job_restart_verdict(
-            json_string_value(json_object_get(rs, "restartPolicy")), tasks[i]);
+        const struct gt_api_replica_spec *rs = replica_spec(job, tasks[i]->spec.replica_type);
+        enum gt_restart_verdict v =
+            gt_job_restart_verdict(rs ? rs->restart_policy : NULL, tasks[i]);
         if (!worst[v]) {
             worst[v] = tasks[i];
         }
     }
     char what[200];
-    json_t *bl = gt_json_path(job, "spec.runPolicy.backoffLimit");
-    int64_t limit = json_is_integer(bl) ? json_integer_value(bl) : GT_JOB_BACKOFF_DEFAULT;
-    int64_t restarts = status_int(job, "restartCount");
+    int64_t bl = job->spec.run_policy.backoff_limit;
+    int64_t limit = bl != GT_API_UNSET ? bl : GT_JOB_BACKOFF_DEFAULT;
+    int64_t restarts = count_of(job->status.restart_count);
     if (worst[GT_RESTART_PERMANENT]) {
         describe_failure(worst[GT_RESTART_PERMANENT], what, sizeof(what));
         d->action = GT_JOB_FAIL;
@@ -401,14 +415,14 @@ static void judge_tasks(const json_t *job, json_t *const *tasks, size_t n,
         snprintf(d->message, sizeof(d->message), "%s; backoffLimit %lld reached", what,
                  (long long)limit);
     } else if (worst[GT_RESTART_RETRY] || worst[GT_RESTART_REQUEUE]) {
-        const json_t *t =
+        const struct gt_api_task *t =
             worst[GT_RESTART_RETRY] ? worst[GT_RESTART_RETRY] : worst[GT_RESTART_REQUEUE];
         describe_failure(t, what, sizeof(what));
         d->action = GT_JOB_RESTART;
         d->begins = true;
         d->counted = worst[GT_RESTART_RETRY] != NULL;
         d->generation++;
-        const char *r = json_string_value(gt_json_path(t, "status.reason"));
+        const char *r = t->status.reason;
         snprintf(d->reason, sizeof(d->reason), "%s", d->counted || !r ? "TaskFailed" : r);
         if (d->counted && limit == GT_API_BACKOFF_UNLIMITED) {
             snprintf(d->message, sizeof(d->message), "%s; restart %lld (no backoffLimit)", what,
@@ -422,43 +436,42 @@ static void judge_tasks(const json_t *job, json_t *const *tasks, size_t n,
     }
 }
 
-void gt_job_decide(const json_t *job, json_t *const *tasks, size_t n_tasks, int64_t now_ms,
-                   int64_t backoff_base_ms, struct gt_job_decision *d)
+void gt_job_decide(const struct gt_api_job *job, const struct gt_api_task *const *tasks,
+                   size_t n_tasks, int64_t now_ms, int64_t backoff_base_ms,
+                   struct gt_job_decision *d)
 {
     memset(d, 0, sizeof(*d));
-    d->generation = status_int(job, "restartCount") + status_int(job, "requeueCount");
-    json_t *rp = gt_json_path(job, "spec.runPolicy");
+    d->generation = count_of(job->status.restart_count) + count_of(job->status.requeue_count);
+    const struct gt_api_run_policy *rp = &job->spec.run_policy;
     if (gt_job_finished(job)) {
-        json_t *ttl = json_object_get(rp, "ttlSecondsAfterFinished");
-        int64_t done = time_ms(job, "status.completionTime");
-        if (json_is_integer(ttl) && done) {
-            int64_t at = done + json_integer_value(ttl) * 1000;
+        int64_t done = time_ms(job->status.completion_time);
+        if (rp->ttl_after_finished_s != GT_API_UNSET && done) {
+            int64_t at = done + rp->ttl_after_finished_s * 1000;
             d->action = now_ms >= at ? GT_JOB_EXPIRE : GT_JOB_KEEP;
             wake_at(d, at);
         }
         return;
     }
-    json_t *ads = json_object_get(rp, "activeDeadlineSeconds");
-    int64_t start = time_ms(job, "status.startTime");
-    if (json_is_integer(ads) && start) {
-        int64_t at = start + json_integer_value(ads) * 1000;
+    int64_t ads = rp->active_deadline_s;
+    int64_t start = time_ms(job->status.start_time);
+    if (ads != GT_API_UNSET && start) {
+        int64_t at = start + ads * 1000;
         if (now_ms >= at) {
             d->action = GT_JOB_FAIL;
             snprintf(d->reason, sizeof(d->reason), "DeadlineExceeded");
             snprintf(d->message, sizeof(d->message),
-                     "the job ran longer than activeDeadlineSeconds (%lld s)",
-                     (long long)json_integer_value(ads));
+                     "the job ran longer than activeDeadlineSeconds (%lld s)", (long long)ads);
             return;
         }
         wake_at(d, at);
     }
     size_t old = 0, old_live = 0;
-    json_t **cur = gt_xcalloc(n_tasks ? n_tasks : 1, sizeof(*cur));
+    const struct gt_api_task **cur = gt_xcalloc(n_tasks ? n_tasks : 1, sizeof(*cur));
     size_t n_cur = 0;
     for (size_t i = 0; i < n_tasks; i++) {
         if (gt_task_generation(tasks[i]) < d->generation) {
             old++;
-            old_live += !gt_task_phase_terminal(gt_task_phase_of(tasks[i]));
+            old_live += !gt_task_phase_terminal((enum gt_task_phase)tasks[i]->status.phase);
         } else {
             cur[n_cur++] = tasks[i];
         }
@@ -466,9 +479,10 @@ void gt_job_decide(const json_t *job, json_t *const *tasks, size_t n_tasks, int6
     if (old) {
         int64_t at = restart_at(job, backoff_base_ms);
         if (old_live || now_ms < at) {
-            json_t *c = find_cond(gt_json_path(job, "status.conditions"), "Restarting");
-            const char *r = json_string_value(json_object_get(c, "reason"));
-            const char *m = json_string_value(json_object_get(c, "message"));
+            const struct gt_api_condition *c =
+                gt_api_condition_find(&job->status.conditions, "Restarting");
+            const char *r = c ? c->reason : NULL;
+            const char *m = c ? c->message : NULL;
             d->action = GT_JOB_RESTART;
             snprintf(d->reason, sizeof(d->reason), "%s", r ? r : "TaskFailed");
             snprintf(d->message, sizeof(d->message), "%s", m ? m : "restarting");
@@ -527,15 +541,15 @@ static bool int_is(const json_t *obj, const char *key, json_int_t want)
     return json_is_integer(v) && json_integer_value(v) == want;
 }
 
-static void count_tasks(const json_t *job, json_t *const *tasks, size_t n, int64_t generation,
+/* old_statuses: the job's status.replicaStatuses as stored (borrowed, may
+ * be NULL), whose unchanged entries the new status shares. */
+static void count_tasks(const struct gt_api_job *job, const json_t *old_statuses,
+                        const struct gt_api_task *const *tasks, size_t n, int64_t generation,
                         struct tally *t, json_t *replica_statuses)
 {
-    const json_t *old_statuses = gt_json_path(job, "status.replicaStatuses");
-    const char *type;
-    json_t *rs;
-    json_object_foreach(gt_json_path(job, "spec.replicaSpecs"), type, rs)
-    {
-        size_t reps = (size_t)json_integer_value(json_object_get(rs, "replicas"));
+    for (size_t r = 0; r < job->spec.replica_specs.n; r++) {
+        const char *type = job->spec.replica_specs.v[r].type;
+        size_t reps = (size_t)job->spec.replica_specs.v[r].replicas;
         bool lead = !strcmp(type, "Master") || !strcmp(type, "Chief");
         bool worker = !strcmp(type, "Worker");
         t->expected += reps;
@@ -543,12 +557,12 @@ static void count_tasks(const json_t *job, json_t *const *tasks, size_t n, int64
         t->workers += worker ? reps : 0;
         json_int_t active = 0, succeeded = 0, failed = 0;
         for (size_t i = 0; i < n; i++) {
-            const char *tt = json_string_value(gt_json_path(tasks[i], "spec.replicaType"));
+            const char *tt = tasks[i]->spec.replica_type;
             if (!tt || strcmp(tt, type)) {
                 continue;
             }
             t->found++;
-            enum gt_task_phase p = gt_task_phase_of(tasks[i]);
+            enum gt_task_phase p = (enum gt_task_phase)tasks[i]->status.phase;
             bool current = gt_task_generation(tasks[i]) >= generation;
             if (p == GT_TASK_SUCCEEDED) {
                 succeeded++;
@@ -589,11 +603,10 @@ static bool succeeded(const struct tally *t)
 
 /* The phase (a cond_order entry) and its reason and message. fin: the
  * recorded final condition when the job had finished. */
-static const char *pick_phase(const json_t *job, const struct tally *t,
+static const char *pick_phase(const json_t *old_conds, const struct tally *t,
                               const struct gt_job_decision *d, const char *wait_message,
                               const json_t **fin, const char **reason, char *msg, size_t len)
 {
-    json_t *old_conds = gt_json_path(job, "status.conditions");
     bool was_queued = find_cond(old_conds, "Queued") != NULL;
     *reason = NULL;
     for (size_t i = FIRST_FINAL; i < GT_ARRAY_LEN(cond_order); i++) {
@@ -642,24 +655,26 @@ static const char *pick_phase(const json_t *job, const struct tally *t,
     return NULL;
 }
 
-json_t *gt_job_derive_status(const json_t *job, json_t *const *tasks, size_t n_tasks,
-                             const struct gt_job_decision *d, const char *wait_message,
-                             int64_t now_ms)
+json_t *gt_job_derive_status(const struct gt_api_job *job, const struct gt_api_task *const *tasks,
+                             size_t n_tasks, const struct gt_job_decision *d,
+                             const char *wait_message, int64_t now_ms)
 {
-    const json_t *old = json_object_get(job, "status");
+    /* the stored status, whose unchanged parts the new one shares */
+    const json_t *old = json_object_get(job->o.json, "status");
     json_t *old_conds = json_object_get(old, "conditions");
     char now[32];
     gt_time_format(now_ms, now, sizeof(now));
     json_t *st = json_object();
     json_t *reps = json_object();
     struct tally t = {0};
-    count_tasks(job, tasks, n_tasks, d->generation, &t, reps);
+    count_tasks(job, json_object_get(old, "replicaStatuses"), tasks, n_tasks, d->generation, &t,
+                reps);
     json_object_set_new(st, "replicaStatuses", reps);
 
     char msg[512] = "";
     const json_t *fin = NULL;
     const char *reason = NULL;
-    const char *phase = pick_phase(job, &t, d, wait_message, &fin, &reason, msg, sizeof(msg));
+    const char *phase = pick_phase(old_conds, &t, d, wait_message, &fin, &reason, msg, sizeof(msg));
 
     json_t *conds = json_array();
     set_cond(conds, old_conds, "Created", "True", "Created", "job created", now);
@@ -680,22 +695,22 @@ json_t *gt_job_derive_status(const json_t *job, json_t *const *tasks, size_t n_t
     }
     json_object_set_new(st, "conditions", conds);
 
-    const char *start = json_string_value(json_object_get(old, "startTime"));
+    const char *start = job->status.start_time;
     bool begun = start != NULL;
     for (size_t i = 0; !begun && i < n_tasks; i++) {
-        enum gt_task_phase p = gt_task_phase_of(tasks[i]);
+        enum gt_task_phase p = (enum gt_task_phase)tasks[i]->status.phase;
         begun = p == GT_TASK_RUNNING || gt_task_phase_terminal(p);
     }
     if (begun) {
         json_object_set_new(st, "startTime", json_string(start ? start : now));
     }
-    const char *done = json_string_value(json_object_get(old, "completionTime"));
+    const char *done = job->status.completion_time;
     if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
         json_object_set_new(st, "completionTime", json_string(done ? done : now));
     }
-    int64_t restarts = status_int(job, "restartCount") + (d->begins && d->counted);
-    int64_t requeues = status_int(job, "requeueCount") + (d->begins && !d->counted);
-    if (restarts || json_object_get(old, "restartCount")) {
+    int64_t restarts = count_of(job->status.restart_count) + (d->begins && d->counted);
+    int64_t requeues = count_of(job->status.requeue_count) + (d->begins && !d->counted);
+    if (restarts || job->status.restart_count != GT_API_UNSET) {
         json_object_set_new(st, "restartCount", json_integer(restarts));
     }
     if (requeues) {

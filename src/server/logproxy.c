@@ -22,6 +22,9 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "server/cache.h"
+#include "server/logproxy.h"
+#include "server/reply.h"
 #include "server/server_int.h"
 
 #define UPSTREAM_TIMEOUT_S (24 * 3600) /* a followed log may be quiet for long */
@@ -118,12 +121,6 @@ static void on_done(struct evhttp_request *up, void *arg)
     gt_req_reply(r, code, (const char *)evbuffer_pullup(in, -1), len);
 }
 
-static const char *agent_url(const json_t *node)
-{
-    json_t *a = gt_json_find(gt_json_path(node, "status.addresses"), "type", "AgentURL");
-    return json_string_value(json_object_get(a, "address"));
-}
-
 /* The agent path with the checked query, or NULL after replying 400. */
 static char *agent_path(struct gt_req *r, const char *uid, const struct evkeyvalq *q)
 {
@@ -195,18 +192,19 @@ void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
         gt_req_error(r, GT_EBADREQ, "previous: must be true or false");
         return;
     }
+    const struct gt_api_task *task = gt_cobj_task(t);
     const char *node, *uid;
     if (previous && !strcmp(previous, "true")) {
-        node = json_string_value(gt_json_path(t->obj, "status.previous.nodeName"));
-        uid = json_string_value(gt_json_path(t->obj, "status.previous.uid"));
+        node = task->status.previous.node_name;
+        uid = task->status.previous.uid;
         if (!node || !*node || !uid || !*uid) {
             gt_req_error(r, GT_ENOTFOUND, "tasks \"%s\" has no previous run that reached a node",
                          rt->name);
             return;
         }
     } else {
-        node = json_string_value(gt_json_path(t->obj, "spec.nodeName"));
-        uid = json_string_value(gt_json_path(t->obj, "metadata.uid"));
+        node = task->spec.node_name;
+        uid = task->o.meta.uid;
         if (!node || !*node || !uid) {
             gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has not been scheduled to a node yet",
                          rt->name);
@@ -216,7 +214,7 @@ void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
     key = gt_xasprintf("/nodes/%s", node);
     const struct gt_cobj *n = gt_ctl_get(r->s->ctl, GT_KIND_NODE, key);
     free(key);
-    const char *url = n ? agent_url(n->obj) : NULL;
+    const char *url = n ? gt_api_node_address(gt_cobj_node(n), "AgentURL") : NULL;
     const struct gt_server_user *nu = gt_server_tokens_first_node(r->s->tokens);
     if (!url || !nu) {
         gt_req_error(r, GT_ESTORE, "no way to reach node %s's agent (%s)", node,

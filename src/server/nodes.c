@@ -1,5 +1,6 @@
 /*
- * Node lifecycle and the computed status.allocated.
+ * Node lifecycle and the computed status.allocated, over the controllers'
+ * cache (the rules themselves are nodeinfo.c's).
  *
  * Every second gantryd looks for Ready nodes whose last heartbeat is older
  * than --node-grace: it frees everything on them in the scheduler model at
@@ -12,104 +13,25 @@
  * A node with a NoExecute taint (`gantry drain` sets gantry.dev/drain) is
  * drained: on every tick each task holding resources on it is stopped with
  * reason Drained, and goes back to the queue once its exit is recorded
- * (requeue.c); `gantry drain` also cordons it (spec.unschedulable), so the
- * scheduler binds nothing more there.
+ * (the job controller requeues its job); `gantry drain` also cordons it (spec.unschedulable), so
+ * the scheduler binds nothing more there.
  *
  * status.allocated is never stored: Node reads compute it from the cached
- * tasks holding resources on the node.
+ * tasks holding resources on the node (gt_node_allocated).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/cache.h"
+#include "server/feeder.h"
+#include "server/nodes.h"
 #include "server/server_int.h"
 
-static json_t *ready_cond(const json_t *node)
-{
-    return gt_json_find(gt_json_path(node, "status.conditions"), "type", "Ready");
-}
-
-static int64_t time_of(const json_t *v)
-{
-    int64_t ms = 0;
-    const char *s = json_string_value(v);
-    return s && gt_time_parse(s, &ms) == 0 ? ms : 0;
-}
-
-bool gt_node_lost(const json_t *node, int64_t now_ms, int64_t grace_ms, int64_t since_ms)
-{
-    json_t *c = ready_cond(node);
-    const char *st = json_string_value(json_object_get(c, "status"));
-    if (!st || strcmp(st, "True")) {
-        return false;
-    }
-    int64_t hb = time_of(json_object_get(c, "lastHeartbeatTime"));
-    int64_t hb2 = time_of(gt_json_path(node, "status.lastHeartbeatTime"));
-    int64_t last = hb > hb2 ? hb : hb2;
-    if (last < since_ms) {
-        last = since_ms;
-    }
-    return now_ms - last > grace_ms;
-}
-
-json_t *gt_node_allocated(const char *node, json_t *const *tasks, size_t n_tasks)
-{
-    struct gt_resources sum = {0};
-    json_t *gpus = json_array();
-    for (size_t i = 0; i < n_tasks; i++) {
-        const json_t *t = tasks[i];
-        const char *tn = json_string_value(gt_json_path(t, "spec.nodeName"));
-        if (!tn || strcmp(tn, node) || !gt_task_holds(t)) {
-            continue;
-        }
-        struct gt_resources r;
-        gt_task_request(gt_json_path(t, "spec.template"), &r);
-        sum.cpu_milli += r.cpu_milli;
-        sum.memory_bytes += r.memory_bytes;
-        char *who = gt_xasprintf("%s/%s", gt_obj_project(t), gt_obj_name(t));
-        size_t k;
-        json_t *g;
-        json_array_foreach(gt_json_path(t, "spec.gpus"), k, g)
-        {
-            json_t *m = json_object_get(g, "milli");
-            json_int_t milli = m ? json_integer_value(m) : 1000;
-            sum.gpu_milli += milli;
-            json_t *e = json_pack("{s:O, s:I, s:s}", "index", json_object_get(g, "index"), "milli",
-                                  milli, "task", who);
-            json_t *uuid = json_object_get(g, "uuid");
-            if (uuid) {
-                json_object_set(e, "uuid", uuid);
-            }
-            json_array_append_new(gpus, e);
-        }
-        free(who);
-    }
-    return json_pack("{s:o, s:o}", "resources",
-                     gt_resources_json(sum.cpu_milli, sum.memory_bytes, sum.gpu_milli), "gpus",
-                     gpus);
-}
-
-json_t *gt_resources_json(int64_t cpu_milli, int64_t memory_bytes, int64_t gpu_milli)
-{
-    char cpu[32], mem[32], gpu[32];
-    snprintf(cpu, sizeof(cpu), "%lldm", (long long)cpu_milli);
-    snprintf(mem, sizeof(mem), "%lld", (long long)memory_bytes);
-    if (gpu_milli % 1000 == 0) {
-        snprintf(gpu, sizeof(gpu), "%lld", (long long)(gpu_milli / 1000));
-    } else {
-        snprintf(gpu, sizeof(gpu), "%lldm", (long long)gpu_milli);
-    }
-    return json_pack("{s:s, s:s, s:s}", "cpu", cpu, "memory", mem, "nvidia.com/gpu", gpu);
-}
-
-bool gt_node_draining(const json_t *node)
-{
-    return gt_json_find(gt_json_path(node, "spec.taints"), "effect", "NoExecute") != NULL;
-}
-
+/* The cached tasks on a node: each entry and its typed task. */
 struct collect {
     const char *node;
-    json_t **v;
-    size_t n, cap;
+    struct GT_VEC(const struct gt_cobj *) o;
+    struct GT_VEC(const struct gt_api_task *) t;
 };
 
 static int collect_cb(const char *key, void *val, void *arg)
@@ -117,91 +39,106 @@ static int collect_cb(const char *key, void *val, void *arg)
     (void)key;
     struct collect *c = arg;
     const struct gt_cobj *o = val;
-    const char *tn = json_string_value(gt_json_path(o->obj, "spec.nodeName"));
+    const char *tn = gt_cobj_task(o)->spec.node_name;
     if (!tn || strcmp(tn, c->node)) {
         return 0;
     }
-    *GT_VEC_PUSH(c, 16) = o->obj;
+    *GT_VEC_PUSH(&c->o, 16) = o;
+    *GT_VEC_PUSH(&c->t, 16) = gt_cobj_task(o);
     return 0;
+}
+
+static void collect(const struct gt_ctl *c, const char *node, struct collect *col)
+{
+    *col = (struct collect){.node = node};
+    gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, col);
+}
+
+static void collect_fini(struct collect *col)
+{
+    GT_VEC_FREE(&col->o);
+    GT_VEC_FREE(&col->t);
 }
 
 json_t *gt_nodectl_allocated(const struct gt_ctl *c, const char *node)
 {
-    struct collect col = {.node = node};
-    gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, &col);
-    json_t *a = gt_node_allocated(node, col.v, col.n);
-    free(col.v);
+    struct collect col;
+    collect(c, node, &col);
+    json_t *a = gt_node_allocated(node, col.t.v, col.t.n);
+    collect_fini(&col);
     return a;
 }
 
 /* ---- the tick ---- */
 
+/* Set n string members of o (NULL: nothing), each {name, value}. */
+static void set_strings(json_t *o, const char *const (*kv)[2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_object_set_new(o, kv[i][0], json_string(kv[i][1]));
+    }
+}
+
 static void fail_lost_tasks(struct gt_ctl *c, const char *node)
 {
-    struct collect col = {.node = node};
-    gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, &col);
+    struct collect col;
+    collect(c, node, &col);
     char ts[32];
     gt_time_format(gt_now_ms(), ts, sizeof(ts));
-    for (size_t i = 0; i < col.n; i++) {
-        const json_t *t = col.v[i];
-        char *key = gt_xasprintf("/tasks/%s/%s", gt_obj_project(t), gt_obj_name(t));
-        const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
-        if (gt_task_holds(t) && !gt_ctl_busy(c, key)) {
-            json_t *copy = json_deep_copy(t);
-            json_t *st = json_object_get(copy, "status");
-            json_object_set_new(st, "phase", json_string("Failed"));
-            json_object_set_new(st, "reason", json_string("NodeLost"));
-            json_object_set_new(st, "message", json_string("node stopped sending heartbeats"));
-            json_object_set_new(st, "finishTime", json_string(ts));
-            gt_ctl_write(c, GT_STORE_UPDATE, key, copy, o->rev, NULL, NULL);
+    for (size_t i = 0; i < col.o.n; i++) {
+        const struct gt_cobj *o = col.o.v[i];
+        if (gt_task_holds(col.t.v[i]) && !gt_ctl_busy(c, o->key)) {
+            json_t *copy = json_deep_copy(o->obj);
+            const char *const ended[][2] = {{"phase", "Failed"},
+                                            {"reason", "NodeLost"},
+                                            {"message", "node stopped sending heartbeats"},
+                                            {"finishTime", ts}};
+            set_strings(json_object_get(copy, "status"), ended, GT_ARRAY_LEN(ended));
+            gt_ctl_write(c, GT_STORE_UPDATE, o->key, copy, o->rev, NULL, NULL);
             json_decref(copy);
         }
-        free(key);
     }
-    free(col.v);
+    collect_fini(&col);
 }
 
 /* Stop every task holding resources on a draining node (reason Drained;
- * requeue.c puts each back in the queue once its exit is recorded). */
+ * the job controller puts each back in the queue once its exit is
+ * recorded). */
 static void drain_tasks(struct gt_ctl *c, const char *node)
 {
-    struct collect col = {.node = node};
-    gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, &col);
-    for (size_t i = 0; i < col.n; i++) {
-        char *key = gt_xasprintf("/tasks/%s/%s", gt_obj_project(col.v[i]), gt_obj_name(col.v[i]));
-        const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
-        if (o && gt_task_holds(o->obj)) {
+    struct collect col;
+    collect(c, node, &col);
+    for (size_t i = 0; i < col.o.n; i++) {
+        if (gt_task_holds(col.t.v[i])) {
             char *why = gt_xasprintf("node %s is being drained", node);
-            gt_feed_stop_task(c, o, "Drained", why);
+            gt_feed_stop_task(c, col.o.v[i], "Drained", why);
             free(why);
         }
-        free(key);
     }
-    free(col.v);
+    collect_fini(&col);
 }
 
-static bool node_lost_marked(const json_t *node)
+static bool node_lost_marked(const struct gt_api_node *node)
 {
-    json_t *c = ready_cond(node);
-    const char *st = json_string_value(json_object_get(c, "status"));
-    const char *reason = json_string_value(json_object_get(c, "reason"));
-    return st && strcmp(st, "True") && reason && !strcmp(reason, "NodeLost");
+    const struct gt_api_condition *c = gt_api_condition_find(&node->status.conditions, "Ready");
+    return c && c->status && strcmp(c->status, "True") && c->reason &&
+           !strcmp(c->reason, "NodeLost");
 }
 
 static void mark_lost(struct gt_ctl *c, const struct gt_cobj *o)
 {
     json_t *n = json_deep_copy(o->obj);
-    json_t *cond = ready_cond(n);
     char ts[32];
     gt_time_format(gt_now_ms(), ts, sizeof(ts));
-    json_object_set_new(cond, "status", json_string("False"));
-    json_object_set_new(cond, "reason", json_string("NodeLost"));
-    json_object_set_new(cond, "message", json_string("no heartbeat within the node grace period"));
-    json_object_set_new(cond, "lastTransitionTime", json_string(ts));
+    const char *const lost[][2] = {{"status", "False"},
+                                   {"reason", "NodeLost"},
+                                   {"message", "no heartbeat within the node grace period"},
+                                   {"lastTransitionTime", ts}};
+    set_strings(gt_json_find(gt_api_conditions_json(n), "type", "Ready"), lost, GT_ARRAY_LEN(lost));
     gt_ctl_write(c, GT_STORE_UPDATE, o->key, n, o->rev, NULL, NULL);
     json_decref(n);
-    gt_feed_node_lost(c, o->obj);
-    gt_log_warn("node lost", "node=%s grace_s=%lld", gt_obj_name(o->obj),
+    gt_feed_node_lost(c, gt_cobj_node(o));
+    gt_log_warn("node lost", "node=%s grace_s=%lld", gt_cobj_node(o)->o.meta.name,
                 (long long)c->s->cfg->node_grace_s);
 }
 
@@ -209,16 +146,17 @@ static int tick_cb(const char *key, void *val, void *arg)
 {
     struct gt_ctl *c = arg;
     const struct gt_cobj *o = val;
+    const struct gt_api_node *node = gt_cobj_node(o);
     if (gt_ctl_busy(c, key)) {
         return 0;
     }
-    if (gt_node_lost(o->obj, gt_now_ms(), c->s->cfg->node_grace_s * 1000, c->start_ms)) {
+    if (gt_node_lost(node, gt_now_ms(), c->s->cfg->node_grace_s * 1000, c->start_ms)) {
         mark_lost(c, o);
-        fail_lost_tasks(c, gt_obj_name(o->obj));
-    } else if (node_lost_marked(o->obj)) {
-        fail_lost_tasks(c, gt_obj_name(o->obj));
-    } else if (gt_node_draining(o->obj)) {
-        drain_tasks(c, gt_obj_name(o->obj));
+        fail_lost_tasks(c, node->o.meta.name);
+    } else if (node_lost_marked(node)) {
+        fail_lost_tasks(c, node->o.meta.name);
+    } else if (gt_node_draining(node)) {
+        drain_tasks(c, node->o.meta.name);
     }
     return 0;
 }

@@ -1,14 +1,18 @@
 /*
- * gantryd's life cycle: start-up (tokens, store, access index, HTTP
- * listener, signals), the write accounting every store write goes through,
- * the fault-injection endpoint, and shutdown.
+ * gantryd's life cycle, the top of its layers: start-up (tokens, store,
+ * access index, controllers, HTTP listener, signals) and shutdown. Below
+ * it, the transport (http.c routes to write.c, watch.c and logproxy.c,
+ * all answering through reply.c) sits above the controllers (ctl.c
+ * triggers feeder.c, jobctl.c and nodes.c), which read and write through
+ * the cache (cache.c); every store write is counted in storeio.c.
  *
  * Shutdown is one path, "drain": stop accepting connections, end watch
  * streams, flush pending Event counts, wait until no store write is in
  * flight (their replies are sent from the done callbacks), give the replies
  * a moment to reach the sockets, then leave the loop and close everything.
  * SIGTERM/SIGINT drain with exit status 0; a failed fsync drains with 1
- * after answering 503, since the page cache can no longer be trusted.
+ * after answering 503, since the page cache can no longer be trusted
+ * (storeio.c calls drain through s->drain).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,26 +25,17 @@
 
 #include <event2/listener.h>
 
+#include "server/cache.h"
+#include "server/ctl.h"
+#include "server/events.h"
+#include "server/fault.h"
+#include "server/http.h"
+#include "server/reply.h"
 #include "server/server_int.h"
+#include "server/watch.h"
 
 #define DRAIN_POLL_MS 10
 #define FLUSH_GRACE_MS 200
-
-/* ---- store writes ---- */
-
-int gt_server_write(struct gt_server *s, enum gt_store_op op, const char *key, const char *value,
-                    size_t len, int64_t expected_rev, gt_store_done_fn done, void *arg)
-{
-    if (s->failed || gt_store_failed(s->store)) {
-        return GT_EFSYNC;
-    }
-    s->n_inflight++;
-    int rc = gt_store_write(s->store, op, key, value, len, expected_rev, done, arg);
-    if (rc) {
-        s->n_inflight--;
-    }
-    return rc;
-}
 
 static void on_drain_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -76,71 +71,6 @@ static void drain(struct gt_server *s, int exit_code)
     event_add(s->drain_timer, &tv);
 }
 
-void gt_server_write_done(struct gt_server *s, int rc, int64_t submit_ns)
-{
-    s->n_inflight--;
-    if (submit_ns) {
-        gt_histogram_observe(&s->metrics.commit_seconds, (double)(gt_now_ns() - submit_ns) / 1e9);
-    }
-    if (rc == GT_EFSYNC && !s->failed) {
-        s->failed = true;
-        gt_log_error("store fsync failed; refusing writes and exiting", "exit=%d", 1);
-        drain(s, 1);
-    }
-}
-
-/* ---- fault injection ---- */
-
-void gt_server_fault(struct gt_req *r)
-{
-    const char *point = json_string_value(json_object_get(r->body, "point"));
-    const char *nths = json_string_value(json_object_get(r->body, "nth"));
-    enum gt_store_fault fp;
-    if (point && !strcmp(point, "write")) {
-        fp = GT_STORE_FAULT_WRITE;
-    } else if (point && !strcmp(point, "fsync")) {
-        fp = GT_STORE_FAULT_FSYNC;
-    } else {
-        gt_req_error(r, GT_EBADREQ, "point: must be write or fsync");
-        return;
-    }
-    int64_t nth = 1;
-    if (nths && (gt_parse_rev(nths, &nth) || nth < 1 || nth > 1000000)) {
-        gt_req_error(r, GT_EBADREQ, "nth: must be an integer in [1, 1000000]");
-        return;
-    }
-    if (r->s->fault_req) {
-        gt_req_error(r, GT_ECONFLICT, "another fault is being armed");
-        return;
-    }
-    r->s->fault_req = r;
-    r->s->fault_point = fp;
-    r->s->fault_nth = (int)nth;
-    struct timeval tv = {.tv_sec = 0, .tv_usec = 1000};
-    event_add(r->s->fault_timer, &tv);
-}
-
-/* Arm the fault once no write is in flight, so that "the nth write" counts
- * from the answer to /debug/fault and not from writes queued before it. */
-static void on_fault_timer(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct gt_server *s = arg;
-    if (s->n_inflight > 0 || !s->fault_req) {
-        return;
-    }
-    event_del(s->fault_timer);
-    struct gt_req *r = s->fault_req;
-    s->fault_req = NULL;
-    const char *point = s->fault_point == GT_STORE_FAULT_WRITE ? "write" : "fsync";
-    gt_store_fault_arm(s->store, s->fault_point, s->fault_nth);
-    gt_log_warn("fault armed", "point=%s nth=%d", point, s->fault_nth);
-    char body[96];
-    int n = snprintf(body, sizeof(body), "{\"point\":\"%s\",\"nth\":%d}\n", point, s->fault_nth);
-    gt_req_reply(r, 200, body, (size_t)n);
-}
-
 /* ---- the access index and object counts, from one watch on all keys ---- */
 
 /* Kind of a store key "/<plural>/...", or NULL. */
@@ -165,7 +95,9 @@ static void index_put(struct gt_server *s, const struct gt_kind_info *k, const c
     }
     json_t *obj = json_loadb(value, len, 0, NULL);
     if (obj) {
-        gt_server_access_put(s->access, k->kind, obj);
+        struct gt_api_object *t = gt_api_object_new(k->kind, obj);
+        gt_server_access_put(s->access, t);
+        gt_api_object_free(t);
         json_decref(obj);
     }
 }
@@ -307,6 +239,29 @@ static int open_store(struct gt_server *s, struct gt_err *err)
     return rc;
 }
 
+int gt_server_start(struct gt_server *s, struct gt_err *err)
+{
+    s->access = gt_server_access_new();
+    s->ctl = gt_ctl_new(s);
+    int rc = start_index(s, err);
+    if (rc) {
+        return rc;
+    }
+    s->events = gt_events_new(s);
+    rc = gt_ctl_start(s->ctl, err);
+    if (rc) {
+        return rc;
+    }
+    s->drain = drain;
+    s->drain_timer = event_new(s->base, -1, EV_PERSIST, on_drain_timer, s);
+    s->fault_timer = event_new(s->base, -1, EV_PERSIST, gt_server_fault_timer, s);
+    s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
+    s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
+    evsignal_add(s->sig_term, NULL);
+    evsignal_add(s->sig_int, NULL);
+    return start_http(s, err);
+}
+
 static int start(struct gt_server *s, struct gt_err *err)
 {
     int rc = gt_server_tokens_load(s->cfg->token_file, &s->tokens, err);
@@ -321,30 +276,11 @@ static int start(struct gt_server *s, struct gt_err *err)
     s->base = event_base_new_with_config(ec);
     event_config_free(ec);
     GT_ASSERT(s->base);
-    s->access = gt_server_access_new();
-    s->ctl = gt_ctl_new(s);
     rc = open_store(s, err);
-    if (rc == 0) {
-        rc = start_index(s, err);
-    }
-    if (rc) {
-        return rc;
-    }
-    s->events = gt_events_new(s);
-    rc = gt_ctl_start(s->ctl, err);
-    if (rc) {
-        return rc;
-    }
-    s->drain_timer = event_new(s->base, -1, EV_PERSIST, on_drain_timer, s);
-    s->fault_timer = event_new(s->base, -1, EV_PERSIST, on_fault_timer, s);
-    s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
-    s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
-    evsignal_add(s->sig_term, NULL);
-    evsignal_add(s->sig_int, NULL);
-    return start_http(s, err);
+    return rc ? rc : gt_server_start(s, err);
 }
 
-static void stop(struct gt_server *s)
+void gt_server_stop(struct gt_server *s)
 {
     if (s->fault_req) {
         gt_req_error(s->fault_req, GT_ESTORE, "gantryd is shutting down");
@@ -381,12 +317,12 @@ int gt_server_run(const struct gt_server_config *cfg)
     int rc = start(&s, &err);
     if (rc) {
         gt_log_error("cannot start", "err=\"%s\"", err.msg);
-        stop(&s);
+        gt_server_stop(&s);
         return 1;
     }
     event_base_dispatch(s.base);
     int code = s.exit_code;
-    stop(&s);
+    gt_server_stop(&s);
     gt_log_info("stopped", "exit=%d", code);
     return code;
 }

@@ -100,9 +100,9 @@ enum gt_server_verb { GT_VERB_READ, GT_VERB_CREATE, GT_VERB_UPDATE, GT_VERB_DELE
 struct gt_server_access;
 struct gt_server_access *gt_server_access_new(void);
 void gt_server_access_free(struct gt_server_access *a);
-/* Index a Project or Department object (validated JSON, borrowed), replacing
- * any earlier version of it. */
-void gt_server_access_put(struct gt_server_access *a, enum gt_kind kind, const json_t *obj);
+/* Index a Project or Department (typed, borrowed; other kinds are
+ * ignored), replacing any earlier version of it. */
+void gt_server_access_put(struct gt_server_access *a, const struct gt_api_object *obj);
 /* Forget a Project or Department by name. */
 void gt_server_access_delete(struct gt_server_access *a, enum gt_kind kind, const char *name);
 /* Department of an indexed project (borrowed), or NULL. */
@@ -236,25 +236,16 @@ void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int htt
 /* Append the Prometheus text exposition of m to out. */
 void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out);
 
-/* ---- controllers' pure parts (jobs.c, nodes.c) ----
+/* ---- controllers' pure parts (jobs.c, nodeinfo.c) ----
  * Inputs are validated objects (borrowed); returned JSON is the caller's. */
 
-enum gt_task_phase {
-    GT_TASK_PENDING, /* also: no phase yet */
-    GT_TASK_BOUND,
-    GT_TASK_RUNNING,
-    GT_TASK_TERMINATING,
-    GT_TASK_SUCCEEDED,
-    GT_TASK_FAILED,
-};
+/* enum gt_task_phase: api.h */
 enum gt_task_phase gt_task_phase_of(const json_t *task);
 bool gt_task_phase_terminal(enum gt_task_phase p);
 /* Does the task hold its node's resources (Bound/Running/Terminating on a node)? */
-bool gt_task_holds(const json_t *task);
-/* What one task of template tmpl asks for (requests, each defaulting to its limit). */
-void gt_task_request(const json_t *tmpl, struct gt_resources *out);
+bool gt_task_holds(const struct gt_api_task *task);
 /* template.terminationGracePeriodSeconds, default 30. */
-int64_t gt_task_grace_s(const json_t *tmpl);
+int64_t gt_task_grace_s(const struct gt_api_template *tmpl);
 /* "<job>-<lower(type)>-<index>". Caller frees. */
 char *gt_job_task_name(const char *job, const char *type, int64_t index);
 /* The store key of that task, "/tasks/<project>/<name>": in buf (len
@@ -294,7 +285,7 @@ struct gt_job_task_opts {
  * {indexUrl, findLinks} from opts when the job has requirements. */
 json_t *gt_job_build_tasks(const json_t *job, const struct gt_job_task_opts *opts);
 /* Has the job a True Succeeded or Failed condition? */
-bool gt_job_finished(const json_t *job);
+bool gt_job_finished(const struct gt_api_job *job);
 /* The same of a job's status object (borrowed, may be NULL). */
 bool gt_job_status_finished(const json_t *status);
 /* Restart policies. What a failed task means for its job: NONE (nothing
@@ -309,7 +300,7 @@ enum gt_restart_verdict {
     GT_RESTART_RETRY,
     GT_RESTART_REQUEUE,
 };
-enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const json_t *task);
+enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct gt_api_task *task);
 /* Back-off before the n-th counted restart (n >= 1): base_ms doubling,
  * capped at 30 * base_ms (10 s .. 5 min with the default base). */
 int64_t gt_job_backoff_ms(int64_t n, int64_t base_ms);
@@ -318,7 +309,7 @@ int64_t gt_job_backoff_ms(int64_t n, int64_t base_ms);
 /* Stop reason of tasks stopped for a gang restart. */
 #define GT_STOP_RESTARTING "Restarting"
 /* The generation of a task (its GT_LABEL_GENERATION label; 0 if none). */
-int64_t gt_task_generation(const json_t *task);
+int64_t gt_task_generation(const struct gt_api_task *task);
 
 enum gt_job_action {
     GT_JOB_KEEP,     /* nothing beyond status upkeep */
@@ -333,7 +324,7 @@ struct gt_job_decision {
     bool counted;       /* begins: the restart counts toward backoffLimit */
     int64_t generation; /* the job's generation (restarts so far) after this decision */
     char reason[64];    /* FAIL / RESTART: condition reason (FAIL: also the stop reason) */
-    char message[256];  /* FAIL / RESTART: condition message */
+    char message[320];  /* FAIL / RESTART: condition message */
     int64_t wake_ms;    /* when time alone may change the decision; 0: never */
 };
 /* What the job (stored, borrowed) needs given its tasks (those found,
@@ -342,8 +333,9 @@ struct gt_job_decision {
  * stopped, then (after the back-off) replaced; the current ones are judged
  * by their replica type's restartPolicy; activeDeadlineSeconds counts from
  * status.startTime. */
-void gt_job_decide(const json_t *job, json_t *const *tasks, size_t n_tasks, int64_t now_ms,
-                   int64_t backoff_base_ms, struct gt_job_decision *d);
+void gt_job_decide(const struct gt_api_job *job, const struct gt_api_task *const *tasks,
+                   size_t n_tasks, int64_t now_ms, int64_t backoff_base_ms,
+                   struct gt_job_decision *d);
 /* The job's status from its tasks (borrowed) and the decision d (from
  * gt_job_decide) at now_ms: conditions Created -> Queued (all tasks exist,
  * none running; message wait_message if given) -> Running (some task of
@@ -354,9 +346,15 @@ void gt_job_decide(const json_t *job, json_t *const *tasks, size_t n_tasks, int6
  * completionTime are kept when unchanged, so deriving twice gives equal
  * JSON. restartCount counts restarts toward backoffLimit, requeueCount the
  * uncounted ones. */
-json_t *gt_job_derive_status(const json_t *job, json_t *const *tasks, size_t n_tasks,
-                             const struct gt_job_decision *d, const char *wait_message,
-                             int64_t now_ms);
+json_t *gt_job_derive_status(const struct gt_api_job *job, const struct gt_api_task *const *tasks,
+                             size_t n_tasks, const struct gt_job_decision *d,
+                             const char *wait_message, int64_t now_ms);
+/* A copy of the stored task (new; caller json_decref()s) with
+ * spec.stop{reason, gracePeriodSeconds of its template} unless it has one,
+ * and metadata.deletionTimestamp deletion_ts when that is given and the
+ * task has none. */
+json_t *gt_task_with_stop(const struct gt_api_task *task, const char *reason,
+                          const char *deletion_ts);
 
 /* ---- what a bound task is given (jobenv.c) ---- */
 
@@ -398,14 +396,15 @@ void gt_jobenv_merge(json_t *tmpl, const json_t *env);
  * resources on it: {"resources": {cpu, memory, nvidia.com/gpu}, "gpus":
  * [{index, uuid, milli, task: "<project>/<task>"}]}. Tasks that do not
  * hold resources on node are skipped. */
-json_t *gt_node_allocated(const char *node, json_t *const *tasks, size_t n_tasks);
+json_t *gt_node_allocated(const char *node, const struct gt_api_task *const *tasks, size_t n_tasks);
 /* Is a node lost at now_ms: Ready is True but its last heartbeat (the Ready
  * condition's lastHeartbeatTime or status.lastHeartbeatTime, and never
  * before since_ms, when gantryd started watching) is more than grace_ms old? */
-bool gt_node_lost(const json_t *node, int64_t now_ms, int64_t grace_ms, int64_t since_ms);
+bool gt_node_lost(const struct gt_api_node *node, int64_t now_ms, int64_t grace_ms,
+                  int64_t since_ms);
 /* Is the node draining: has it a NoExecute taint (`gantry drain` sets
  * gantry.dev/drain)? Its tasks are stopped with reason Drained. */
-bool gt_node_draining(const json_t *node);
+bool gt_node_draining(const struct gt_api_node *node);
 /* {"cpu": "<milli>m", "memory": "<bytes>", "nvidia.com/gpu": "<n>" or
  * "<milli>m"} (new reference): resource amounts as status fields show them. */
 json_t *gt_resources_json(int64_t cpu_milli, int64_t memory_bytes, int64_t gpu_milli);
@@ -421,8 +420,8 @@ json_t *gt_department_status(const struct gt_sched_model *m, const char *name);
  * the project's hard cap in m: spec.hard's resources capped, the others
  * not; no spec.hard (or no object) removes the cap. 0, or the error of
  * gt_sched_project_set (GT_EINVAL). */
-int gt_project_cap_sync(struct gt_sched_model *m, const char *name, const json_t *project,
-                        struct gt_err *err);
+int gt_project_cap_sync(struct gt_sched_model *m, const char *name,
+                        const struct gt_api_project *project, struct gt_err *err);
 
 /* ---- the daemon (server.c) ---- */
 
@@ -439,14 +438,5 @@ static inline void gt_obj_set_str(json_t *obj, const char *key, const char *v)
 {
     json_object_set_new_nocheck(obj, key, json_string(v));
 }
-
-/* ---- encoding (http.c), with jansson ---- */
-/* Append v as compact JSON (json_dumps, JSON_COMPACT: keys in insertion
- * order). */
-void gt_encode_json(struct gt_buf *out, const json_t *v);
-/* Encode obj as stored text: compact JSON with "metadata" first, so reads
- * can splice resourceVersion in without parsing; *len its length. Caller
- * frees. */
-char *gt_encode_object(const json_t *obj, size_t *len);
 
 #endif

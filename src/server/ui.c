@@ -25,7 +25,9 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "server/reply.h"
 #include "server/server_int.h"
+#include "server/ui.h"
 
 #define UI_FILE_MAX (16 * 1024 * 1024)
 #define ASSETS_PREFIX "/assets/"

@@ -19,7 +19,10 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "server/cache.h"
+#include "server/reply.h"
 #include "server/server_int.h"
+#include "server/watch.h"
 
 #define MAX_BACKLOG_BYTES (64u << 20)
 #define WRITE_TIMEOUT_S 60

@@ -19,52 +19,21 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <event2/buffer.h>
 
+#include "server/cache.h"
+#include "server/jobctl.h"
+#include "server/reply.h"
 #include "server/server_int.h"
+#include "server/storeio.h"
+#include "server/write.h"
 
 #define MAX_RETRIES 5
 
 enum wop { W_CREATE, W_UPDATE, W_DELETE, W_BINDING };
 
 static const char *const server_fields[] = {"uid", "creationTimestamp", "creator"};
-
-void gt_uuid4(struct gt_server *s, char *buf, size_t len)
-{
-    /* one getrandom per 32 uuids: the three of each Job create each cost a
-     * system call */
-    if (s->uuid_pool_left < 16) {
-        size_t got = 0;
-        while (got < sizeof(s->uuid_pool)) {
-            ssize_t n = getrandom(s->uuid_pool + got, sizeof(s->uuid_pool) - got, 0);
-            GT_ASSERT(n > 0 || errno == EINTR);
-            if (n > 0) {
-                got += (size_t)n;
-            }
-        }
-        s->uuid_pool_left = sizeof(s->uuid_pool);
-    }
-    unsigned char b[16];
-    memcpy(b, s->uuid_pool + sizeof(s->uuid_pool) - s->uuid_pool_left, sizeof(b));
-    s->uuid_pool_left -= sizeof(b);
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    /* by hand: a 16-argument snprintf was a visible part of every create */
-    static const char hex[] = "0123456789abcdef";
-    char out[37];
-    size_t o = 0;
-    for (size_t i = 0; i < sizeof(b); i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) {
-            out[o++] = '-';
-        }
-        out[o++] = hex[b[i] >> 4];
-        out[o++] = hex[b[i] & 0xf];
-    }
-    out[o] = '\0';
-    snprintf(buf, len, "%s", out);
-}
 
 /* Parse the request body into r->body: 0, or replies 400 and returns -1. */
 static int read_body(struct gt_req *r)
@@ -162,7 +131,7 @@ static void submit(struct gt_req *r, enum gt_store_op op, int64_t expected_rev)
     const char *text = NULL;
     if (op != GT_STORE_DELETE) { /* a delete keeps the stored text to answer with */
         free(r->value);
-        r->value = gt_encode_object(r->obj, &len);
+        r->value = gt_api_encode(r->obj, &len);
         text = r->value;
     }
     r->submit_ns = gt_now_ns();
@@ -189,7 +158,7 @@ static void reply_stored(struct gt_req *r, int http_code, const char *text, size
 static void set_server_metadata(struct gt_req *r, json_t *md)
 {
     char uid[40], ts[32];
-    gt_uuid4(r->s, uid, sizeof(uid));
+    gt_uuid4(&r->s->uuids, uid, sizeof(uid));
     gt_time_format(gt_now_ms(), ts, sizeof(ts));
     json_object_set_new(md, "uid", json_string(uid));
     json_object_set_new(md, "creationTimestamp", json_string(ts));

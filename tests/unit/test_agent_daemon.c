@@ -26,13 +26,30 @@ static json_t *task_json(const char *extra_tmpl, const char *extra_spec)
         "\"template\":{\"command\":[\"python\"],\"args\":[\"train.py\",\"--lr\"],"
         "\"env\":[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"CUDA_VISIBLE_DEVICES\",\"value\":"
         "\"9\"}],"
-        "\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"1Gi\"},\"limits\":{\"cpu\":"
+        "\"resources\":{\"requests\":{\"cpu\":\"250m\",\"memory\":\"1Gi\"},\"limits\":{\"cpu\":"
         "\"500m\"}}%s}},\"status\":{\"phase\":\"Bound\"}}",
         extra_spec ? extra_spec : "", extra_tmpl ? extra_tmpl : "");
     json_t *t = json_loads(text, 0, NULL);
     free(text);
     assert_non_null(t);
     return t;
+}
+
+/* A Task as the agent gets it from gantryd: validated, then decoded. */
+static struct gt_api_task *task_decoded(json_t *obj)
+{
+    struct gt_err err = {0};
+    if (gt_api_validate(GT_KIND_TASK, obj, &err) < 0) {
+        fail_msg("task fixture: %s", err.msg);
+    }
+    struct gt_api_task *t = gt_api_task_new(obj);
+    json_decref(obj);
+    return t;
+}
+
+static struct gt_api_task *task_new(const char *extra_tmpl, const char *extra_spec)
+{
+    return task_decoded(task_json(extra_tmpl, extra_spec));
 }
 
 static const char *env_get(const struct gt_shim_spec *s, const char *name)
@@ -63,7 +80,7 @@ static void spec_from_task(void **state)
     struct gt_gpu_set set = {.gpus = gpus, .n_gpus = 6};
     struct gt_task_spec_params p = params;
     p.gpus = &set;
-    json_t *t = task_json(NULL, NULL);
+    struct gt_api_task *t = task_new(NULL, NULL);
     struct gt_shim_spec s;
     struct gt_err err = {0};
     assert_int_equal(gt_task_spec_build(t, &p, &s, &err), 0);
@@ -101,7 +118,7 @@ static void spec_from_task(void **state)
     gt_shim_spec_fini(&back);
     free(text);
     gt_shim_spec_fini(&s);
-    json_decref(t);
+    gt_api_task_free(t);
 }
 
 static void spec_prep_parts(void **state)
@@ -115,12 +132,12 @@ static void spec_prep_parts(void **state)
     p.cluster_ifname = "eth1";
     struct gt_shim_spec s;
     struct gt_err err = {0};
-    json_t *t =
-        task_json(",\"volumeMounts\":[{\"name\":\"out\",\"mountPath\":\"/out\"}]",
-                  ",\"source\":{\"git\":\"file:///r\",\"revision\":\"main\"},"
-                  "\"requirements\":[\"a==1\"],\"pip\":{\"findLinks\":\"/wheels\"},"
-                  "\"volumes\":[{\"name\":\"out\",\"hostPath\":\"/data/x\",\"readOnly\":true}],"
-                  "\"hosts\":[{\"hostname\":\"train-master-0\",\"ip\":\"10.0.0.2\"}]");
+    struct gt_api_task *t =
+        task_new(",\"volumeMounts\":[{\"name\":\"out\",\"mountPath\":\"/out\"}]",
+                 ",\"source\":{\"git\":\"file:///r\",\"revision\":\"main\"},"
+                 "\"requirements\":[\"a==1\"],\"pip\":{\"findLinks\":\"/wheels\"},"
+                 "\"volumes\":[{\"name\":\"out\",\"hostPath\":\"/data/x\",\"readOnly\":true}],"
+                 "\"hosts\":[{\"hostname\":\"train-master-0\",\"ip\":\"10.0.0.2\"}]");
     assert_int_equal(gt_task_spec_build(t, &p, &s, &err), 0);
     assert_string_equal(env_get(&s, "GLOO_SOCKET_IFNAME"), "eth1");
     assert_string_equal(env_get(&s, "NCCL_SOCKET_IFNAME"), "eth1");
@@ -145,21 +162,21 @@ static void spec_prep_parts(void **state)
     gt_shim_spec_fini(&back);
     free(text);
     gt_shim_spec_fini(&s);
-    json_decref(t);
+    gt_api_task_free(t);
     /* an alias spec.hosts already names is not added twice */
-    t = task_json(NULL, ",\"hosts\":[{\"hostname\":\"w-0\",\"ip\":\"10.0.0.3\"},"
-                        "{\"hostname\":\"w-0.p.svc\",\"ip\":\"10.0.0.3\"}]");
+    t = task_new(NULL, ",\"hosts\":[{\"hostname\":\"w-0\",\"ip\":\"10.0.0.3\"},"
+                       "{\"hostname\":\"w-0.p.svc\",\"ip\":\"10.0.0.3\"}]");
     assert_int_equal(gt_task_spec_build(t, &p, &s, &err), 0);
     assert_int_equal(s.n_hosts, 2);
     assert_string_equal(s.hosts[1].hostname, "w-0.p.svc");
     gt_shim_spec_fini(&s);
-    json_decref(t);
+    gt_api_task_free(t);
     /* outside every root: refused before anything starts */
-    t = task_json(",\"volumeMounts\":[{\"name\":\"out\",\"mountPath\":\"/out\"}]",
-                  ",\"volumes\":[{\"name\":\"out\",\"hostPath\":\"/etc\"}]");
+    t = task_new(",\"volumeMounts\":[{\"name\":\"out\",\"mountPath\":\"/out\"}]",
+                 ",\"volumes\":[{\"name\":\"out\",\"hostPath\":\"/etc\"}]");
     assert_int_equal(gt_task_spec_build(t, &p, &s, &err), GT_EFORBIDDEN);
     assert_non_null(strstr(err.msg, "not beneath a storage root"));
-    json_decref(t);
+    gt_api_task_free(t);
     /* a start failure's reason is the Task's */
     struct gt_shim_exit ex = {
         .exit_code = 127, .reason = "SourceFetchFailed", .error = "git fetch failed"};
@@ -175,32 +192,33 @@ static void spec_user_rules(void **state)
     (void)state;
     struct gt_shim_spec s;
     struct gt_err err = {0};
-    json_t *t = task_json(",\"runAsUser\":4242,\"workingDir\":\"/data\","
-                          "\"terminationGracePeriodSeconds\":5",
-                          NULL);
+    struct gt_api_task *t = task_new(",\"runAsUser\":4242,\"workingDir\":\"/data\","
+                                     "\"terminationGracePeriodSeconds\":5",
+                                     NULL);
     assert_int_equal(gt_task_spec_build(t, &params, &s, &err), 0);
     assert_int_equal(s.uid, 4242);
     assert_string_equal(s.cwd, "/data");
     assert_int_equal(s.stop_grace_ms, 5000);
     gt_shim_spec_fini(&s);
-    json_decref(t);
+    gt_api_task_free(t);
 
-    t = task_json(",\"runAsUser\":0", NULL);
+    t = task_new(",\"runAsUser\":0", NULL);
     assert_int_equal(gt_task_spec_build(t, &params, &s, &err), GT_EINVAL);
     assert_non_null(strstr(err.msg, "uid 0"));
-    json_decref(t);
+    gt_api_task_free(t);
 
-    t = task_json(",\"runAsUser\":0", ",\"privileged\":true");
+    t = task_new(",\"runAsUser\":0", ",\"privileged\":true");
     assert_int_equal(gt_task_spec_build(t, &params, &s, NULL), 0);
     assert_int_equal(s.uid, 0);
     assert_true(s.privileged);
     gt_shim_spec_fini(&s);
-    json_decref(t);
+    gt_api_task_free(t);
 
-    t = task_json(NULL, NULL);
-    json_object_del(gt_json_path(t, "metadata"), "creator");
+    json_t *no_creator = task_json(NULL, NULL);
+    json_object_del(json_object_get(no_creator, "metadata"), "creator");
+    t = task_decoded(no_creator);
     assert_int_equal(gt_task_spec_build(t, &params, &s, NULL), GT_EINVAL);
-    json_decref(t);
+    gt_api_task_free(t);
 
     /* the primary group: root's from passwd; a uid without an entry gets
      * its own number; both remembered until the TTL passes */
@@ -208,11 +226,11 @@ static void spec_user_rules(void **state)
     gt_gid_cache_init(&gids);
     struct gt_task_spec_params p = params;
     p.gids = &gids;
-    t = task_json(",\"runAsUser\":4242", NULL);
+    t = task_new(",\"runAsUser\":4242", NULL);
     assert_int_equal(gt_task_spec_build(t, &p, &s, NULL), 0);
     assert_int_equal(s.gid, 4242);
     gt_shim_spec_fini(&s);
-    json_decref(t);
+    gt_api_task_free(t);
     assert_non_null(gt_strmap_get(&gids.by_uid, "4242"));
     assert_int_equal(gt_gid_cache_get(&gids, 0, 0), 0);
     assert_int_equal(gt_gid_cache_get(&gids, 4242, 1), 4242);
@@ -259,15 +277,11 @@ static void exit_status(void **state)
     json_decref(prev);
 }
 
-static json_t *remote(const char *phase, bool stop)
+static struct gt_api_task *remote(const char *phase, bool stop)
 {
-    json_t *t = json_pack("{s:{s:s}, s:{s:s}, s:{}}", "metadata", "uid", "u", "status", "phase",
-                          phase, "spec");
-    if (stop) {
-        json_object_set_new(json_object_get(t, "spec"), "stop",
-                            json_pack("{s:s}", "reason", "Deleted"));
-    }
-    return t;
+    json_t *t = task_json(NULL, stop ? ",\"stop\":{\"reason\":\"Deleted\"}" : NULL);
+    json_object_set_new(json_object_get(t, "status"), "phase", json_string(phase));
+    return task_decoded(t);
 }
 
 static void decide(void **state)
@@ -277,9 +291,9 @@ static void decide(void **state)
                          starting = {.known = true},
                          exited = {.known = true, .started = true, .exited = true},
                          done = {.known = true, .exited = true, .reported = true};
-    json_t *bound = remote("Bound", false), *running = remote("Running", false),
-           *stopping = remote("Running", true), *bound_stop = remote("Bound", true),
-           *failed = remote("Failed", false), *pending = remote("Pending", false);
+    struct gt_api_task *bound = remote("Bound", false), *running = remote("Running", false),
+                       *stopping = remote("Running", true), *bound_stop = remote("Bound", true),
+                       *failed = remote("Failed", false), *pending = remote("Pending", false);
     assert_int_equal(gt_task_decide(&none, bound), GT_TA_START);
     assert_int_equal(gt_task_decide(&none, pending), 0);
     assert_int_equal(gt_task_decide(&none, running), 0); /* never started here: no start */
@@ -308,12 +322,52 @@ static void decide(void **state)
     assert_int_equal(gt_task_decide(&killing, failed), 0);
     killing.exited = true;
     assert_int_equal(gt_task_decide(&killing, failed), GT_TA_REMOVE);
-    json_decref(bound);
-    json_decref(running);
-    json_decref(stopping);
-    json_decref(bound_stop);
-    json_decref(failed);
-    json_decref(pending);
+    gt_api_task_free(bound);
+    gt_api_task_free(running);
+    gt_api_task_free(stopping);
+    gt_api_task_free(bound_stop);
+    gt_api_task_free(failed);
+    gt_api_task_free(pending);
+}
+
+/* The grace period of a stop: spec.stop's, else the template's, else 30 s;
+ * the spec's own (a shim stopped without a request) is the template's. */
+static void stop_grace(void **state)
+{
+    (void)state;
+    struct gt_api_task *t = task_new(NULL, NULL);
+    assert_int_equal(gt_task_stop_grace_ms(t), 30000);
+    gt_api_task_free(t);
+    t = task_new(",\"terminationGracePeriodSeconds\":7", ",\"stop\":{\"reason\":\"Preempted\"}");
+    assert_int_equal(gt_task_stop_grace_ms(t), 7000);
+    gt_api_task_free(t);
+    t = task_new(",\"terminationGracePeriodSeconds\":7",
+                 ",\"stop\":{\"reason\":\"Deleted\",\"gracePeriodSeconds\":0}");
+    assert_int_equal(gt_task_stop_grace_ms(t), 0);
+    struct gt_shim_spec s;
+    assert_int_equal(gt_task_spec_build(t, &params, &s, NULL), 0);
+    assert_int_equal(s.stop_grace_ms, 7000);
+    gt_shim_spec_fini(&s);
+    gt_api_task_free(t);
+}
+
+/* The cgroup gets api's effective limits: a limit alone is also the
+ * request, a request alone is also the limit (gt_api_resources_effective). */
+static void spec_limits_defaulted(void **state)
+{
+    (void)state;
+    json_t *obj = task_json(NULL, NULL);
+    json_t *res =
+        json_object_get(json_object_get(json_object_get(obj, "spec"), "template"), "resources");
+    json_object_set_new(res, "requests", json_pack("{s:s}", "memory", "2Gi"));
+    json_object_set_new(res, "limits", json_pack("{s:s}", "cpu", "3"));
+    struct gt_api_task *t = task_decoded(obj);
+    struct gt_shim_spec s;
+    assert_int_equal(gt_task_spec_build(t, &params, &s, NULL), 0);
+    assert_int_equal(s.limits.cpu_milli, 3000);
+    assert_int_equal(s.limits.memory_bytes, 2LL << 30);
+    gt_shim_spec_fini(&s);
+    gt_api_task_free(t);
 }
 
 static size_t tail_of(const char *s, int64_t n)
@@ -401,10 +455,16 @@ static void config_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(spec_from_task),  cmocka_unit_test(spec_user_rules),
-        cmocka_unit_test(spec_prep_parts), cmocka_unit_test(exit_status),
-        cmocka_unit_test(decide),          cmocka_unit_test(log_tail),
-        cmocka_unit_test(token_file),      cmocka_unit_test(config_table),
+        cmocka_unit_test(spec_from_task),
+        cmocka_unit_test(spec_user_rules),
+        cmocka_unit_test(spec_prep_parts),
+        cmocka_unit_test(exit_status),
+        cmocka_unit_test(decide),
+        cmocka_unit_test(stop_grace),
+        cmocka_unit_test(spec_limits_defaulted),
+        cmocka_unit_test(log_tail),
+        cmocka_unit_test(token_file),
+        cmocka_unit_test(config_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

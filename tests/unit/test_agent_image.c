@@ -252,7 +252,7 @@ static void test_gc_plan(void **state)
 
 /* ---- the spec ---- */
 
-static json_t *image_task(const char *tmpl_extra)
+static struct gt_api_task *image_task(const char *tmpl_extra)
 {
     char *text = gt_xasprintf(
         "{\"metadata\":{\"name\":\"t-worker-0\",\"project\":\"p\",\"uid\":\"u-9\","
@@ -265,7 +265,9 @@ static json_t *image_task(const char *tmpl_extra)
     json_t *t = json_loads(text, 0, NULL);
     free(text);
     assert_non_null(t);
-    return t;
+    struct gt_api_task *task = gt_api_task_new(t);
+    json_decref(t);
+    return task;
 }
 
 static void test_spec_image(void **state)
@@ -279,7 +281,7 @@ static void test_spec_image(void **state)
                                       .n_insecure = 1,
                                       .gc_threshold_percent = 80};
     struct gt_task_spec_params p = {.state_dir = "/var/lib/gantlet/tasks/u-9", .image = &ip};
-    json_t *task = image_task(",\"args\":[\"-c\",\"echo\"],\"workingDir\":\"/w\"");
+    struct gt_api_task *task = image_task(",\"args\":[\"-c\",\"echo\"],\"workingDir\":\"/w\"");
     struct gt_shim_spec spec;
     struct gt_err err = {0};
     assert_int_equal(gt_task_spec_build(task, &p, &spec, &err), 0);
@@ -304,13 +306,13 @@ static void test_spec_image(void **state)
     free(text);
     gt_shim_spec_fini(&back);
     gt_shim_spec_fini(&spec);
-    json_decref(task);
+    gt_api_task_free(task);
 
     /* a node without image parameters refuses */
     p.image = NULL;
     task = image_task("");
     assert_int_equal(gt_task_spec_build(task, &p, &spec, &err), GT_EINVAL);
-    json_decref(task);
+    gt_api_task_free(task);
 }
 
 static void test_spec_image_parse_rejects(void **state)

@@ -234,8 +234,10 @@ static char *pip_from_task(const char *find_links)
         "\"creator\":{\"user\":\"nobody\",\"uid\":%d}},\"spec\":{\"template\":{\"command\":"
         "[\"true\"]},\"requirements\":[\"x\"],\"pip\":{\"findLinks\":\"%s\"}}}",
         NOBODY, find_links);
-    json_t *task = json_loads(text, 0, NULL);
-    assert_non_null(task);
+    json_t *obj = json_loads(text, 0, NULL);
+    assert_non_null(obj);
+    struct gt_api_task *task = gt_api_task_new(obj);
+    json_decref(obj);
     const struct gt_task_spec_params p = {.state_dir = "/nonexistent/state",
                                           .venv_root = "/nonexistent/venvs",
                                           .log_max_bytes = 4096,
@@ -255,7 +257,7 @@ static char *pip_from_task(const char *find_links)
     json_decref(spec);
     free(spec_text);
     gt_shim_spec_fini(&s);
-    json_decref(task);
+    gt_api_task_free(task);
     free(text);
     return out;
 }

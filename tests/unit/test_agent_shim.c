@@ -101,12 +101,12 @@ static void test_spec_rejects(void **state)
         {"[]", "not a JSON object"},
         {"{\"argv\":[\"a\"],\"argv\":[\"b\"]," BASE "}", "not a JSON object"},
         {"{\"argv\":[\"a\"],\"bogus\":1," BASE "}", "bogus: unknown field"},
-        {"{\"argv\":[]," BASE "}", "argv: want a non-empty array"},
-        {"{\"argv\":[1]," BASE "}", "argv[0]: want a string"},
+        {"{\"argv\":[]," BASE "}", "argv: want a non-empty list"},
+        {"{\"argv\":[1]," BASE "}", "argv[0]: must be a string"},
         {"{\"argv\":[\"a\"],\"env\":[\"NOEQUALS\"]," BASE "}", "env[0]: want NAME=value"},
         {"{\"argv\":[\"a\"],\"cwd\":\"rel\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g/t\"},"
          "\"log\":{\"dir\":\"/l\"}}",
-         "cwd: want an absolute path"},
+         "cwd: must be an absolute path"},
         {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":0,\"gid\":1,\"cgroup\":{\"path\":\"g/t\"},"
          "\"log\":{\"dir\":\"/l\"}}",
          "needs privileged"},
@@ -115,20 +115,40 @@ static void test_spec_rejects(void **state)
          "uid: required"},
         {"{\"argv\":[\"a\"],\"uid\":-5," BASE "}", "not a JSON object"},
         {"{\"argv\":[\"a\"],\"namespaces\":[\"pid\"]," BASE "}", "pid needs mount"},
-        {"{\"argv\":[\"a\"],\"namespaces\":[\"net\"]," BASE "}", "namespaces[0]"},
+        {"{\"argv\":[\"a\"],\"namespaces\":[\"net\"]," BASE "}",
+         "namespaces[0]: must be one of pid, mount, uts, ipc"},
         {"{\"argv\":[\"a\"],\"hostname\":\"h\"," BASE "}", "needs the uts namespace"},
         {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"log\":{\"dir\":\"/l\"}}",
-         "cgroup: want an object"},
+         "cgroup: required"},
         {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"memoryBytes\":-1,"
          "\"path\":\"g\"},\"log\":{\"dir\":\"/l\"}}",
-         "cgroup.memoryBytes"},
+         "cgroup.memoryBytes: must be >= 0"},
         {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g\"},"
          "\"log\":{\"dir\":\"l\"}}",
-         "log.dir: want an absolute path"},
+         "log.dir: must be an absolute path"},
         {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g\"},"
          "\"log\":{\"dir\":\"/l\",\"keepFiles\":101}}",
-         "log.keepFiles"},
-        {"{\"argv\":[\"a\"],\"stopGracePeriodMs\":\"5\"," BASE "}", "stopGracePeriodMs"},
+         "log.keepFiles: must be <= 100"},
+        {"{\"argv\":[\"a\"],\"stopGracePeriodMs\":\"5\"," BASE "}",
+         "stopGracePeriodMs: must be an integer"},
+        {"{\"argv\":[\"a\"],\"groups\":[0]," BASE "}", "groups[0]: gid 0 needs privileged"},
+        {"{\"argv\":[\"a\"],\"namespaces\":[\"mount\"],\"hosts\":[{\"ip\":\"1.2.3.4\",\"hostname\":"
+         "\"-x\"}]," BASE "}",
+         "hosts[0]: want a valid hostname and IP address"},
+        {"{\"argv\":[\"a\"],\"requirements\":[\"a\\nb\"],\"venvDir\":\"/v\"," BASE "}",
+         "requirements: item 0: one line each"},
+        {"{\"argv\":[\"a\"],\"requirements\":\"r.txt\"," BASE "}",
+         "venvDir: required with requirements"},
+        {"{\"argv\":[\"a\"],\"source\":{\"git\":\"-u\"}," BASE "}",
+         "source.git: must not be empty or start with '-'"},
+        {"{\"argv\":[\"a\"],\"namespaces\":[\"mount\"],"
+         "\"volumes\":[{\"root\":\"/r\",\"path\":\"/p\",\"mountPath\":\"/m\"}]," BASE "}",
+         "volumes[0].path: must be a relative path"},
+        {"{\"argv\":[\"a\"],\"volumes\":[{\"root\":\"/r\",\"path\":\"p\",\"mountPath\":\"/"
+         "m\"}]," BASE "}",
+         "need the mount namespace"},
+        {"{\"argv\":[\"a\"],\"hostname\":\"\",\"namespaces\":[\"uts\"]," BASE "}",
+         "hostname: must not be empty"},
     };
 #undef BASE
     for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {

@@ -187,6 +187,29 @@ static void test_columns_jobs(void **state)
     free(s);
 }
 
+/* GPUS counts what a container gets by api's one defaulting rule
+ * (gt_api_resources_effective): GPUs asked for only as requests are also
+ * its limit, whatever else the limits name. */
+static void test_columns_gpus_defaulted(void **state)
+{
+    (void)state;
+    char *s = render_kind(
+        GT_KIND_JOB, true, false,
+        "[{\"metadata\":{\"name\":\"j\",\"creationTimestamp\":\"" T0 "\"},"
+        "\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":3,\"template\":{\"resources\":"
+        "{\"requests\":{\"nvidia.com/gpu\":2},\"limits\":{\"cpu\":\"1\"}}}}}}}]");
+    assert_string_equal(s, "NAME   STATUS   REASON   REPLICAS   GPUS   PRIORITY   QUEUE    AGE\n"
+                           "j      <none>   <none>   3          6      <none>     <none>   3m10s\n");
+    free(s);
+    s = render_kind(GT_KIND_TASK, false, false,
+                    "[{\"metadata\":{\"name\":\"j-worker-0\",\"creationTimestamp\":\"" T0
+                    "\"},\"spec\":{\"template\":{\"resources\":{\"requests\":"
+                    "{\"gantry.dev/gpu-milli\":250},\"limits\":{\"memory\":\"1Gi\"}}}}}]");
+    assert_string_equal(s, "NAME         PHASE     NODE     GPUS   AGE\n"
+                           "j-worker-0   Pending   <none>   0.25   3m10s\n");
+    free(s);
+}
+
 static void test_columns_cluster_kinds(void **state)
 {
     (void)state;
@@ -908,6 +931,7 @@ int main(void)
         cmocka_unit_test(test_table_layout),
         cmocka_unit_test(test_table_min_width),
         cmocka_unit_test(test_columns_jobs),
+        cmocka_unit_test(test_columns_gpus_defaulted),
         cmocka_unit_test(test_columns_cluster_kinds),
         cmocka_unit_test(test_columns_nodes_tasks_events),
         cmocka_unit_test(test_kind_lookup),

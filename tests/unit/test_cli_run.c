@@ -229,9 +229,11 @@ static int exit_of(const char *status_json, char *msg, size_t len)
 {
     char *text =
         gt_xasprintf("{\"metadata\":{\"name\":\"t-worker-0\"},\"status\":%s}", status_json);
-    json_t *task = json_of(text);
+    json_t *obj = json_of(text);
+    struct gt_api_task *task = gt_api_task_new(obj);
     int rc = gt_cli_task_exit_status(task, msg, len);
-    json_decref(task);
+    gt_api_task_free(task);
+    json_decref(obj);
     free(text);
     return rc;
 }
@@ -263,16 +265,28 @@ static void test_task_exit_status(void **state)
         exit_of("{\"phase\":\"Failed\",\"exitCode\":0,\"reason\":\"Killed\"}", msg, sizeof(msg)),
         1);
     assert_string_equal(msg, "task t-worker-0 ended Failed: Killed");
+    /* no phase at all */
+    assert_int_equal(exit_of("{}", msg, sizeof(msg)), 1);
+    assert_string_equal(msg, "task t-worker-0 did not finish");
+}
+
+/* A Job decoded from text, as `gantry logs` decodes the one it gets. */
+static struct gt_api_job *job_of(const char *text)
+{
+    json_t *obj = json_of(text);
+    struct gt_api_job *job = gt_api_job_new(obj);
+    json_decref(obj);
+    return job;
 }
 
 static void test_logs_task_name(void **state)
 {
     (void)state;
     struct gt_err err = {0};
-    json_t *both = json_of("{\"spec\":{\"replicaSpecs\":{\"Worker\":{},\"Master\":{}}}}");
-    json_t *workers = json_of("{\"spec\":{\"replicaSpecs\":{\"Worker\":{}}}}");
-    json_t *ps = json_of("{\"spec\":{\"replicaSpecs\":{\"PS\":{}}}}");
-    json_t *none = json_of("{\"spec\":{\"replicaSpecs\":{}}}");
+    struct gt_api_job *both = job_of("{\"spec\":{\"replicaSpecs\":{\"Worker\":{},\"Master\":{}}}}");
+    struct gt_api_job *workers = job_of("{\"spec\":{\"replicaSpecs\":{\"Worker\":{}}}}");
+    struct gt_api_job *ps = job_of("{\"spec\":{\"replicaSpecs\":{\"PS\":{}}}}");
+    struct gt_api_job *none = job_of("{\"spec\":{\"replicaSpecs\":{}}}");
     char *n = gt_cli_logs_task_name("train", both, NULL, &err);
     assert_string_equal(n, "train-master-0");
     free(n);
@@ -293,10 +307,10 @@ static void test_logs_task_name(void **state)
     gt_err_clear(&err);
     assert_null(gt_cli_logs_task_name("train", none, NULL, &err));
     assert_int_equal(err.code, GT_EBADREQ);
-    json_decref(both);
-    json_decref(workers);
-    json_decref(ps);
-    json_decref(none);
+    gt_api_job_free(both);
+    gt_api_job_free(workers);
+    gt_api_job_free(ps);
+    gt_api_job_free(none);
 }
 
 static void test_log_path(void **state)

@@ -86,6 +86,14 @@ static json_t *load(const char *text)
     return v;
 }
 
+/* Index obj, a Project or Department as JSON, as gantryd does: typed. */
+static void put(struct gt_server_access *a, enum gt_kind kind, json_t *obj)
+{
+    struct gt_api_object *t = gt_api_object_new(kind, obj);
+    gt_server_access_put(a, t);
+    gt_api_object_free(t);
+}
+
 /* dept-a (admin erin) holds proj-a (alice admin, bob member, carol viewer);
  * dept-b holds proj-b (dave member). */
 static struct gt_server_access *seed(void)
@@ -102,7 +110,7 @@ static struct gt_server_access *seed(void)
     };
     for (size_t i = 0; i < 4; i++) {
         json_t *o = load(objs[i]);
-        gt_server_access_put(a, i < 2 ? GT_KIND_DEPARTMENT : GT_KIND_PROJECT, o);
+        put(a, i < 2 ? GT_KIND_DEPARTMENT : GT_KIND_PROJECT, o);
         json_decref(o);
     }
     return a;
@@ -204,7 +212,7 @@ static void test_project_and_department_objects(void **state)
     assert_int_equal(az(a, "bob", GT_VERB_READ, GT_KIND_JOB, "proj-a", NULL, NULL), GT_EFORBIDDEN);
     json_t *o = load("{\"metadata\":{\"name\":\"proj-b\"},\"spec\":{\"department\":\"dept-b\","
                      "\"members\":[{\"user\":\"bob\",\"role\":\"viewer\"}]}}");
-    gt_server_access_put(a, GT_KIND_PROJECT, o);
+    put(a, GT_KIND_PROJECT, o);
     json_decref(o);
     assert_int_equal(az(a, "bob", GT_VERB_READ, GT_KIND_JOB, "proj-b", NULL, NULL), 0);
     assert_int_equal(az(a, "dave", GT_VERB_READ, GT_KIND_JOB, "proj-b", NULL, NULL), GT_EFORBIDDEN);

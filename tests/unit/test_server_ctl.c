@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "server/server.h"
+#include "test_server_util.h"
 
 static json_t *load(const char *text)
 {
@@ -83,8 +84,8 @@ static json_t *derive(const json_t *job, json_t *const *t, size_t n, const char 
                       int64_t now_ms)
 {
     struct gt_job_decision d;
-    gt_job_decide(job, t, n, now_ms, 10000, &d);
-    return gt_job_derive_status(job, t, n, &d, wait, now_ms);
+    decide_json(job, t, n, now_ms, 10000, &d);
+    return derive_json(job, t, n, &d, wait, now_ms);
 }
 
 static void test_derive_status(void **state)
@@ -113,7 +114,7 @@ static void test_derive_status(void **state)
     assert_string_equal(cond_true(st), "Succeeded");
     assert_non_null(json_object_get(st, "completionTime"));
     json_object_set(job, "status", st);
-    assert_true(gt_job_finished(job));
+    assert_true(finished_json(job));
     json_decref(st);
 
     /* finished is sticky */
@@ -149,7 +150,7 @@ static void test_allocated(void **state)
              "\"template\":{},\"gpus\":[{\"index\":0,\"milli\":1000}]},"
              "\"status\":{\"phase\":\"Bound\"}}"),
     };
-    json_t *a = gt_node_allocated("n1", t, 3);
+    json_t *a = allocated_json("n1", t, 3);
     assert_int_equal(json_array_size(json_object_get(a, "gpus")), 1);
     assert_string_equal(json_string_value(gt_json_path(a, "resources.cpu")), "2000m");
     assert_string_equal(
@@ -171,13 +172,13 @@ static void test_node_lost(void **state)
                      "\"2024-01-01T00:00:00Z\"}]}}");
     int64_t hb = 0;
     assert_int_equal(gt_time_parse("2024-01-01T00:00:00Z", &hb), 0);
-    assert_false(gt_node_lost(n, hb + 40000, 40000, 0));
-    assert_true(gt_node_lost(n, hb + 40001, 40000, 0));
+    assert_false(lost_json(n, hb + 40000, 40000, 0));
+    assert_true(lost_json(n, hb + 40001, 40000, 0));
     /* gantryd just started: the grace counts from then */
-    assert_false(gt_node_lost(n, hb + 50000, 40000, hb + 20000));
+    assert_false(lost_json(n, hb + 50000, 40000, hb + 20000));
     json_object_set_new(json_array_get(gt_json_path(n, "status.conditions"), 0), "status",
                         json_string("False"));
-    assert_false(gt_node_lost(n, hb + 90000, 40000, 0)); /* already NotReady */
+    assert_false(lost_json(n, hb + 90000, 40000, 0)); /* already NotReady */
     json_decref(n);
 }
 

@@ -20,7 +20,13 @@
 #include <event2/event.h>
 
 #include "sched/sched.h"
+#include "server/cache.h"
+#include "server/ctl.h"
+#include "server/events.h"
+#include "server/feeder.h"
+#include "server/jobctl.h"
 #include "server/server_int.h"
+#include "test_server_util.h"
 
 static const char *res_at(const json_t *st, const char *which, const char *res)
 {
@@ -105,7 +111,7 @@ static void test_project_cap_from_spec_hard(void **state)
                            "\"hard\":{\"nvidia.com/gpu\":\"2\",\"cpu\":\"1500m\"}}}",
                            0, NULL);
     assert_non_null(p);
-    assert_int_equal(gt_project_cap_sync(m, "p", p, NULL), 0);
+    assert_int_equal(cap_sync_json(m, "p", p), 0);
     struct gt_sched_res hard;
     assert_int_equal(gt_sched_project_get(m, "p", &hard, NULL), 0);
     assert_int_equal(hard.gpu_milli, 2000);
@@ -126,8 +132,8 @@ static void test_project_cap_from_spec_hard(void **state)
 
     /* spec.hard gone (edited out, or the Project deleted): no cap. */
     json_object_del(json_object_get(p, "spec"), "hard");
-    assert_int_equal(gt_project_cap_sync(m, "p", p, NULL), 0);
-    assert_int_equal(gt_project_cap_sync(m, "p", NULL, NULL), 0);
+    assert_int_equal(cap_sync_json(m, "p", p), 0);
+    assert_int_equal(cap_sync_json(m, "p", NULL), 0);
     assert_int_equal(gt_sched_project_get(m, "p", &hard, NULL), 0); /* its job keeps it */
     assert_int_equal(hard.gpu_milli, GT_SCHED_NO_CAP);
     assert_int_equal(cycle_binds(m, 2000, &wait), 3);
@@ -152,11 +158,11 @@ static void test_node_draining_needs_no_execute(void **state)
     json_t *n = json_loads("{\"spec\":{\"unschedulable\":true,\"taints\":[{\"key\":\"x\","
                            "\"effect\":\"NoSchedule\"}]}}",
                            0, NULL);
-    assert_false(gt_node_draining(n)); /* cordoned only */
+    assert_false(draining_json(n)); /* cordoned only */
     json_array_append_new(
         json_object_get(json_object_get(n, "spec"), "taints"),
         json_pack("{s:s, s:s}", "key", "gantry.dev/drain", "effect", "NoExecute"));
-    assert_true(gt_node_draining(n));
+    assert_true(draining_json(n));
     json_decref(n);
 }
 

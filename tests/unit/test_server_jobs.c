@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "server/server.h"
+#include "test_server_util.h"
 
 static json_t *failed(const char *type, const char *reason, int exit_code, const char *gen)
 {
@@ -33,18 +34,18 @@ static void test_verdicts(void **state)
     json_t *pre = failed("Worker", "Preempted", 143, "0");
     json_t *lost = failed("Worker", "NodeLost", 0, "0");
     json_t *rst = failed("Worker", GT_STOP_RESTARTING, 143, "0");
-    assert_int_equal(gt_job_restart_verdict("Never", t1), GT_RESTART_PERMANENT);
-    assert_int_equal(gt_job_restart_verdict(NULL, t1), GT_RESTART_PERMANENT);
-    assert_int_equal(gt_job_restart_verdict("OnFailure", t1), GT_RESTART_RETRY);
-    assert_int_equal(gt_job_restart_verdict("Always", t2), GT_RESTART_RETRY);
-    assert_int_equal(gt_job_restart_verdict("ExitCode", t137), GT_RESTART_RETRY);
-    assert_int_equal(gt_job_restart_verdict("ExitCode", t2), GT_RESTART_PERMANENT);
-    assert_int_equal(gt_job_restart_verdict("ExitCode", t1), GT_RESTART_PERMANENT);
-    assert_int_equal(gt_job_restart_verdict("Never", pre), GT_RESTART_REQUEUE);
-    assert_int_equal(gt_job_restart_verdict("ExitCode", lost), GT_RESTART_REQUEUE);
-    assert_int_equal(gt_job_restart_verdict("OnFailure", rst), GT_RESTART_NONE);
+    assert_int_equal(verdict_json("Never", t1), GT_RESTART_PERMANENT);
+    assert_int_equal(verdict_json(NULL, t1), GT_RESTART_PERMANENT);
+    assert_int_equal(verdict_json("OnFailure", t1), GT_RESTART_RETRY);
+    assert_int_equal(verdict_json("Always", t2), GT_RESTART_RETRY);
+    assert_int_equal(verdict_json("ExitCode", t137), GT_RESTART_RETRY);
+    assert_int_equal(verdict_json("ExitCode", t2), GT_RESTART_PERMANENT);
+    assert_int_equal(verdict_json("ExitCode", t1), GT_RESTART_PERMANENT);
+    assert_int_equal(verdict_json("Never", pre), GT_RESTART_REQUEUE);
+    assert_int_equal(verdict_json("ExitCode", lost), GT_RESTART_REQUEUE);
+    assert_int_equal(verdict_json("OnFailure", rst), GT_RESTART_NONE);
     json_t *ok = json_pack("{s:{s:s}}", "status", "phase", "Succeeded");
-    assert_int_equal(gt_job_restart_verdict("Always", ok), GT_RESTART_NONE);
+    assert_int_equal(verdict_json("Always", ok), GT_RESTART_NONE);
     json_decref(ok);
     json_decref(t1);
     json_decref(t137);
@@ -94,17 +95,17 @@ static void test_decide_restart(void **state)
     struct gt_job_decision d;
 
     /* a retryable failure begins a counted gang restart */
-    gt_job_decide(job, tasks, 2, t0 + 1000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_RESTART);
     assert_true(d.begins && d.counted);
     assert_int_equal(d.generation, 1);
     assert_int_equal(d.wake_ms, t0 + 100000); /* the deadline */
-    json_t *st = gt_job_derive_status(job, tasks, 2, &d, NULL, t0 + 1000);
+    json_t *st = derive_json(job, tasks, 2, &d, NULL, t0 + 1000);
     assert_int_equal(json_integer_value(json_object_get(st, "restartCount")), 1);
     json_object_set_new(job, "status", st);
 
     /* the old generation still runs: keep restarting (stop it) */
-    gt_job_decide(job, tasks, 2, t0 + 2000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 2000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_RESTART);
     assert_false(d.begins);
     assert_string_equal(d.reason, "TaskFailed");
@@ -112,12 +113,12 @@ static void test_decide_restart(void **state)
     /* all terminal: recreate only after the back-off */
     json_decref(tasks[0]);
     tasks[0] = failed("Master", GT_STOP_RESTARTING, 143, "0");
-    gt_job_decide(job, tasks, 2, t0 + 5000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 5000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_RESTART);
     assert_true(d.wake_ms >= t0 + 1000 + 10000);
-    gt_job_decide(job, tasks, 2, t0 + 13000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 13000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_RECREATE);
-    st = gt_job_derive_status(job, tasks, 2, &d, NULL, t0 + 13000);
+    st = derive_json(job, tasks, 2, &d, NULL, t0 + 13000);
     json_object_set_new(job, "status", st);
 
     /* generation 1 fails twice more: the second reaches backoffLimit 2 */
@@ -125,37 +126,37 @@ static void test_decide_restart(void **state)
     json_decref(tasks[1]);
     tasks[0] = running("Master", "1");
     tasks[1] = failed("Worker", "Error", 1, "1");
-    gt_job_decide(job, tasks, 2, t0 + 14000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 14000, 10000, &d);
     assert_true(d.begins && d.counted);
     json_object_set_new(json_object_get(job, "status"), "restartCount", json_integer(2));
     json_object_set_new(json_object_get(job, "status"), "requeueCount", json_integer(0));
-    gt_job_decide(job, tasks, 2, t0 + 15000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 15000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_RESTART); /* generation 2 > the tasks' 1 */
     json_decref(tasks[1]);
     tasks[1] = failed("Worker", "Error", 1, "2");
     json_decref(tasks[0]);
     tasks[0] = running("Master", "2");
-    gt_job_decide(job, tasks, 2, t0 + 16000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 16000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_FAIL);
     assert_string_equal(d.reason, "BackoffLimitExceeded");
 
     /* a preemption requeues without counting, even at the limit */
     json_decref(tasks[1]);
     tasks[1] = failed("Worker", "Preempted", 143, "2");
-    gt_job_decide(job, tasks, 2, t0 + 16000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 16000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_RESTART);
     assert_true(d.begins);
     assert_false(d.counted);
-    st = gt_job_derive_status(job, tasks, 2, &d, NULL, t0 + 16000);
+    st = derive_json(job, tasks, 2, &d, NULL, t0 + 16000);
     assert_int_equal(json_integer_value(json_object_get(st, "restartCount")), 2);
     assert_int_equal(json_integer_value(json_object_get(st, "requeueCount")), 1);
     json_decref(st);
 
     /* the deadline ends it */
-    gt_job_decide(job, tasks, 2, t0 + 100000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 100000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_FAIL);
     assert_string_equal(d.reason, "DeadlineExceeded");
-    st = gt_job_derive_status(job, tasks, 2, &d, NULL, t0 + 100000);
+    st = derive_json(job, tasks, 2, &d, NULL, t0 + 100000);
     json_t *c;
     size_t i;
     bool failed_true = false, restarting_true = false;
@@ -180,13 +181,13 @@ static void test_decide_exit_code_and_ttl(void **state)
     json_t *job = job_with("ExitCode", json_pack("{s:[]}", "conditions"));
     json_t *t = failed("Worker", "Error", 2, "0");
     struct gt_job_decision d;
-    gt_job_decide(job, &t, 1, 1000, 10000, &d);
+    decide_json(job, &t, 1, 1000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_FAIL);
     assert_string_equal(d.reason, "TaskFailed");
     assert_non_null(strstr(d.message, "exit code 2"));
     json_decref(t);
     t = failed("Worker", "Error", 137, "0");
-    gt_job_decide(job, &t, 1, 1000, 10000, &d);
+    decide_json(job, &t, 1, 1000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_RESTART);
     json_decref(t);
     json_decref(job);
@@ -198,10 +199,10 @@ static void test_decide_exit_code_and_ttl(void **state)
                         json_integer(60));
     int64_t at = 0;
     assert_int_equal(gt_time_parse("2024-01-01T00:01:00Z", &at), 0);
-    gt_job_decide(job, NULL, 0, at - 1, 10000, &d);
+    decide_json(job, NULL, 0, at - 1, 10000, &d);
     assert_int_equal(d.action, GT_JOB_KEEP);
     assert_int_equal(d.wake_ms, at);
-    gt_job_decide(job, NULL, 0, at, 10000, &d);
+    decide_json(job, NULL, 0, at, 10000, &d);
     assert_int_equal(d.action, GT_JOB_EXPIRE);
     json_decref(job);
 }
@@ -351,7 +352,7 @@ static void test_backoff_unlimited(void **state)
                         json_integer(GT_API_BACKOFF_UNLIMITED));
     json_t *tasks[2] = {running("Master", "1000"), failed("Worker", "Error", 1, "1000")};
     struct gt_job_decision d;
-    gt_job_decide(job, tasks, 2, t0 + 1000, 10000, &d);
+    decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
     assert_int_equal(d.action, GT_JOB_RESTART);
     assert_true(d.begins && d.counted);
     assert_non_null(strstr(d.message, "restart 1001 (no backoffLimit)"));

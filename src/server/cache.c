@@ -1,0 +1,274 @@
+/*
+ * The controllers' cache of stored objects and their writes, the layer the
+ * controllers (feeder.c, jobctl.c, nodes.c) and the transport read and
+ * write through: every stored object but Events, decoded once when cached,
+ * kept current by ctl.c from the server's watch on all keys; the writes
+ * controllers make (conditional on the cached revision, one in flight per
+ * key); the dirty sets and the kick that runs the reconcilers (ctl.c) at
+ * the end of the loop turn. Cached objects never change: a write replaces
+ * the entry.
+ *
+ * An object this process wrote (controllers' writes, and the API's through
+ * gt_ctl_written) is cached as the JSON value it encoded, not parsed back
+ * from the watch event's text.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/cache.h"
+#include "server/server_int.h"
+#include "server/storeio.h"
+
+static const char marker[] = "";
+#define MARK ((void *)marker)
+
+void gt_cobj_free(void *p)
+{
+    struct gt_cobj *o = p;
+    if (o) {
+        free(o->key);
+        gt_api_object_free(o->t);
+        json_decref(o->obj);
+        free(o);
+    }
+}
+
+const struct gt_cobj *gt_ctl_get(const struct gt_ctl *c, enum gt_kind kind, const char *key)
+{
+    return c ? gt_strmap_get(&c->objs[kind], key) : NULL;
+}
+
+bool gt_ctl_busy(const struct gt_ctl *c, const char *key)
+{
+    return gt_strmap_get(&c->inflight, key) != NULL;
+}
+
+static const struct gt_api_project *project_obj(const struct gt_ctl *c, const char *project)
+{
+    char key[96];
+    snprintf(key, sizeof(key), "/projects/%s", project ? project : "");
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_PROJECT, key);
+    return o ? (const struct gt_api_project *)o->t : NULL;
+}
+
+bool gt_ctl_project_privileged(const struct gt_ctl *c, const char *project)
+{
+    const struct gt_api_project *p = project_obj(c, project);
+    return p && p->spec.allow_privileged;
+}
+
+const char *gt_ctl_project_department(const struct gt_ctl *c, const char *project)
+{
+    const struct gt_api_project *p = project_obj(c, project);
+    return p ? p->spec.department : NULL;
+}
+
+void gt_ctl_kick(struct gt_ctl *c)
+{
+    if (c->kick) {
+        event_active(c->kick, EV_TIMEOUT, 0); /* no-op while already active */
+    }
+}
+
+void gt_ctl_mark_job(struct gt_ctl *c, const char *project, const char *job)
+{
+    if (!project || !job) {
+        return;
+    }
+    char *key = gt_xasprintf("/jobs/%s/%s", project, job);
+    gt_strmap_put(&c->dirty_jobs, key, MARK);
+    free(key);
+    gt_ctl_kick(c);
+}
+
+void gt_ctl_mark_task_job(struct gt_ctl *c, const struct gt_api_task *task)
+{
+    gt_ctl_mark_job(c, task->o.meta.project, task->spec.job);
+}
+
+/* ---- writes ---- */
+
+struct wctx {
+    struct gt_ctl *c;
+    char *key;
+    json_t *obj; /* what is written (a reference), NULL for DELETE */
+    enum gt_kind kind;
+    gt_ctl_done_fn done;
+    void *arg;
+    int64_t submit_ns;
+};
+
+static void inflight_add(struct gt_ctl *c, const char *key, intptr_t d)
+{
+    intptr_t n = (intptr_t)gt_strmap_get(&c->inflight, key) + d;
+    if (n > 0) {
+        gt_strmap_put(&c->inflight, key, (void *)n);
+    } else {
+        gt_strmap_del(&c->inflight, key);
+    }
+}
+
+static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
+{
+    struct wctx *w = arg;
+    struct gt_ctl *c = w->c;
+    gt_server_write_done(c->s, rc, w->submit_ns);
+    inflight_add(c, w->key, -1);
+    if (rc == 0 && w->obj) {
+        gt_ctl_written(c, w->kind, w->key, rev, w->obj);
+    }
+    json_decref(w->obj);
+    if (rc && rc != GT_ECONFLICT && rc != GT_EEXISTS && rc != GT_ENOTFOUND) {
+        gt_log_warn("controller write failed", "key=%s err=\"%s\"", w->key,
+                    err && err->msg[0] ? err->msg : gt_errcode_str(rc));
+    }
+    if (w->done) {
+        w->done(c, rc, w->arg);
+    }
+    const struct gt_cobj *o = gt_ctl_get(c, w->kind, w->key);
+    if (w->kind == GT_KIND_TASK) {
+        gt_strmap_put(&c->dirty_tasks, w->key, MARK);
+        if (o) {
+            gt_ctl_mark_task_job(c, gt_cobj_task(o));
+        }
+    } else if (w->kind == GT_KIND_JOB) {
+        /* a settled write is caught up by its watch event (gt_ctl_event) */
+        if (rc) {
+            gt_strmap_del(&c->settled, w->key);
+        }
+        if (!gt_strmap_get(&c->settled, w->key)) {
+            gt_strmap_put(&c->dirty_jobs, w->key, MARK);
+        }
+    }
+    gt_ctl_kick(c);
+    free(w->key);
+    free(w);
+}
+
+static enum gt_kind kind_of_key(const char *key)
+{
+    if (!strncmp(key, "/tasks/", 7)) {
+        return GT_KIND_TASK;
+    }
+    if (!strncmp(key, "/jobs/", 6)) {
+        return GT_KIND_JOB;
+    }
+    return !strncmp(key, "/nodes/", 7) ? GT_KIND_NODE : GT_KIND_EVENT;
+}
+
+int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t *obj,
+                 int64_t expected_rev, gt_ctl_done_fn done, void *arg)
+{
+    size_t len = 0;
+    char *text = obj && op != GT_STORE_DELETE ? gt_api_encode(obj, &len) : NULL;
+    struct wctx *w = gt_xcalloc(1, sizeof(*w));
+    w->c = c;
+    w->key = gt_xstrdup(key);
+    w->obj = text ? json_incref(obj) : NULL;
+    w->kind = kind_of_key(key);
+    w->done = done;
+    w->arg = arg;
+    w->submit_ns = gt_now_ns();
+    int rc = gt_server_write(c->s, op, key, text, len, op == GT_STORE_CREATE ? 0 : expected_rev,
+                             write_done, w);
+    free(text);
+    if (rc) {
+        json_decref(w->obj);
+        free(w->key);
+        free(w);
+        return rc;
+    }
+    inflight_add(c, key, 1);
+    return 0;
+}
+
+/* ---- the cache ---- */
+
+/* A committed write whose watch event has not arrived yet. */
+struct fresh {
+    int64_t rev;
+    json_t *obj;
+};
+
+void gt_ctl_fresh_free(void *p)
+{
+    struct fresh *f = p;
+    if (f) {
+        json_decref(f->obj);
+        free(f);
+    }
+}
+
+void gt_ctl_written(struct gt_ctl *c, enum gt_kind kind, const char *key, int64_t rev, json_t *obj)
+{
+    if (!c || !obj || kind == GT_KIND_EVENT) {
+        return;
+    }
+    struct fresh *f = gt_xmalloc(sizeof(*f));
+    f->rev = rev;
+    f->obj = json_incref(obj);
+    gt_ctl_fresh_free(gt_strmap_put(&c->fresh, key, f));
+}
+
+json_t *gt_ctl_take_fresh(struct gt_ctl *c, const char *key, int64_t rev)
+{
+    struct fresh *f = gt_strmap_del(&c->fresh, key);
+    json_t *obj = NULL;
+    if (f && f->rev == rev) {
+        obj = json_incref(f->obj);
+    }
+    gt_ctl_fresh_free(f);
+    return obj;
+}
+
+void gt_ctl_cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
+                      int64_t rev, struct gt_cobj **old)
+{
+    *old = NULL;
+    if (!obj) {
+        return;
+    }
+    struct gt_cobj *o = gt_xcalloc(1, sizeof(*o));
+    o->key = gt_xstrdup(key);
+    o->obj = obj;
+    o->t = gt_api_object_new(kind, obj);
+    o->rev = rev;
+    *old = gt_strmap_put(&c->objs[kind], key, o);
+    if (kind == GT_KIND_JOB) {
+        gt_ctl_note_job(c, key, gt_cobj_job(o));
+    } else if (kind == GT_KIND_TASK && gt_task_holds(gt_cobj_task(o))) {
+        gt_strmap_put(&c->holding, key, o);
+    } else if (kind == GT_KIND_TASK) {
+        gt_strmap_del(&c->holding, key);
+    }
+}
+
+void gt_ctl_load(struct gt_ctl *c, const struct gt_kind_info *kind, const struct gt_store_kv *kv)
+{
+    if (kind->kind == GT_KIND_EVENT) {
+        return;
+    }
+    struct gt_cobj *old = NULL;
+    gt_ctl_cache_put(c, kind->kind, kv->key, json_loadb(kv->value, kv->value_len, 0, NULL),
+                     kv->mod_rev, &old);
+    gt_cobj_free(old);
+}
+
+static bool needs_time(const struct gt_api_job *job)
+{
+    const struct gt_api_run_policy *rp = &job->spec.run_policy;
+    if (gt_job_finished(job)) {
+        return rp->ttl_after_finished_s != GT_API_UNSET;
+    }
+    return rp->active_deadline_s != GT_API_UNSET ||
+           gt_api_condition_true(&job->status.conditions, "Restarting");
+}
+
+void gt_ctl_note_job(struct gt_ctl *c, const char *key, const struct gt_api_job *job)
+{
+    if (job && needs_time(job)) {
+        gt_strmap_put(&c->timed, key, (void *)"");
+    } else {
+        gt_strmap_del(&c->timed, key);
+    }
+}

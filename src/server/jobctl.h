@@ -1,0 +1,25 @@
+/*
+ * jobctl.c: the job and task controllers.
+ */
+#ifndef GT_SERVER_JOBCTL_H
+#define GT_SERVER_JOBCTL_H
+
+#include "server/server_int.h"
+
+/* Reconcile the cached job at key: its tasks, restarts, deletion and
+ * status. A status-only write that a reconcile of its result would not
+ * change leaves key in c->settled (see there). */
+void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key);
+void gt_jobctl_reconcile_task(struct gt_ctl *c, const char *key);
+/* Admission of a Job create by user: 0, or GT_EINVAL with err. */
+int gt_jobctl_admit(struct gt_ctl *c, const json_t *job, const struct gt_server_user *user,
+                    struct gt_err *err);
+/* DELETE of a Job or Task: if it must not go at once, turn stored (the
+ * stored object, modified in place) into its soft-deleted form and return
+ * true; false: delete now. */
+bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
+/* Mark the jobs whose next step is due by time (deadline, back-off, ttl);
+ * every second. Visits only c->timed, not every job. */
+void gt_jobctl_tick(struct gt_ctl *c);
+
+#endif

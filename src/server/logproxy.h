@@ -1,0 +1,12 @@
+/*
+ * logproxy.c: task logs, proxied to the node's agent.
+ */
+#ifndef GT_SERVER_LOGPROXY_H
+#define GT_SERVER_LOGPROXY_H
+
+#include "server/server_int.h"
+
+/* GET .../tasks/T/log: proxy to the node's agent. Replies itself. */
+void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q);
+
+#endif
