@@ -6,6 +6,7 @@
  * owned by it.
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "common/config.h"
 #include "server/server.h"
@@ -15,6 +16,11 @@
 static const struct gt_config_opt opts[] = {
     {"data-dir", GT_CONFIG_STR, OFF(data_dir), NULL, 0, 0, true,
      "directory for the store (DATA_DIR/gantry.db)"},
+    {"store", GT_CONFIG_STR, OFF(store), "sqlite", 0, 0, false,
+     "sqlite (DATA_DIR/gantry.db) or etcd://HOST:PORT[,HOST:PORT...] (etcd v3 members, tried in "
+     "turn)"},
+    {"etcd-cafile", GT_CONFIG_STR, OFF(etcd_cafile), NULL, 0, 0, false,
+     "CA certificates to verify the etcd members by (https); none: plain http"},
     {"listen", GT_CONFIG_STR, OFF(listen), "127.0.0.1:8443", 0, 0, false,
      "ADDR:PORT to serve plain HTTP on (port 0: any free port)"},
     {"token-file", GT_CONFIG_STR, OFF(token_file), NULL, 0, 0, true,
@@ -63,6 +69,13 @@ int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *
 {
     *cfg = (struct gt_server_config){0};
     int rc = gt_config_parse(&table, cfg, argc, argv, envp, help, err);
+    bool sqlite = rc == 0 && !*help && strcmp(cfg->store, "sqlite") == 0;
+    if (rc == 0 && !*help && !sqlite && strncmp(cfg->store, "etcd://", 7) != 0) {
+        rc = gt_err_set(err, GT_EINVAL, "--store %s: want sqlite or etcd://HOST:PORT,...",
+                        cfg->store);
+    } else if (sqlite && cfg->etcd_cafile) {
+        rc = gt_err_set(err, GT_EINVAL, "--etcd-cafile: only with --store etcd://...");
+    }
     for (size_t i = 0; rc == 0 && !*help && i < cfg->storage_roots.n; i++) {
         if (cfg->storage_roots.items[i][0] != '/') {
             rc = gt_err_set(err, GT_EINVAL, "--storage-root %s: want an absolute path",

@@ -224,8 +224,13 @@ static int open_store(struct gt_server *s, struct gt_err *err)
     if (mkdir(s->cfg->data_dir, 0700) != 0 && errno != EEXIST) {
         return gt_err_set(err, -errno, "--data-dir %s: %s", s->cfg->data_dir, strerror(errno));
     }
-    char *path = gt_xasprintf("%s/gantry.db", s->cfg->data_dir);
-    struct gt_store_options opt = {.backend = &gt_store_sqlite_backend,
+    bool etcd = strcmp(s->cfg->store, "sqlite") != 0; /* etcd://... (config.c checked) */
+    char *path = !etcd ? gt_xasprintf("%s/gantry.db", s->cfg->data_dir)
+                 : s->cfg->etcd_cafile
+                     ? gt_xasprintf("%s?cafile=%s", s->cfg->store, s->cfg->etcd_cafile)
+                     : gt_xstrdup(s->cfg->store);
+    struct gt_store_options opt = {.backend =
+                                       etcd ? &gt_store_etcd_backend : &gt_store_sqlite_backend,
                                    .path = path,
                                    .watch_history = s->cfg->watch_history,
                                    .base = s->base};

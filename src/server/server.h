@@ -24,6 +24,8 @@
 
 struct gt_server_config {
     char *data_dir;              /* --data-dir DIR (required) */
+    char *store;                 /* --store sqlite | etcd://HOST:PORT,... */
+    char *etcd_cafile;           /* --etcd-cafile FILE: https to etcd; NULL: http */
     char *listen;                /* --listen ADDR:PORT (plain HTTP) */
     char *token_file;            /* --token-file FILE (required) */
     int64_t watch_history;       /* --watch-history N: events kept for watch */
@@ -44,7 +46,8 @@ struct gt_server_config {
  * may be NULL), then argv (flags win). *help is set when --help was given
  * (cfg is then only partly filled). Returns 0, or -GT_EINVAL with err naming
  * the flag and the reason (also for a --storage-root that is not an
- * absolute path). Free with gt_server_config_fini. */
+ * absolute path, or a --store that is neither sqlite nor etcd://...). Free
+ * with gt_server_config_fini. */
 int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *argv,
                            char *const *envp, bool *help, struct gt_err *err);
 /* Free the strings cfg owns. */

@@ -4,7 +4,7 @@
  * Keys are paths ("/jobs/proj-a/train-1"); values are opaque bytes (JSON
  * text). Every write gets the next value of one cluster-wide revision; a
  * key's mod_rev is the revision of its last write and becomes the object's
- * resourceVersion. The backend (SQLite now, etcd later) is a table of ops;
+ * resourceVersion. The backend (SQLite, etcd) is a table of ops;
  * an in-memory backend serves unit tests.
  *
  * Durability: a write's done callback runs only after the write is on disk.
@@ -46,10 +46,12 @@ struct gt_store_backend_ops;
 /* The backends. */
 extern const struct gt_store_backend_ops gt_store_sqlite_backend;
 extern const struct gt_store_backend_ops gt_store_memory_backend;
+extern const struct gt_store_backend_ops gt_store_etcd_backend;
 
 struct gt_store_options {
     const struct gt_store_backend_ops *backend;
-    const char *path;        /* sqlite: database file; memory: ignored */
+    const char *path;        /* sqlite: database file; memory: ignored; etcd: its endpoints,
+                              * "etcd://H1:2379,H2:2379[?cafile=FILE]" (etcd.c) */
     int64_t watch_history;   /* events kept for watch; 0 means 10000 */
     struct event_base *base; /* NULL: synchronous writes */
 };

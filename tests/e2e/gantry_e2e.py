@@ -143,6 +143,58 @@ class Gantryd:
         return p
 
 
+
+class Etcd:
+    """A one-member etcd (Debian's etcd-server) on loopback free ports, with
+    its data in a temporary directory; .store is gantryd's --store value."""
+
+    def __init__(self):
+        self.tmp = tempfile.mkdtemp(prefix="gantry-etcd-")
+        self.client, self.peer = free_port(), free_port()
+        self.proc = None
+
+    @staticmethod
+    def available():
+        return shutil.which("etcd") is not None
+
+    @property
+    def store(self):
+        return "etcd://127.0.0.1:%d" % self.client
+
+    def start(self):
+        curl = "http://127.0.0.1:%d" % self.client
+        purl = "http://127.0.0.1:%d" % self.peer
+        self.log = open(os.path.join(self.tmp, "etcd.log"), "ab")
+        self.proc = subprocess.Popen(
+            ["etcd", "--name", "m1", "--data-dir", os.path.join(self.tmp, "data"),
+             "--listen-client-urls", curl, "--advertise-client-urls", curl,
+             "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+             "--initial-cluster", "m1=" + purl, "--log-level", "error"],
+            stdout=self.log, stderr=self.log)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("etcd exited %d" % self.proc.returncode)
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.client, timeout=2)
+                try:
+                    conn.request("POST", "/v3/kv/range", body='{"key":"AA=="}')
+                    if conn.getresponse().status == 200:
+                        return self
+                finally:
+                    conn.close()
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("etcd did not answer on " + curl)
+
+    def cleanup(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+            self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
 def obj(kind, name, project=None, **fields):
     """Build an object dict of kind with metadata.name (and project)."""
     md = {"name": name}

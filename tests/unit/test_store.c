@@ -4,14 +4,26 @@
  * (synchronous writes) and with one (queued writes, writer thread; the test
  * drives the loop with EVLOOP_ONCE until the callbacks it waits for ran).
  * SQLite-only tests cover reopening and the fault points on disk.
+ *
+ * `test_store etcd` runs the same contract (and reopening) on a real etcd
+ * instead: each test starts a fresh one-member etcd on loopback (free ports,
+ * data in the test's temporary directory) and kills it afterwards; exit 77
+ * when no etcd binary is installed.
  */
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -27,16 +39,117 @@ struct fx {
     char path[128];
     struct event_base *base;
     struct gt_store *st;
+    pid_t etcd_pid; /* etcd backend: the member this test started */
 };
 
 static struct fx fx_mem_sync = {.backend = &gt_store_memory_backend};
 static struct fx fx_mem_ev = {.backend = &gt_store_memory_backend, .evented = true};
 static struct fx fx_sq_sync = {.backend = &gt_store_sqlite_backend};
 static struct fx fx_sq_ev = {.backend = &gt_store_sqlite_backend, .evented = true};
+static struct fx fx_etcd_sync = {.backend = &gt_store_etcd_backend};
+static struct fx fx_etcd_ev = {.backend = &gt_store_etcd_backend, .evented = true};
 
 static bool is_sqlite(const struct fx *f)
 {
     return f->backend == &gt_store_sqlite_backend;
+}
+
+/* A backend whose data outlives the store (reopen finds it). */
+static bool is_durable(const struct fx *f)
+{
+    return is_sqlite(f) || f->backend == &gt_store_etcd_backend;
+}
+
+/* ---- a real etcd for the etcd backend ---- */
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Start a one-member etcd with its data under f->dir; f->path gets its
+ * endpoint. Returns once it answers (the store opens). */
+static void start_etcd(struct fx *f)
+{
+    int client = free_port(), peer = free_port();
+    char data[96], curl[64], purl[64], cluster[80], log[96];
+    snprintf(data, sizeof(data), "%s/etcd", f->dir);
+    snprintf(log, sizeof(log), "%s/etcd.log", f->dir);
+    snprintf(curl, sizeof(curl), "http://127.0.0.1:%d", client);
+    snprintf(purl, sizeof(purl), "http://127.0.0.1:%d", peer);
+    snprintf(cluster, sizeof(cluster), "m1=%s", purl);
+    snprintf(f->path, sizeof(f->path), "etcd://127.0.0.1:%d", client);
+    f->etcd_pid = fork();
+    assert_true(f->etcd_pid >= 0);
+    if (f->etcd_pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        execlp("etcd", "etcd", "--name", "m1", "--data-dir", data, "--listen-client-urls", curl,
+               "--advertise-client-urls", curl, "--listen-peer-urls", purl,
+               "--initial-advertise-peer-urls", purl, "--initial-cluster", cluster, "--log-level",
+               "error", (char *)NULL);
+        _exit(127);
+    }
+    struct gt_store_options opt = {.backend = f->backend, .path = f->path};
+    for (int i = 0; i < 300; i++) { /* up to 30 s on a loaded machine */
+        struct gt_store *st;
+        gt_log_set_level(GT_LOG_ERROR); /* the refused connections while it starts */
+        int rc = gt_store_open(&opt, &st, NULL);
+        gt_log_set_level(GT_LOG_WARN);
+        if (rc == 0) {
+            gt_store_close(st);
+            return;
+        }
+        int status;
+        assert_int_equal(waitpid(f->etcd_pid, &status, WNOHANG), 0);
+        nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
+    }
+    fail_msg("etcd on %s never answered (see %s)", f->path, log);
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void stop_etcd(struct fx *f)
+{
+    kill(f->etcd_pid, SIGKILL);
+    waitpid(f->etcd_pid, NULL, 0);
+    f->etcd_pid = 0;
+    char data[96];
+    snprintf(data, sizeof(data), "%s/etcd", f->dir);
+    nftw(data, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    snprintf(data, sizeof(data), "%s/etcd.log", f->dir);
+    unlink(data);
+}
+
+/* True if an etcd binary is on PATH. */
+static bool have_etcd(void)
+{
+    const char *path = getenv("PATH");
+    char *dirs = gt_xstrdup(path ? path : "/usr/bin:/bin"), *save = NULL;
+    bool found = false;
+    for (char *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char p[512];
+        snprintf(p, sizeof(p), "%s/etcd", d);
+        found = access(p, X_OK) == 0;
+    }
+    free(dirs);
+    return found;
 }
 
 static void open_store(struct fx *f, int64_t history)
@@ -67,6 +180,9 @@ static int setup(void **state)
     snprintf(f->dir, sizeof(f->dir), "/tmp/gt-store-XXXXXX");
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->path, sizeof(f->path), "%s/store.db", f->dir);
+    if (f->backend == &gt_store_etcd_backend) {
+        start_etcd(f);
+    }
     f->base = f->evented ? event_base_new() : NULL;
     open_store(f, 0);
     return 0;
@@ -80,6 +196,9 @@ static int teardown(void **state)
     if (f->base) {
         event_base_free(f->base);
         f->base = NULL;
+    }
+    if (f->etcd_pid > 0) {
+        stop_etcd(f);
     }
     const char *suffixes[] = {"", "-wal", "-shm"};
     for (size_t i = 0; i < 3; i++) {
@@ -492,8 +611,8 @@ static void test_watch_gone(void **state)
     }
     /* History holds the events since open; reopen with only 3 kept. */
     reopen(f, 3);
-    assert_int_equal(gt_store_revision(f->st), is_sqlite(f) ? 6 : 0);
-    if (!is_sqlite(f)) {
+    assert_int_equal(gt_store_revision(f->st), is_durable(f) ? 6 : 0);
+    if (!is_durable(f)) {
         return; /* memory starts empty again; the rest needs a durable past */
     }
     /* Empty history: only the current revision or later. */
@@ -598,10 +717,10 @@ static void test_close_flushes(void **state)
     assert_int_equal(c.n, 3);
     assert_int_equal(c.refused, f->evented ? 3 : 0);
     open_store(f, 0);
-    if (is_sqlite(f) && f->evented) {
+    if (is_durable(f) && f->evented) {
         assert_value(f, "/c/2", "v", 3, 3);
         assert_absent(f, "/late");
-    } else if (is_sqlite(f)) { /* synchronous: each callback's write went in */
+    } else if (is_durable(f)) { /* synchronous: each callback's write went in */
         assert_value(f, "/c/2", "v", 4, 4);
         assert_value(f, "/late", "x", 2, 2);
     }
@@ -630,7 +749,7 @@ static void test_write_fault(void **state)
     int64_t before = gt_store_revision(f->st);
     assert_int_equal(put(f, GT_STORE_CREATE, "/f/c", "c", 0, &rev), 0);
     assert_int_equal(rev, before + 1);
-    if (is_sqlite(f)) {
+    if (is_durable(f)) {
         reopen(f, 0);
         assert_absent(f, "/f/b");
         assert_value(f, "/f/c", "c", rev, rev);
@@ -766,6 +885,39 @@ static void test_open_errors(void **state)
     gt_store_close(NULL);
 }
 
+/* etcd: a refused endpoint is passed over; malformed endpoint lists are
+ * refused at open, naming what is wrong. */
+static void test_etcd_endpoints(void **state)
+{
+    struct fx *f = *state;
+    gt_store_close(f->st);
+    char path[160];
+    snprintf(path, sizeof(path), "etcd://127.0.0.1:1,%s", f->path + strlen("etcd://"));
+    struct gt_store_options opt = {.backend = f->backend, .path = path, .base = f->base};
+    struct gt_err err = {0};
+    gt_log_set_level(GT_LOG_ERROR); /* the refused endpoint's warning */
+    assert_int_equal(gt_store_open(&opt, &f->st, &err), 0);
+    int64_t rev;
+    assert_int_equal(put(f, GT_STORE_CREATE, "/e/a", "a", 0, &rev), 0);
+    assert_int_equal(rev, 1);
+    assert_value(f, "/e/a", "a", 1, 1);
+    gt_log_set_level(GT_LOG_WARN);
+
+    const char *bad[] = {"", "etcd://", "etcd://127.0.0.1", "etcd://http://h:1", "etcd://h:1?x=y"};
+    const char *says[] = {"no endpoints", "no endpoints", "not HOST:PORT", "not HOST:PORT",
+                          "unknown option"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {
+        struct gt_store *st;
+        struct gt_store_options o = {.backend = f->backend, .path = bad[i]};
+        gt_err_clear(&err);
+        assert_int_equal(gt_store_open(&o, &st, &err), GT_ESTORE);
+        assert_null(st);
+        if (!strstr(err.msg, says[i])) {
+            fail_msg("%s: %s", bad[i], err.msg);
+        }
+    }
+}
+
 #define CONTRACT(fx)                                                                               \
     cmocka_unit_test_prestate_setup_teardown(test_crud, setup, teardown, &fx),                     \
         cmocka_unit_test_prestate_setup_teardown(test_binary_value, setup, teardown, &fx),         \
@@ -785,8 +937,38 @@ static void test_open_errors(void **state)
         cmocka_unit_test_prestate_setup_teardown(test_fsync_fault_fails_queue, setup, teardown,    \
                                                  &fx)
 
-int main(void)
+/* The contract and reopening on a real etcd (77 without one). */
+static int run_etcd(void)
 {
+    if (!have_etcd()) {
+        fprintf(stderr, "test_store etcd: no etcd on PATH (Debian: etcd-server); skipped\n");
+        return 77;
+    }
+    const struct CMUnitTest etcd_sync[] = {
+        CONTRACT(fx_etcd_sync),
+        cmocka_unit_test_prestate_setup_teardown(test_reopen_keeps_everything, setup, teardown,
+                                                 &fx_etcd_sync),
+        cmocka_unit_test_prestate_setup_teardown(test_etcd_endpoints, setup, teardown,
+                                                 &fx_etcd_sync),
+    };
+    const struct CMUnitTest etcd_ev[] = {
+        CONTRACT(fx_etcd_ev),
+        cmocka_unit_test_prestate_setup_teardown(test_group_commit, setup, teardown, &fx_etcd_ev),
+        cmocka_unit_test_prestate_setup_teardown(test_reopen_keeps_everything, setup, teardown,
+                                                 &fx_etcd_ev),
+    };
+    int failed = 0;
+    gt_log_set_level(GT_LOG_WARN);
+    failed += cmocka_run_group_tests_name("store/etcd/sync", etcd_sync, NULL, NULL);
+    failed += cmocka_run_group_tests_name("store/etcd/evented", etcd_ev, NULL, NULL);
+    return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "etcd") == 0) {
+        return run_etcd();
+    }
     const struct CMUnitTest mem_sync[] = {CONTRACT(fx_mem_sync)};
     const struct CMUnitTest mem_ev[] = {
         CONTRACT(fx_mem_ev),
