@@ -176,6 +176,14 @@ static int64_t cpu_free(const struct gt_sched_node *node)
  * a large cluster; smaller ones are compared whole. */
 #define FRAG_CANDIDATES 128
 
+/* Each node of the avail index b, bucket by bucket in key order (fewest avail
+ * GPUs first); `continue` goes on to the next node. */
+#define EACH_AVAIL_NODE(b, node)                                                                   \
+    for (int32_t key_ = gt_sched_idx_first(b, 0); key_ >= 0;                                       \
+         key_ = gt_sched_idx_first(b, (size_t)key_ + 1))                                           \
+        for (struct gt_sched_node *node = (b)->head[key_]; node;                                   \
+             node = node->link[GT_SCHED_IDX_AVAIL].next)
+
 /* Whole GPUs from index idx: of the first FRAG_CANDIDATES nodes in key
  * order (from key k) that fit, the one whose fragmentation grows least,
  * ties to the first. */
@@ -229,24 +237,21 @@ static bool place_cpu(struct gt_sched_model *m, const struct gt_sched_task *task
     int32_t rooms[GT_SCHED_MAX_NODE_GPUS];
     struct gt_sched_node *best = NULL;
     double best_d = 0;
-    for (int32_t key = gt_sched_idx_first(b, 0); key >= 0;
-         key = gt_sched_idx_first(b, (size_t)key + 1)) {
-        for (struct gt_sched_node *node = b->head[key]; node;
-             node = node->link[GT_SCHED_IDX_AVAIL].next) {
-            if (!gt_sched_node_fits(node, req)) {
-                continue;
-            }
-            node_rooms(node, task->job, now_ms, rooms);
-            int64_t cpu = cpu_free(node);
-            double d = gt_sched_frag(&m->workload, rooms, node->n_gpus, cpu - req->cpu_milli) -
-                       gt_sched_frag(&m->workload, rooms, node->n_gpus, cpu);
-            if (!best || d < best_d - FRAG_EPS) {
-                best = node;
-                best_d = d;
-            }
-            if (best_d <= FRAG_EPS) {
-                goto done;
-            }
+    EACH_AVAIL_NODE(b, node)
+    {
+        if (!gt_sched_node_fits(node, req)) {
+            continue;
+        }
+        node_rooms(node, task->job, now_ms, rooms);
+        int64_t cpu = cpu_free(node);
+        double d = gt_sched_frag(&m->workload, rooms, node->n_gpus, cpu - req->cpu_milli) -
+                   gt_sched_frag(&m->workload, rooms, node->n_gpus, cpu);
+        if (!best || d < best_d - FRAG_EPS) {
+            best = node;
+            best_d = d;
+        }
+        if (best_d <= FRAG_EPS) {
+            goto done;
         }
     }
 done:
@@ -279,40 +284,37 @@ static bool place_share(struct gt_sched_model *m, const struct gt_sched_task *ta
     int32_t want = (int32_t)req->gpu_milli, best_room = 0;
     struct gt_sched_node *best = NULL;
     double best_d = 0;
-    for (int32_t key = gt_sched_idx_first(b, 0); key >= 0;
-         key = gt_sched_idx_first(b, (size_t)key + 1)) {
-        for (struct gt_sched_node *node = b->head[key]; node;
-             node = node->link[GT_SCHED_IDX_AVAIL].next) {
-            size_t n = node->n_gpus;
-            if (!gt_sched_node_fits(node, req) || n == 0) {
+    EACH_AVAIL_NODE(b, node)
+    {
+        size_t n = node->n_gpus;
+        if (!gt_sched_node_fits(node, req) || n == 0) {
+            continue;
+        }
+        node_rooms(node, task->job, now_ms, rooms);
+        if (rooms[n - 1] < want) {
+            continue;
+        }
+        int64_t cpu = cpu_free(node);
+        double before = gt_sched_frag(&m->workload, rooms, n, cpu);
+        for (size_t i = 0; i < n; i++) {
+            if (rooms[i] < want || (i > 0 && rooms[i] == rooms[i - 1])) {
                 continue;
             }
-            node_rooms(node, task->job, now_ms, rooms);
-            if (rooms[n - 1] < want) {
-                continue;
+            /* rooms with GPU i's room less the share, still ascending */
+            memcpy(after, rooms, n * sizeof(*after));
+            size_t j = i;
+            int32_t left = rooms[i] - want;
+            while (j > 0 && after[j - 1] > left) {
+                after[j] = after[j - 1];
+                j--;
             }
-            int64_t cpu = cpu_free(node);
-            double before = gt_sched_frag(&m->workload, rooms, n, cpu);
-            for (size_t i = 0; i < n; i++) {
-                if (rooms[i] < want || (i > 0 && rooms[i] == rooms[i - 1])) {
-                    continue;
-                }
-                /* rooms with GPU i's room less the share, still ascending */
-                memcpy(after, rooms, n * sizeof(*after));
-                size_t j = i;
-                int32_t left = rooms[i] - want;
-                while (j > 0 && after[j - 1] > left) {
-                    after[j] = after[j - 1];
-                    j--;
-                }
-                after[j] = left;
-                double d = gt_sched_frag(&m->workload, after, n, cpu - req->cpu_milli) - before;
-                if (!best || d < best_d - FRAG_EPS ||
-                    (d <= best_d + FRAG_EPS && rooms[i] < best_room)) {
-                    best = node;
-                    best_d = d;
-                    best_room = rooms[i];
-                }
+            after[j] = left;
+            double d = gt_sched_frag(&m->workload, after, n, cpu - req->cpu_milli) - before;
+            if (!best || d < best_d - FRAG_EPS ||
+                (d <= best_d + FRAG_EPS && rooms[i] < best_room)) {
+                best = node;
+                best_d = d;
+                best_room = rooms[i];
             }
         }
     }
