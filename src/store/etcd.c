@@ -205,7 +205,7 @@ static int call(struct etcd *e, CURL *h, const char *path, json_t *req, bool ret
     GT_ASSERT(payload);
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     int rc = GT_ESTORE;
-    char last[CURL_ERROR_SIZE] = "no endpoint";
+    char last[2 * CURL_ERROR_SIZE] = "no endpoint";
     size_t start = atomic_load(&e->cur);
     for (size_t t = 0; t < e->n_urls; t++) {
         size_t i = (start + t) % e->n_urls;
