@@ -2,12 +2,13 @@
  * gantryd's configuration: one declarative table (see common/config.h)
  * gives every setting's name, type, default, bounds and help; it drives
  * the flags, the environment (GANTRYD_<NAME>), --help and validation;
- * --storage-root may be repeated. Strings in struct gt_server_config are
+ * --storage-root and --image may be repeated. Strings in struct gt_server_config are
  * owned by it.
  */
 #include <stddef.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "common/config.h"
 #include "server/server.h"
 
@@ -45,6 +46,9 @@ static const struct gt_config_opt opts[] = {
     {"storage-root", GT_CONFIG_LIST, OFF(storage_roots), NULL, 0, 0, false,
      "a directory Job and Task volumes (hostPath) may come from (repeatable; as the nodes' "
      "gantlet --storage-root); none: hostPath volumes are refused"},
+    {"image", GT_CONFIG_LIST, OFF(images), NULL, 0, 0, false,
+     "NAME=REF: an image offered to clients by GET clusterinfo (repeatable; REF an OCI image "
+     "reference); jobs may still name any image"},
     {"pip-index-url", GT_CONFIG_STR, OFF(pip_index_url), NULL, 0, 0, false,
      "the package index for tasks' requirements (pip --index-url): the spec.pip of the tasks of "
      "jobs with requirements"},
@@ -64,6 +68,23 @@ static const struct gt_config_table table = {
     .n_opts = GT_ARRAY_LEN(opts),
 };
 
+/* One --image NAME=REF: NAME non-empty, REF as a template's image. */
+static int check_image_flag(const char *v, struct gt_err *err)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v) {
+        return gt_err_set(err, GT_EINVAL, "--image %s: want NAME=REF", v);
+    }
+    json_t *ref = json_string(eq + 1);
+    struct gt_err e = {0};
+    int rc = ref ? gt_check_image(ref, &e) : gt_err_set(&e, GT_EINVAL, "not UTF-8");
+    json_decref(ref);
+    if (rc) {
+        return gt_err_set(err, GT_EINVAL, "--image %s: %s", v, e.msg);
+    }
+    return 0;
+}
+
 int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *argv,
                            char *const *envp, bool *help, struct gt_err *err)
 {
@@ -81,6 +102,9 @@ int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *
             rc = gt_err_set(err, GT_EINVAL, "--storage-root %s: want an absolute path",
                             cfg->storage_roots.items[i]);
         }
+    }
+    for (size_t i = 0; rc == 0 && !*help && i < cfg->images.n; i++) {
+        rc = check_image_flag(cfg->images.items[i], err);
     }
     return rc;
 }

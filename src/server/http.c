@@ -452,6 +452,17 @@ static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
     gt_req_reply_as(r, 200, "text/plain", "ok\n", 3);
 }
 
+/* Answer 200 with o as JSON; takes o's reference. */
+static void reply_200(struct gt_req *r, json_t *o)
+{
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_api_encode_json(&b, o);
+    json_decref(o);
+    gt_req_reply(r, 200, b.data, b.len);
+    gt_buf_fini(&b);
+}
+
 /* GET whoami: the authenticated user, as kubectl auth whoami shows it
  * (Kubernetes' SelfSubjectReview status.userInfo, flattened). */
 static void whoami(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
@@ -467,12 +478,33 @@ static void whoami(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
     json_t *o =
         json_pack("{s:s, s:s, s:s, s:I, s:o}", "apiVersion", GT_API_VERSION, "kind", "UserInfo",
                   "username", r->user->name, "uid", (json_int_t)r->user->uid, "groups", groups);
-    struct gt_buf b;
-    gt_buf_init(&b);
-    gt_api_encode_json(&b, o);
-    json_decref(o);
-    gt_req_reply(r, 200, b.data, b.len);
-    gt_buf_fini(&b);
+    reply_200(r, o);
+}
+
+/* GET clusterinfo: what the cluster offers every client, from gantryd's
+ * flags: storageRoots (--storage-root) and images [{name, image}] (--image
+ * NAME=REF, in flag order). */
+static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
+{
+    if (cmd != EVHTTP_REQ_GET) {
+        method_not_allowed(r, path);
+        return;
+    }
+    const struct gt_server_config *cfg = r->s->cfg;
+    json_t *roots = json_array();
+    for (size_t i = 0; i < cfg->storage_roots.n; i++) {
+        json_array_append_new(roots, json_string(cfg->storage_roots.items[i]));
+    }
+    json_t *images = json_array();
+    for (size_t i = 0; i < cfg->images.n; i++) {
+        const char *v = cfg->images.items[i];
+        const char *eq = strchr(v, '='); /* checked at start */
+        json_array_append_new(
+            images, json_pack("{s:s%, s:s}", "name", v, (size_t)(eq - v), "image", eq + 1));
+    }
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", GT_API_VERSION, "kind",
+                          "ClusterInfo", "storageRoots", roots, "images", images);
+    reply_200(r, o);
 }
 
 void gt_http_handle(struct evhttp_request *req, void *arg)
@@ -521,6 +553,8 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
     }
     if (r->route.type == GT_ROUTE_WHOAMI) {
         whoami(r, cmd, path);
+    } else if (r->route.type == GT_ROUTE_CLUSTERINFO) {
+        clusterinfo(r, cmd, path);
     } else if (r->route.type == GT_ROUTE_FAULT) {
         if (!s->cfg->enable_fault_injection) {
             gt_req_error(r, GT_ENOTFOUND, "fault injection is disabled");

@@ -37,6 +37,7 @@ struct gt_server_config {
     char *port_range;           /* --port-range LOW-HIGH: ports handed to tasks per node */
     int64_t restart_backoff_ms; /* --restart-backoff-ms: first restart back-off (doubles) */
     struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
+    struct gt_config_list images;        /* --image NAME=REF...: images offered to clients */
     char *pip_index_url;  /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
     char *pip_find_links; /* --pip-find-links DIR: a directory of wheels; NULL: none */
     char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
@@ -46,7 +47,8 @@ struct gt_server_config {
  * may be NULL), then argv (flags win). *help is set when --help was given
  * (cfg is then only partly filled). Returns 0, or -GT_EINVAL with err naming
  * the flag and the reason (also for a --storage-root that is not an
- * absolute path, or a --store that is neither sqlite nor etcd://...). Free
+ * absolute path, an --image that is not NAME=REF with REF an OCI image
+ * reference, or a --store that is neither sqlite nor etcd://...). Free
  * with gt_server_config_fini. */
 int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *argv,
                            char *const *envp, bool *help, struct gt_err *err);
@@ -133,10 +135,11 @@ enum gt_route_type {
     GT_ROUTE_HEALTHZ,
     GT_ROUTE_READYZ,
     GT_ROUTE_METRICS,
-    GT_ROUTE_FAULT,      /* /debug/fault */
-    GT_ROUTE_WHOAMI,     /* the caller's own identity */
-    GT_ROUTE_COLLECTION, /* list / create / watch */
-    GT_ROUTE_OBJECT,     /* get / put / delete, or a subresource */
+    GT_ROUTE_FAULT,       /* /debug/fault */
+    GT_ROUTE_WHOAMI,      /* the caller's own identity */
+    GT_ROUTE_CLUSTERINFO, /* storage roots and offered images */
+    GT_ROUTE_COLLECTION,  /* list / create / watch */
+    GT_ROUTE_OBJECT,      /* get / put / delete, or a subresource */
 };
 
 #define GT_ROUTE_NAME_MAX 253

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """API parts the web dashboard needs, there for every client: list paging
-(limit/continue), whoami, Kubeflow manifests POSTed as Jobs, and the
+(limit/continue), whoami, clusterinfo, Kubeflow manifests POSTed as Jobs, and the
 dashboard's files.
 
 Checks: a list with limit gives pages in list order with metadata.continue
@@ -9,7 +9,10 @@ together are the whole list, each item once, also across projects and with
 a label selector, for a member who sees one project only, and for a member
 listing its own project (with and without selectors); bad limit and
 continue values answer 400 naming the parameter; whoami answers the
-caller's name, uid and groups (401 without a token); a PyTorchJob POSTed
+caller's name, uid and groups (401 without a token); clusterinfo answers
+any user the --storage-root and --image flags in flag order (401 without a
+token, 405 for writes), and gantryd refuses to start with an --image that is
+not NAME=REF or whose REF is no image reference, naming the flag; a PyTorchJob POSTed
 to a project's jobs becomes a gantry Job in that project (its namespace
 defaulting to the path's), and a manifest with a field gantry lacks is
 refused with 422 naming it; `/` and `/assets/...`
@@ -19,10 +22,11 @@ assets for a year; names outside assets/ and odd names are not found.
 import http.client
 import os
 import shutil
+import subprocess
 import tempfile
 import urllib.parse
 
-from gantry_e2e import API, GantrydTest, job, main, seed_tenancy
+from gantry_e2e import API, GANTRYD, GantrydTest, job, main, seed_tenancy
 
 
 def pages(g, path, limit, token="admin", extra=""):
@@ -54,7 +58,9 @@ class PagingTest(GantrydTest):
             f.write("<!doctype html><title>gantry</title>")
         with open(os.path.join(self.ui, "assets", "app-ABC123.js"), "w") as f:
             f.write("console.log(1)")
-        self.gantryd_args = ("--ui-dir", self.ui)
+        self.gantryd_args = ("--ui-dir", self.ui, "--storage-root", "/srv/data",
+                             "--storage-root", "/scratch", "--image", "pytorch=pytorch/pytorch:2.3.1",
+                             "--image", "tf=tensorflow/tensorflow:2.16.1-gpu")
         super().setUp()
         self.addCleanup(shutil.rmtree, self.ui, True)
         seed_tenancy(self.g)
@@ -104,6 +110,26 @@ class PagingTest(GantrydTest):
                          ("UserInfo", "alice", 1001, ["ml"]))
         st, _ = self.g.request("GET", API + "/whoami", token=None)
         self.assertEqual(st, 401)
+
+    def test_clusterinfo(self):
+        st, body = self.g.request("GET", API + "/clusterinfo", token="carol")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body, {
+            "apiVersion": "gantry.dev/v1", "kind": "ClusterInfo",
+            "storageRoots": ["/srv/data", "/scratch"],
+            "images": [{"name": "pytorch", "image": "pytorch/pytorch:2.3.1"},
+                       {"name": "tf", "image": "tensorflow/tensorflow:2.16.1-gpu"}]})
+        self.assertEqual(self.g.request("GET", API + "/clusterinfo", token=None)[0], 401)
+        self.assertEqual(self.g.request("PUT", API + "/clusterinfo", {})[0], 405)
+
+    def test_image_flag_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            for bad in ("pytorch", "=pytorch/pytorch", "pt=bad image", "pt=a//b"):
+                p = subprocess.run([GANTRYD, "--data-dir", d, "--token-file", os.devnull,
+                                    "--listen", "127.0.0.1:0", "--image", bad],
+                                   capture_output=True, text=True, timeout=30)
+                self.assertNotEqual(p.returncode, 0, bad)
+                self.assertIn("--image " + bad + ":", p.stderr, bad)
 
     def test_kubeflow_post(self):
         tmpl = {"spec": {"containers": [{"name": "pytorch", "command": ["/bin/true"],
