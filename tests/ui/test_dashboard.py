@@ -6,8 +6,8 @@ GPUs, plus a second gantryd holding 10,000 jobs for paging.
 
 This script starts and seeds the processes with the end-to-end harness
 (tests/e2e/gantry_e2e.py), writes what the browser suite needs (addresses,
-tokens, a file:// git repository, the storage root) as JSON, runs it with
-node, and cleans up. Exit 77 (CTest's skip) only when node or chromium is
+tokens, a file:// git repository, the storage root, the image gantryd
+offers) as JSON, runs it with node, and cleans up. Exit 77 (CTest's skip) only when node or chromium is
 absent; the screenshots go to GANTRY_UI_SHOTS (default BUILD/ui-shots).
 """
 import http.client
@@ -25,6 +25,7 @@ from gantry_e2e import API, BUILD, SOURCE, TOKENS, Gantlet, Gantryd, job, seed_t
 
 CHROMIUM = os.environ.get("GANTRY_CHROMIUM", "/usr/bin/chromium")
 N_BULK = 10000
+IMAGE = "pytorch/pytorch:2.3.1-cuda12.1-cudnn8-runtime"  # offered by gantryd --image
 
 
 def seed(g):
@@ -100,7 +101,8 @@ def main():
     os.chmod(storage, 0o755)
     procs = []
     try:
-        g = Gantryd(["--ui-dir", ui_dir, "--storage-root", storage]).start()
+        g = Gantryd(["--ui-dir", ui_dir, "--storage-root", storage,
+                     "--image", "pytorch=" + IMAGE]).start()
         procs.append(g)
         seed(g)
         for name, gpus in (("n1", "4xA100-80GB:groups=2+2"), ("n2", "2xH100-80GB")):
@@ -120,7 +122,7 @@ def main():
         with open(env_file, "w") as f:
             json.dump({"url": g.url, "bulkUrl": big.url, "bulkJobs": N_BULK + 1,
                        "tokens": {k: v[0] for k, v in TOKENS.items()},
-                       "repo": make_repo(tmp), "storage": storage, "shots": shots,
+                       "repo": make_repo(tmp), "storage": storage, "image": IMAGE, "shots": shots,
                        "chromium": CHROMIUM}, f)
         p = subprocess.run([node, os.path.join(web, "tests", "dashboard.test.mjs"), env_file],
                            cwd=web, timeout=420)

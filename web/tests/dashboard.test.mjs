@@ -118,8 +118,14 @@ flow("submit a training job from the form and watch its log stream", async () =>
   await page.fill("#f-command", "sh train.sh");
   await page.fill("#f-gpus", "1");
   await page.fill("#f-memory", "256Mi");
+  // the volume comes from the storage root the cluster offers (GET clusterinfo)
+  const root = await page.getAttribute("#roots option", "value");
+  assert(root === env.storage + "/", `the storage root is offered: ${root}`);
+  await page.fill("#f-vol-0-path", root + "data");
+  await page.fill("#f-vol-0-mount", "/data");
   const yaml = await page.inputValue("#f-yaml");
   assert(yaml.includes("git: " + env.repo) && yaml.includes("sh train.sh"), `YAML shows the job: ${yaml}`);
+  assert(yaml.includes("hostPath: " + env.storage + "/data"), `YAML shows the volume: ${yaml}`);
   await check(page, "new-job");
   await page.click("button:has-text('Create job')");
   await page.waitForURL(/#\/job\/proj-a\/ui-train/);
@@ -138,6 +144,11 @@ flow("a 422 is shown at the field it names", async () => {
   await page.goto(`${env.url}/#/new`);
   await page.fill("#f-name", "ui-bad-volume");
   await page.fill("#f-command", "true");
+  // the image comes from the list the cluster offers (gantryd --image)
+  const offered = await page.$$eval("#images option", (os) => os.map((o) => [o.label, o.value]));
+  assert(JSON.stringify(offered) === JSON.stringify([["pytorch", env.image]]), `images offered: ${JSON.stringify(offered)}`);
+  await page.fill("#f-image", offered[0][1]);
+  assert((await page.inputValue("#f-yaml")).includes("image: " + env.image), "YAML shows the offered image");
   await page.fill("#f-vol-0-path", "/etc");
   await page.fill("#f-vol-0-mount", "/data");
   await page.click("button:has-text('Create job')");

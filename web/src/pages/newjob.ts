@@ -9,7 +9,6 @@ import { type Ctx, canWrite, notice } from "../ctx";
 import { field, h, mount } from "../dom";
 import { manifestOf } from "./job";
 
-const IMAGES = ["pytorch/pytorch:2.3.1-cuda12.1-cudnn8-runtime", "tensorflow/tensorflow:2.16.1-gpu", "nvcr.io/nvidia/pytorch:24.05-py3"];
 const MILLI = "gantry.dev/gpu-milli";
 
 type Framework = "pytorch" | "tensorflow" | "command";
@@ -64,6 +63,10 @@ export async function newJobPage(main: HTMLElement, ctx: Ctx): Promise<void> {
   let yamlEdited = false;
   let base: Obj = {}; // the template a resubmitted job had (env, args, ... kept)
 
+  // The images and storage roots gantryd offers (--image, --storage-root).
+  const info: Obj = await get("clusterinfo").catch(() => ({}));
+  const roots: string[] = info.storageRoots ?? [];
+  const images: Obj[] = info.images ?? [];
   for (const pc of (await get("priorityclasses").catch(() => ({ items: [] }))).items ?? []) {
     el.priority.append(h("option", { value: pc.metadata.name }, `${pc.metadata.name} (${pc.value})`));
   }
@@ -72,7 +75,7 @@ export async function newJobPage(main: HTMLElement, ctx: Ctx): Promise<void> {
   const addVol = (path = "", mnt = "", ro = false) => {
     const i = vols.length;
     const v: Vol = {
-      path: inp(`vol-${i}-path`, { value: path, placeholder: "/srv/gantry/data" }),
+      path: inp(`vol-${i}-path`, { value: path, list: "roots", placeholder: roots[0] ? `${roots[0]}/…` : "no storage roots: volumes are refused" }),
       mount: inp(`vol-${i}-mount`, { value: mnt, placeholder: "/data" }),
       ro: h("input", { type: "checkbox", id: `f-vol-${i}-ro`, checked: ro }),
       row: h("div"),
@@ -177,9 +180,10 @@ export async function newJobPage(main: HTMLElement, ctx: Ctx): Promise<void> {
   const form = h(
     "form",
     { class: "jobform", "aria-label": "New training job", novalidate: true },
-    h("datalist", { id: "images" }, IMAGES.map((i) => h("option", { value: i }))),
+    h("datalist", { id: "images" }, images.map((i) => h("option", { value: i.image, label: i.name }))),
+    h("datalist", { id: "roots" }, roots.map((r) => h("option", { value: `${r}/` }))),
     top,
-    h("fieldset", null, h("legend", null, "Job"), field("Project", el.project), field("Name", el.name, "lower-case letters, digits and '-'"), field("Framework", el.framework), field("Image", el.image, "an OCI image reference, or one of the official images")),
+    h("fieldset", null, h("legend", null, "Job"), field("Project", el.project), field("Name", el.name, "lower-case letters, digits and '-'"), field("Framework", el.framework), field("Image", el.image, "an OCI image reference, or one the cluster lists")),
     h("fieldset", null, h("legend", null, "Code"), field("Git repository", el.git), field("Revision", el.revision, "a full commit, branch or tag"), field("Command", el.command, "run with /bin/sh -c in the checkout"), field("Requirements", el.reqMode), field("Requirements file or lines", el.req, "a path such as requirements.txt, or one requirement per line")),
     h("fieldset", null, h("legend", null, "Replicas and resources"), field("Master / chief replicas", el.masters), field("Worker replicas", el.workers, "a plain command runs as workers only (at least one)"), field("Parameter servers (TensorFlow)", el.ps), field("GPUs per replica", el.gpus), field("Or a GPU share (gpu-milli, 1-1000)", el.milli), field("CPU per replica", el.cpu, "cores, e.g. 2 or 500m"), field("Memory per replica", el.memory, "e.g. 16Gi")),
     h("fieldset", null, h("legend", null, "Volumes"), volBox, h("div", { class: "row" }, h("button", { type: "button", onclick: () => { addVol(); refresh(); } }, "Add a volume"))),
