@@ -66,6 +66,7 @@ enum stage {
     ST_SETGROUPS,
     ST_SETGID,
     ST_SETUID,
+    ST_USERNS,
     ST_NO_NEW_PRIVS,
     ST_CHDIR,
     ST_EXEC,
@@ -83,6 +84,7 @@ static const char *const stage_names[] = {
     [ST_SETGROUPS] = "setgroups",
     [ST_SETGID] = "setgid",
     [ST_SETUID] = "setuid",
+    [ST_USERNS] = "make the user namespace",
     [ST_NO_NEW_PRIVS] = "no_new_privs",
     [ST_CHDIR] = "chdir",
     [ST_EXEC] = "exec",
@@ -217,6 +219,77 @@ static void child_mounts(const struct gt_shim_spec *spec, const struct child_fds
     }
 }
 
+/* Write "0 ID 1" to /proc/PID/FILE; 0 or an errno. */
+static int write_id_map(pid_t pid, const char *file, unsigned id)
+{
+    char path[64], line[32];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+    int n = snprintf(line, sizeof(line), "0 %u 1\n", id);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int e = fd < 0 || write(fd, line, (size_t)n) != n ? errno : 0;
+    if (fd >= 0) {
+        close(fd);
+    }
+    return e;
+}
+
+/* A user namespace whose uid and gid 0 are the task's own ids needs its
+ * maps written by a process privileged in the parent namespace (only that
+ * one may leave setgroups allowed, which buildah and other tools that switch
+ * users inside need), while the shim itself is suspended until the task
+ * execs. So the child, still root, forks this helper (a raw fork: no atfork
+ * handlers in the shared memory) before it drops its privileges; the helper
+ * waits on go until the child has unshared, writes its maps, reports an
+ * errno (0) on done and exits. Returns the helper's pid, or -errno. */
+static pid_t userns_helper(const struct gt_shim_spec *spec, int go[2], int done[2])
+{
+    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(done, O_CLOEXEC) < 0) {
+        return -errno;
+    }
+    pid_t pid = (pid_t)syscall(SYS_fork);
+    if (pid < 0) {
+        return -errno;
+    }
+    if (pid > 0) {
+        close(go[0]);
+        close(done[1]);
+        return pid;
+    }
+    char c;
+    int e = read(go[0], &c, 1) == 1 ? 0 : EPIPE;
+    pid_t parent = getppid();
+    e = e ? e : write_id_map(parent, "uid_map", spec->uid);
+    e = e ? e : write_id_map(parent, "gid_map", spec->gid);
+    if (write(done[1], &e, sizeof(e)) != (ssize_t)sizeof(e)) {
+        _exit(1);
+    }
+    _exit(0);
+}
+
+/* The child's side, after it dropped to the task's ids: unshare, let the
+ * helper map, reap it, and leave no supplementary group behind (the host's
+ * are unmapped inside). 0 or an errno. */
+static int child_userns(pid_t helper, int go[2], int done[2])
+{
+    int e = unshare(CLONE_NEWUSER) < 0 ? errno : 0;
+    if (write(go[1], "g", 1) != 1 && !e) {
+        e = errno;
+    }
+    close(go[1]);
+    int he = EPIPE;
+    if (read(done[0], &he, sizeof(he)) != (ssize_t)sizeof(he)) {
+        he = EPIPE;
+    }
+    close(done[0]);
+    while (waitpid(helper, NULL, 0) < 0 && errno == EINTR) {
+    }
+    e = e ? e : he;
+    if (!e && setgroups(0, NULL) < 0) {
+        e = errno;
+    }
+    return e;
+}
+
 /* The task's process: shares the suspended shim's memory (CLONE_VM |
  * CLONE_VFORK) on a stack of its own until it execs; joins the cgroup
  * before anything else, so nothing of the task runs outside its limits. */
@@ -252,6 +325,14 @@ static int child_run(void *arg)
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    int ns_go[2] = {-1, -1}, ns_done[2] = {-1, -1};
+    pid_t helper = -1;
+    if (spec->namespaces & GT_NS_USER) {
+        helper = userns_helper(spec, ns_go, ns_done);
+        if (helper < 0) {
+            child_fail(fds, ST_USERNS, -helper);
+        }
+    }
     if (setgroups(spec->n_groups, spec->groups) < 0) {
         child_fail(fds, ST_SETGROUPS, errno);
     }
@@ -260,6 +341,12 @@ static int child_run(void *arg)
     }
     if (setuid(spec->uid) < 0) {
         child_fail(fds, ST_SETUID, errno);
+    }
+    if ((spec->namespaces & GT_NS_USER) && helper >= 0) {
+        int e = child_userns(helper, ns_go, ns_done);
+        if (e) {
+            child_fail(fds, ST_USERNS, e);
+        }
     }
     if (!spec->privileged && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         child_fail(fds, ST_NO_NEW_PRIVS, errno);

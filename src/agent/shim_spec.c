@@ -21,7 +21,7 @@
 
 #define MAX_SPEC_BYTES (1 << 20)
 
-static const char *const ns_names[] = {"pid", "mount", "uts", "ipc", NULL};
+static const char *const ns_names[] = {"pid", "mount", "uts", "ipc", "user", NULL};
 static const char *const runtimes[] = {"runc", "crun", NULL};
 
 bool gt_shim_host_valid(const char *hostname, const char *ip)
@@ -376,6 +376,11 @@ static int check_spec(const struct gt_shim_spec *s, struct gt_err *err)
     }
     if ((s->namespaces & GT_NS_PID) && !(s->namespaces & GT_NS_MOUNT)) {
         return gt_err_set(err, GT_EINVAL, "namespaces: pid needs mount (for a fresh /proc)");
+    }
+    if ((s->namespaces & GT_NS_USER) && (s->privileged || s->image)) {
+        return gt_err_set(
+            err, GT_EINVAL,
+            "namespaces: user is for unprivileged host tasks (not privileged, no image)");
     }
     if (s->hostname && !(s->namespaces & GT_NS_UTS)) {
         return gt_err_set(err, GT_EINVAL, "hostname: needs the uts namespace");

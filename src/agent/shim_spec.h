@@ -17,6 +17,7 @@ enum gt_shim_ns {
     GT_NS_MOUNT = 1 << 1,
     GT_NS_UTS = 1 << 2,
     GT_NS_IPC = 1 << 3,
+    GT_NS_USER = 1 << 4, /* the task is uid/gid 0 of a user namespace mapping only its own ids */
 };
 
 /* A volume of a spec: root/path (path relative, "." for root) at mount_path. */

@@ -339,7 +339,8 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
     const char *data = p->data_dir ? p->data_dir : p->state_dir;
     spec->cwd = wd ? gt_xstrdup(wd) : gt_xasprintf("%s/work", data);
     spec->hostname = gt_xstrdup(task->o.meta.name);
-    spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC;
+    spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC |
+                       (tmpl->has_host_users && !tmpl->host_users ? GT_NS_USER : 0);
     spec->cgroup_path = gt_xasprintf("gantry/%s", uid);
     spec->log_dir = gt_xstrdup(data);
     spec->data_dir = p->data_dir ? gt_xstrdup(p->data_dir) : NULL;

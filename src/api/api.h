@@ -396,6 +396,15 @@ struct gt_api_template {
     GT_API_LIST(struct gt_api_mount) volume_mounts;
     int64_t run_as_user;    /* GT_API_UNSET: the creator's uid */
     int64_t grace_period_s; /* terminationGracePeriodSeconds; GT_API_UNSET: 30 */
+    /* hostUsers (as in a Kubernetes pod spec): false runs the task as uid 0
+     * of a user namespace that maps only its own uid and gid (rootless
+     * tools such as buildah); absent or true: the host's ids */
+    bool host_users;
+    bool has_host_users;
+    /* terminationMessagePolicy "File": the task may write a message of at
+     * most 1 KiB to the file $GANTRY_TERMINATION_LOG names, which becomes
+     * its status.message when it ends */
+    int termination_policy; /* index: 0 None, 1 File */
 };
 
 /* What a container gets of each resource, after defaulting: the request

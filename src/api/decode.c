@@ -220,7 +220,8 @@ void gt_schema_decode(const struct gt_schema *s, const json_t *obj, void *out,
         const json_t *v = obj ? json_object_get(obj, f->name) : NULL;
         decode_value(f, v, (char *)out + f->off, mem);
         if (f->has_out) {
-            *((bool *)((char *)out + f->has)) = json_is_object(v);
+            *((bool *)((char *)out + f->has)) =
+                f->type == GT_F_OBJECT ? json_is_object(v) : v != NULL;
         }
     }
 }

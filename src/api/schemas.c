@@ -54,7 +54,7 @@
 #define UID_MAX 4294967294LL /* (uid_t)-1 is "no uid" */
 
 /* Decoding columns: the row is stored at member m of T (struct gt_api_*,
- * api.h); HAS sets a bool member when the object is present; IDX stores an
+ * api.h); HAS sets a bool member when the object (or value) is present; IDX stores an
  * enum string as its index. */
 #define AT(T, m) .out = true, .off = offsetof(struct gt_api_##T, m)
 #define HAS(T, m) .has_out = true, .has = offsetof(struct gt_api_##T, m)
@@ -74,6 +74,8 @@ static const char *const address_types[] = {"InternalIP", "Hostname", "AgentURL"
 static const char *const task_phases[] = {"Pending",   "Bound",  "Running", "Terminating",
                                           "Succeeded", "Failed", NULL};
 static const char *const event_types[] = {"Normal", "Warning", NULL};
+/* "None" is gantry's default (no file); Kubernetes' File as the one other */
+static const char *const termination_policies[] = {"None", "File", NULL};
 
 const char *gt_api_task_phase_name(enum gt_task_phase p)
 {
@@ -531,6 +533,9 @@ static const struct gt_field template_fields[] = {
     LIST("volumeMounts", mount_item, AT(template, volume_mounts)),
     INT("runAsUser", 0, UID_MAX, AT(template, run_as_user)),
     INT("terminationGracePeriodSeconds", 0, INT32_MAX, AT(template, grace_period_s)),
+    BOOL("hostUsers", AT(template, host_users), HAS(template, has_host_users)),
+    STR("terminationMessagePolicy", .enums = termination_policies, IDX,
+        AT(template, termination_policy)),
     END,
 };
 static const struct gt_schema template_schema = {template_fields, template_post,
