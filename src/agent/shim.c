@@ -108,6 +108,7 @@ struct shim {
     int status;         /* wait status of the task */
     int64_t kill_at_ms; /* monotonic; -1 when no stop is pending */
     int prep_rd_fd;     /* the preparer's failure report; -1 when none */
+    int term_fd;        /* the task's termination log (spec.termination_log); -1 when none */
     bool *vol_is_dir;   /* per volume: a directory (else a file) */
     struct gt_shim_exit ex;
     struct gt_image_pulled img; /* an image task's image (use_fd -1 until pulled) */
@@ -769,6 +770,38 @@ static void read_prep_report(struct shim *s)
     }
 }
 
+/* The termination log, made afresh as root and given to the task's ids; the
+ * shim keeps its own descriptor, so whatever the task later puts at that
+ * path (a link to a file it could not read) is never what the shim reads. */
+static int open_termination_log(struct shim *s, struct gt_err *err)
+{
+    const char *path = s->spec.termination_log;
+    if (unlink(path) < 0 && errno != ENOENT) {
+        return gt_err_set(err, -errno, "unlink %s: %s", path, strerror(errno));
+    }
+    s->term_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (s->term_fd < 0 || fchown(s->term_fd, s->spec.uid, s->spec.gid) < 0) {
+        return gt_err_set(err, -errno, "termination log %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+/* The task's termination message (its first 1 KiB, trailing white space
+ * trimmed) as the exit's message, unless its start failed with one. */
+static void read_termination_log(struct shim *s)
+{
+    char buf[sizeof(s->ex.error)];
+    ssize_t n = pread(s->term_fd, buf, sizeof(buf) - 1, 0);
+    close_fd(&s->term_fd);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r')) {
+        n--;
+    }
+    if (n > 0 && !s->ex.error[0]) {
+        buf[n] = '\0';
+        snprintf(s->ex.error, sizeof(s->ex.error), "%s", buf);
+    }
+}
+
 /* Record the end: exit.json (fsynced), after the cgroup is empty and gone. */
 static void finish(struct shim *s)
 {
@@ -779,6 +812,9 @@ static void finish(struct shim *s)
     }
     if (s->prep_rd_fd >= 0) {
         read_prep_report(s);
+    }
+    if (s->term_fd >= 0) {
+        read_termination_log(s);
     }
     if (s->task_pid > 0) {
         int64_t ooms = 0;
@@ -900,6 +936,7 @@ static int prepare_and_start(struct shim *s, struct gt_err *err)
                           err);
     rc = rc < 0 ? rc : check_volumes(s, err);
     rc = rc < 0 || !s->spec.n_hosts ? rc : write_hosts(s, err);
+    rc = rc < 0 || !s->spec.termination_log ? rc : open_termination_log(s, err);
     if (rc == 0 && s->spec.image) {
         return start_container(s, err);
     }
@@ -917,6 +954,7 @@ static _Noreturn void run_detached(struct shim *s)
     s->cg.oom_fd = -1;
     s->cg.oom_ctl_fd = -1;
     s->prep_rd_fd = -1;
+    s->term_fd = -1;
     s->img.use_fd = -1;
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     write_number(s, "shim.pid", getpid());

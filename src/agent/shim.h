@@ -35,6 +35,9 @@
  *    "cgroup": {"path": "gantry/<task-uid>", "cpuMilli": 0, "memoryBytes": 0,
  *               "pidsMax": 0, "gpuMinors": [0, 1]},  0 = no limit
  *    "log": {"dir": "/abs/dir", "maxBytes": 0, "keepFiles": 3},
+ *    "terminationLog": "/abs/file",            made by the shim for the task's ids;
+ *                                              its first 1 KiB is the exit's "error"
+ *                                              (the task's status.message)
  *    "dataDir": "/abs/dir",                    the task's own directory on disk for
  *                                              an image's rootfs/ and ovl/ (default
  *                                              the state directory)

@@ -194,6 +194,7 @@ static const struct gt_schema spec_schema = {
         ROW_LIST("volumes", 0, 64, volume_obj),
         ROW_LIST("hosts", 0, 4096, host_obj),
         ROW_OBJ("image", 0, image_schema),
+        ROW_STR("terminationLog", 0, gt_check_abs_path),
         {0}}};
 
 static unsigned ns_bits(const json_t *names)
@@ -324,17 +325,17 @@ static void decode(json_t *root, struct gt_shim_spec *spec)
 {
     json_t *argv = NULL, *env = NULL, *groups = NULL, *ns = NULL, *cg, *log, *src = NULL;
     json_t *req = NULL, *pip = NULL, *vols = NULL, *hosts = NULL, *image = NULL;
-    const char *cwd, *hostname = NULL, *venv = NULL, *data = NULL;
+    const char *cwd, *hostname = NULL, *venv = NULL, *data = NULL, *term = NULL;
     json_int_t uid, gid, grace;
     int priv;
     json_unpack(root,
                 "{s?o, s?o, s:s, s:I, s:I, s?o, s:b, s?s, s?o, s:o, s:o, s:I, s?o, s?o, s?o, s?s, "
-                "s?s, s?o, s?o, s?o}",
+                "s?s, s?o, s?o, s?o, s?s}",
                 "argv", &argv, "env", &env, "cwd", &cwd, "uid", &uid, "gid", &gid, "groups",
                 &groups, "privileged", &priv, "hostname", &hostname, "namespaces", &ns, "cgroup",
                 &cg, "log", &log, "stopGracePeriodMs", &grace, "source", &src, "requirements", &req,
                 "pip", &pip, "venvDir", &venv, "dataDir", &data, "volumes", &vols, "hosts", &hosts,
-                "image", &image);
+                "image", &image, "terminationLog", &term);
     spec->argv = strv_new(argv, &spec->n_argv);
     spec->env = strv_new(env, &spec->n_env);
     spec->cwd = gt_xstrdup(cwd);
@@ -357,6 +358,7 @@ static void decode(json_t *root, struct gt_shim_spec *spec)
     spec->data_dir = dup_or_null(data);
     decode_mounts(vols, hosts, spec);
     spec->image = image ? image_new(image) : NULL;
+    spec->termination_log = dup_or_null(term);
 }
 
 /* The rules between fields, on the decoded spec. */
@@ -475,6 +477,9 @@ static void prep_to_json(const struct gt_shim_spec *spec, json_t *root)
         }
         json_object_set_new(root, "pip", pip);
     }
+    if (spec->termination_log) {
+        json_object_set_new(root, "terminationLog", json_string(spec->termination_log));
+    }
     if (spec->venv_dir) {
         json_object_set_new(root, "venvDir", json_string(spec->venv_dir));
     }
@@ -573,6 +578,7 @@ void gt_shim_spec_fini(struct gt_shim_spec *spec)
     free(spec->pip_find_links);
     free(spec->pip_index_url);
     free(spec->venv_dir);
+    free(spec->termination_log);
     free(spec->data_dir);
     for (size_t i = 0; spec->volumes && i < spec->n_volumes; i++) {
         free(spec->volumes[i].root);

@@ -87,6 +87,9 @@ struct gt_shim_spec {
     struct gt_shim_host *hosts;
     size_t n_hosts;
     struct gt_shim_image *image; /* NULL: a host task */
+    /* a file the shim creates for the task (owned by it) whose first 1 KiB
+     * becomes the exit's message; NULL: none */
+    char *termination_log;
 };
 
 /* How a task ended, as exit.json records it. */

@@ -89,6 +89,9 @@ static void build_env(const struct gt_api_task *task, const char *ifname, struct
     strvec_push(&sv,
                 gt_xasprintf("GANTRY_REPLICA_TYPE=%s", ts->replica_type ? ts->replica_type : ""));
     strvec_push(&sv, gt_xasprintf("GANTRY_REPLICA_INDEX=%lld", (long long)index));
+    if (spec->termination_log) {
+        strvec_push(&sv, gt_xasprintf("GANTRY_TERMINATION_LOG=%s", spec->termination_log));
+    }
     if (ifname && *ifname) {
         strvec_push(&sv, gt_xasprintf("GLOO_SOCKET_IFNAME=%s", ifname));
         strvec_push(&sv, gt_xasprintf("NCCL_SOCKET_IFNAME=%s", ifname));
@@ -324,6 +327,10 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
         gt_shim_spec_fini(spec);
         return gt_err_set(err, GT_EINVAL, "spec.template.command: required");
     }
+    const char *data = p->data_dir ? p->data_dir : p->state_dir;
+    if (tmpl->termination_policy == GT_API_TERMINATION_FILE && !tmpl->image) {
+        spec->termination_log = gt_xasprintf("%s/termination-log", data);
+    }
     build_env(task, p->cluster_ifname, spec);
     int rc = build_user(task, p, spec, err);
     build_limits(task, p, spec);
@@ -336,7 +343,6 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
         return rc;
     }
     const char *wd = tmpl->working_dir;
-    const char *data = p->data_dir ? p->data_dir : p->state_dir;
     spec->cwd = wd ? gt_xstrdup(wd) : gt_xasprintf("%s/work", data);
     spec->hostname = gt_xstrdup(task->o.meta.name);
     spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC |

@@ -385,6 +385,9 @@ struct gt_api_template_resources {
     struct gt_api_res requests;
     struct gt_api_res limits;
 };
+/* terminationMessagePolicy, by index */
+enum { GT_API_TERMINATION_NONE, GT_API_TERMINATION_FILE };
+
 struct gt_api_template {
     const char *image;
     GT_API_LIST(const char *) command;
@@ -404,7 +407,7 @@ struct gt_api_template {
     /* terminationMessagePolicy "File": the task may write a message of at
      * most 1 KiB to the file $GANTRY_TERMINATION_LOG names, which becomes
      * its status.message when it ends */
-    int termination_policy; /* index: 0 None, 1 File */
+    int termination_policy; /* GT_API_TERMINATION_* */
 };
 
 /* What a container gets of each resource, after defaulting: the request
