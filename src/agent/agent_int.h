@@ -289,6 +289,7 @@ struct gt_gantlet {
     char tasks_dir[PATH_MAX]; /* RUN/tasks: state directories */
     char data_dir[PATH_MAX];  /* ROOT/tasks: the tasks' directories on disk */
     char venvs_dir[PATH_MAX];
+    char caches_dir[PATH_MAX];         /* ROOT/caches: rootless tasks' per-user caches */
     char images_dir[PATH_MAX];         /* the image cache */
     char runtime_root[PATH_MAX];       /* the OCI runtime's --root: ROOT/oci */
     struct gt_task_image_params image; /* borrows the two above and cfg */

@@ -348,8 +348,9 @@ static int setup(struct gt_gantlet *g, struct gt_err *err)
         return gt_err_set(err, rc, "%s or %s: %s", g->tasks_dir, g->data_dir, strerror(-rc));
     }
     snprintf(g->venvs_dir, sizeof(g->venvs_dir), "%s/venvs", g->cfg->root);
-    if ((rc = mkdirs(g->venvs_dir)) < 0) {
-        return gt_err_set(err, rc, "%s: %s", g->venvs_dir, strerror(-rc));
+    snprintf(g->caches_dir, sizeof(g->caches_dir), "%s/caches", g->cfg->root);
+    if ((rc = mkdirs(g->venvs_dir)) < 0 || (rc = mkdirs(g->caches_dir)) < 0) {
+        return gt_err_set(err, rc, "%s or %s: %s", g->venvs_dir, g->caches_dir, strerror(-rc));
     }
     if ((rc = image_setup(g, err)) < 0) {
         return rc;

@@ -394,16 +394,17 @@ static int check_volumes(const struct gt_shim_spec *spec, struct gt_err *err)
     return 0;
 }
 
-/* The task user's own venv directory, VENVS/<uid> (mode 0700): a cached
- * environment is only ever used by the user who built it. */
-static int make_venv_dir(const struct gt_shim_spec *spec, struct gt_err *err)
+/* A directory of the task user's own (mode 0700): its venvs, VENVS/<uid>
+ * (a cached environment is only ever used by the user who built it), and a
+ * rootless task's cache, CACHES/<uid>. NULL dir: nothing to make. */
+static int make_user_dir(const struct gt_shim_spec *spec, const char *dir, struct gt_err *err)
 {
-    if (!spec->venv_dir) {
+    if (!dir) {
         return 0;
     }
-    if ((mkdir(spec->venv_dir, 0700) < 0 && errno != EEXIST) ||
-        chown(spec->venv_dir, spec->uid, spec->gid) < 0 || chmod(spec->venv_dir, 0700) < 0) {
-        return gt_err_set(err, -errno, "venv directory %s: %s", spec->venv_dir, strerror(errno));
+    if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || chown(dir, spec->uid, spec->gid) < 0 ||
+        chmod(dir, 0700) < 0) {
+        return gt_err_set(err, -errno, "directory %s: %s", dir, strerror(errno));
     }
     return 0;
 }
@@ -418,6 +419,7 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
                                     .storage_roots = g->cfg->storage_roots.items,
                                     .n_storage_roots = g->cfg->storage_roots.n,
                                     .venv_root = g->venvs_dir,
+                                    .cache_root = g->caches_dir,
                                     .cluster_ifname = g->cluster_ifname,
                                     .image = &g->image,
                                     .gids = &g->gids};
@@ -428,7 +430,10 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
         gt_shim_spec_fini(&spec); /* a failed build left it zeroed */
         return rc;
     }
-    rc = make_venv_dir(&spec, err);
+    char *cache = gt_task_cache_dir(g->caches_dir, &spec);
+    rc = make_user_dir(&spec, spec.venv_dir, err);
+    rc = rc < 0 ? rc : make_user_dir(&spec, cache, err);
+    free(cache);
     if (rc == 0 && !t->obj->spec.template.working_dir) {
         if ((mkdir(spec.cwd, 0700) < 0 && errno != EEXIST) ||
             chown(spec.cwd, spec.uid, spec.gid) < 0) {

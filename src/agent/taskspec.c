@@ -53,7 +53,17 @@ static void build_argv(const struct gt_api_template *tmpl, struct gt_shim_spec *
     spec->n_argv = sv.n;
 }
 
-static void build_env(const struct gt_api_task *task, const char *ifname, struct gt_shim_spec *spec)
+char *gt_task_cache_dir(const char *cache_root, const struct gt_shim_spec *spec)
+{
+    if (!cache_root || !(spec->namespaces & GT_NS_USER)) {
+        return NULL;
+    }
+    return gt_xasprintf("%s/%u", cache_root, (unsigned)spec->uid);
+}
+
+/* The task's environment; spec's uid, namespaces and termination log are set. */
+static void build_env(const struct gt_api_task *task, const char *ifname, const char *cache_root,
+                      struct gt_shim_spec *spec)
 {
     const struct gt_api_task_spec *ts = &task->spec;
     struct strvec sv = {0};
@@ -91,6 +101,11 @@ static void build_env(const struct gt_api_task *task, const char *ifname, struct
     strvec_push(&sv, gt_xasprintf("GANTRY_REPLICA_INDEX=%lld", (long long)index));
     if (spec->termination_log) {
         strvec_push(&sv, gt_xasprintf("GANTRY_TERMINATION_LOG=%s", spec->termination_log));
+    }
+    char *cache = gt_task_cache_dir(cache_root, spec);
+    if (cache) {
+        strvec_push(&sv, gt_xasprintf("GANTRY_CACHE_DIR=%s", cache));
+        free(cache);
     }
     if (ifname && *ifname) {
         strvec_push(&sv, gt_xasprintf("GLOO_SOCKET_IFNAME=%s", ifname));
@@ -331,8 +346,10 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
     if (tmpl->termination_policy == GT_API_TERMINATION_FILE && !tmpl->image) {
         spec->termination_log = gt_xasprintf("%s/termination-log", data);
     }
-    build_env(task, p->cluster_ifname, spec);
+    spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC |
+                       (tmpl->has_host_users && !tmpl->host_users ? GT_NS_USER : 0);
     int rc = build_user(task, p, spec, err);
+    build_env(task, p->cluster_ifname, p->cache_root, spec);
     build_limits(task, p, spec);
     rc = rc < 0 ? rc : build_prep(&task->spec, p, spec, err);
     rc = rc < 0 ? rc : build_volumes(&task->spec, p, spec, err);
@@ -345,8 +362,6 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
     const char *wd = tmpl->working_dir;
     spec->cwd = wd ? gt_xstrdup(wd) : gt_xasprintf("%s/work", data);
     spec->hostname = gt_xstrdup(task->o.meta.name);
-    spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC |
-                       (tmpl->has_host_users && !tmpl->host_users ? GT_NS_USER : 0);
     spec->cgroup_path = gt_xasprintf("gantry/%s", uid);
     spec->log_dir = gt_xstrdup(data);
     spec->data_dir = p->data_dir ? gt_xstrdup(p->data_dir) : NULL;

@@ -32,6 +32,7 @@ enum gt_kind {
     GT_KIND_JOB,
     GT_KIND_TASK,
     GT_KIND_EVENT,
+    GT_KIND_IMAGEBUILD,
     GT_KIND_COUNT
 };
 
@@ -248,6 +249,8 @@ gt_check_fn gt_check_digits;
 gt_check_fn gt_check_time;
 gt_check_fn gt_check_abs_path;
 gt_check_fn gt_check_host_path;
+gt_check_fn gt_check_rel_path;
+gt_check_fn gt_check_image_name;
 gt_check_fn gt_check_git_url;
 gt_check_fn gt_check_image;
 gt_check_fn gt_check_env_name;
@@ -661,6 +664,46 @@ struct gt_api_priority_class {
     bool global_default;
     const char *description;
 };
+
+/* ---- ImageBuild: a Dockerfile built by buildah in a Task, pushed to the
+ * cluster registry as REGISTRY/PROJECT/spec.image ---- */
+
+struct gt_api_imagebuild_spec {
+    const char *dockerfile;      /* inline Dockerfile text, or NULL */
+    const char *dockerfile_path; /* path in the source (relative); default "Dockerfile" */
+    struct gt_api_source source; /* the build context's git source */
+    bool has_source;
+    const char *context; /* directory in the source (relative); default "." */
+    GT_API_LIST(struct gt_api_env) build_args;
+    const char *image; /* "NAME:TAG" inside the project's repositories */
+    struct gt_api_template_resources resources;
+};
+
+enum gt_build_phase {
+    GT_BUILD_PENDING,
+    GT_BUILD_RUNNING,
+    GT_BUILD_SUCCEEDED,
+    GT_BUILD_FAILED,
+};
+
+struct gt_api_imagebuild_status {
+    int phase; /* enum gt_build_phase */
+    const char *reason;
+    const char *message;
+    const char *image;  /* the full reference pushed */
+    const char *digest; /* "sha256:..." of the pushed manifest */
+    const char *node_name;
+    const char *start_time;
+    const char *completion_time;
+};
+
+struct gt_api_imagebuild {
+    struct gt_api_object o;
+    struct gt_api_imagebuild_spec spec;
+    struct gt_api_imagebuild_status status;
+};
+/* The name of an ImageBuild phase ("Pending", ...). */
+const char *gt_api_build_phase_name(enum gt_build_phase p);
 
 /* Decode obj, a validated object of kind (a reference is taken; obj must
  * not change while the result lives), into a new typed object of that

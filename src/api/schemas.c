@@ -753,6 +753,72 @@ static const struct gt_field task_fields[] = {
 };
 static const struct gt_schema task_schema = {task_fields, NULL, sizeof(struct gt_api_task)};
 
+/* ---- ImageBuild ---- */
+
+static const char *const build_phases[] = {"Pending", "Running", "Succeeded", "Failed", NULL};
+
+const char *gt_api_build_phase_name(enum gt_build_phase p)
+{
+    return (size_t)p < GT_ARRAY_LEN(build_phases) - 1 ? build_phases[p] : "Unknown";
+}
+
+/* A Dockerfile inline or a path in the source, never both; a path or a
+ * context needs the source. */
+static int imagebuild_spec_post(json_t *obj, const char *path, struct gt_err *err)
+{
+    bool inline_df = json_object_get(obj, "dockerfile") != NULL;
+    bool has_path = json_object_get(obj, "dockerfilePath") != NULL;
+    bool has_src = json_object_get(obj, "source") != NULL;
+    if (inline_df && has_path) {
+        return gt_err_set(err, GT_EINVAL, "%s.dockerfilePath: not with an inline dockerfile", path);
+    }
+    if (!inline_df && !has_src) {
+        return gt_err_set(err, GT_EINVAL,
+                          "%s.dockerfile: required (or source with dockerfilePath)", path);
+    }
+    if (json_object_get(obj, "context") && !has_src) {
+        return gt_err_set(err, GT_EINVAL, "%s.context: needs source", path);
+    }
+    return 0;
+}
+
+static const struct gt_field imagebuild_spec_fields[] = {
+    STR("dockerfile", .max_len = 65536, AT(imagebuild_spec, dockerfile)),
+    STR("dockerfilePath", .max_len = 1024, .check = gt_check_rel_path,
+        AT(imagebuild_spec, dockerfile_path)),
+    OBJ("source", source_schema, AT(imagebuild_spec, source), HAS(imagebuild_spec, has_source)),
+    STR("context", .max_len = 1024, .check = gt_check_rel_path, AT(imagebuild_spec, context)),
+    LIST("buildArgs", env_item, .max_len = 256, AT(imagebuild_spec, build_args)),
+    STR("image", REQ, .max_len = 256, .check = gt_check_image_name, AT(imagebuild_spec, image)),
+    OBJ("resources", template_resources_schema, AT(imagebuild_spec, resources)),
+    END,
+};
+static const struct gt_schema imagebuild_spec_schema = {
+    imagebuild_spec_fields, imagebuild_spec_post, sizeof(struct gt_api_imagebuild_spec)};
+
+static const struct gt_field imagebuild_status_fields[] = {
+    STR("phase", .enums = build_phases, IDX, AT(imagebuild_status, phase)),
+    STR("reason", SHORT, AT(imagebuild_status, reason)),
+    STR("message", MESSAGE, AT(imagebuild_status, message)),
+    STR("image", .max_len = 512, AT(imagebuild_status, image)),
+    STR("digest", SHORT, AT(imagebuild_status, digest)),
+    STR("nodeName", DNS, AT(imagebuild_status, node_name)),
+    STR("startTime", TIME, AT(imagebuild_status, start_time)),
+    STR("completionTime", TIME, AT(imagebuild_status, completion_time)),
+    END,
+};
+static const struct gt_schema imagebuild_status_schema = {
+    imagebuild_status_fields, NULL, sizeof(struct gt_api_imagebuild_status)};
+
+static const struct gt_field imagebuild_fields[] = {
+    ROOT_FIELDS,
+    OBJ("spec", imagebuild_spec_schema, REQ, AT(imagebuild, spec)),
+    OBJ("status", imagebuild_status_schema, AT(imagebuild, status)),
+    END,
+};
+static const struct gt_schema imagebuild_schema = {imagebuild_fields, NULL,
+                                                   sizeof(struct gt_api_imagebuild)};
+
 /* ---- Event: fields at the top level, as core/v1 Event has them ---- */
 
 static const struct gt_field involved_fields[] = {
@@ -787,7 +853,7 @@ static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
     [GT_KIND_DEPARTMENT] = &dept_schema,  [GT_KIND_PROJECT] = &project_schema,
     [GT_KIND_PRIORITYCLASS] = &pc_schema, [GT_KIND_NODE] = &node_schema,
     [GT_KIND_JOB] = &job_schema,          [GT_KIND_TASK] = &task_schema,
-    [GT_KIND_EVENT] = &event_schema,
+    [GT_KIND_EVENT] = &event_schema,     [GT_KIND_IMAGEBUILD] = &imagebuild_schema,
 };
 
 const struct gt_schema *gt_kind_schema(enum gt_kind kind)

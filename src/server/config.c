@@ -55,6 +55,9 @@ static const struct gt_config_opt opts[] = {
     {"pip-find-links", GT_CONFIG_STR, OFF(pip_find_links), NULL, 0, 0, false,
      "a directory of wheels on the nodes for tasks' requirements (pip --find-links; offline "
      "without --pip-index-url): the spec.pip of the tasks of jobs with requirements"},
+    {"registry", GT_CONFIG_STR, OFF(registry), NULL, 0, 0, false,
+     "HOST:PORT of the cluster registry (docker-registry over HTTP, as the nodes reach it): "
+     "ImageBuilds push to HOST:PORT/PROJECT/NAME:TAG; none: builds fail with NoRegistry"},
     {"ui-dir", GT_CONFIG_STR, OFF(ui_dir), NULL, 0, 0, false,
      "the built web dashboard served at / (index.html, assets/); default: web beside the "
      "gantryd binary, where make puts it"},

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/buildctl.h"
 #include "server/cache.h"
 #include "server/ctl.h"
 #include "server/feeder.h"
@@ -78,6 +79,9 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
         if (now || old) {
             gt_ctl_mark_task_job(c, gt_cobj_task(now ? now : old));
         }
+    }
+    if (k == GT_KIND_IMAGEBUILD || k == GT_KIND_JOB || k == GT_KIND_TASK) {
+        gt_buildctl_event(c, k, ev->key, now, old);
     }
     gt_cobj_free(old);
     gt_ctl_kick(c);
@@ -169,6 +173,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
         }
     }
     free_keys(&jobs);
+    gt_buildctl_run(c);
 }
 
 static int retry_job_cb(const char *key, void *val, void *arg)
@@ -256,6 +261,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->inflight);
     gt_strmap_init(&c->dirty_jobs);
     gt_strmap_init(&c->dirty_tasks);
+    gt_strmap_init(&c->dirty_builds);
     gt_strmap_init(&c->waits);
     gt_strmap_init(&c->in_model);
     gt_strmap_init(&c->fresh);
@@ -296,9 +302,14 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
     struct timeval tv = {.tv_sec = 1, .tv_usec = 0};
     evtimer_add(c->tick, &tv);
     /* reconcile everything once: work may have been left half done */
-    struct keys jobs = {0}, tasks = {0};
+    struct keys jobs = {0}, tasks = {0}, builds = {0};
     gt_strmap_each(&c->objs[GT_KIND_JOB], collect_cb, &jobs);
     gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, &tasks);
+    gt_strmap_each(&c->objs[GT_KIND_IMAGEBUILD], collect_cb, &builds);
+    for (size_t i = 0; i < builds.n; i++) {
+        gt_strmap_put(&c->dirty_builds, builds.v[i], MARK);
+    }
+    free_keys(&builds);
     for (size_t i = 0; i < jobs.n; i++) {
         gt_strmap_put(&c->dirty_jobs, jobs.v[i], MARK);
     }
@@ -333,6 +344,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->inflight, NULL);
     gt_strmap_fini(&c->dirty_jobs, NULL);
     gt_strmap_fini(&c->dirty_tasks, NULL);
+    gt_strmap_fini(&c->dirty_builds, NULL);
     gt_strmap_fini(&c->waits, free);
     gt_strmap_fini(&c->in_model, NULL);
     gt_strmap_fini(&c->fresh, gt_ctl_fresh_free);

@@ -112,6 +112,10 @@ static inline const struct gt_api_job *gt_cobj_job(const struct gt_cobj *o)
 {
     return (const struct gt_api_job *)o->t;
 }
+static inline const struct gt_api_imagebuild *gt_cobj_build(const struct gt_cobj *o)
+{
+    return (const struct gt_api_imagebuild *)o->t;
+}
 static inline const struct gt_api_task *gt_cobj_task(const struct gt_cobj *o)
 {
     return (const struct gt_api_task *)o->t;
@@ -124,12 +128,13 @@ static inline const struct gt_api_node *gt_cobj_node(const struct gt_cobj *o)
 struct gt_ctl {
     struct gt_server *s;
     struct gt_strmap objs[GT_KIND_COUNT]; /* key -> struct gt_cobj (no Events) */
-    struct gt_strmap holding;     /* task key -> its cobj (borrowed): tasks holding a node */
-    struct gt_strmap inflight;    /* key -> count of controller writes in flight */
-    struct gt_strmap dirty_jobs;  /* job keys to reconcile this turn */
-    struct gt_strmap dirty_tasks; /* task keys to reconcile this turn */
-    struct gt_strmap waits;       /* job model id -> its last wait message (char *) */
-    struct gt_strmap in_model;    /* job keys added to the scheduler model */
+    struct gt_strmap holding;      /* task key -> its cobj (borrowed): tasks holding a node */
+    struct gt_strmap inflight;     /* key -> count of controller writes in flight */
+    struct gt_strmap dirty_jobs;   /* job keys to reconcile this turn */
+    struct gt_strmap dirty_tasks;  /* task keys to reconcile this turn */
+    struct gt_strmap dirty_builds; /* ImageBuild keys to reconcile this turn (buildctl.c) */
+    struct gt_strmap waits;        /* job model id -> its last wait message (char *) */
+    struct gt_strmap in_model;     /* job keys added to the scheduler model */
     /* job keys added to the model since the last cycle: their reconcile
      * waits for it, which marks them dirty */
     struct gt_strmap unseen;

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""ImageBuild on a real gantlet with a real registry and real buildah.
+
+The module starts Debian's docker-registry on loopback and gantryd with
+--registry pointing at it; the test pushes a base image (busybox) to
+REGISTRY/proj-a/base:1 with buildah as root. Then, as alice (uid 1001):
+- an ImageBuild from a git source (file://, a full sha) whose Dockerfile
+  has FROM the base, COPY, RUN, ENV and CMD runs as a task (rootless:
+  buildah in the task's own user namespace), pushes REGISTRY/proj-a/app:1
+  and records its digest; the build log is the task's log; a job on the
+  built image prints what COPY, RUN, ENV and CMD put there;
+- the same build again on the same node hits the layer cache: every step
+  "Using cache", and the build takes at most 5 s;
+- a build whose RUN fails ends Failed, reason BuildFailed, naming the step
+  and its exit code.
+Skipped when buildah, docker-registry, skopeo, umoci, runc, git or busybox
+is missing, or not root.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gantry_e2e import (API, GANTLET, AgentTest, free_port, obj, wait_for)  # noqa: E402
+from gantry_e2e import main  # noqa: E402
+
+TOOLS = ("buildah", "docker-registry", "skopeo", "umoci", "runc", "git", "busybox")
+MISSING = [t for t in TOOLS if not shutil.which(t)]
+MOD = {}
+BUILD_TIMEOUT_S = 240
+CACHED_BUILD_MAX_S = 5
+
+DOCKERFILE = """FROM {base}
+COPY hello.txt /hello.txt
+RUN echo built-by-run > /built.txt
+ENV GREETING=hello-from-env
+CMD ["/bin/sh", "-c", "cat /hello.txt /built.txt; echo $GREETING"]
+"""
+
+
+def port_open(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def sh(*argv, **kw):
+    return subprocess.run(list(argv), check=True, capture_output=True, timeout=300, **kw)
+
+
+def start_registry(tmp):
+    port = free_port()
+    cfg = os.path.join(tmp, "registry.yml")
+    with open(cfg, "w") as f:
+        f.write("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
+                "http:\n  addr: 127.0.0.1:%d\n" % (os.path.join(tmp, "registry"), port))
+    log = open(os.path.join(tmp, "registry.log"), "wb")
+    proc = subprocess.Popen(["docker-registry", "serve", cfg], stdout=log, stderr=log)
+    log.close()
+    wait_for("registry on port %d" % port, lambda: port_open(port), timeout=20)
+    return proc, port
+
+
+def push_base(tmp, registry):
+    """busybox as /bin/*, built and pushed by root's buildah (a private store)."""
+    ctx = os.path.join(tmp, "base")
+    os.makedirs(ctx)
+    shutil.copy(shutil.which("busybox"), os.path.join(ctx, "busybox"))
+    with open(os.path.join(ctx, "Dockerfile"), "w") as f:
+        f.write('FROM scratch\nCOPY busybox /bin/busybox\n'
+                'RUN ["/bin/busybox", "--install", "-s", "/bin"]\nENV PATH=/bin\n')
+    store = ["--root", os.path.join(tmp, "store"), "--runroot", os.path.join(tmp, "runroot"),
+             "--storage-driver", "vfs"]
+    ref = "%s/proj-a/base:1" % registry
+    sh("buildah", *store, "bud", "--isolation", "chroot", "-t", ref, ctx)
+    sh("buildah", *store, "push", "--tls-verify=false", ref, "docker://" + ref)
+    shutil.rmtree(os.path.join(tmp, "store"), True)
+    return ref
+
+
+def make_repo(tmp, base):
+    repo = os.path.join(tmp, "repo")
+    os.makedirs(repo)
+    with open(os.path.join(repo, "Dockerfile"), "w") as f:
+        f.write(DOCKERFILE.format(base=base))
+    with open(os.path.join(repo, "hello.txt"), "w") as f:
+        f.write("hello-from-copy\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    for argv in (["git", "init", "-q", "."], ["git", "add", "."],
+                 ["git", "commit", "-q", "-m", "app"]):
+        sh(*argv, cwd=repo, env=env)
+    sha = sh("git", "rev-parse", "HEAD", cwd=repo, text=True).stdout.strip()
+    sh("chmod", "-R", "a+rX", tmp)
+    return "file://" + repo, sha
+
+
+def setUpModule():
+    if MISSING or os.geteuid() != 0:
+        return
+    tmp = tempfile.mkdtemp(prefix="gantry-imagebuild-")
+    MOD["tmp"] = tmp
+    MOD["proc"], MOD["port"] = start_registry(tmp)
+    MOD["registry"] = "127.0.0.1:%d" % MOD["port"]
+    MOD["base"] = push_base(tmp, MOD["registry"])
+    MOD["git"], MOD["sha"] = make_repo(tmp, MOD["base"])
+
+
+def tearDownModule():
+    if "proc" in MOD:
+        MOD["proc"].kill()
+        MOD["proc"].wait()
+    if "tmp" in MOD:
+        shutil.rmtree(MOD["tmp"], True)
+
+
+@unittest.skipUnless(os.access(GANTLET, os.X_OK), "needs gantlet in the build directory")
+@unittest.skipIf(MISSING, "image builds need %s" % ", ".join(MISSING))
+@unittest.skipUnless(os.geteuid() == 0, "image builds need root (the agent's)")
+class ImageBuilds(AgentTest):
+    BUILDS = API + "/projects/proj-a/imagebuilds"
+
+    def setUp(self):
+        self.gantryd_args = AgentTest.gantryd_args + ("--registry", MOD["registry"])
+        super().setUp()
+        self.agent = self.gantlet(fake_gpus="1xA100-80GB", extra_args=[
+            "--insecure-registry", MOD["registry"]])
+
+    def build(self, name, image, token="alice", **spec):
+        spec = dict({"source": {"git": MOD["git"], "revision": MOD["sha"]},
+                     "dockerfilePath": "Dockerfile", "image": image}, **spec)
+        st, body = self.g.request("POST", self.BUILDS, obj("ImageBuild", name, "proj-a",
+                                                           spec=spec), token=token)
+        self.assertEqual(st, 201, body)
+
+    def wait_build(self, name):
+        def done():
+            st, body = self.g.request("GET", self.BUILDS + "/" + name)
+            phase = ((body or {}).get("status") or {}).get("phase")
+            return body if phase in ("Succeeded", "Failed") else None
+        return wait_for("build %s done" % name, done, timeout=BUILD_TIMEOUT_S, interval=0.2)
+
+    def duration_s(self, b):
+        st = b["status"]
+        t = self.task(b["metadata"]["name"] + "-build-worker-0")["status"]
+        self.assertTrue(st.get("startTime") and st.get("completionTime"), st)
+        return t
+
+    def test_build_run_rebuild_and_fail(self):
+        b = self.wait_build_of("app", "app:1")
+        self.assertEqual(b["status"]["phase"], "Succeeded", b["status"])
+        ref = "%s/proj-a/app:1" % MOD["registry"]
+        self.assertEqual(b["status"]["image"], ref)
+        self.assertRegex(b["status"]["digest"], r"^sha256:[0-9a-f]{64}$")
+        log = self.g.cli("logs", "-p", "proj-a", "app-build", token="alice").stdout
+        for step in ("STEP 1/5: FROM", "STEP 2/5: COPY", "STEP 3/5: RUN", "STEP 4/5: ENV",
+                     "STEP 5/5: CMD"):
+            self.assertIn(step, log)
+        # a job on the built image: COPY, RUN, ENV and CMD are all there
+        tmpl = {"image": ref + "@" + b["status"]["digest"],
+                "resources": {"limits": {"cpu": "1", "memory": "256Mi"}}}
+        st, body = self.g.request("POST", self.PROJECT + "/jobs", obj(
+            "Job", "use", "proj-a",
+            spec={"replicaSpecs": {"Worker": {"replicas": 1, "template": tmpl}}}), token="alice")
+        self.assertEqual(st, 201, body)
+        t = self.wait_phase("use-worker-0", ("Succeeded", "Failed"), timeout=120)
+        out = self.g.cli("logs", "-p", "proj-a", "use", token="alice").stdout
+        self.assertEqual(t["status"]["phase"], "Succeeded", (t["status"], out))
+        self.assertEqual(out.split(), ["hello-from-copy", "built-by-run", "hello-from-env"])
+
+        # unchanged: every layer from the node's cache, in seconds
+        start = time.monotonic()
+        again = self.wait_build_of("app-again", "app:1")
+        took = time.monotonic() - start
+        self.assertEqual(again["status"]["phase"], "Succeeded", again["status"])
+        self.assertEqual(again["status"]["digest"], b["status"]["digest"])
+        log = self.g.cli("logs", "-p", "proj-a", "app-again-build", token="alice").stdout
+        self.assertEqual(log.count("Using cache"), 4, log)
+        print("image_build_cached_s=%.2f" % took, flush=True)
+        self.assertLessEqual(took, CACHED_BUILD_MAX_S)
+
+        # a failing RUN: BuildFailed naming the step and its exit code
+        bad = self.wait_build_of("bad", "bad:1", dockerfile=(
+            "FROM %s\nRUN echo one\nRUN exit 7\nCMD [\"true\"]\n" % MOD["base"]),
+            dockerfilePath=None)
+        self.assertEqual(bad["status"]["phase"], "Failed", bad["status"])
+        self.assertEqual(bad["status"]["reason"], "BuildFailed", bad["status"])
+        self.assertEqual(bad["status"]["message"], "step 3/4 RUN exit 7: exit code 7")
+
+    def wait_build_of(self, name, image, **spec):
+        spec = {k: v for k, v in spec.items()}
+        body = {"source": {"git": MOD["git"], "revision": MOD["sha"]},
+                "dockerfilePath": "Dockerfile", "image": image}
+        body.update(spec)
+        body = {k: v for k, v in body.items() if v is not None}
+        if "dockerfile" in body:
+            body.pop("source")
+        st, out = self.g.request("POST", self.BUILDS, obj("ImageBuild", name, "proj-a",
+                                                          spec=body), token="alice")
+        self.assertEqual(st, 201, out)
+        return self.wait_build(name)
+
+
+if __name__ == "__main__":
+    main()
