@@ -773,8 +773,8 @@ static int imagebuild_spec_post(json_t *obj, const char *path, struct gt_err *er
         return gt_err_set(err, GT_EINVAL, "%s.dockerfilePath: not with an inline dockerfile", path);
     }
     if (!inline_df && !has_src) {
-        return gt_err_set(err, GT_EINVAL,
-                          "%s.dockerfile: required (or source with dockerfilePath)", path);
+        return gt_err_set(err, GT_EINVAL, "%s.dockerfile: required (or source with dockerfilePath)",
+                          path);
     }
     if (json_object_get(obj, "context") && !has_src) {
         return gt_err_set(err, GT_EINVAL, "%s.context: needs source", path);
@@ -807,8 +807,8 @@ static const struct gt_field imagebuild_status_fields[] = {
     STR("completionTime", TIME, AT(imagebuild_status, completion_time)),
     END,
 };
-static const struct gt_schema imagebuild_status_schema = {
-    imagebuild_status_fields, NULL, sizeof(struct gt_api_imagebuild_status)};
+static const struct gt_schema imagebuild_status_schema = {imagebuild_status_fields, NULL,
+                                                          sizeof(struct gt_api_imagebuild_status)};
 
 static const struct gt_field imagebuild_fields[] = {
     ROOT_FIELDS,
@@ -853,7 +853,7 @@ static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
     [GT_KIND_DEPARTMENT] = &dept_schema,  [GT_KIND_PROJECT] = &project_schema,
     [GT_KIND_PRIORITYCLASS] = &pc_schema, [GT_KIND_NODE] = &node_schema,
     [GT_KIND_JOB] = &job_schema,          [GT_KIND_TASK] = &task_schema,
-    [GT_KIND_EVENT] = &event_schema,     [GT_KIND_IMAGEBUILD] = &imagebuild_schema,
+    [GT_KIND_EVENT] = &event_schema,      [GT_KIND_IMAGEBUILD] = &imagebuild_schema,
 };
 
 const struct gt_schema *gt_kind_schema(enum gt_kind kind)
