@@ -25,6 +25,7 @@
 
 #include "server/buildctl.h"
 #include "server/cache.h"
+#include "server/registry.h"
 #include "server/server_int.h"
 
 #define BUILD_LABEL "gantry.dev/image-build"
@@ -118,6 +119,14 @@ static json_t *build_job(struct gt_ctl *c, const struct gt_cobj *o)
                 sp->dockerfile_path ? sp->dockerfile_path : "Dockerfile");
     }
     env_add(env, "GANTRY_BUILD_CONTEXT", sp->context ? sp->context : ".");
+    const char *user = b->o.meta.creator.user;
+    if (c->s->registry_key && user) {
+        char *cred = gt_registry_credential(c->s->registry_key, user, b->o.meta.project);
+        char *creds = gt_xasprintf("%s:%s", user, cred);
+        env_add(env, "GANTRY_REGISTRY_CREDS", creds);
+        free(creds);
+        free(cred);
+    }
     json_t *cmd = json_pack("[s, s, s, s]", "/bin/sh", "-c", build_script, "gantry-build");
     for (size_t i = 0; i < sp->build_args.n; i++) {
         const struct gt_api_env *a = &sp->build_args.v[i];

@@ -58,6 +58,10 @@ static const struct gt_config_opt opts[] = {
     {"registry", GT_CONFIG_STR, OFF(registry), NULL, 0, 0, false,
      "HOST:PORT of the cluster registry (docker-registry over HTTP, as the nodes reach it): "
      "ImageBuilds push to HOST:PORT/PROJECT/NAME:TAG; none: builds fail with NoRegistry"},
+    {"registry-key", GT_CONFIG_STR, OFF(registry_key), NULL, 0, 0, false,
+     "a PEM RSA private key: gantryd serves GET registry/token, the token realm of the cluster "
+     "registry (docker-registry auth: token, trusting this key's certificate), and builds "
+     "push with credentials it signs; none: the registry is open"},
     {"ui-dir", GT_CONFIG_STR, OFF(ui_dir), NULL, 0, 0, false,
      "the built web dashboard served at / (index.html, assets/); default: web beside the "
      "gantryd binary, where make puts it"},

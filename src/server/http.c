@@ -19,6 +19,7 @@
 #include "server/fault.h"
 #include "server/http.h"
 #include "server/logproxy.h"
+#include "server/registry.h"
 #include "server/reply.h"
 #include "server/server_int.h"
 #include "server/ui.h"
@@ -507,6 +508,28 @@ static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
     reply_200(r, o);
 }
 
+/* GET registry/token: Basic authentication, not a bearer token (registry.c). */
+static void registry_token(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path,
+                           const struct evhttp_uri *uri)
+{
+    if (cmd != EVHTTP_REQ_GET) {
+        method_not_allowed(r, path);
+        return;
+    }
+    struct evkeyvalq q;
+    TAILQ_INIT(&q);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (query && evhttp_parse_query_str(query, &q) != 0) {
+        gt_req_error(r, GT_EBADREQ, "malformed query string");
+        return;
+    }
+    json_t *o = gt_registry_token(r, &q);
+    if (o) {
+        reply_200(r, o);
+    }
+    evhttp_clear_headers(&q);
+}
+
 void gt_http_handle(struct evhttp_request *req, void *arg)
 {
     struct gt_server *s = arg;
@@ -537,6 +560,10 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
     if (r->route.type == GT_ROUTE_HEALTHZ || r->route.type == GT_ROUTE_READYZ ||
         r->route.type == GT_ROUTE_METRICS) {
         serve_plain(r, cmd, path);
+        return;
+    }
+    if (r->route.type == GT_ROUTE_REGISTRY_TOKEN) {
+        registry_token(r, cmd, path, uri);
         return;
     }
     r->user = authenticate(s, req);

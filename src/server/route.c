@@ -147,6 +147,7 @@ int gt_route_parse(const char *path, struct gt_route *r, struct gt_err *err)
         {"/debug/fault", GT_ROUTE_FAULT},
         {GT_API_GROUP_PREFIX "/whoami", GT_ROUTE_WHOAMI},
         {GT_API_GROUP_PREFIX "/clusterinfo", GT_ROUTE_CLUSTERINFO},
+        {GT_API_GROUP_PREFIX "/registry/token", GT_ROUTE_REGISTRY_TOKEN},
     };
     memset(r, 0, sizeof(*r));
     for (size_t i = 0; i < GT_ARRAY_LEN(fixed); i++) {

@@ -42,6 +42,7 @@ struct gt_server_config {
     char *pip_find_links; /* --pip-find-links DIR: a directory of wheels; NULL: none */
     char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
     char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
+    char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -136,11 +137,12 @@ enum gt_route_type {
     GT_ROUTE_HEALTHZ,
     GT_ROUTE_READYZ,
     GT_ROUTE_METRICS,
-    GT_ROUTE_FAULT,       /* /debug/fault */
-    GT_ROUTE_WHOAMI,      /* the caller's own identity */
-    GT_ROUTE_CLUSTERINFO, /* storage roots and offered images */
-    GT_ROUTE_COLLECTION,  /* list / create / watch */
-    GT_ROUTE_OBJECT,      /* get / put / delete, or a subresource */
+    GT_ROUTE_FAULT,          /* /debug/fault */
+    GT_ROUTE_WHOAMI,         /* the caller's own identity */
+    GT_ROUTE_CLUSTERINFO,    /* storage roots and offered images */
+    GT_ROUTE_REGISTRY_TOKEN, /* the cluster registry's token service (registry.c) */
+    GT_ROUTE_COLLECTION,     /* list / create / watch */
+    GT_ROUTE_OBJECT,         /* get / put / delete, or a subresource */
 };
 
 #define GT_ROUTE_NAME_MAX 253

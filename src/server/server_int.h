@@ -65,10 +65,11 @@ struct gt_server {
     struct gt_req *fault_req; /* /debug/fault waiting for in-flight writes to finish */
     enum gt_store_fault fault_point;
     int fault_nth;
-    int64_t n_inflight;        /* store writes submitted, not yet done */
-    bool draining;             /* SIGTERM: no new work, exit once writes are done */
-    bool failed;               /* fsync failed: refuse writes and exit 1 */
-    struct gt_uuid_pool uuids; /* for metadata.uid */
+    int64_t n_inflight;                   /* store writes submitted, not yet done */
+    bool draining;                        /* SIGTERM: no new work, exit once writes are done */
+    bool failed;                          /* fsync failed: refuse writes and exit 1 */
+    struct gt_uuid_pool uuids;            /* for metadata.uid */
+    struct gt_registry_key *registry_key; /* --registry-key; NULL: the registry is open */
     /* stop taking work and exit once writes are done (server.c): for the
      * layers below the life cycle, e.g. on a failed fsync */
     void (*drain)(struct gt_server *s, int exit_code);

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """ImageBuild on a real gantlet with a real registry and real buildah.
 
-The module starts Debian's docker-registry on loopback and gantryd with
---registry pointing at it; the test pushes a base image (busybox) to
-REGISTRY/proj-a/base:1 with buildah as root. Then, as alice (uid 1001):
+Each test starts gantryd with --registry and --registry-key (an RSA key
+made with openssl) and Debian's docker-registry on loopback with token
+authentication whose realm is gantryd's registry/token; the agent pulls
+with its node token. The test pushes a base image (busybox) to
+REGISTRY/proj-a/base:1 with root's buildah as the cluster admin. Then, as
+alice (uid 1001):
 - an ImageBuild from a git source (file://, a full sha) whose Dockerfile
   has FROM the base, COPY, RUN, ENV and CMD runs as a task (rootless:
   buildah in the task's own user namespace), pushes REGISTRY/proj-a/app:1
@@ -11,11 +14,14 @@ REGISTRY/proj-a/base:1 with buildah as root. Then, as alice (uid 1001):
   built image prints what COPY, RUN, ENV and CMD put there;
 - the same build again on the same node hits the layer cache: every step
   "Using cache", and the build takes at most 5 s;
+- alice may pull the image; dave, a member of proj-b only, may not, nor
+  an unknown token;
 - a build whose RUN fails ends Failed, reason BuildFailed, naming the step
   and its exit code.
-Skipped when buildah, docker-registry, skopeo, umoci, runc, git or busybox
-is missing, or not root.
+Skipped when buildah, docker-registry, skopeo, runc, git, busybox or
+openssl is missing, or not root.
 """
+import base64
 import json
 import os
 import shutil
@@ -30,7 +36,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from gantry_e2e import (API, GANTLET, AgentTest, free_port, obj, wait_for)  # noqa: E402
 from gantry_e2e import main  # noqa: E402
 
-TOOLS = ("buildah", "docker-registry", "skopeo", "umoci", "runc", "git", "busybox")
+TOOLS = ("buildah", "docker-registry", "skopeo", "runc", "git", "busybox", "openssl")
 MISSING = [t for t in TOOLS if not shutil.which(t)]
 MOD = {}
 BUILD_TIMEOUT_S = 240
@@ -56,17 +62,21 @@ def sh(*argv, **kw):
     return subprocess.run(list(argv), check=True, capture_output=True, timeout=300, **kw)
 
 
-def start_registry(tmp):
-    port = free_port()
+def start_registry(tmp, port, realm):
+    """docker-registry on port with token authentication: realm (gantryd)
+    issues the tokens, signed by the key whose certificate it trusts."""
     cfg = os.path.join(tmp, "registry.yml")
     with open(cfg, "w") as f:
         f.write("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\n"
-                "http:\n  addr: 127.0.0.1:%d\n" % (os.path.join(tmp, "registry"), port))
-    log = open(os.path.join(tmp, "registry.log"), "wb")
+                "http:\n  addr: 127.0.0.1:%d\n"
+                "auth:\n  token:\n    realm: %s\n    service: gantry-registry\n"
+                "    issuer: gantryd\n    rootcertbundle: %s\n"
+                % (os.path.join(tmp, "registry"), port, realm, MOD["cert"]))
+    log = open(os.path.join(tmp, "registry.log"), "ab")
     proc = subprocess.Popen(["docker-registry", "serve", cfg], stdout=log, stderr=log)
     log.close()
     wait_for("registry on port %d" % port, lambda: port_open(port), timeout=20)
-    return proc, port
+    return proc
 
 
 def push_base(tmp, registry):
@@ -81,7 +91,8 @@ def push_base(tmp, registry):
              "--storage-driver", "vfs"]
     ref = "%s/proj-a/base:1" % registry
     sh("buildah", *store, "bud", "--isolation", "chroot", "-t", ref, ctx)
-    sh("buildah", *store, "push", "--tls-verify=false", ref, "docker://" + ref)
+    sh("buildah", *store, "push", "--tls-verify=false", "--creds", "root-admin:admin-token", ref,
+       "docker://" + ref)
     shutil.rmtree(os.path.join(tmp, "store"), True)
     return ref
 
@@ -108,18 +119,24 @@ def setUpModule():
         return
     tmp = tempfile.mkdtemp(prefix="gantry-imagebuild-")
     MOD["tmp"] = tmp
-    MOD["proc"], MOD["port"] = start_registry(tmp)
+    MOD["key"], MOD["cert"] = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", MOD["key"],
+       "-out", MOD["cert"], "-days", "2", "-subj", "/CN=gantry-registry-token")
+    MOD["port"] = free_port()
     MOD["registry"] = "127.0.0.1:%d" % MOD["port"]
-    MOD["base"] = push_base(tmp, MOD["registry"])
-    MOD["git"], MOD["sha"] = make_repo(tmp, MOD["base"])
 
 
 def tearDownModule():
-    if "proc" in MOD:
-        MOD["proc"].kill()
-        MOD["proc"].wait()
     if "tmp" in MOD:
         shutil.rmtree(MOD["tmp"], True)
+
+
+def can_pull(ref, user, token):
+    """Whether skopeo, logged in as user with its gantry token, may read ref."""
+    r = subprocess.run(["skopeo", "inspect", "--tls-verify=false", "--creds",
+                        "%s:%s" % (user, token), "docker://" + ref],
+                       capture_output=True, text=True, timeout=60)
+    return r.returncode == 0, r.stderr
 
 
 @unittest.skipUnless(os.access(GANTLET, os.X_OK), "needs gantlet in the build directory")
@@ -129,17 +146,27 @@ class ImageBuilds(AgentTest):
     BUILDS = API + "/projects/proj-a/imagebuilds"
 
     def setUp(self):
-        self.gantryd_args = AgentTest.gantryd_args + ("--registry", MOD["registry"])
+        self.gantryd_args = AgentTest.gantryd_args + ("--registry", MOD["registry"],
+                                                      "--registry-key", MOD["key"])
         super().setUp()
-        self.agent = self.gantlet(fake_gpus="1xA100-80GB", extra_args=[
-            "--insecure-registry", MOD["registry"]])
-
-    def build(self, name, image, token="alice", **spec):
-        spec = dict({"source": {"git": MOD["git"], "revision": MOD["sha"]},
-                     "dockerfilePath": "Dockerfile", "image": image}, **spec)
-        st, body = self.g.request("POST", self.BUILDS, obj("ImageBuild", name, "proj-a",
-                                                           spec=spec), token=token)
+        st, body = self.g.request("POST", API + "/projects", obj(
+            "Project", "proj-b", spec={"department": "dept-a",
+                                       "members": [{"user": "dave", "role": "member"}]}))
         self.assertEqual(st, 201, body)
+        tmp = tempfile.mkdtemp(prefix="gantry-imagebuild-reg-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        proc = start_registry(tmp, MOD["port"], self.g.url + API + "/registry/token")
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        # the node pulls with its own token
+        auth = os.path.join(tmp, "auth.json")
+        with open(auth, "w") as f:
+            json.dump({"auths": {MOD["registry"]: {"auth": base64.b64encode(
+                b"node-n1:node-token").decode()}}}, f)
+        self.agent = self.gantlet(fake_gpus="1xA100-80GB", extra_args=[
+            "--insecure-registry", MOD["registry"], "--registry-auth-file", auth])
+        self.base = push_base(tmp, MOD["registry"])
+        self.git, self.sha = make_repo(tmp, self.base)
 
     def wait_build(self, name):
         def done():
@@ -147,12 +174,6 @@ class ImageBuilds(AgentTest):
             phase = ((body or {}).get("status") or {}).get("phase")
             return body if phase in ("Succeeded", "Failed") else None
         return wait_for("build %s done" % name, done, timeout=BUILD_TIMEOUT_S, interval=0.2)
-
-    def duration_s(self, b):
-        st = b["status"]
-        t = self.task(b["metadata"]["name"] + "-build-worker-0")["status"]
-        self.assertTrue(st.get("startTime") and st.get("completionTime"), st)
-        return t
 
     def test_build_run_rebuild_and_fail(self):
         b = self.wait_build_of("app", "app:1")
@@ -176,6 +197,13 @@ class ImageBuilds(AgentTest):
         self.assertEqual(t["status"]["phase"], "Succeeded", (t["status"], out))
         self.assertEqual(out.split(), ["hello-from-copy", "built-by-run", "hello-from-env"])
 
+        # the project's members may pull it; a member of another project may not
+        self.assertTrue(can_pull(ref, "alice", "alice-token")[0])
+        ok, why = can_pull(ref, "dave", "dave-token")
+        self.assertFalse(ok, "dave (proj-b) pulled a proj-a image")
+        self.assertRegex(why, "(?i)unauthorized|denied|authentication required")
+        self.assertFalse(can_pull(ref, "x", "no-such-token")[0])
+
         # unchanged: every layer from the node's cache, in seconds
         start = time.monotonic()
         again = self.wait_build_of("app-again", "app:1")
@@ -189,7 +217,7 @@ class ImageBuilds(AgentTest):
 
         # a failing RUN: BuildFailed naming the step and its exit code
         bad = self.wait_build_of("bad", "bad:1", dockerfile=(
-            "FROM %s\nRUN echo one\nRUN exit 7\nCMD [\"true\"]\n" % MOD["base"]),
+            "FROM %s\nRUN echo one\nRUN exit 7\nCMD [\"true\"]\n" % self.base),
             dockerfilePath=None)
         self.assertEqual(bad["status"]["phase"], "Failed", bad["status"])
         self.assertEqual(bad["status"]["reason"], "BuildFailed", bad["status"])
@@ -197,7 +225,7 @@ class ImageBuilds(AgentTest):
 
     def wait_build_of(self, name, image, **spec):
         spec = {k: v for k, v in spec.items()}
-        body = {"source": {"git": MOD["git"], "revision": MOD["sha"]},
+        body = {"source": {"git": self.git, "revision": self.sha},
                 "dockerfilePath": "Dockerfile", "image": image}
         body.update(spec)
         body = {k: v for k, v in body.items() if v is not None}
