@@ -293,6 +293,8 @@ struct gt_gantlet {
     char images_dir[PATH_MAX];         /* the image cache */
     char runtime_root[PATH_MAX];       /* the OCI runtime's --root: ROOT/oci */
     struct gt_task_image_params image; /* borrows the two above and cfg */
+    char **insecure;                   /* cfg's insecure registries + the cluster's; or NULL */
+    char registry_auth[PATH_MAX];      /* ROOT/registry-auth.json once written */
     char cluster_ifname[64];           /* "" when unknown */
     char shim[PATH_MAX];
     char agent_url[300];
@@ -310,6 +312,14 @@ struct gt_gantlet {
     int backoff_ms;
     struct event *heartbeat_ev, *poll_ev, *rewatch_ev;
 };
+
+/* The cluster registry (registry.c). From GET clusterinfo's body info
+ * (borrowed): its "registry" joins the insecure registries and, without
+ * --registry-auth-file, gets an auth file with this node's token for
+ * skopeo. 0 or -errno with err. */
+int gt_agent_registry_apply(struct gt_gantlet *g, const json_t *info, struct gt_err *err);
+/* Free what gt_agent_registry_apply allocated. */
+void gt_agent_registry_free(struct gt_gantlet *g);
 
 /* tasks.c: the local task table. */
 

@@ -189,6 +189,19 @@ static void list_start(struct gt_gantlet *g)
     free(path);
 }
 
+/* What the cluster offers nodes (the registry), then the task list. An
+ * older gantryd without clusterinfo, or a failure, leaves the image
+ * settings as the flags made them. */
+static void clusterinfo_done(int status, json_t *body, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    struct gt_err err = {0};
+    if (status == 200 && gt_agent_registry_apply(g, body, &err) < 0) {
+        gt_log_warn("cannot use the cluster registry", "err=\"%s\"", err.msg);
+    }
+    list_start(g);
+}
+
 static void register_done(int status, json_t *body, void *arg)
 {
     struct gt_gantlet *g = arg;
@@ -196,7 +209,7 @@ static void register_done(int status, json_t *body, void *arg)
         g->registered = true;
         g->backoff_ms = 0;
         gt_log_info("node registered", "node=%s gpus=%zu", g->cfg->name, g->gpus.n_gpus);
-        list_start(g);
+        gt_apic_request(g->api, EVHTTP_REQ_GET, API "/clusterinfo", NULL, clusterinfo_done, g);
         return;
     }
     gt_log_warn("cannot register the node", "status=%d message=\"%s\"", status,
@@ -428,6 +441,7 @@ out:
     gt_gpu_set_fini(&g->gpus);
     gt_gid_cache_fini(&g->gids);
     free(g->token);
+    gt_agent_registry_free(g);
     free(g);
     return status;
 }

@@ -227,6 +227,12 @@ void gt_cli_up_token_new(char out[GT_CLI_TOKEN_LEN + 1]);
 /* gantryd's token file (kube static-token lines): the admin token for user
  * with uid in group gantry:admins, and the node token as user
  * "system:node:<node>" (uid 65534) in group gantry:nodes. Caller frees. */
+/* docker-registry's configuration for gantry up: filesystem storage at
+ * data_root, listening on addr (HOST:PORT), token authentication with
+ * realm (gantryd's registry/token URL), service "gantry-registry", issuer
+ * "gantryd", trusting the certificate file cert (new string). */
+char *gt_cli_up_registry_config(const char *data_root, const char *addr, const char *realm,
+                                const char *cert);
 char *gt_cli_up_token_file(const char *admin_token, const char *user, long uid,
                            const char *node_token, const char *node);
 

@@ -405,6 +405,37 @@ static const struct column event_cols[] = {
     {.header = "MESSAGE", .cell = event_message},
 };
 
+/* ---- image builds ---- */
+
+static char *build_phase(const struct row *r)
+{
+    return text_at(r->json, "status.phase");
+}
+
+static char *build_image(const struct row *r)
+{
+    return text_at(r->json, "status.image");
+}
+
+static char *build_reason(const struct row *r)
+{
+    return text_at(r->json, "status.reason");
+}
+
+static char *build_digest(const struct row *r)
+{
+    return text_at(r->json, "status.digest");
+}
+
+static const struct column imagebuild_cols[] = {
+    {.header = "NAME", .cell = name_cell},
+    {.header = "PHASE", .cell = build_phase},
+    {.header = "IMAGE", .cell = build_image},
+    {.header = "REASON", .cell = build_reason},
+    {.header = "DIGEST", .cell = build_digest, .wide_only = true},
+    {.header = "AGE", .age_of = created_at},
+};
+
 static const struct {
     const struct column *cols;
     size_t n;
@@ -416,6 +447,7 @@ static const struct {
     [GT_KIND_JOB] = {job_cols, GT_ARRAY_LEN(job_cols)},
     [GT_KIND_TASK] = {task_cols, GT_ARRAY_LEN(task_cols)},
     [GT_KIND_EVENT] = {event_cols, GT_ARRAY_LEN(event_cols)},
+    [GT_KIND_IMAGEBUILD] = {imagebuild_cols, GT_ARRAY_LEN(imagebuild_cols)},
 };
 
 static const struct column project_col = {.header = "PROJECT", .cell = project_cell};

@@ -483,8 +483,9 @@ static void whoami(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
 }
 
 /* GET clusterinfo: what the cluster offers every client, from gantryd's
- * flags: storageRoots (--storage-root) and images [{name, image}] (--image
- * NAME=REF, in flag order). */
+ * flags: storageRoots (--storage-root), images [{name, image}] (--image
+ * NAME=REF, in flag order) and registry (--registry HOST:PORT, when
+ * given: agents pull from it with their node token). */
 static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
 {
     if (cmd != EVHTTP_REQ_GET) {
@@ -505,6 +506,9 @@ static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
     }
     json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", GT_API_VERSION, "kind",
                           "ClusterInfo", "storageRoots", roots, "images", images);
+    if (cfg->registry) {
+        json_object_set_new(o, "registry", json_string(cfg->registry));
+    }
     reply_200(r, o);
 }
 

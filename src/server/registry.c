@@ -49,17 +49,6 @@ struct gt_registry_key {
     unsigned char hmac_key[SHA256_DIGEST_LENGTH];
 };
 
-static void b64url(struct gt_buf *out, const unsigned char *data, size_t len)
-{
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    for (size_t i = 0; i < len; i += 3) {
-        unsigned v = (unsigned)data[i] << 16 | (i + 1 < len ? (unsigned)data[i + 1] << 8 : 0) |
-                     (i + 2 < len ? data[i + 2] : 0);
-        char q[4] = {tab[v >> 18 & 63], tab[v >> 12 & 63], tab[v >> 6 & 63], tab[v & 63]};
-        gt_buf_append(out, q, len - i >= 3 ? 4 : len - i + 1);
-    }
-}
-
 /* libtrust's key ID (keyIDFromCryptoKey in docker/libtrust util.go). */
 static void libtrust_kid(const unsigned char *der, size_t len, char *out)
 {
@@ -262,9 +251,9 @@ static char *sign_jwt(const struct gt_registry_key *k, json_t *claims)
     gt_buf_init(&b);
     json_t *hdr = json_pack("{s:s, s:s, s:s}", "typ", "JWT", "alg", "RS256", "kid", k->kid);
     char *h = json_dumps(hdr, JSON_COMPACT), *c = json_dumps(claims, JSON_COMPACT);
-    b64url(&b, (unsigned char *)h, strlen(h));
+    gt_buf_base64(&b, h, strlen(h), true);
     gt_buf_append(&b, ".", 1);
-    b64url(&b, (unsigned char *)c, strlen(c));
+    gt_buf_base64(&b, c, strlen(c), true);
     free(h);
     free(c);
     json_decref(hdr);
@@ -279,7 +268,7 @@ static char *sign_jwt(const struct gt_registry_key *k, json_t *claims)
         return NULL;
     }
     gt_buf_append(&b, ".", 1);
-    b64url(&b, sig, sig_len);
+    gt_buf_base64(&b, sig, sig_len, true);
     gt_buf_append(&b, "", 1);
     return b.data;
 }

@@ -3,8 +3,9 @@
 
 Each test starts gantryd with --registry and --registry-key (an RSA key
 made with openssl) and Debian's docker-registry on loopback with token
-authentication whose realm is gantryd's registry/token; the agent pulls
-with its node token. The test pushes a base image (busybox) to
+authentication whose realm is gantryd's registry/token; the agent, given
+no registry flags, learns the registry from gantryd and pulls with its node
+token. The test pushes a base image (busybox) to
 REGISTRY/proj-a/base:1 with root's buildah as the cluster admin. Then, as
 alice (uid 1001):
 - an ImageBuild from a git source (file://, a full sha) whose Dockerfile
@@ -16,12 +17,13 @@ alice (uid 1001):
   "Using cache", and the build takes at most 5 s;
 - alice may pull the image; dave, a member of proj-b only, may not, nor
   an unknown token;
+- `gantry get images` lists the official image (gantryd --image) and the
+  project's build; `gantry get imagebuilds` shows the build;
 - a build whose RUN fails ends Failed, reason BuildFailed, naming the step
   and its exit code.
 Skipped when buildah, docker-registry, skopeo, runc, git, busybox or
 openssl is missing, or not root.
 """
-import base64
 import json
 import os
 import shutil
@@ -146,8 +148,9 @@ class ImageBuilds(AgentTest):
     BUILDS = API + "/projects/proj-a/imagebuilds"
 
     def setUp(self):
-        self.gantryd_args = AgentTest.gantryd_args + ("--registry", MOD["registry"],
-                                                      "--registry-key", MOD["key"])
+        self.gantryd_args = AgentTest.gantryd_args + (
+            "--registry", MOD["registry"], "--registry-key", MOD["key"],
+            "--image", "busybox=%s/proj-a/base:1" % MOD["registry"])
         super().setUp()
         st, body = self.g.request("POST", API + "/projects", obj(
             "Project", "proj-b", spec={"department": "dept-a",
@@ -158,13 +161,8 @@ class ImageBuilds(AgentTest):
         proc = start_registry(tmp, MOD["port"], self.g.url + API + "/registry/token")
         self.addCleanup(proc.wait)
         self.addCleanup(proc.kill)
-        # the node pulls with its own token
-        auth = os.path.join(tmp, "auth.json")
-        with open(auth, "w") as f:
-            json.dump({"auths": {MOD["registry"]: {"auth": base64.b64encode(
-                b"node-n1:node-token").decode()}}}, f)
-        self.agent = self.gantlet(fake_gpus="1xA100-80GB", extra_args=[
-            "--insecure-registry", MOD["registry"], "--registry-auth-file", auth])
+        # no registry flags on the node: it learns the registry from gantryd
+        self.agent = self.gantlet(fake_gpus="1xA100-80GB")
         self.base = push_base(tmp, MOD["registry"])
         self.git, self.sha = make_repo(tmp, self.base)
 
@@ -203,6 +201,13 @@ class ImageBuilds(AgentTest):
         self.assertFalse(ok, "dave (proj-b) pulled a proj-a image")
         self.assertRegex(why, "(?i)unauthorized|denied|authentication required")
         self.assertFalse(can_pull(ref, "x", "no-such-token")[0])
+
+        # the catalogue: the official image and the project's build
+        images = self.g.cli("get", "images", token="alice").stdout
+        self.assertRegex(images, r"busybox\s+official\s+%s" % MOD["registry"])
+        self.assertRegex(images, r"proj-a/app:1\s+build app\s+%s@sha256:" % ref)
+        builds = self.g.cli("get", "imagebuilds", "-p", "proj-a", token="alice").stdout
+        self.assertRegex(builds, r"app\s+Succeeded\s+%s\s+Pushed" % ref)
 
         # unchanged: every layer from the node's cache, in seconds
         start = time.monotonic()
