@@ -81,8 +81,9 @@ def start_registry(tmp, port, realm):
     return proc
 
 
-def push_base(tmp, registry):
-    """busybox as /bin/*, built and pushed by root's buildah (a private store)."""
+def push_base(tmp, registry, project="proj-a"):
+    """busybox as /bin/*, built and pushed as REGISTRY/PROJECT/base:1 by
+    root's buildah (a private store) with the cluster admin's token."""
     ctx = os.path.join(tmp, "base")
     os.makedirs(ctx)
     shutil.copy(shutil.which("busybox"), os.path.join(ctx, "busybox"))
@@ -91,7 +92,7 @@ def push_base(tmp, registry):
                 'RUN ["/bin/busybox", "--install", "-s", "/bin"]\nENV PATH=/bin\n')
     store = ["--root", os.path.join(tmp, "store"), "--runroot", os.path.join(tmp, "runroot"),
              "--storage-driver", "vfs"]
-    ref = "%s/proj-a/base:1" % registry
+    ref = "%s/%s/base:1" % (registry, project)
     sh("buildah", *store, "bud", "--isolation", "chroot", "-t", ref, ctx)
     sh("buildah", *store, "push", "--tls-verify=false", "--creds", "root-admin:admin-token", ref,
        "docker://" + ref)
