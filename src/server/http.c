@@ -512,6 +512,19 @@ static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
     reply_200(r, o);
 }
 
+/* The query of uri into q (the caller clears it); -1, answered 400, when
+ * malformed. */
+static int parse_query(struct gt_req *r, const struct evhttp_uri *uri, struct evkeyvalq *q)
+{
+    TAILQ_INIT(q);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (query && evhttp_parse_query_str(query, q) != 0) {
+        gt_req_error(r, GT_EBADREQ, "malformed query string");
+        return -1;
+    }
+    return 0;
+}
+
 /* GET registry/token: Basic authentication, not a bearer token (registry.c). */
 static void registry_token(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path,
                            const struct evhttp_uri *uri)
@@ -521,10 +534,7 @@ static void registry_token(struct gt_req *r, enum evhttp_cmd_type cmd, const cha
         return;
     }
     struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (query && evhttp_parse_query_str(query, &q) != 0) {
-        gt_req_error(r, GT_EBADREQ, "malformed query string");
+    if (parse_query(r, uri, &q) != 0) {
         return;
     }
     json_t *o = gt_registry_token(r, &q);
@@ -576,10 +586,7 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
         return;
     }
     struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (query && evhttp_parse_query_str(query, &q) != 0) {
-        gt_req_error(r, GT_EBADREQ, "malformed query string");
+    if (parse_query(r, uri, &q) != 0) {
         return;
     }
     if (r->route.type == GT_ROUTE_WHOAMI) {

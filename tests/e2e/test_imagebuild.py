@@ -27,7 +27,6 @@ openssl is missing, or not root.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gantry_e2e import (API, GANTLET, AgentTest, free_port, obj, wait_for)  # noqa: E402
+from gantry_e2e import (API, GANTLET, AgentTest, free_port, make_git_repo, obj,  # noqa: E402
+                        wait_for)
+from test_images import port_open  # noqa: E402
 from gantry_e2e import main  # noqa: E402
 
 TOOLS = ("buildah", "docker-registry", "skopeo", "runc", "git", "busybox", "openssl")
@@ -50,14 +51,6 @@ RUN echo built-by-run > /built.txt
 ENV GREETING=hello-from-env
 CMD ["/bin/sh", "-c", "cat /hello.txt /built.txt; echo $GREETING"]
 """
-
-
-def port_open(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 def sh(*argv, **kw):
@@ -101,20 +94,10 @@ def push_base(tmp, registry, project="proj-a"):
 
 
 def make_repo(tmp, base):
-    repo = os.path.join(tmp, "repo")
-    os.makedirs(repo)
-    with open(os.path.join(repo, "Dockerfile"), "w") as f:
-        f.write(DOCKERFILE.format(base=base))
-    with open(os.path.join(repo, "hello.txt"), "w") as f:
-        f.write("hello-from-copy\n")
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
-    for argv in (["git", "init", "-q", "."], ["git", "add", "."],
-                 ["git", "commit", "-q", "-m", "app"]):
-        sh(*argv, cwd=repo, env=env)
-    sha = sh("git", "rev-parse", "HEAD", cwd=repo, text=True).stdout.strip()
-    sh("chmod", "-R", "a+rX", tmp)
-    return "file://" + repo, sha
+    os.chmod(tmp, 0o711)  # the build task clones it as its user
+    return make_git_repo(os.path.join(tmp, "repo"), {
+        "Dockerfile": DOCKERFILE.format(base=base), "hello.txt": "hello-from-copy\n"},
+        message="app")
 
 
 def setUpModule():
