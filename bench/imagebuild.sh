@@ -4,10 +4,13 @@
 # loopback, one gantlet; the build of tests/e2e/test_imagebuild.py (FROM a
 # busybox base in the cluster registry, COPY, RUN, ENV, CMD from a git
 # source) run by rootless buildah in a task as uid 1001. Prints:
-#   image_build_first_s   the first build: create -> Succeeded (pushed), as a
-#                         client sees it, with the node's layer cache empty
+#   image_build_first_s   the first build, the node's layer cache empty:
+#                         buildah bud + push in the task, as the build's
+#                         status.buildDurationMs reports it
 #   image_build_cached_s  the same build unchanged (every layer from the
 #                         cache, nothing new pushed), median of 3
+#   image_build_*_wall_s  the same from create to Succeeded as a client sees
+#                         it (scheduling, task start, git fetch included)
 # Needs root, buildah, docker-registry, skopeo, runc, git, busybox and
 # openssl; prints imagebuild_bench=skipped and why otherwise.
 set -eu
@@ -43,7 +46,7 @@ def build(g, name, git, sha):
         st, body = g.request("GET", BUILDS + "/" + name)
         phase = ((body or {}).get("status") or {}).get("phase")
         if phase == "Succeeded":
-            return time.monotonic() - start
+            return time.monotonic() - start, body["status"]["buildDurationMs"] / 1000.0
         if phase == "Failed":
             raise RuntimeError("build %s failed: %s" % (name, body["status"]))
         time.sleep(0.05)
@@ -60,21 +63,19 @@ def main():
     try:
         g = E.Gantryd(("--log-level", "warn", "--registry", TB.MOD["registry"],
                        "--registry-key", TB.MOD["key"])).start()
-        for path, o in ((API + "/departments", E.obj("Department", "bench", spec={
-                "quota": {"nvidia.com/gpu": 8, "cpu": "1000", "memory": "4Ti"}})),
-                        (API + "/projects", E.obj("Project", "bench", spec={
-                            "department": "bench",
-                            "members": [{"user": "alice", "role": "admin"}]}))):
-            st, body = g.request("POST", path, o)
-            assert st == 201, (st, body)
+        E.bench_tenancy(g)
         reg = TB.start_registry(tmp, TB.MOD["port"], g.url + API + "/registry/token")
         agent = E.Gantlet(g, fake_gpus="1xA100-80GB", heartbeat_s=10,
                           extra_args=("--log-level", "warn")).start()
         base = TB.push_base(tmp, TB.MOD["registry"], project="bench")
         git, sha = TB.make_repo(tmp, base)
-        print("image_build_first_s=%.2f" % build(g, "first", git, sha))
-        cached = sorted(build(g, "cached-%d" % i, git, sha) for i in range(N_CACHED))
-        print("image_build_cached_s=%.2f" % cached[N_CACHED // 2])
+        wall, took = build(g, "first", git, sha)
+        print("image_build_first_s=%.2f" % took)
+        print("image_build_first_wall_s=%.2f" % wall)
+        cached = [build(g, "cached-%d" % i, git, sha) for i in range(N_CACHED)]
+        mid = N_CACHED // 2
+        print("image_build_cached_s=%.2f" % sorted(t for _, t in cached)[mid])
+        print("image_build_cached_wall_s=%.2f" % sorted(w for w, _ in cached)[mid])
     finally:
         if agent:
             agent.cleanup()

@@ -695,6 +695,7 @@ struct gt_api_imagebuild_status {
     const char *node_name;
     const char *start_time;
     const char *completion_time;
+    int64_t build_duration_ms; /* buildah bud + push in the task */
 };
 
 struct gt_api_imagebuild {

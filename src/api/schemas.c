@@ -805,6 +805,7 @@ static const struct gt_field imagebuild_status_fields[] = {
     STR("nodeName", DNS, AT(imagebuild_status, node_name)),
     STR("startTime", TIME, AT(imagebuild_status, start_time)),
     STR("completionTime", TIME, AT(imagebuild_status, completion_time)),
+    INT("buildDurationMs", 0, INT64_MAX, AT(imagebuild_status, build_duration_ms)),
     END,
 };
 static const struct gt_schema imagebuild_status_schema = {imagebuild_status_fields, NULL,

@@ -11,7 +11,8 @@
  * that node reuses every layer. Its log is the build log.
  *
  * The task reports through its termination log (terminationMessagePolicy
- * File): the pushed manifest's digest ("sha256:...") when it succeeded,
+ * File): the pushed manifest's digest and how long buildah took, bud and
+ * push ("sha256:... MS"), when it succeeded,
  * else "step I/N INSTRUCTION: exit code C" (from buildah's "STEP I/N:" and
  * "building at STEP" lines) for a failing step, which this controller
  * records as reason BuildFailed; any other failure keeps the task's reason.
@@ -41,6 +42,7 @@ static const char marker[] = "";
  * plain HTTP (--tls-verify=false), as gantry up runs it. */
 static const char build_script[] =
     "set -u\n"
+    "t0=$(date +%s%N)\n"
     "cache=$GANTRY_CACHE_DIR\n"
     "out=$(mktemp \"$cache/build.XXXXXX\") || exit 1\n"
     "df=$GANTRY_BUILD_DOCKERFILE\n"
@@ -80,7 +82,8 @@ static const char build_script[] =
     "b push --tls-verify=false ${GANTRY_REGISTRY_CREDS:+--creds \"$GANTRY_REGISTRY_CREDS\"} "
     "--digestfile \"$out.digest\" \"$GANTRY_BUILD_IMAGE\" \"docker://$GANTRY_BUILD_IMAGE\" || "
     "{ echo \"push to $GANTRY_BUILD_IMAGE failed\" > \"$GANTRY_TERMINATION_LOG\"; exit 2; }\n"
-    "cat \"$out.digest\" > \"$GANTRY_TERMINATION_LOG\"\n"
+    "printf '%s %s\\n' \"$(cat \"$out.digest\")\" $((($(date +%s%N) - t0) / 1000000)) > "
+    "\"$GANTRY_TERMINATION_LOG\"\n"
     "rm -f \"$out.digest\"\n";
 
 static char *job_key(const struct gt_api_imagebuild *b)
@@ -166,10 +169,12 @@ static json_t *build_job(struct gt_ctl *c, const struct gt_cobj *o)
 static void finished_status(const struct gt_api_task *t, json_t *st)
 {
     const char *msg = t->status.message ? t->status.message : "";
-    if (t->status.phase == GT_TASK_SUCCEEDED && strncmp(msg, "sha256:", 7) == 0) {
+    const char *sp = strchr(msg, ' ');
+    if (t->status.phase == GT_TASK_SUCCEEDED && strncmp(msg, "sha256:", 7) == 0 && sp) {
         json_object_set_new(st, "phase", json_string("Succeeded"));
         json_object_set_new(st, "reason", json_string("Pushed"));
-        json_object_set_new(st, "digest", json_string(msg));
+        json_object_set_new(st, "digest", json_stringn(msg, (size_t)(sp - msg)));
+        json_object_set_new(st, "buildDurationMs", json_integer(strtoll(sp + 1, NULL, 10)));
         json_object_del(st, "message");
         return;
     }

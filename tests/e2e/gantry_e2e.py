@@ -274,6 +274,18 @@ def cgroup_pids(task_uid):
     return pids
 
 
+def bench_tenancy(g):
+    """Department and project "bench" (alice admin, room for 8 GPUs), as
+    the benchmarks use them."""
+    for path, o in ((API + "/departments", obj("Department", "bench", spec={
+            "quota": {"nvidia.com/gpu": 8, "cpu": "1000", "memory": "4Ti"}})),
+                    (API + "/projects", obj("Project", "bench", spec={
+                        "department": "bench",
+                        "members": [{"user": "alice", "role": "admin"}]}))):
+        st, body = g.request("POST", path, o)
+        assert st == 201, (st, body)
+
+
 def make_git_repo(repo, files, message="commit"):
     """A git repository at repo (made) holding files {relative path: text},
     readable by every uid (tasks clone it as their user); returns
