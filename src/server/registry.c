@@ -134,10 +134,8 @@ char *gt_registry_credential(const struct gt_registry_key *k, const char *user, 
     return gt_xasprintf("gtb1.%s.%lld.%s", project, exp, hex);
 }
 
-/* The project a valid build credential of user is for (copied into
- * project), or false. */
-static bool credential_check(const struct gt_registry_key *k, const char *user, const char *cred,
-                             char *project, size_t len)
+bool gt_registry_credential_check(const struct gt_registry_key *k, const char *user,
+                                  const char *cred, char *project, size_t len)
 {
     if (strncmp(cred, "gtb1.", 5) != 0) {
         return false;
@@ -289,7 +287,8 @@ json_t *gt_registry_token(struct gt_req *r, const struct evkeyvalq *q)
         return NULL;
     }
     a.user = gt_server_tokens_find(s->tokens, pass);
-    if (!a.user && credential_check(s->registry_key, a.name, pass, a.project, sizeof(a.project))) {
+    if (!a.user &&
+        gt_registry_credential_check(s->registry_key, a.name, pass, a.project, sizeof(a.project))) {
         a.cred_user.name = a.name;
         a.user = &a.cred_user;
     }

@@ -20,6 +20,10 @@ void gt_registry_key_free(struct gt_registry_key *k);
 /* A build credential for user in project, valid 24 hours (new string). */
 char *gt_registry_credential(const struct gt_registry_key *k, const char *user,
                              const char *project);
+/* Whether cred is a build credential of user that has not expired; its
+ * project is copied into project (len bytes, truncated) either way. */
+bool gt_registry_credential_check(const struct gt_registry_key *k, const char *user,
+                                  const char *cred, char *project, size_t len);
 /* GET registry/token with its query q: the token answer (new reference) for
  * the 200 reply, or NULL when r was answered with an error (401 without
  * Basic credentials or with unknown ones, 404 without a key). */
