@@ -277,6 +277,12 @@ static int template_post(json_t *tmpl, const char *path, struct gt_err *err)
         return gt_err_set(err, GT_EINVAL, "%s: required (non-empty) when there is no image",
                           gt_path_join(sub, sizeof(sub), path, "command"));
     }
+    /* an image task's user namespace is the OCI runtime's business */
+    if (json_object_get(tmpl, "image") && json_is_false(json_object_get(tmpl, "hostUsers"))) {
+        char sub[GT_API_PATH_MAX];
+        return gt_err_set(err, GT_EINVAL, "%s: false is for tasks without an image",
+                          gt_path_join(sub, sizeof(sub), path, "hostUsers"));
+    }
     return 0;
 }
 

@@ -242,6 +242,8 @@ static const struct bad_case bad_cases[] = {
      "spec.dockerfilePath: not with an inline dockerfile"},
     {GT_KIND_IMAGEBUILD, "spec|source", NULL, "spec.dockerfile: required"},
     {GT_KIND_IMAGEBUILD, "spec|buildArgs|0|name", "\"1x\"", "spec.buildArgs[0].name"},
+    {GT_KIND_JOB, "spec|replicaSpecs|Master|template|hostUsers", "false",
+     "spec.replicaSpecs.Master.template.hostUsers: false is for tasks without an image"},
     {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|hostUsers", "\"no\"",
      "spec.replicaSpecs.Worker.template.hostUsers: must be a boolean"},
     {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|terminationMessagePolicy",
