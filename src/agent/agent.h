@@ -146,6 +146,19 @@ int gt_cgroup_oom_fd(struct gt_cgroup *cg, int *fd, struct gt_err *err);
 /* OOM kills so far in the cgroup (the kernel's oom_kill counter). */
 int gt_cgroup_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_err *err);
 
+/* What a task cgroup has used, as cAdvisor reports it: cpu time so far
+ * (ns; container_cpu_usage_seconds_total) and the memory working set
+ * (bytes; usage minus inactive file pages, container_memory_working_set_bytes). */
+struct gt_cgroup_usage {
+    int64_t cpu_ns;
+    int64_t mem_working_set_bytes;
+};
+/* Read them (v2: cpu.stat usage_usec, memory.current, memory.stat
+ * inactive_file; v1: cpuacct.usage, memory.usage_in_bytes, memory.stat
+ * total_inactive_file). A controller that is absent reads as 0. 0 or
+ * -errno (-ENOENT: no such cgroup). */
+int gt_cgroup_usage(const struct gt_cgroup *cg, struct gt_cgroup_usage *out, struct gt_err *err);
+
 /* SIGKILL every process in the cgroup until it is empty (v2: cgroup.kill
  * where the kernel has it). Gives up after about 5 s with -EBUSY. */
 int gt_cgroup_kill_all(const struct gt_cgroup *cg, struct gt_err *err);

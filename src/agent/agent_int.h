@@ -39,6 +39,7 @@ struct gt_cgroup_ops {
     int (*procs_path)(const struct gt_cgroup *cg, char *buf, size_t len);
     int (*oom_fd)(struct gt_cgroup *cg, struct gt_err *err);
     int (*oom_kills)(const struct gt_cgroup *cg, int64_t *count, struct gt_err *err);
+    int (*usage)(const struct gt_cgroup *cg, struct gt_cgroup_usage *out, struct gt_err *err);
     int (*kill_all)(const struct gt_cgroup *cg, struct gt_err *err);
     int (*remove)(const struct gt_cgroup *cg, struct gt_err *err);
 };
@@ -52,6 +53,8 @@ int gt_cgroup_write(const char *dir, const char *name, const char *value, struct
 int gt_cgroup_read(const char *dir, const char *name, char *buf, size_t len);
 /* "key value" lines (memory.events, memory.oom_control): value of key. */
 int gt_cgroup_read_key(const char *dir, const char *name, const char *key, int64_t *value);
+/* One number in a control file (memory.current, cpuacct.usage). 0 or -errno. */
+int gt_cgroup_read_int(const char *dir, const char *name, int64_t *value);
 /* mkdir -p of root/rel; *created tells whether the leaf was new. */
 int gt_cgroup_mkdirs(const char *root, const char *rel, bool *created, struct gt_err *err);
 /* rmdir root/rel, retrying EBUSY for about 2 s; ENOENT is success. */
@@ -303,12 +306,32 @@ struct gt_gantlet {
     struct evhttp *http;
     struct gt_apic_stream *watch;
     char watch_rv[32];
+    struct gt_strmap tel; /* Task uid -> its telemetry state (telemetry.c) */
+    bool tel_in_flight;   /* a telemetry report is being sent */
+    struct event *tel_ev; /* once a second: gt_gantlet_telemetry_poll */
     bool registered;
     bool listing;
     bool stopping;
     int backoff_ms;
     struct event *heartbeat_ev, *poll_ev, *rewatch_ev;
 };
+
+/* telemetry.c: each running task's cpu, memory and new TensorBoard
+ * scalars, sent to gantryd in one report per round (about once a second). */
+void gt_gantlet_telemetry_poll(struct gt_gantlet *g);
+void gt_gantlet_telemetry_free(struct gt_gantlet *g);
+/* The node path of task's spec.tensorboard.logDir (set; borrowed), into
+ * buf: relative to the working directory (workingDir, else DATA_DIR/work),
+ * then, beneath a volume mount, in the volume's hostPath; otherwise, for a
+ * task without an image, beneath its working directory. GT_EFORBIDDEN
+ * (neither in a volume nor in the working directory) or GT_EINVAL, with
+ * err naming the field. data_dir: the task's ROOT/tasks/<uid>. */
+int gt_tel_log_dir_host(const struct gt_api_task *task, const char *data_dir, char *buf, size_t len,
+                        struct gt_err *err);
+
+/* taskspec.c: the volume of vols called name (borrowed; NULL: none). */
+const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vols,
+                                                 const char *name);
 
 /* tasks.c: the local task table. */
 

@@ -104,6 +104,21 @@ int gt_cgroup_read_key(const char *dir, const char *name, const char *key, int64
     return -ENOENT;
 }
 
+int gt_cgroup_read_int(const char *dir, const char *name, int64_t *value)
+{
+    char buf[64];
+    int rc = gt_cgroup_read(dir, name, buf, sizeof(buf));
+    long long v;
+    if (rc < 0) {
+        return rc;
+    }
+    if (sscanf(buf, "%lld", &v) != 1) {
+        return -EINVAL;
+    }
+    *value = v;
+    return 0;
+}
+
 int gt_cgroup_mkdirs(const char *root, const char *rel, bool *created, struct gt_err *err)
 {
     char path[768];
@@ -385,6 +400,12 @@ int gt_cgroup_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_er
 {
     *count = 0;
     return cg->sys.ops->oom_kills(cg, count, err);
+}
+
+int gt_cgroup_usage(const struct gt_cgroup *cg, struct gt_cgroup_usage *out, struct gt_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    return cg->sys.ops->usage(cg, out, err);
 }
 
 int gt_cgroup_kill_all(const struct gt_cgroup *cg, struct gt_err *err)

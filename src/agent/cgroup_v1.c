@@ -282,6 +282,25 @@ static int v1_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_er
     return rc < 0 ? gt_err_set(err, rc, "%s/memory.oom_control: no oom_kill counter", dir) : 0;
 }
 
+static int v1_usage(const struct gt_cgroup *cg, struct gt_cgroup_usage *out, struct gt_err *err)
+{
+    char dir[768];
+    int64_t ns = 0, cur = 0, inactive = 0;
+    if (dir_of(cg, GT_CG_CPU, dir, sizeof(dir)) == 0) {
+        int rc = gt_cgroup_read_int(dir, "cpuacct.usage", &ns);
+        if (rc < 0 && rc != -ENOENT) {
+            return gt_err_set(err, rc, "%s/cpuacct.usage: %s", dir, strerror(-rc));
+        }
+    }
+    if (dir_of(cg, GT_CG_MEMORY, dir, sizeof(dir)) == 0 &&
+        gt_cgroup_read_int(dir, "memory.usage_in_bytes", &cur) == 0) {
+        gt_cgroup_read_key(dir, "memory.stat", "total_inactive_file", &inactive);
+    }
+    out->cpu_ns = ns;
+    out->mem_working_set_bytes = cur > inactive ? cur - inactive : 0;
+    return 0;
+}
+
 static int v1_kill_all(const struct gt_cgroup *cg, struct gt_err *err)
 {
     char procs[768];
@@ -297,6 +316,7 @@ const struct gt_cgroup_ops gt_cgroup_v1_ops = {
     .procs_path = v1_procs_path,
     .oom_fd = v1_oom_fd,
     .oom_kills = v1_oom_kills,
+    .usage = v1_usage,
     .kill_all = v1_kill_all,
     .remove = v1_remove,
 };
