@@ -228,15 +228,22 @@ static const struct bucket *ring_at(const struct ring *r, size_t i)
     return &r->v[(r->head + i) % r->n];
 }
 
+/* The open bucket of r (acc_n > 0) as the mean of its ticks. */
+static void ring_mean(const struct ring *r, struct bucket *b)
+{
+    double n = (double)r->acc_n;
+    *b = (struct bucket){r->acc.t_s, r->acc.gpu_util / n, r->acc.cpu_milli / n,
+                         r->acc.gpu_mem_bytes / n, r->acc.mem_bytes / n};
+}
+
 /* Add one tick's figures at now_s, closing the open bucket first if now_s
  * is past it. */
 static void ring_add(struct ring *r, int64_t now_s, const struct bucket *x)
 {
     int64_t start = now_s - now_s % r->width_s;
     if (r->acc_n && r->acc.t_s != start) {
-        double n = (double)r->acc_n;
-        struct bucket b = {r->acc.t_s, r->acc.gpu_util / n, r->acc.cpu_milli / n,
-                           r->acc.gpu_mem_bytes / n, r->acc.mem_bytes / n};
+        struct bucket b;
+        ring_mean(r, &b);
         ring_push(r, &b);
         r->acc_n = 0;
     }
@@ -597,8 +604,14 @@ static void get_history(struct gt_req *r, const struct tjob *j, const struct evk
     json_t *times = json_array(), *util = json_array(), *gmem = json_array(), *cpu = json_array(),
            *mem = json_array();
     const struct ring *ring = j ? (width == GT_TEL_FINE_S ? &j->fine : &j->coarse) : NULL;
-    for (size_t i = 0; ring && i < ring->n; i++) {
-        const struct bucket *b = ring_at(ring, i);
+    struct bucket open = {0};
+    if (ring && ring->acc_n) {
+        ring_mean(ring, &open);
+    }
+    size_t n = ring ? ring->n + (ring->acc_n > 0) : 0;
+    for (size_t i = 0; i < n; i++) {
+        /* the open bucket last, as the mean of the ticks it has seen */
+        const struct bucket *b = i < ring->n ? ring_at(ring, i) : &open;
         json_array_append_new(times, json_integer(b->t_s));
         json_array_append_new(util, json_real(b->gpu_util));
         json_array_append_new(gmem, json_integer((json_int_t)b->gpu_mem_bytes));
