@@ -77,6 +77,8 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     } else if (k == GT_KIND_TASK) {
         if (now) {
             gt_strmap_put(&c->dirty_tasks, ev->key, MARK);
+            /* at once: a restart may replace this run's Task in the same turn */
+            gt_ledger_note_task(c, ev->key);
         }
         if (now || old) {
             gt_ctl_mark_task_job(c, gt_cobj_task(now ? now : old));
