@@ -320,15 +320,6 @@ struct gt_gantlet {
  * scalars, sent to gantryd in one report per round (about once a second). */
 void gt_gantlet_telemetry_poll(struct gt_gantlet *g);
 void gt_gantlet_telemetry_free(struct gt_gantlet *g);
-/* The node path of task's spec.tensorboard.logDir (set; borrowed), into
- * buf: relative to the working directory (workingDir, else DATA_DIR/work),
- * then, beneath a volume mount, in the volume's hostPath; otherwise, for a
- * task without an image, beneath its working directory. GT_EFORBIDDEN
- * (neither in a volume nor in the working directory) or GT_EINVAL, with
- * err naming the field. data_dir: the task's ROOT/tasks/<uid>. */
-int gt_tel_log_dir_host(const struct gt_api_task *task, const char *data_dir, char *buf, size_t len,
-                        struct gt_err *err);
-
 /* taskspec.c: the volume of vols called name (borrowed; NULL: none). */
 const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vols,
                                                  const char *name);
