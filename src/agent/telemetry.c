@@ -10,9 +10,10 @@
  * once more so that the last scalars written before the exit are sent.
  * Bounded: at most TEL_FILES_MAX event files per task, TEL_READ_MAX bytes
  * per file per round and TEL_PENDING_MAX scalars waiting per task (further
- * ones are dropped and counted). One report is in flight at a time; a
- * round that finds one still in flight is skipped (its scalars wait).
- * A report that fails is not sent again: telemetry is not durable.
+ * ones are dropped and counted); a report carries at most TEL_SEND_MAX
+ * scalars of a task and TEL_REPORT_SCALARS_MAX in all, the rest wait. One report is in flight at a
+ * time; a round that finds one still in flight is skipped (its scalars wait). A report that fails
+ * is not sent again: telemetry is not durable.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +29,10 @@
 #define TEL_READ_MAX (4u << 20)
 #define TEL_PENDING_MAX 10000
 #define TEL_TAG_MAX 256 /* gantryd's longest tag (GT_TEL_TAG_MAX_LEN) */
+/* Scalars per task and per report in one round: a report stays well under
+ * gantryd's --max-body-bytes (3 MiB by default; about 100 bytes a scalar). */
+#define TEL_SEND_MAX 2000
+#define TEL_REPORT_SCALARS_MAX 20000
 
 struct tel_file {
     struct gt_tfev_file f;
@@ -218,9 +223,10 @@ static struct ltel *tel_get(struct gt_gantlet *g, const struct gt_ltask *lt)
 }
 
 /* The report entry of one task (new reference), or NULL when there is
- * nothing to say. live: it runs, so its cgroup is sampled. */
+ * nothing to say. live: it runs, so its cgroup is sampled. At most
+ * TEL_SEND_MAX of its scalars and *budget (decreased) go; the rest wait. */
 static json_t *task_entry(struct gt_gantlet *g, const struct gt_ltask *lt, struct ltel *t,
-                          bool live, int64_t now_ms)
+                          bool live, int64_t now_ms, size_t *budget)
 {
     if (t->log_dir[0]) {
         read_scalars(t);
@@ -242,9 +248,18 @@ static json_t *task_entry(struct gt_gantlet *g, const struct gt_ltask *lt, struc
         t->prev_ms = now_ms;
         gt_cgroup_fini(&cg);
     }
-    if (json_array_size(t->pending)) {
-        json_object_set_new(e, "scalars", t->pending);
-        t->pending = json_array();
+    size_t n = json_array_size(t->pending);
+    size_t k = n < TEL_SEND_MAX ? n : TEL_SEND_MAX;
+    k = k < *budget ? k : *budget;
+    if (k) {
+        json_t *sent = json_array(), *rest = json_array();
+        for (size_t i = 0; i < n; i++) {
+            json_array_append(i < k ? sent : rest, json_array_get(t->pending, i));
+        }
+        json_decref(t->pending);
+        t->pending = rest;
+        *budget -= k;
+        json_object_set_new(e, "scalars", sent);
     } else if (!json_object_get(e, "memoryBytes")) {
         json_decref(e);
         return NULL;
@@ -283,6 +298,7 @@ void gt_gantlet_telemetry_poll(struct gt_gantlet *g)
         return;
     }
     int64_t now_ms = gt_now_ms();
+    size_t budget = TEL_REPORT_SCALARS_MAX;
     json_t *tasks = json_array();
     for (struct gt_ltask *lt = g->tasks; lt; lt = lt->next) {
         /* a task reported terminal gets one last read of its files */
@@ -291,8 +307,8 @@ void gt_gantlet_telemetry_poll(struct gt_gantlet *g)
             continue;
         }
         struct ltel *t = tel_get(g, lt);
-        t->seen = !last;
-        json_t *e = task_entry(g, lt, t, !lt->st.exited && !last, now_ms);
+        json_t *e = task_entry(g, lt, t, !lt->st.exited && !last, now_ms, &budget);
+        t->seen = !last || json_array_size(t->pending) > 0; /* kept until all is sent */
         if (e) {
             json_array_append_new(tasks, e);
         }
