@@ -1,6 +1,7 @@
 /*
  * cgroup v1: one directory per controller hierarchy (cpu, memory, pids,
- * devices), all with the same relative path. The task is placed in every
+ * devices, and cpuacct where it is not mounted with cpu), all with the same
+ * relative path. The task is placed in every
  * mounted one; the pids (else memory, cpu, devices) hierarchy lists its
  * processes. OOM: an eventfd registered on memory.oom_control through
  * cgroup.event_control, and the oom_kill counter in memory.oom_control.
@@ -282,59 +283,19 @@ static int v1_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_er
     return rc < 0 ? gt_err_set(err, rc, "%s/memory.oom_control: no oom_kill counter", dir) : 0;
 }
 
-/* cpu time of the cgroup's processes from /proc/PID/stat (utime, stime
- * and their waited-for children's), in ns: where cpuacct is not mounted
- * with cpu, the task cgroup has no cpuacct.usage of its own. Time of
- * processes that ended unwaited is not counted. */
-static int64_t procs_cpu_ns(const struct gt_cgroup *cg)
-{
-    pid_t *pids = NULL;
-    size_t n = 0;
-    int64_t ticks = 0;
-    if (gt_cgroup_pids(cg, &pids, &n, NULL) < 0) {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char path[64], buf[1024];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
-        FILE *f = fopen(path, "re");
-        size_t len = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-        if (f) {
-            fclose(f);
-        }
-        buf[len] = '\0';
-        /* fields after the command's closing parenthesis: state is 3, utime 14 */
-        const char *p = strrchr(buf, ')');
-        long long ut, st, cut, cst;
-        if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld %lld %lld",
-                        &ut, &st, &cut, &cst) == 4) {
-            ticks += ut + st + cut + cst;
-        }
-    }
-    free(pids);
-    long hz = sysconf(_SC_CLK_TCK);
-    return hz > 0 ? ticks * (1000000000 / hz) : 0;
-}
-
-static int v1_usage(const struct gt_cgroup *cg, struct gt_cgroup_usage *out, struct gt_err *err)
+static void v1_stats(const struct gt_cgroup *cg, struct gt_cgroup_stats *st)
 {
     char dir[768];
-    int64_t ns = 0, cur = 0, inactive = 0;
-    if (dir_of(cg, GT_CG_CPU, dir, sizeof(dir)) == 0) {
-        int rc = gt_cgroup_read_int(dir, "cpuacct.usage", &ns);
-        if (rc == -ENOENT) {
-            ns = procs_cpu_ns(cg);
-        } else if (rc < 0) {
-            return gt_err_set(err, rc, "%s/cpuacct.usage: %s", dir, strerror(-rc));
-        }
+    /* cpuacct mounted with cpu has no mount of its own */
+    if (dir_of(cg, GT_CG_CPUACCT, dir, sizeof(dir)) == 0 ||
+        dir_of(cg, GT_CG_CPU, dir, sizeof(dir)) == 0) {
+        st->cpu_usage_ns = gt_cgroup_read_int(dir, "cpuacct.usage");
     }
-    if (dir_of(cg, GT_CG_MEMORY, dir, sizeof(dir)) == 0 &&
-        gt_cgroup_read_int(dir, "memory.usage_in_bytes", &cur) == 0) {
-        gt_cgroup_read_key(dir, "memory.stat", "total_inactive_file", &inactive);
+    if (dir_of(cg, GT_CG_MEMORY, dir, sizeof(dir)) == 0) {
+        st->memory_working_set_bytes =
+            gt_cgroup_working_set(dir, gt_cgroup_read_int(dir, "memory.usage_in_bytes"),
+                                  "memory.stat", "total_inactive_file");
     }
-    out->cpu_ns = ns;
-    out->mem_working_set_bytes = cur > inactive ? cur - inactive : 0;
-    return 0;
 }
 
 static int v1_kill_all(const struct gt_cgroup *cg, struct gt_err *err)
@@ -352,7 +313,7 @@ const struct gt_cgroup_ops gt_cgroup_v1_ops = {
     .procs_path = v1_procs_path,
     .oom_fd = v1_oom_fd,
     .oom_kills = v1_oom_kills,
-    .usage = v1_usage,
+    .stats = v1_stats,
     .kill_all = v1_kill_all,
     .remove = v1_remove,
 };

@@ -183,21 +183,16 @@ static int v2_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_er
     return rc < 0 ? gt_err_set(err, rc, "%s/memory.events: %s", dir, strerror(-rc)) : 0;
 }
 
-static int v2_usage(const struct gt_cgroup *cg, struct gt_cgroup_usage *out, struct gt_err *err)
+static void v2_stats(const struct gt_cgroup *cg, struct gt_cgroup_stats *st)
 {
     char dir[768];
+    int64_t usec;
     dir_of(cg, dir, sizeof(dir));
-    int64_t usec = 0, cur = 0, inactive = 0;
-    int rc = gt_cgroup_read_key(dir, "cpu.stat", "usage_usec", &usec);
-    if (rc < 0) {
-        return gt_err_set(err, rc, "%s/cpu.stat: %s", dir, strerror(-rc));
+    if (gt_cgroup_read_key(dir, "cpu.stat", "usage_usec", &usec) == 0) {
+        st->cpu_usage_ns = usec * 1000;
     }
-    if (gt_cgroup_read_int(dir, "memory.current", &cur) == 0) {
-        gt_cgroup_read_key(dir, "memory.stat", "inactive_file", &inactive);
-    }
-    out->cpu_ns = usec * 1000;
-    out->mem_working_set_bytes = cur > inactive ? cur - inactive : 0;
-    return 0;
+    st->memory_working_set_bytes = gt_cgroup_working_set(
+        dir, gt_cgroup_read_int(dir, "memory.current"), "memory.stat", "inactive_file");
 }
 
 static int v2_kill_all(const struct gt_cgroup *cg, struct gt_err *err)
@@ -229,7 +224,7 @@ const struct gt_cgroup_ops gt_cgroup_v2_ops = {
     .procs_path = v2_procs_path,
     .oom_fd = v2_oom_fd,
     .oom_kills = v2_oom_kills,
-    .usage = v2_usage,
+    .stats = v2_stats,
     .kill_all = v2_kill_all,
     .remove = v2_remove,
 };

@@ -2,7 +2,7 @@
  * Telemetry of the running tasks, reported to gantryd once a second in one
  * batch per node (POST nodes/NODE/telemetry, docs/api.md "Telemetry"):
  * each task's cpu (milli-CPUs over the last interval) and memory working
- * set from its cgroup, and the new scalars of its TensorBoard event files
+ * set from its cgroup (gt_cgroup_stats), and the new scalars of its TensorBoard event files
  * (spec.tensorboard.logDir), read as they are written (tfevents.h).
  *
  * A task's state here (struct ltel, by Task uid) lives while the task is
@@ -234,19 +234,24 @@ static json_t *task_entry(struct gt_gantlet *g, const struct gt_ltask *lt, struc
     json_t *e =
         json_pack("{s:s, s:s, s:s}", "uid", lt->uid, "project", lt->project, "name", lt->name);
     struct gt_cgroup cg;
-    struct gt_cgroup_usage u;
     char rel[200];
     snprintf(rel, sizeof(rel), "gantry/%s", lt->uid);
-    if (live && g->have_cgroups && gt_cgroup_init(&cg, &g->cgsys, rel, NULL) == 0 &&
-        gt_cgroup_usage(&cg, &u, NULL) == 0) {
-        if (t->prev_ms && now_ms > t->prev_ms && u.cpu_ns >= t->prev_cpu_ns) {
-            int64_t milli = (u.cpu_ns - t->prev_cpu_ns) / (now_ms - t->prev_ms) / 1000;
+    if (live && g->have_cgroups && gt_cgroup_init(&cg, &g->cgsys, rel, NULL) == 0) {
+        struct gt_cgroup_stats u;
+        gt_cgroup_stats(&cg, &u);
+        gt_cgroup_fini(&cg);
+        if (u.cpu_usage_ns >= 0 && t->prev_ms && now_ms > t->prev_ms &&
+            u.cpu_usage_ns >= t->prev_cpu_ns) {
+            int64_t milli = (u.cpu_usage_ns - t->prev_cpu_ns) / (now_ms - t->prev_ms) / 1000;
             json_object_set_new(e, "cpuMilli", json_integer(milli));
         }
-        json_object_set_new(e, "memoryBytes", json_integer(u.mem_working_set_bytes));
-        t->prev_cpu_ns = u.cpu_ns;
-        t->prev_ms = now_ms;
-        gt_cgroup_fini(&cg);
+        if (u.cpu_usage_ns >= 0) {
+            t->prev_cpu_ns = u.cpu_usage_ns;
+            t->prev_ms = now_ms;
+        }
+        if (u.memory_working_set_bytes >= 0) {
+            json_object_set_new(e, "memoryBytes", json_integer(u.memory_working_set_bytes));
+        }
     }
     size_t n = json_array_size(t->pending);
     size_t k = n < TEL_SEND_MAX ? n : TEL_SEND_MAX;
@@ -260,7 +265,7 @@ static json_t *task_entry(struct gt_gantlet *g, const struct gt_ltask *lt, struc
         t->pending = rest;
         *budget -= k;
         json_object_set_new(e, "scalars", sent);
-    } else if (!json_object_get(e, "memoryBytes")) {
+    } else if (!json_object_get(e, "memoryBytes") && !json_object_get(e, "cpuMilli")) {
         json_decref(e);
         return NULL;
     }
