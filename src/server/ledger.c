@@ -19,8 +19,9 @@
  * not the leader serves the same numbers) and clip each run to the window
  * [from, to): a run's share in the window is its GPUs' milli x the seconds
  * of overlap, its utilised share scaled by the same fraction (rounded
- * down). The report's totals are the sums of the same per-record shares
- * the records listing shows, so they agree to the milli-GPU-second.
+ * down); a run of 0 s (bound and ended within one second) is listed, with
+ * nothing to count, when it starts in the window. The report's totals are the sums of the same
+ * per-record shares the records listing shows, so they agree to the milli-GPU-second.
  *
  * In memory: the uids recorded (loaded at start, so a restart writes no
  * record again), the writes in flight and the task keys to retry.
@@ -235,7 +236,8 @@ struct window {
 
 /* A record's share in the window. */
 struct share {
-    int64_t seconds;
+    bool in;         /* the run overlaps the window (a run of 0 s: starts in it) */
+    int64_t seconds; /* of overlap */
     int64_t gpu_milli_s;
     int64_t used_milli_s;
 };
@@ -245,7 +247,7 @@ static int64_t rec_int(const json_t *rec, const char *name)
     return json_integer_value(json_object_get(rec, name));
 }
 
-/* The share of rec (a stored record) in w; *overlap_s the seconds of it. */
+/* The share of rec (a stored record) in w. */
 static struct share share_of(const json_t *rec, const struct window *w)
 {
     struct share sh = {0};
@@ -257,11 +259,12 @@ static struct share share_of(const json_t *rec, const struct window *w)
     }
     int64_t s = s_ms / 1000, e = e_ms / 1000;
     int64_t a = s > w->from_s ? s : w->from_s, b = e < w->to_s ? e : w->to_s;
-    if (b <= a) {
+    sh.in = s < w->to_s && (e > w->from_s || (e <= s && s >= w->from_s));
+    if (!sh.in) {
         return sh;
     }
     int64_t whole = rec_int(rec, "seconds");
-    sh.seconds = b - a;
+    sh.seconds = b > a ? b - a : 0;
     sh.gpu_milli_s = 0;
     size_t i;
     const json_t *g;
@@ -338,7 +341,7 @@ static int read_cb(const struct gt_store_kv *kv, void *arg)
         return 0;
     }
     struct share sh = share_of(rec, &x->w);
-    if (sh.seconds > 0) {
+    if (sh.in) {
         if (x->report) {
             report_add(x, rec, &sh);
         } else {

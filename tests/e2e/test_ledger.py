@@ -122,8 +122,13 @@ class LedgerTest(tc.ControllerTest):
         ends = self.agent.ends
         # whole, two shared, broken, low twice (preempted, then its second run), high
         self.assertEqual(len(ends), 7, sorted(e["metadata"]["name"] for e in ends.values()))
-        recs = self.wait("a record per run", lambda: (lambda r: r if len(r) == 7 else None)(
-            self.records()), timeout=10)
+        try:
+            recs = self.wait("a record per run", lambda: (lambda r: r if len(r) == 7 else None)(
+                self.records()), timeout=10)
+        except AssertionError:
+            self.fail("records %s for runs %s" % (
+                [(r["task"], r["uid"], r["reason"]) for r in self.records()],
+                [(e["metadata"]["name"], u, e["status"]["reason"]) for u, e in ends.items()]))
         by_uid = {r["uid"]: r for r in recs}
         self.assertEqual(set(by_uid), set(ends))
         reasons = sorted(r["reason"] for r in recs)
