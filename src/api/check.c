@@ -158,26 +158,16 @@ int gt_check_abs_path(const json_t *v, struct gt_err *err)
     return 0;
 }
 
-static bool has_dotdot(const char *s)
+/* No ".." component in the string v. */
+static int no_dotdot(const json_t *v, struct gt_err *err)
 {
+    const char *s = json_string_value(v);
     for (const char *p = s; (p = strstr(p, "..")) != NULL; p += 2) {
         bool starts = p == s || p[-1] == '/';
         bool ends = p[2] == '\0' || p[2] == '/';
         if (starts && ends) {
-            return true;
+            return gt_err_set(err, GT_EINVAL, "must not contain a \"..\" component");
         }
-    }
-    return false;
-}
-
-int gt_check_host_path(const json_t *v, struct gt_err *err)
-{
-    int rc = gt_check_abs_path(v, err);
-    if (rc < 0) {
-        return rc;
-    }
-    if (has_dotdot(json_string_value(v))) {
-        return gt_err_set(err, GT_EINVAL, "must not contain a \"..\" component");
     }
     return 0;
 }
@@ -192,10 +182,24 @@ int gt_check_rel_path(const json_t *v, struct gt_err *err)
             return gt_err_set(err, GT_EINVAL, "must not contain control characters");
         }
     }
-    if (!*s || s[0] == '/' || has_dotdot(s)) {
-        return gt_err_set(err, GT_EINVAL, "must be a relative path without \"..\"");
+    if (!*s || s[0] == '/') {
+        return gt_err_set(err, GT_EINVAL, "must be a relative path");
     }
-    return 0;
+    return no_dotdot(v, err);
+}
+
+int gt_check_host_path(const json_t *v, struct gt_err *err)
+{
+    int rc = gt_check_abs_path(v, err);
+    return rc < 0 ? rc : no_dotdot(v, err);
+}
+
+int gt_check_log_dir(const json_t *v, struct gt_err *err)
+{
+    if (!json_is_string(v) || !*json_string_value(v)) {
+        return gt_err_set(err, GT_EINVAL, "must be a non-empty path");
+    }
+    return no_dotdot(v, err);
 }
 
 static bool has_space_or_ctl(const char *s)

@@ -141,6 +141,9 @@ enum gt_route_type {
     GT_ROUTE_WHOAMI,         /* the caller's own identity */
     GT_ROUTE_CLUSTERINFO,    /* storage roots and offered images */
     GT_ROUTE_REGISTRY_TOKEN, /* the cluster registry's token service (registry.c) */
+    GT_ROUTE_USAGE,          /* the ledger's usage report (ledger.c) */
+    GT_ROUTE_USAGE_RECORDS,  /* the ledger's records (ledger.c) */
+    GT_ROUTE_JOB_STATS,      /* every job's current utilisation (telemetry.c) */
     GT_ROUTE_COLLECTION,     /* list / create / watch */
     GT_ROUTE_OBJECT,         /* get / put / delete, or a subresource */
 };
@@ -153,7 +156,8 @@ struct gt_route {
     bool all_projects; /* project-scoped kind listed without a project */
     char project[64];  /* "" when none */
     char name[GT_ROUTE_NAME_MAX + 1];
-    char sub[16]; /* "", "status", "binding" or "log" (tasks) */
+    char sub[16]; /* "", "status", "binding", "log" (tasks), "scalars", "history" (jobs),
+                   * "telemetry" (nodes) */
 };
 
 /* Parse a request path (no query) into r. -GT_ENOTFOUND with err saying
