@@ -46,6 +46,22 @@ static int group_load(const char *job_id, const struct gt_sched_group_spec *g,
     return 0;
 }
 
+/* Set job->gang_use, for its verdicts (verdict.c): its first min_available
+ * tasks' use, summed (every resource INT64_MAX if the sum overflows). */
+static void gang_init(struct gt_sched_job *job)
+{
+    struct gt_resvec sum = {0};
+    for (size_t i = 0; i < job->min_available; i++) {
+        if (gt_sched_res_add(&sum, &job->tasks[i].group->use) < 0) {
+            for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+                sum.v[r] = INT64_MAX;
+            }
+            break;
+        }
+    }
+    job->gang_use = sum;
+}
+
 /* The priority class a job names, else the global default, else NULL. */
 static const struct gt_sched_pclass *find_pclass(const struct gt_sched_model *m, const char *name)
 {
@@ -83,6 +99,7 @@ static void job_free(struct gt_sched_job *job)
     free(job->groups);
     free(job->skip);
     free(job->wait_message);
+    free(job->verdict);
     free(job->id);
     free(job);
 }
@@ -100,8 +117,10 @@ static int job_spec_check(const struct gt_sched_model *m, const struct gt_sched_
     }
     if (spec->n_groups < 1 || !spec->groups || spec->min_available < 0 ||
         spec->attained_gpu_ms < 0 || spec->runtime_estimate_ms < 0 ||
-        spec->active_deadline_ms < 0) {
-        return gt_err_set(err, GT_EINVAL, "job %s: bad spec (no groups or a negative value)",
+        spec->active_deadline_ms < 0 || spec->topology < GT_SCHED_TOPO_NONE ||
+        spec->topology > GT_SCHED_TOPO_NUMA) {
+        return gt_err_set(err, GT_EINVAL,
+                          "job %s: bad spec (no groups, a negative value or an unknown topology)",
                           spec->id);
     }
     *dept = gt_sched_map_get(&m->dept_map, spec->department);
@@ -159,6 +178,8 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
         goto fail;
     }
     job->min_available = spec->min_available ? (size_t)spec->min_available : job->n_tasks;
+    job->topology = spec->topology;
+    job->topology_required = spec->topology != GT_SCHED_TOPO_NONE && spec->topology_required;
 
     job->tasks = gt_xcalloc(job->n_tasks, sizeof(*job->tasks));
     size_t t = 0;
@@ -186,6 +207,7 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
     for (size_t g = 0; g < job->n_groups; g++) {
         job->light = job->light || job->groups[g].req.gpus == 0;
     }
+    gang_init(job);
 
     GT_VEC_RESERVE(m->jobs, m->cap_jobs, m->n_jobs + 1, 16);
     job->vec_index = m->n_jobs;

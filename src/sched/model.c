@@ -217,6 +217,7 @@ int gt_sched_node_add(struct gt_sched_model *m, const struct gt_sched_node_spec 
     m->nodes[pos] = node;
     m->n_nodes++;
     gt_sched_map_put(&m->node_map, node->name, node);
+    m->capacity_epoch++;
     return 0;
 }
 
@@ -276,6 +277,7 @@ int gt_sched_node_update(struct gt_sched_model *m, const struct gt_sched_node_sp
     node_recount(node);
     gt_sched_node_groups_init(node);
     gt_sched_node_reindex(node, false);
+    m->capacity_epoch++;
     return 0;
 }
 
@@ -300,6 +302,7 @@ int gt_sched_node_remove(struct gt_sched_model *m, const char *name, struct gt_e
     m->n_nodes--;
     gt_sched_map_del(&m->node_map, node->name);
     node_free(node);
+    m->capacity_epoch++;
     return 0;
 }
 
@@ -341,6 +344,7 @@ int gt_sched_department_set(struct gt_sched_model *m, const char *name,
     }
     dept->guarantee = g;
     dept->limit = l;
+    m->capacity_epoch++;
     return 0;
 }
 

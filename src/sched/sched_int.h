@@ -23,6 +23,17 @@
 
 struct gt_sched_job;
 
+/* The most one schedulable (Ready, uncordoned) node offers, over the
+ * cluster (verdict.c): what no task or required-topology gang may exceed. */
+struct gt_sched_caps {
+    size_t n_nodes;    /* schedulable nodes */
+    int64_t cpu_milli; /* largest allocatable cpu */
+    int64_t memory_bytes;
+    int64_t node_gpus;  /* most healthy GPUs on one node */
+    int64_t group_gpus; /* most healthy GPUs in one NVLink/PCIe group */
+    int64_t numa_gpus;  /* most healthy GPUs on one NUMA node */
+};
+
 struct gt_sched_gpu {
     int32_t index, group, numa;
     int32_t group_slot; /* dense 0..node->n_groups-1 for group */
@@ -167,6 +178,13 @@ struct gt_sched_job {
     uint64_t seen_cycle;                          /* last cycle that considered it */
     enum gt_sched_wait_reason wait_reason;        /* the last wait reported, if wait_message */
     char *wait_message;                           /* owned; NULL: no wait reported yet */
+    /* topology.c and verdict.c */
+    enum gt_sched_topology topology; /* NONE: unconstrained */
+    bool topology_required;
+    struct gt_resvec gang_use;   /* its first min_available tasks' use summed (saturating) */
+    uint64_t verdict_epoch;      /* model->capacity_epoch the verdict is for; 0: none yet */
+    char *verdict;               /* owned; NULL: admissible, else "Code: message" */
+    uint64_t placement_attempts; /* gang placements searched for it */
 };
 
 /* GPUs a job holds until the tasks occupying them exit (preemption victims
@@ -210,6 +228,12 @@ struct gt_sched_model {
     struct gt_sched_job **fresh;
     size_t n_fresh, cap_fresh;
     bool dead_told;
+    /* verdict.c: bumped by every change of nodes, departments or project
+     * caps, so a job's cached verdict is recomputed only after one; caps:
+     * the largest schedulable node's capacity, per level, as of caps_epoch */
+    uint64_t capacity_epoch;
+    uint64_t caps_epoch;
+    struct gt_sched_caps caps;
 };
 
 /* ---- policies ---- */

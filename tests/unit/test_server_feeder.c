@@ -127,7 +127,8 @@ static void test_project_cap_from_spec_hard(void **state)
     char *wait;
     assert_int_equal(cycle_binds(m, 1000, &wait), 0);
     assert_non_null(wait);
-    assert_non_null(strstr(wait, "project p needs nvidia.com/gpu 3, hard cap 2 reached"));
+    assert_non_null(strstr(wait, "ExceedsProjectCap: the gang of 3 tasks needs nvidia.com/gpu "
+                                 "3 but project p's hard cap is 2 (spec.hard)"));
     free(wait);
 
     /* spec.hard gone (edited out, or the Project deleted): no cap. */
