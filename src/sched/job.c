@@ -46,22 +46,6 @@ static int group_load(const char *job_id, const struct gt_sched_group_spec *g,
     return 0;
 }
 
-/* Set job->gang_use, for its verdicts (verdict.c): its first min_available
- * tasks' use, summed (every resource INT64_MAX if the sum overflows). */
-static void gang_init(struct gt_sched_job *job)
-{
-    struct gt_resvec sum = {0};
-    for (size_t i = 0; i < job->min_available; i++) {
-        if (gt_sched_res_add(&sum, &job->tasks[i].group->use) < 0) {
-            for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
-                sum.v[r] = INT64_MAX;
-            }
-            break;
-        }
-    }
-    job->gang_use = sum;
-}
-
 /* The priority class a job names, else the global default, else NULL. */
 static const struct gt_sched_pclass *find_pclass(const struct gt_sched_model *m, const char *name)
 {
@@ -207,7 +191,6 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
     for (size_t g = 0; g < job->n_groups; g++) {
         job->light = job->light || job->groups[g].req.gpus == 0;
     }
-    gang_init(job);
 
     GT_VEC_RESERVE(m->jobs, m->cap_jobs, m->n_jobs + 1, 16);
     job->vec_index = m->n_jobs;

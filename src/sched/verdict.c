@@ -93,14 +93,45 @@ static enum gt_res first_over(const struct gt_resvec *want, const struct gt_resv
     return GT_RES_COUNT;
 }
 
+/* The gang (the job's first min_available tasks, in group order) summed:
+ * what it uses, and for a required node its whole GPUs alone (shares of one
+ * job may stack on one GPU). Saturates at INT64_MAX. */
+struct gang {
+    struct gt_resvec use;
+    int64_t whole_gpu_milli;
+    size_t n_groups; /* groups with tasks in the gang: the first ones */
+};
+
+static int64_t sat_add(int64_t a, int64_t b, int64_t times)
+{
+    int64_t p, s;
+    return gt_mul_i64(b, times, &p) < 0 || gt_add_i64(a, p, &s) < 0 ? INT64_MAX : s;
+}
+
+static void gang_of(const struct gt_sched_job *job, struct gang *out)
+{
+    *out = (struct gang){0};
+    size_t left = job->min_available;
+    for (size_t g = 0; g < job->n_groups && left > 0; g++) {
+        const struct gt_sched_group *grp = &job->groups[g];
+        int64_t k = (size_t)grp->replicas < left ? grp->replicas : (int64_t)left;
+        for (enum gt_res r = 0; r < GT_RES_COUNT; r++) {
+            out->use.v[r] = sat_add(out->use.v[r], grp->use.v[r], k);
+        }
+        out->whole_gpu_milli = sat_add(out->whole_gpu_milli, grp->req.gpus * 1000, k);
+        out->n_groups++;
+        left -= (size_t)k;
+    }
+}
+
 /* "Code: the gang of N tasks needs R X but <whose> <name>'s <what> is Y
  * (<field>); raise it to at least X or ask for less" into b. */
 static void over_quota(struct gt_buf *b, const char *code, const char *whose, const char *name,
                        const char *what, const char *field, const struct gt_sched_job *job,
-                       enum gt_res r, int64_t cap)
+                       const struct gang *gang, enum gt_res r, int64_t cap)
 {
     char need[32], have[32];
-    gt_sched_res_text(r, job->gang_use.v[r], need, sizeof(need));
+    gt_sched_res_text(r, gang->use.v[r], need, sizeof(need));
     gt_sched_res_text(r, cap, have, sizeof(have));
     gt_buf_printf(b,
                   "%s: the gang of %zu task%s needs %s %s but %s %s's %s is %s (%s); raise it to "
@@ -112,17 +143,14 @@ static void over_quota(struct gt_buf *b, const char *code, const char *whose, co
 /* Per gang task: larger than any node, or than any domain of a required
  * group/NUMA level. */
 static bool task_verdict(const struct gt_sched_model *m, const struct gt_sched_job *job,
-                         struct gt_buf *b)
+                         const struct gang *gang, struct gt_buf *b)
 {
     const struct gt_sched_caps *c = &m->caps;
     const struct gt_resvec node = {.v = {[GT_RES_CPU] = c->cpu_milli,
                                          [GT_RES_MEMORY] = c->memory_bytes,
                                          [GT_RES_GPU] = c->node_gpus * 1000}};
-    for (size_t i = 0; i < job->min_available; i++) {
-        const struct gt_sched_group *g = job->tasks[i].group;
-        if (i > 0 && g == job->tasks[i - 1].group) {
-            continue;
-        }
+    for (size_t i = 0; i < gang->n_groups; i++) {
+        const struct gt_sched_group *g = &job->groups[i];
         struct gt_resvec want = g->use;
         if (g->req.gpu_milli > 0) {
             want.v[GT_RES_GPU] = 1000; /* a share needs one GPU */
@@ -157,20 +185,15 @@ static bool task_verdict(const struct gt_sched_model *m, const struct gt_sched_j
 
 /* The gang against the largest node (required node) and the whole pool. */
 static bool gang_verdict(const struct gt_sched_model *m, const struct gt_sched_job *job,
-                         struct gt_buf *b)
+                         const struct gang *gang, struct gt_buf *b)
 {
     const struct gt_sched_caps *c = &m->caps;
     char need[32], have[32];
     if (job->topology_required && job->topology == GT_SCHED_TOPO_NODE) {
-        struct gt_resvec want = job->gang_use,
-                         node = {
-                             .v = {[GT_RES_CPU] = c->cpu_milli, [GT_RES_MEMORY] = c->memory_bytes}};
-        /* whole GPUs only: shares of one job may stack on one GPU */
-        want.v[GT_RES_GPU] = 0;
-        for (size_t i = 0; i < job->min_available; i++) {
-            want.v[GT_RES_GPU] += job->tasks[i].group->req.gpus * 1000;
-        }
-        node.v[GT_RES_GPU] = c->node_gpus * 1000;
+        struct gt_resvec want = gang->use, node = {.v = {[GT_RES_CPU] = c->cpu_milli,
+                                                         [GT_RES_MEMORY] = c->memory_bytes,
+                                                         [GT_RES_GPU] = c->node_gpus * 1000}};
+        want.v[GT_RES_GPU] = gang->whole_gpu_milli;
         enum gt_res r = first_over(&want, &node);
         if (r < GT_RES_COUNT) {
             gt_buf_printf(b,
@@ -183,13 +206,13 @@ static bool gang_verdict(const struct gt_sched_model *m, const struct gt_sched_j
             return true;
         }
     }
-    enum gt_res r = first_over(&job->gang_use, &m->pool);
+    enum gt_res r = first_over(&gang->use, &m->pool);
     if (r < GT_RES_COUNT) {
         gt_buf_printf(b,
                       "ExceedsClusterCapacity: the gang of %zu task%s needs %s %s but the Ready "
                       "nodes have %s in all; ask for at most %s or add nodes",
                       job->min_available, job->min_available == 1 ? "" : "s", gt_sched_res_name(r),
-                      gt_sched_res_text(r, job->gang_use.v[r], need, sizeof(need)),
+                      gt_sched_res_text(r, gang->use.v[r], need, sizeof(need)),
                       gt_sched_res_text(r, m->pool.v[r], have, sizeof(have)), have);
         return true;
     }
@@ -200,21 +223,24 @@ static char *verdict_of(struct gt_sched_model *m, const struct gt_sched_job *job
 {
     struct gt_buf b;
     gt_buf_init(&b);
-    enum gt_res r = first_over(&job->gang_use, &job->dept->limit);
+    struct gang gang;
+    gang_of(job, &gang);
+    enum gt_res r = first_over(&gang.use, &job->dept->limit);
     if (r < GT_RES_COUNT) {
         over_quota(&b, "ExceedsDepartmentLimit", "department", job->dept->name, "limit",
-                   "spec.limit", job, r, job->dept->limit.v[r]);
+                   "spec.limit", job, &gang, r, job->dept->limit.v[r]);
         return gt_buf_take(&b);
     }
-    r = job->project && job->project->capped ? first_over(&job->gang_use, &job->project->hard)
+    r = job->project && job->project->capped ? first_over(&gang.use, &job->project->hard)
                                              : GT_RES_COUNT;
     if (r < GT_RES_COUNT) {
         over_quota(&b, "ExceedsProjectCap", "project", job->project->name, "hard cap", "spec.hard",
-                   job, r, job->project->hard.v[r]);
+                   job, &gang, r, job->project->hard.v[r]);
         return gt_buf_take(&b);
     }
     caps_refresh(m);
-    if (m->caps.n_nodes > 0 && (task_verdict(m, job, &b) || gang_verdict(m, job, &b))) {
+    if (m->caps.n_nodes > 0 &&
+        (task_verdict(m, job, &gang, &b) || gang_verdict(m, job, &gang, &b))) {
         return gt_buf_take(&b);
     }
     gt_buf_fini(&b);

@@ -193,6 +193,14 @@ static void test_inadmissible_condition(void **state)
     assert_true(json_equal(json_object_get(job, "status"), again)); /* stable */
     json_decref(again);
 
+    /* bound at once after the verdict cleared: no longer Inadmissible,
+     * though the last wait still says so */
+    json_object_set_new(json_object_get(t[1], "status"), "phase", json_string("Bound"));
+    st = derive(job, t, 3, "Inadmissible: ExceedsDepartmentLimit: old", 5000);
+    assert_string_equal(field(find_cond(st, "Inadmissible"), "status"), "False");
+    json_decref(st);
+    json_object_set_new(json_object_get(t[1], "status"), "phase", json_string("Pending"));
+
     /* a job that never was Inadmissible has no such condition */
     json_t *fresh = load(JOB);
     st = derive(fresh, t, 3, "Quota: department d: needs nvidia.com/gpu 3", 1000);
