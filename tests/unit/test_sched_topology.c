@@ -440,6 +440,164 @@ static void test_names_and_bad_spec(void **state)
     gt_sched_model_free(m);
 }
 
+/* ---- randomized: the levels hold under churn ---- */
+
+#define RW_NODES 6
+#define RW_JOBS 400
+
+struct rw {
+    struct gt_sched_model *m;
+    uint64_t rng;
+    int n_jobs;
+    char id[RW_JOBS][16];
+    int tasks[RW_JOBS];
+    enum gt_sched_topology level[RW_JOBS];
+    bool required[RW_JOBS];
+    bool live[RW_JOBS];
+};
+
+static uint64_t rw_rand(struct rw *w)
+{
+    w->rng ^= w->rng << 13;
+    w->rng ^= w->rng >> 7;
+    w->rng ^= w->rng << 17;
+    return w->rng;
+}
+
+/* Node i: 4 or 8 GPUs, two NVLink groups and two NUMA nodes that do not
+ * coincide (groups split 0-1|2-3..., NUMA nodes halves), a random GPU
+ * unhealthy now and then. */
+static void rw_node(struct rw *w, int i, bool churn)
+{
+    int n = i % 2 ? 8 : 4;
+    int group[8], numa[8];
+    for (int g = 0; g < n; g++) {
+        group[g] = (g / 2) % 2;
+        numa[g] = g < n / 2 ? 0 : 1;
+    }
+    char name[8];
+    snprintf(name, sizeof(name), "n%d", i);
+    struct gt_sched_gpu_spec gpus[MAX_GPUS];
+    struct gt_sched_node_spec spec;
+    node_spec(&spec, gpus, name, n, group, numa);
+    if (churn) {
+        gpus[rw_rand(w) % (uint64_t)n].healthy = rw_rand(w) % 3 != 0;
+        assert_int_equal(gt_sched_node_update(w->m, &spec, NULL), 0);
+    } else {
+        assert_int_equal(gt_sched_node_add(w->m, &spec, NULL), 0);
+    }
+}
+
+/* After a cycle: every required level holds for every job holding
+ * resources, and an Inadmissible job was searched no placement. */
+static void rw_check(struct rw *w, const struct gt_sched_decisions *d, const uint64_t *before)
+{
+    for (int j = 0; j < w->n_jobs; j++) {
+        if (!w->live[j]) {
+            continue;
+        }
+        const char *node = NULL;
+        for (int t = 0; t < w->tasks[j]; t++) {
+            char tid[32];
+            snprintf(tid, sizeof(tid), "%s-worker-%d", w->id[j], t);
+            struct gt_sched_task_info ti;
+            assert_int_equal(gt_sched_task_get(w->m, tid, &ti), 0);
+            if (!ti.node || !w->required[j]) {
+                continue;
+            }
+            if (w->level[j] == GT_SCHED_TOPO_NODE) {
+                assert_true(!node || !strcmp(node, ti.node));
+                node = ti.node;
+            }
+            for (size_t g = 1; g < ti.n_gpus; g++) {
+                struct gt_sched_gpu_info a, b;
+                assert_int_equal(gt_sched_gpu_get(w->m, ti.node, ti.gpus[0].index, &a), 0);
+                assert_int_equal(gt_sched_gpu_get(w->m, ti.node, ti.gpus[g].index, &b), 0);
+                if (w->level[j] == GT_SCHED_TOPO_GPU_GROUP) {
+                    assert_int_equal(a.group, b.group);
+                } else if (w->level[j] == GT_SCHED_TOPO_NUMA) {
+                    assert_int_equal(a.numa, b.numa);
+                }
+            }
+        }
+        const struct gt_sched_wait *wt = find_wait(d, w->id[j]);
+        if (wt && wt->reason == GT_SCHED_WAIT_INADMISSIBLE) {
+            assert_int_equal(attempts(w->m, w->id[j]), before[j]);
+        }
+    }
+}
+
+static void test_randomized_levels(void **state)
+{
+    (void)state;
+    struct rw w = {.m = gt_sched_model_new(), .rng = 0x70b0102ULL};
+    for (int i = 0; i < RW_NODES; i++) {
+        rw_node(&w, i, false);
+    }
+    set_dept(w.m, "d", 24000);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    size_t n_binds = 0, n_inadmissible = 0, n_waits = 0;
+    uint64_t before[RW_JOBS];
+    for (int step = 0; step < 4000; step++) {
+        int r = (int)(rw_rand(&w) % 100);
+        int j = -1, n_live = 0;
+        for (int k = 0; k < w.n_jobs; k++) {
+            n_live += w.live[k];
+        }
+        /* a live job, uniformly */
+        for (int k = 0, pick = n_live ? (int)(rw_rand(&w) % (uint64_t)n_live) : -1; pick >= 0;
+             k++) {
+            if (w.live[k] && pick-- == 0) {
+                j = k;
+            }
+        }
+        if (r < 15 && w.n_jobs < RW_JOBS && n_live < 30) {
+            int k = w.n_jobs++;
+            snprintf(w.id[k], sizeof(w.id[k]), "j%d", k);
+            w.tasks[k] = 1 + (int)(rw_rand(&w) % 3);
+            w.level[k] = (enum gt_sched_topology)(rw_rand(&w) % 4);
+            w.required[k] = rw_rand(&w) % 3 != 0;
+            w.live[k] = true;
+            add_job(w.m, w.id[k], w.tasks[k], 1 + (int64_t)(rw_rand(&w) % 5), w.level[k],
+                    w.required[k]);
+        } else if (r < 35 && j >= 0 && w.live[j]) {
+            /* a task exits and is retried, or the job is deleted */
+            bool gone = rw_rand(&w) % 3 != 0;
+            for (int t = 0; t < w.tasks[j]; t++) {
+                char tid[32];
+                snprintf(tid, sizeof(tid), "%s-worker-%d", w.id[j], t);
+                (void)gt_sched_task_exit(w.m, tid, !gone, NULL);
+            }
+            if (gone) {
+                assert_int_equal(gt_sched_job_remove(w.m, w.id[j], NULL), 0);
+                w.live[j] = false;
+            }
+        } else if (r < 42) {
+            rw_node(&w, (int)(rw_rand(&w) % RW_NODES), true);
+        } else if (r < 45) {
+            set_dept(w.m, "d", 1000 * (int64_t)(4 + rw_rand(&w) % 24));
+        } else {
+            for (int k = 0; k < w.n_jobs; k++) {
+                struct gt_sched_job_info ji = {0};
+                before[k] = w.live[k] && gt_sched_job_get(w.m, w.id[k], &ji) == 0
+                                ? ji.placement_attempts
+                                : 0;
+            }
+            cycle(w.m, step * 100, &d);
+            rw_check(&w, &d, before);
+            n_binds += d.n_binds;
+            n_inadmissible += d.n_waiting[GT_SCHED_WAIT_INADMISSIBLE];
+            n_waits += d.n_waits;
+        }
+    }
+    printf("test_randomized_levels: binds=%zu waits=%zu inadmissible=%zu\n", n_binds, n_waits,
+           n_inadmissible);
+    assert_true(n_binds > 200 && n_inadmissible > 50 && n_waits > n_inadmissible);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(w.m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -451,6 +609,7 @@ int main(void)
         cmocka_unit_test(test_inadmissible_cluster),
         cmocka_unit_test(test_inadmissible_node_lost),
         cmocka_unit_test(test_names_and_bad_spec),
+        cmocka_unit_test(test_randomized_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
