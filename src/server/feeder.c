@@ -20,9 +20,11 @@
  * free in the model (and a cycle runs at once, for the preemptor), and the
  * job controller requeues the job (a restart that counts toward no
  * backoffLimit), whose recreated Pending tasks re-enter the model. Wait
- * reasons become a folded Warning Event (reason Quota or Unschedulable, as
- * Kubernetes' FailedScheduling) on the job and its Queued condition's
- * message, "Reason: text" (c->waits, by model id), each written only when
+ * reasons become a folded Warning Event (reason Quota, Unschedulable or
+ * Inadmissible, as Kubernetes' FailedScheduling) on the job and its Queued
+ * condition's message, "Reason: text" (c->waits, by model id; an
+ * Inadmissible text "Code: message" also makes the job's Inadmissible
+ * condition, jobs.c), each written only when
  * it changed: the cycle reports only waits that changed
  * (changed_waits_only) and counts all (jobs_pending metrics).
  * Department status (used, borrowed) is computed from the model on reads.
@@ -642,15 +644,19 @@ void gt_feed_cycle(struct gt_ctl *c)
     }
 }
 
+struct attempts_ctx {
+    const struct gt_ctl *c;
+    struct gt_buf *out;
+};
+
 static int attempts_cb(const char *key, void *val, void *arg)
 {
     (void)val;
-    void **a = arg;
-    const struct gt_ctl *c = a[0];
+    const struct attempts_ctx *a = arg;
     struct gt_sched_job_info ji;
-    if (gt_sched_job_get(c->model, model_id(key), &ji) == 0) {
+    if (gt_sched_job_get(a->c->model, model_id(key), &ji) == 0) {
         /* ids are project/name, DNS labels: nothing to escape */
-        gt_buf_printf(a[1], "gantry_scheduler_placement_attempts_total{job=\"%s\"} %llu\n",
+        gt_buf_printf(a->out, "gantry_scheduler_placement_attempts_total{job=\"%s\"} %llu\n",
                       model_id(key), (unsigned long long)ji.placement_attempts);
     }
     return 0;
@@ -661,8 +667,8 @@ void gt_feed_metrics(const struct gt_ctl *c, struct gt_buf *out)
     gt_buf_puts(out, "# HELP gantry_scheduler_placement_attempts_total Gang placements the "
                      "scheduler searched for a job (none while it is Inadmissible).\n"
                      "# TYPE gantry_scheduler_placement_attempts_total counter\n");
-    void *arg[2] = {(void *)c, out};
-    gt_strmap_each(&c->in_model, attempts_cb, arg);
+    struct attempts_ctx a = {.c = c, .out = out};
+    gt_strmap_each(&c->in_model, attempts_cb, &a);
 }
 
 json_t *gt_department_status(const struct gt_sched_model *m, const char *name)
