@@ -236,17 +236,10 @@ static char *gpu_text(int64_t milli)
     return s;
 }
 
-static char *job_status(const struct row *r)
-{
-    const struct gt_api_conditions *conds = &JOB(r)->status.conditions;
-    return conds->n ? dup_or_null(conds->v[conds->n - 1].type) : NULL;
-}
-
-/* squeue's REASON: why the job is not running. While Queued, the short
- * reason of the scheduler's message ("Quota: department ...", else the
- * condition's reason unless it is just "Queued"); while Restarting or
- * Failed, the condition's reason (Preempted, Drained, TaskFailed...). */
-static char *job_reason(const struct row *r)
+/* The job's current state: the last condition that is True (a Restarting
+ * condition stays in the list, False, once the job runs again), else the
+ * last one. Borrowed, or NULL when there is none. */
+static const struct gt_api_condition *current_condition(const struct row *r)
 {
     const struct gt_api_conditions *conds = &JOB(r)->status.conditions;
     const struct gt_api_condition *cur = NULL;
@@ -255,6 +248,25 @@ static char *job_reason(const struct row *r)
         if (st && !strcmp(st, "True")) {
             cur = &conds->v[i];
         }
+    }
+    return cur ? cur : conds->n ? &conds->v[conds->n - 1] : NULL;
+}
+
+static char *job_status(const struct row *r)
+{
+    const struct gt_api_condition *cur = current_condition(r);
+    return cur ? dup_or_null(cur->type) : NULL;
+}
+
+/* squeue's REASON: why the job is not running. While Queued, the short
+ * reason of the scheduler's message ("Quota: department ...", else the
+ * condition's reason unless it is just "Queued"); while Restarting or
+ * Failed, the condition's reason (Preempted, Drained, TaskFailed...). */
+static char *job_reason(const struct row *r)
+{
+    const struct gt_api_condition *cur = current_condition(r);
+    if (cur && (!cur->status || strcmp(cur->status, "True"))) {
+        cur = NULL;
     }
     const char *type = cur ? cur->type : NULL;
     const char *reason = cur ? cur->reason : NULL;

@@ -250,7 +250,8 @@ static void clean_tasks(struct gt_ctl *c, const struct gt_api_job *job, const st
     for (size_t i = 0; i < jt->n; i++) {
         const struct gt_cobj *t = jt->o[i];
         const char *sr = jt->t[i]->spec.has_stop ? jt->t[i]->spec.stop.reason : NULL;
-        bool was_running = sr && (!strcmp(sr, "JobFinished") || !strcmp(sr, "DeadlineExceeded"));
+        bool was_running =
+            sr && (!strcmp(sr, GT_STOP_JOB_FINISHED) || !strcmp(sr, "DeadlineExceeded"));
         if (gt_api_task_phase_terminal(phase_of(jt->t[i])) && !gt_ctl_busy(c, t->key) &&
             (all || was_running)) {
             gt_ctl_write(c, GT_STORE_DELETE, t->key, NULL, t->rev, NULL, NULL);
@@ -369,7 +370,7 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
     }
     if (finished) {
         /* tasks still running at a deadline are stopped as DeadlineExceeded */
-        stop_tasks(c, jt, INT64_MAX, deadline ? "DeadlineExceeded" : "JobFinished");
+        stop_tasks(c, jt, INT64_MAX, deadline ? "DeadlineExceeded" : GT_STOP_JOB_FINISHED);
         clean_tasks(c, job, jt);
     } else if (d.action == GT_JOB_RESTART) {
         stop_tasks(c, jt, d.generation, GT_STOP_RESTARTING);

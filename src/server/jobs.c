@@ -235,7 +235,7 @@ enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct 
         return GT_RESTART_NONE;
     }
     const char *reason = task->status.reason;
-    if (reason && !strcmp(reason, GT_STOP_RESTARTING)) {
+    if (reason && (!strcmp(reason, GT_STOP_RESTARTING) || !strcmp(reason, GT_STOP_JOB_FINISHED))) {
         return GT_RESTART_NONE;
     }
     for (size_t i = 0; reason && i < GT_ARRAY_LEN(requeue_reasons); i++) {
@@ -539,7 +539,10 @@ static void count_tasks(const struct gt_api_job *job, const struct old_status *o
                 t->lead_succeeded += lead && current;
                 t->workers_succeeded += worker && current;
             } else if (p == GT_TASK_FAILED) {
-                failed++;
+                /* stopped by the job's own end: no failure of its replica
+                 * type (the training operator deletes such pods) */
+                const char *why = tasks[i]->status.reason;
+                failed += !why || strcmp(why, GT_STOP_JOB_FINISHED) != 0;
             } else {
                 active++;
                 t->running += p == GT_TASK_RUNNING && current;

@@ -188,6 +188,23 @@ static void test_columns_jobs(void **state)
     free(s);
 }
 
+/* STATUS follows the condition that is True now: a job that restarted and
+ * runs again is Running, though Restarting (False) is listed after it. */
+static void test_columns_job_restarted(void **state)
+{
+    (void)state;
+    char *s =
+        render_kind(GT_KIND_JOB, false, false,
+                    "[{\"metadata\":{\"name\":\"r\",\"creationTimestamp\":\"" T0 "\"},"
+                    "\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":1}}},"
+                    "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"},"
+                    "{\"type\":\"Running\",\"status\":\"True\",\"reason\":\"Running\"},"
+                    "{\"type\":\"Restarting\",\"status\":\"False\",\"reason\":\"TaskFailed\"}]}}]");
+    assert_string_equal(s, "NAME   STATUS    REASON   REPLICAS   AGE\n"
+                           "r      Running   <none>   1          3m10s\n");
+    free(s);
+}
+
 /* GPUS counts what a container gets by api's one defaulting rule
  * (gt_api_resources_effective): GPUs asked for only as requests are also
  * its limit, whatever else the limits name. */
@@ -935,6 +952,7 @@ int main(void)
         cmocka_unit_test(test_table_layout),
         cmocka_unit_test(test_table_min_width),
         cmocka_unit_test(test_columns_jobs),
+        cmocka_unit_test(test_columns_job_restarted),
         cmocka_unit_test(test_columns_gpus_defaulted),
         cmocka_unit_test(test_columns_cluster_kinds),
         cmocka_unit_test(test_columns_nodes_tasks_events),
