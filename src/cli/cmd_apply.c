@@ -100,10 +100,11 @@ static int resolve_target(json_t *doc, const char *project_flag, const char *def
 }
 
 /* A kubeflow.org document in place in docs[i] becomes the gantry Job it
- * converts to, in project_flag (-p, may be NULL) when it names no
+ * converts to, in project (-p, else the configuration file's; may be NULL)
+ * when it names no namespace, as kubectl puts it in the context's
  * namespace; from_kind (e.g. "pytorchjob.kubeflow.org") names what it was,
  * "" for a gantry document. */
-static int convert_kubeflow(json_t *docs, size_t i, const char *project_flag, char *from_kind,
+static int convert_kubeflow(json_t *docs, size_t i, const char *project, char *from_kind,
                             size_t len, struct gt_err *err)
 {
     json_t *doc = json_array_get(docs, i);
@@ -112,10 +113,10 @@ static int convert_kubeflow(json_t *docs, size_t i, const char *project_flag, ch
         return 0;
     }
     json_t *md = json_object_get(doc, "metadata");
-    if (project_flag && json_is_object(md) && !json_object_get(md, "namespace")) {
+    if (project && json_is_object(md) && !json_object_get(md, "namespace")) {
         /* as kubectl -n does; a namespace that differs from -p is refused
          * afterwards like a gantry document's project */
-        json_object_set_new(md, "namespace", json_string(project_flag));
+        json_object_set_new(md, "namespace", json_string(project));
     }
     const char *kind = json_string_value(json_object_get(doc, "kind"));
     size_t n = 0;
@@ -217,7 +218,8 @@ static int apply_file(struct gt_cli_ctx *ctx, struct gt_cli_client **clientp, co
         struct target t = {0};
         bool created = false;
         char from_kind[64];
-        rc = convert_kubeflow(docs, i, project, from_kind, sizeof(from_kind), &err);
+        rc = convert_kubeflow(docs, i, project ? project : default_project, from_kind,
+                              sizeof(from_kind), &err);
         json_t *doc = json_array_get(docs, i);
         if (rc == 0) {
             rc = resolve_target(doc, project, default_project, &t, &err);

@@ -237,7 +237,11 @@ void gt_write_create(struct gt_req *r)
         return;
     }
     if (rt->kind->namespaced && !gt_server_access_project_department(r->s->access, rt->project)) {
-        gt_req_error(r, GT_ENOTFOUND, "projects \"%s\" not found", rt->project);
+        gt_req_error(r, GT_ENOTFOUND,
+                     "projects \"%s\" not found: create it first (kind: Project with "
+                     "spec.department, e.g. gantry apply -f examples/project.yaml) or name an "
+                     "existing project with -p or metadata.namespace",
+                     rt->project);
         return;
     }
     json_t *md = json_object_get(obj, "metadata");
