@@ -104,7 +104,7 @@ class UpRunDown(unittest.TestCase):
         r = self.gantry("logs", "three", "--tail", "1")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "b\n")
-        # The task is PID 1 of its namespace, which ignores SIGTERM: a child dies of it.
+        # A shell's child that dies of SIGTERM: the shell's exit status, as a shell reports it.
         r = self.gantry("run", "--", "sh", "-c", "sh -c 'kill -TERM $$'")
         self.assertEqual(r.returncode, 128 + signal.SIGTERM, r.stderr)
 

@@ -331,7 +331,8 @@ static void test_shim_runs_task(void **state)
     struct fixture *fx = *state;
     int st = run_shim(fx,
                       "[\"sh\",\"-c\",\"echo hi; echo $FOO; id -u; echo $$; hostname; "
-                      "test -z \\\"$HOME\\\" && pwd; exit 3\"]",
+                      "test -z \\\"$HOME\\\" && pwd; tr '\\\\000' ' ' </proc/1/cmdline | "
+                      "cut -d' ' -f1-2; exit 3\"]",
                       ",\"hostname\":\"task-0\",\"namespaces\":" ALL_NS,
                       ",\"memoryBytes\":268435456,\"pidsMax\":64,\"cpuMilli\":1000");
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -344,7 +345,8 @@ static void test_shim_runs_task(void **state)
     assert_string_equal(ex.error, "");
     assert_true(ex.started_at_ms > 0 && ex.finished_at_ms >= ex.started_at_ms);
     char *log = task_log(fx);
-    char *want = gt_xasprintf("hi\nbar\n%d\n1\ntask-0\n%s\n", NOBODY, fx->work);
+    /* the task is PID 2 under the init (PID 1) */
+    char *want = gt_xasprintf("hi\nbar\n%d\n2\ntask-0\n%s\ngantry-shim --init\n", NOBODY, fx->work);
     assert_string_equal(log, want);
     free(want);
     free(log);
@@ -411,10 +413,45 @@ static void test_shim_stop_kills_everything(void **state)
     gt_cgroup_fini(&cg);
 }
 
+/* The init forwards the stop's SIGTERM: an ordinary script (no handler,
+ * so it would ignore SIGTERM as PID 1) ends at once, not after the grace
+ * period, and reports the signal; orphans are reaped meanwhile. */
+static void test_shim_init_forwards_and_reaps(void **state)
+{
+    struct fixture *fx = *state;
+    int st = run_shim(fx,
+                      "[\"sh\",\"-c\",\"sh -c 'sleep 0.1 &'; sleep 0.5; "
+                      "echo zombies $(cut -d' ' -f3 /proc/[0-9]*/stat | grep -c Z); "
+                      "exec sleep 1000\"]",
+                      ",\"namespaces\":" ALL_NS ",\"stopGracePeriodMs\":60000", "");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char *log = NULL;
+    for (int i = 0; i < 500; i++) {
+        free(log);
+        log = task_log(fx);
+        if (strstr(log, "zombies")) {
+            break;
+        }
+        test_sleep_ms(10);
+    }
+    assert_string_equal(log, "zombies 0\n");
+    free(log);
+    struct gt_err err = {0};
+    int64_t t0 = gt_mono_ms();
+    assert_int_equal(gt_shim_stop(fx->dir, "Deleted", 60000, &err), 0);
+    struct gt_shim_exit ex;
+    wait_exit(fx, &ex, 10000);
+    assert_true(gt_mono_ms() - t0 < 5000);
+    assert_int_equal(ex.signal, SIGTERM);
+    assert_int_equal(ex.exit_code, 128 + SIGTERM);
+    assert_true(ex.stop_requested);
+    assert_cgroup_gone(fx);
+}
+
 static void test_shim_graceful_stop(void **state)
 {
     struct fixture *fx = *state;
-    /* PID 1 of its namespace gets SIGTERM because it handles it */
+    /* the script's own handler runs on the stop's SIGTERM */
     int st = run_shim(fx,
                       "[\"sh\",\"-c\",\"trap 'echo bye; exit 0' TERM; echo up; "
                       "while :; do sleep 0.05; done\"]",
@@ -509,6 +546,7 @@ int main(void)
     const struct CMUnitTest shim[] = {
         cmocka_unit_test_setup_teardown(test_shim_runs_task, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_stop_kills_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shim_init_forwards_and_reaps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_graceful_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_start_failures, setup, teardown),
