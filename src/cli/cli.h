@@ -275,9 +275,9 @@ int gt_cli_requirements_parse(const char *text, size_t len, json_t **out, struct
 
 /* The exit status `gantry run` ends with for a terminal task (borrowed):
  * 0 for Succeeded; 128+signal when killed by a signal; the exit code's low
- * byte when non-zero; otherwise 1 with msg (len bytes) saying why
- * ("task t ended Failed: NodeLost (...)"). msg is "" unless 1 was chosen
- * that way. */
+ * byte when non-zero; otherwise 1. msg (len bytes) says why ("task t ended
+ * Failed: NodeLost (...)") unless the command failed on its own (reason
+ * Error, no message), when it is "". */
 int gt_cli_task_exit_status(const struct gt_api_task *task, char *msg, size_t len);
 
 /* Name of the task whose log `gantry logs JOB` shows: JOB-<replica> when

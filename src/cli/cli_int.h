@@ -76,13 +76,15 @@ enum gt_cli_task_goal {
 /* Has task (borrowed) reached goal? */
 bool gt_cli_task_reached(const struct gt_api_task *task, enum gt_cli_task_goal goal);
 
-/* Wait by watch until task name in project (borrowed) reaches goal,
- * including a task that does not exist yet. *task gets the Task then,
- * decoded (caller frees with gt_api_task_free). Returns 0; GT_ENOTFOUND
- * when the task is deleted first; or the watch's error (-ECANCELED when
- * interrupted). */
+/* Wait by watch until task name in project (borrowed) reaches goal; with
+ * exists false also a task that does not exist yet, with exists true one
+ * that must exist now (else GT_ENOTFOUND, "task X was deleted"). *task
+ * gets the Task then, decoded (caller frees with gt_api_task_free).
+ * Returns 0; GT_ENOTFOUND when the task is deleted first; or the watch's
+ * error (-ECANCELED when interrupted). */
 int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *name,
-                     enum gt_cli_task_goal goal, struct gt_api_task **task, struct gt_err *err);
+                     enum gt_cli_task_goal goal, bool exists, struct gt_api_task **task,
+                     struct gt_err *err);
 
 /* Copy task name's log (gantryd's log endpoint; which one o says,
  * borrowed) to out as it arrives, flushing each chunk; with o->follow, until

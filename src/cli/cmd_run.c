@@ -125,15 +125,18 @@ static bool cond_true(const struct gt_api_job *job, const char *type, const char
 
 /* A job watch event: print each new reason the job waits for (its Queued
  * condition's message, as srun's "queued and waiting for resources");
- * 1 once the job has moved on (or is gone). */
+ * 1 once the job has moved on, -ENOENT once it is gone. */
 static int on_job_event(const json_t *event, void *arg)
 {
     struct queue_watch *q = arg;
     static const char *const moved_on[] = {"Running", "Restarting", "Succeeded", "Failed"};
     const char *type = json_string_value(json_object_get(event, "type"));
     const char *msg = NULL;
-    if (!type || !strcmp(type, "DELETED")) {
+    if (!type) {
         return 1;
+    }
+    if (!strcmp(type, "DELETED")) {
+        return -ENOENT;
     }
     struct gt_api_job *job = gt_api_job_new(json_object_get(event, "object"));
     int rc = 0;
@@ -162,6 +165,9 @@ static int wait_queued(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
     int rc;
     while ((rc = gt_cli_client_watch(client, path, on_job_event, &q, err)) == 0) {
     }
+    if (rc == -ENOENT) {
+        rc = gt_err_set(err, GT_ENOTFOUND, "job %s was deleted before it ran", job);
+    }
     free(q.said);
     free(path);
     free(sel_q);
@@ -181,7 +187,7 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
     struct gt_api_task *task = NULL;
     int rc = wait_queued(ctx, client, project, job, &err);
     if (rc == 0) {
-        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_STARTED, &task, &err);
+        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_STARTED, true, &task, &err);
     }
     bool ran = rc == 0 && (task->status.start_time || !gt_cli_task_reached(task, GT_CLI_TASK_DONE));
     if (ran) {
@@ -196,7 +202,7 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
     }
     if (rc == 0 && !gt_cli_task_reached(task, GT_CLI_TASK_DONE)) {
         gt_api_task_free(task);
-        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_DONE, &task, &err);
+        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_DONE, true, &task, &err);
     }
     if (rc == -ECANCELED) {
         fprintf(ctx->err,

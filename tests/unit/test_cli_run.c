@@ -252,7 +252,21 @@ static void test_task_exit_status(void **state)
                              "\"reason\":\"OOMKilled\"}",
                              msg, sizeof(msg)),
                      137);
+    assert_string_equal(msg, "task t-worker-0 ended Failed: OOMKilled");
     assert_int_equal(exit_of("{\"phase\":\"Failed\",\"signal\":15}", msg, sizeof(msg)), 143);
+    assert_string_equal(msg, "");
+    /* a command that did not start: its code and why */
+    assert_int_equal(exit_of("{\"phase\":\"Failed\",\"exitCode\":127,\"reason\":\"Error\","
+                             "\"message\":\"exec nosuch: No such file or directory\"}",
+                             msg, sizeof(msg)),
+                     127);
+    assert_string_equal(msg, "task t-worker-0 ended Failed: Error (exec nosuch: No such file or "
+                             "directory)");
+    assert_int_equal(exit_of("{\"phase\":\"Failed\",\"exitCode\":127,\"reason\":"
+                             "\"ImagePullFailed\",\"message\":\"image x: not found\"}",
+                             msg, sizeof(msg)),
+                     127);
+    assert_string_equal(msg, "task t-worker-0 ended Failed: ImagePullFailed (image x: not found)");
     /* No exit code: 1 and a reason. */
     assert_int_equal(exit_of("{\"phase\":\"Failed\",\"reason\":\"NodeLost\",\"message\":\"no "
                              "heartbeat\"}",
