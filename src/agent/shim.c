@@ -912,6 +912,12 @@ static _Noreturn void run_detached(struct shim *s)
     s->ex.started_at_ms = gt_now_ms();
     if (prepare_and_start(s, &err) < 0) {
         gt_log_error("task did not start", "err=\"%s\"", err.msg);
+        if (s->log.fd >= 0) {
+            /* where the user looks first: the task's own log */
+            char line[sizeof(err.msg) + 64];
+            int n = snprintf(line, sizeof(line), "gantry: the task did not start: %s\n", err.msg);
+            gt_shim_log_write(&s->log, line, (size_t)n < sizeof(line) ? (size_t)n : 0, NULL);
+        }
         s->ex.exit_code = 127;
         snprintf(s->ex.error, sizeof(s->ex.error), "%s", err.msg);
         finish(s);

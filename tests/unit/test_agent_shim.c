@@ -511,6 +511,11 @@ static void test_shim_start_failures(void **state)
     wait_exit(fx, &ex, 10000);
     assert_int_equal(ex.exit_code, 127);
     assert_non_null(strstr(ex.error, "exec no-such-program-gt: No such file or directory"));
+    /* and the task's log says so too */
+    char *log = task_log(fx);
+    assert_non_null(strstr(log, "gantry: the task did not start: exec no-such-program-gt: No "
+                                "such file or directory\n"));
+    free(log);
     assert_cgroup_gone(fx);
     /* a cwd the task's user cannot enter */
     char *exit_path = gt_xasprintf("%s/exit.json", fx->dir);
@@ -520,7 +525,14 @@ static void test_shim_start_failures(void **state)
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     wait_exit(fx, &ex, 10000);
     assert_int_equal(ex.exit_code, 127);
-    assert_non_null(strstr(ex.error, "chdir"));
+    char *want = gt_xasprintf("chdir %s: Permission denied (uid %d cannot reach the working "
+                              "directory",
+                              fx->work, NOBODY);
+    assert_non_null(strstr(ex.error, want));
+    log = task_log(fx);
+    assert_non_null(strstr(log, want));
+    free(log);
+    free(want);
     /* an unusable spec: the shim exits 1 without reporting and nothing starts */
     unlink(exit_path);
     char *pid_path = gt_xasprintf("%s/shim.pid", fx->dir);
