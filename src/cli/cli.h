@@ -49,6 +49,7 @@ struct gt_cli_config {
     char *server;
     char *token;
     char *project;
+    char *data_dir; /* the local cluster `gantry up` made it for, or NULL */
 };
 
 /* Path of the configuration file: $GANTRY_CONFIG, else
@@ -76,12 +77,19 @@ int gt_cli_config_project(const char *flag_project, char **project, struct gt_er
 
 /* Write the configuration file at path (borrowed) atomically: the parent
  * directory is created (mode 0700) if missing, the JSON
- * {"server": ..., "token": ..., "project": ...} is written to a temporary
- * file of mode 0600 in the same directory, fsync'd, and renamed over path.
- * token and project may be NULL (then omitted). Returns 0 or -errno with err
- * naming the file. */
+ * {"server": ..., "token": ..., "project": ..., "dataDir": ...} is written
+ * to a temporary file of mode 0600 in the same directory, fsync'd, and
+ * renamed over path. token, project and data_dir (the data directory of
+ * the local cluster the file is for) may be NULL (then omitted). Returns 0
+ * or -errno with err naming the file. */
 int gt_cli_config_write(const char *path, const char *server, const char *token,
-                        const char *project, struct gt_err *err);
+                        const char *project, const char *data_dir, struct gt_err *err);
+
+/* Read the configuration file at path (borrowed) alone into cfg (zeroed
+ * first; release with gt_cli_config_fini): no flags, no environment. A
+ * missing file leaves cfg empty. Returns 0, or GT_EBADREQ as
+ * gt_cli_config_resolve. */
+int gt_cli_config_read(const char *path, struct gt_cli_config *cfg, struct gt_err *err);
 
 /* ---- kinds and paths (kinds.c) ---- */
 
@@ -216,6 +224,17 @@ int gt_cli_status_error(long http_status, const char *body, size_t len, struct g
  * $HOME/.local/share/gantry; NULL when neither is set. Caller frees. */
 char *gt_cli_up_data_dir(void);
 
+/* Data directory of a local cluster run by root whose tasks' uid cannot
+ * reach the default one (a home directory is often 0700). */
+#define GT_CLI_UP_SYSTEM_DATA_DIR "/var/lib/gantry"
+
+/* Can a process of uid (primary group gid) search every existing
+ * directory on the way to dir (absolute, borrowed), as a task needs to
+ * reach its working directory under the data directory? 0 (always for uid
+ * 0), or GT_EFORBIDDEN with err naming the first directory that bars it
+ * and its mode. Parts not there yet count as reachable. */
+int gt_cli_up_reachable(const char *dir, long uid, long gid, struct gt_err *err);
+
 /* The uid the local user's token maps to (tasks run as it): flag_uid
  * (--uid) when >= 0, else 65534 (nobody) for root, else euid itself. */
 long gt_cli_up_task_uid(long euid, long flag_uid);
@@ -242,7 +261,8 @@ char *gt_cli_up_node_name(const char *hostname);
 struct gt_cli_run_opts {
     const char *name;
     const char *project;
-    const char *image; /* NULL: none */
+    const char *image;   /* NULL: none */
+    const char *workdir; /* template.workingDir (absolute), NULL: the task's own */
     const char *gpus;
     const char *cpu;
     const char *memory;

@@ -55,7 +55,8 @@ static const struct gt_cli_command commands[] = {
     {
         .name = "run",
         .usage = "run [--gpus N] [--cpu Q] [--memory Q] [--workers N] [-p PROJECT] [--name NAME] "
-                 "[--image IMG] [--git URL [--revision R]] [--requirements FILE] -- CMD [ARGS...]",
+                 "[--image IMG] [--workdir DIR] [--git URL [--revision R]] [--requirements FILE] "
+                 "-- CMD [ARGS...]",
         .summary = "Run a command as a job, follow its output, exit with its status",
         .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
                    "      --gpus N          whole GPUs (nvidia.com/gpu limit)\n"
@@ -63,6 +64,9 @@ static const struct gt_cli_command commands[] = {
                    "      --memory Q        memory limit (16Gi)\n"
                    "      --name NAME       job name (default: run-<8 hex>)\n"
                    "      --image IMG       container image\n"
+                   "      --workdir DIR     the tasks' working directory on the node (a local\n"
+                   "                        cluster's node is this machine: --workdir . runs\n"
+                   "                        the command beside your files)\n"
                    "      --workers N       distributed: 1 master + N workers, each with "
                    "these limits;\n"
                    "                        the master's output is followed\n"

@@ -53,6 +53,9 @@ int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct g
     if (o->image) {
         json_object_set_new(tmpl, "image", json_string(o->image));
     }
+    if (o->workdir) {
+        json_object_set_new(tmpl, "workingDir", json_string(o->workdir));
+    }
     json_t *limits = json_object();
     add_limit(limits, GT_RES_NAME_GPU, o->gpus);
     add_limit(limits, "cpu", o->cpu);

@@ -436,7 +436,8 @@ static void test_config_precedence(void **state)
     resolve(NULL, NULL, NULL, NULL);
 
     struct gt_err err = {0};
-    assert_int_equal(gt_cli_config_write(e->path, "http://file:1/", "file-token", NULL, &err), 0);
+    assert_int_equal(gt_cli_config_write(e->path, "http://file:1/", "file-token", NULL, NULL, &err),
+                     0);
     struct stat st;
     assert_int_equal(stat(e->path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
@@ -453,7 +454,8 @@ static void test_config_precedence(void **state)
     resolve(NULL, NULL, "http://file:1", "env-token");
 
     /* Rewriting replaces the file whole. */
-    assert_int_equal(gt_cli_config_write(e->path, "http://new:4", NULL, "research", &err), 0);
+    assert_int_equal(gt_cli_config_write(e->path, "http://new:4", NULL, "research", "/d/x", &err),
+                     0);
     unsetenv("GANTRY_TOKEN");
     resolve(NULL, NULL, "http://new:4", NULL);
 
@@ -465,13 +467,20 @@ static void test_config_precedence(void **state)
     assert_int_equal(gt_cli_config_project("vision", &project, &err), 0);
     assert_string_equal(project, "vision");
     free(project);
+    /* the file alone, with the local cluster it is for */
+    struct gt_cli_config cfg;
+    assert_int_equal(gt_cli_config_read(e->path, &cfg, &err), 0);
+    assert_string_equal(cfg.server, "http://new:4");
+    assert_null(cfg.token);
+    assert_string_equal(cfg.data_dir, "/d/x");
+    gt_cli_config_fini(&cfg);
 }
 
 static void test_config_bad_file(void **state)
 {
     struct cfg_env *e = *state;
     struct gt_err err = {0};
-    assert_int_equal(gt_cli_config_write(e->path, "http://x:1", "t", NULL, &err), 0);
+    assert_int_equal(gt_cli_config_write(e->path, "http://x:1", "t", NULL, NULL, &err), 0);
     FILE *f = fopen(e->path, "w");
     assert_non_null(f);
     fputs("{\"server\": 7}", f);
