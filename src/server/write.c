@@ -3,7 +3,8 @@
  * delete and bind (POST tasks/X/binding). Each checks access, validates
  * and decodes the object once, has the controllers admit it through their
  * hooks (struct gt_ctl_hooks: a Job's or Task's hostPath volumes against
- * --storage-root, a Job's runAsUser; a Job's or Task's soft delete), sets
+ * --storage-root, a Job's runAsUser; a Job's or Task's soft delete; the
+ * refusal to delete a Project that still holds objects), sets
  * what the server owns (uid, creationTimestamp, creator, status) and
  * queues one store write; the reply is sent only from the store's done
  * callback, i.e. once the write is durable. A client that went away before
@@ -514,6 +515,12 @@ void gt_write_delete(struct gt_req *r, int64_t expected_rev)
 {
     const struct gt_route *rt = &r->route;
     if (rt->kind->kind != GT_KIND_EVENT && authorize_write(r, GT_VERB_DELETE, NULL, rt->name)) {
+        return;
+    }
+    const struct gt_ctl_hooks *h = r->s->ctl_hooks;
+    struct gt_err err = {0};
+    if (h && h->refuse_delete(r->s->ctl, rt->kind->kind, rt->name, &err)) {
+        gt_req_error_err(r, &err);
         return;
     }
     r->key = gt_route_key(rt->kind, route_project(rt), rt->name);
