@@ -94,9 +94,17 @@ int gt_cli_config_read(const char *path, struct gt_cli_config *cfg, struct gt_er
 /* ---- kinds and paths (kinds.c) ---- */
 
 /* Look up a kind as a user types it: the kind name ("Job"), its lower-case
- * singular or plural ("job", "jobs"), or a short name ("dept", "proj", "pc",
- * "no", "ev"); case-insensitive. Returns static data or NULL. */
+ * singular or plural ("job", "jobs"), a short name ("dept", "proj", "pc",
+ * "no", "ev"), a Kubernetes or Kubeflow name for it ("pods", "tfjobs",
+ * "pytorchjobs", "mpijobs"), each also with its group (".gantry.dev", as
+ * `-o name` prints, or ".kubeflow.org"); case-insensitive. Returns static
+ * data or NULL. */
 const struct gt_kind_info *gt_cli_kind_lookup(const char *word);
+
+/* A KIND/NAME argument as `-o name` prints it ("job.gantry.dev/x", or
+ * "job/x"): 1 with *kind_word (new, caller frees) and *name (borrowed from
+ * arg) set; 0 when arg has no '/'; -1 when it is malformed. */
+int gt_cli_kind_ref_split(const char *arg, char **kind_word, const char **name);
 
 /* API path of a kind's collection or object: "/apis/gantry.dev/v1/" then
  * "projects/{project}/" for a project-scoped kind when project is non-NULL,

@@ -1,6 +1,8 @@
 /*
- * `gantry get KIND [NAME]`: list objects, or show one, as a table or as
- * JSON/YAML/names, and with --watch keep printing changes.
+ * `gantry get KIND[,KIND...] [NAME]` (or KIND/NAME, as -o name prints it):
+ * list objects, or show one, as a table or as JSON/YAML/names, and with
+ * --watch keep printing changes (of one kind). Several kinds print one
+ * after another, tables separated by a blank line, as kubectl does.
  *
  * The list's resourceVersion is where the watch starts, so no change between
  * the list and the watch is lost or shown twice (the list-then-watch pattern
@@ -248,6 +250,67 @@ static int list_and_print(struct printer *p, struct gt_cli_client *client, const
     return rc;
 }
 
+/* List (or show name of) one kind, in project (NULL: all projects, or a
+ * cluster-scoped kind), and print it; with --watch keep printing its
+ * changes. */
+static int get_kind(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const struct get_opts *o,
+                    const struct gt_kind_info *kind, const char *project, const char *name,
+                    struct gt_err *err)
+{
+    project = kind->namespaced ? project : NULL;
+    struct printer p = {
+        .ctx = ctx,
+        .kind = kind,
+        .output = o->output,
+        .cols = {.wide = o->output == OUT_WIDE, .with_project = o->all_projects},
+    };
+    gt_cli_columns_init(&p.table, kind, &p.cols);
+    char *rv = NULL;
+    int rc = list_and_print(&p, client, o, project, name, &rv, err);
+    if (rc == 0 && o->watch) {
+        char *name_term = name ? gt_xasprintf("metadata.name=%s", name) : NULL;
+        char *base = gt_cli_kind_path(kind, project, NULL);
+        char *q = query(o, name_term, true, rv);
+        char *path = gt_xasprintf("%s%s", base, q);
+        rc = gt_cli_client_watch(client, path, on_watch_event, &p, err);
+        free(path);
+        free(q);
+        free(base);
+        free(name_term);
+    }
+    free(rv);
+    gt_cli_table_fini(&p.table);
+    return rc == 0 ? 0 : gt_cli_fail(ctx, err);
+}
+
+enum { MAX_KINDS = 16 };
+
+/* The kinds of a "KIND[,KIND...]" word into kinds (at most MAX_KINDS),
+ * their number in *n. 0, or a usage error naming the unknown one. */
+static int parse_kinds(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, const char *word,
+                       const struct gt_kind_info **kinds, int *n)
+{
+    char *copy = gt_xstrdup(word);
+    int rc = 0;
+    *n = 0;
+    for (char *part = copy, *next; part && rc == 0; part = next) {
+        next = strchr(part, ',');
+        if (next) {
+            *next++ = '\0';
+        }
+        const struct gt_kind_info *k = *part ? gt_cli_kind_lookup(part) : NULL;
+        if (!k) {
+            rc = gt_cli_usage_error(ctx, cmd, "unknown kind \"%s\"", part);
+        } else if (*n == MAX_KINDS) {
+            rc = gt_cli_usage_error(ctx, cmd, "at most %d kinds", MAX_KINDS);
+        } else {
+            kinds[(*n)++] = k;
+        }
+    }
+    free(copy);
+    return rc;
+}
+
 int gt_cli_cmd_get(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
 {
     struct get_opts o = {.output = OUT_TABLE};
@@ -260,11 +323,20 @@ int gt_cli_cmd_get(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     if (n_pos < 1 || n_pos > 2) {
         return gt_cli_usage_error(ctx, cmd, n_pos < 1 ? "name a kind" : "too many arguments");
     }
-    const struct gt_kind_info *kind = gt_cli_kind_lookup(argv[first]);
-    if (!kind) {
-        return gt_cli_usage_error(ctx, cmd, "unknown kind \"%s\"", argv[first]);
-    }
+    /* KIND NAME, or KIND/NAME as -o name prints it */
+    char *kind_word = NULL;
     const char *name = n_pos == 2 ? argv[first + 1] : NULL;
+    int split = gt_cli_kind_ref_split(argv[first], &kind_word, &name);
+    if (split < 0 || (split > 0 && n_pos == 2)) {
+        return gt_cli_usage_error(ctx, cmd, "%s: want KIND/NAME alone", argv[first]);
+    }
+    const struct gt_kind_info *kinds[MAX_KINDS];
+    int n_kinds = 0;
+    rc = parse_kinds(ctx, cmd, kind_word ? kind_word : argv[first], kinds, &n_kinds);
+    free(kind_word);
+    if (rc != 0) {
+        return rc;
+    }
     if (o.output_arg && parse_output(o.output_arg, &o.output) != 0) {
         return gt_cli_usage_error(ctx, cmd, "unknown output format \"%s\"", o.output_arg);
     }
@@ -272,41 +344,35 @@ int gt_cli_cmd_get(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         return gt_cli_usage_error(ctx, cmd, "-A lists every project; it takes no %s",
                                   name ? "NAME" : "-p");
     }
+    if (o.watch && n_kinds > 1) {
+        return gt_cli_usage_error(ctx, cmd, "--watch follows one kind");
+    }
     struct gt_err err = {0};
     const char *project = NULL;
-    if (kind->namespaced && !o.all_projects &&
-        gt_cli_ctx_project(ctx, o.project, &project, &err) != 0) {
-        return gt_cli_fail(ctx, &err);
-    }
-    if (kind->namespaced && !project && !o.all_projects) {
-        return gt_cli_usage_error(ctx, cmd, "%s live in projects: pass -p PROJECT or -A",
-                                  kind->plural);
+    for (int i = 0; i < n_kinds; i++) {
+        if (!kinds[i]->namespaced || o.all_projects) {
+            continue;
+        }
+        if (!project && gt_cli_ctx_project(ctx, o.project, &project, &err) != 0) {
+            return gt_cli_fail(ctx, &err);
+        }
+        if (!project) {
+            return gt_cli_usage_error(ctx, cmd, "%s live in projects: pass -p PROJECT or -A",
+                                      kinds[i]->plural);
+        }
     }
     struct gt_cli_client *client;
     if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
         return gt_cli_fail(ctx, &err);
     }
-    struct printer p = {
-        .ctx = ctx,
-        .kind = kind,
-        .output = o.output,
-        .cols = {.wide = o.output == OUT_WIDE, .with_project = o.all_projects},
-    };
-    gt_cli_columns_init(&p.table, kind, &p.cols);
-    char *rv = NULL;
-    rc = list_and_print(&p, client, &o, project, name, &rv, &err);
-    if (rc == 0 && o.watch) {
-        char *name_term = name ? gt_xasprintf("metadata.name=%s", name) : NULL;
-        char *base = gt_cli_kind_path(kind, project, NULL);
-        char *q = query(&o, name_term, true, rv);
-        char *path = gt_xasprintf("%s%s", base, q);
-        rc = gt_cli_client_watch(client, path, on_watch_event, &p, &err);
-        free(path);
-        free(q);
-        free(base);
-        free(name_term);
+    int status = 0;
+    for (int i = 0; i < n_kinds; i++) {
+        if (i > 0 && (o.output == OUT_TABLE || o.output == OUT_WIDE)) {
+            fputs("\n", ctx->out); /* kubectl's blank line between kinds' tables */
+        }
+        gt_err_clear(&err);
+        rc = get_kind(ctx, client, &o, kinds[i], project, name, &err);
+        status = status ? status : rc;
     }
-    free(rv);
-    gt_cli_table_fini(&p.table);
-    return rc == 0 ? 0 : gt_cli_fail(ctx, &err);
+    return status;
 }

@@ -19,16 +19,19 @@ static int cmd_help(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
 static const struct gt_cli_command commands[] = {
     {
         .name = "apply",
-        .usage = "apply -f FILE|- [-p PROJECT]",
+        .usage = "apply -f FILE|DIR|- [-R] [-p PROJECT]",
         .summary = "Create or update objects from YAML or JSON documents",
-        .options = "  -f, --filename FILE   file to read, - for standard input\n"
+        .options = "  -f, --filename FILE   file to read, - for standard input; a directory:\n"
+                   "                        its .yaml, .yml and .json files in name order\n"
+                   "  -R, --recursive       and those of its subdirectories\n"
                    "  -p, --project NAME    project for documents that name none (default:\n"
                    "                        the config file's \"project\")\n",
         .run = gt_cli_cmd_apply,
     },
     {
         .name = "get",
-        .usage = "get KIND [NAME] [-p PROJECT | -A] [-l SELECTOR] [-o wide|json|yaml|name] [-w]",
+        .usage = "get KIND[,KIND...] [NAME] | KIND/NAME [-p PROJECT | -A] [-l SELECTOR] "
+                 "[-o wide|json|yaml|name] [-w]",
         .summary = "List objects, or show one",
         .options = "  -p, --project NAME         project (default: the config file's \"project\")\n"
                    "  -A, --all-projects         every project you may read\n"
@@ -40,16 +43,17 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "describe",
-        .usage = "describe KIND NAME [-p PROJECT]",
+        .usage = "describe KIND NAME | KIND/NAME [-p PROJECT]",
         .summary = "Show an object in detail, with its events",
         .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
         .run = gt_cli_cmd_describe,
     },
     {
         .name = "delete",
-        .usage = "delete KIND NAME... [-p PROJECT]",
+        .usage = "delete KIND NAME... | KIND/NAME... | KIND --all [-p PROJECT]",
         .summary = "Delete objects",
-        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
+        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
+                   "      --all             every object of KIND (in the project)\n",
         .run = gt_cli_cmd_delete,
     },
     {

@@ -201,7 +201,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* Every write of a Job or Task: hostPath volumes only beneath the
  * cluster's storage roots (gantlet checks again on the node, symlinks
- * included); a Job's create: gt_jobctl_admit. */
+ * included); a Job's create: gt_jobctl_admit; a Job's replace:
+ * gt_jobctl_check_update. */
 static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                       const struct gt_server_user *user, struct gt_err *err)
 {
@@ -215,6 +216,9 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
     int rc = vols ? gt_job_check_volumes(vols, roots->items, roots->n, err) : 0;
     if (rc == 0 && create && t && t->kind == GT_KIND_JOB) {
         rc = gt_jobctl_admit(c, (const struct gt_api_job *)t, user, err);
+    }
+    if (rc == 0 && !create && t && t->kind == GT_KIND_JOB) {
+        rc = gt_jobctl_check_update(c, (const struct gt_api_job *)t, err);
     }
     return rc;
 }

@@ -13,7 +13,9 @@
  *
  * Replace and delete without a client resourceVersion are still written
  * conditionally on the revision that was read (so a status written in
- * between is never lost) and retried a few times on conflict.
+ * between is never lost) and retried a few times on conflict. A replace
+ * that changes nothing writes nothing: it is answered with the stored
+ * object at its revision.
  *
  * A create records no Event (nor does Kubernetes): a Job's Created
  * condition says it, and an Event write per create was a fifth of the
@@ -434,8 +436,16 @@ static void update_attempt(struct gt_req *r)
     json_decref(r->obj);
     r->obj = NULL;
     int rc = merge_update(r, stored);
+    bool same = rc == 0 && strcmp(r->route.sub, "status") != 0 && json_equal(r->obj, stored);
     json_decref(stored);
-    if (rc == 0) {
+    if (same) {
+        /* nothing to write: answered as stored, its revision kept (what
+         * `gantry apply` reports as "unchanged") */
+        size_t len = 0;
+        free(r->value);
+        r->value = gt_api_encode(r->obj, &len);
+        reply_stored(r, 200, r->value, len, r->stored_rev);
+    } else if (rc == 0) {
         submit(r, GT_STORE_UPDATE, r->stored_rev);
     }
 }

@@ -11,26 +11,24 @@ runs), and a stop ends an ordinary script at once (the task's init forwards
 SIGTERM) instead of after its 30 s grace period; a chief that succeeds while
 a worker still runs fails nothing; deleting a project that holds jobs is
 refused; `gantry up` refuses a data directory the tasks' uid cannot reach;
-the README's `gantry run --gpus 2 --workdir . -- python3 train.py`; and a
+the README's `gantry run --gpus 2 --workdir . -- python3 train.py`; a
 second `gantry up` elsewhere says it takes over the config, which `gantry
-down` then follows.
+down` then follows. And kubectl's habits: `apply -f DIR` and `-R` (name
+order, dependencies first, failures reported and the rest applied, exit 1),
+`unchanged` with no write, a started job's template refused naming the
+field; kind aliases (pods, tfjobs, pytorchjobs, mpijobs), comma lists,
+`-o name` output fed back to get/describe/delete, `delete KIND --all`.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gantry_e2e import BUILD, GANTRY, SOURCE, free_port  # noqa: E402
+from gantry_e2e import GANTRY, SOURCE, LocalClusterTest, free_port, wait_for  # noqa: E402
 from gantry_e2e import main  # noqa: E402
-
-GANTLET = os.path.join(BUILD, "gantlet")
-GANTRYD = os.path.join(BUILD, "gantryd")
 
 TFJOB = """\
 apiVersion: kubeflow.org/v1
@@ -56,33 +54,8 @@ metadata:
 """
 
 
-@unittest.skipUnless(os.access(GANTLET, os.X_OK) and os.access(GANTRYD, os.X_OK),
-                     "needs gantryd and gantlet in the build directory")
-class NewUser(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="gantry-new-")
-        os.chmod(cls.tmp, 0o711)
-        cls.data = os.path.join(cls.tmp, "data")
-        cls.env = dict(os.environ, GANTRY_CONFIG=os.path.join(cls.tmp, "config"),
-                       XDG_DATA_HOME=os.path.join(cls.tmp, "xdg"))
-        cls.env.pop("GANTRY_SERVER", None)
-        cls.env.pop("GANTRY_TOKEN", None)
-        r = cls.gantry("up", "--data-dir", cls.data, "--fake-gpus", "8xA100-80GB",
-                       "--listen", "127.0.0.1:%d" % free_port(), timeout=120)
-        if r.returncode != 0:
-            cls.gantry("down", "--data-dir", cls.data)
-            raise AssertionError("gantry up failed: %s" % r.stderr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.gantry("down", "--data-dir", cls.data, timeout=120)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    @classmethod
-    def gantry(cls, *args, timeout=60, cwd=None, stdin=None):
-        return subprocess.run([GANTRY] + list(args), env=cls.env, capture_output=True,
-                              text=True, timeout=timeout, cwd=cwd, input=stdin)
+class NewUser(LocalClusterTest):
+    tmp_prefix = "gantry-new-"
 
     def get(self, *args):
         r = self.gantry("get", *args, "-o", "json")
@@ -90,13 +63,7 @@ class NewUser(unittest.TestCase):
         return json.loads(r.stdout)
 
     def wait(self, what, fn, timeout=30):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            v = fn()
-            if v:
-                return v
-            time.sleep(0.2)
-        self.fail("timed out waiting for " + what)
+        return wait_for(what, fn, timeout=timeout, interval=0.2)
 
     def task_phase(self, name):
         r = self.gantry("get", "task", name, "-o", "json")
@@ -223,6 +190,102 @@ class NewUser(unittest.TestCase):
                                      "cmd": "command"})
         self.assertNotEqual(r.returncode, 0)
         self.assertIn('projects "p6" not found', r.stderr)
+
+    # ---- kubectl habits ----
+
+    def test_apply_dir_in_order_unchanged_and_immutable(self):
+        """apply -f DIR (-R): name order, dependencies first, failures do not
+        stop the rest; an unchanged object is not written; a started job's
+        template cannot change."""
+        d = os.path.join(self.tmp, "manifests")
+        os.makedirs(os.path.join(d, "sub"))
+        files = {
+            "a-job.yaml": "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: habit, "
+                          "project: default}\nspec:\n  replicaSpecs:\n    Worker:\n"
+                          "      replicas: 1\n      template: {command: [sleep, '300']}\n",
+            "b-project.yaml": "apiVersion: gantry.dev/v1\nkind: Project\nmetadata: {name: "
+                              "p-habit}\nspec: {department: d-habit}\n",
+            "c-dept.yaml": "apiVersion: gantry.dev/v1\nkind: Department\nmetadata: {name: "
+                           "d-habit}\nspec: {quota: {nvidia.com/gpu: 1}}\n",
+            "notes.txt": "not a manifest\n",
+            "sub/d-bad.yaml": "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: bad, "
+                              "project: default}\nspec: {replicaSpecs: {Worker: {replicas: 0, "
+                              "template: {command: ['true']}}}}\n",
+        }
+        for name, text in files.items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+        r = self.gantry("apply", "-f", d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "department.gantry.dev/d-habit created\n"
+                                   "project.gantry.dev/p-habit created\n"
+                                   "job.gantry.dev/habit created\n")
+        self.wait("the job to start", lambda: self.get("job", "habit")["status"].get(
+            "startTime"))
+        rv = self.get("department", "d-habit")["metadata"]["resourceVersion"]
+        r = self.gantry("apply", "-R", "-f", d)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stdout, "department.gantry.dev/d-habit unchanged\n"
+                                   "project.gantry.dev/p-habit unchanged\n"
+                                   "job.gantry.dev/habit unchanged\n")
+        self.assertIn('job.gantry.dev "bad" (document 1 of 1 in %s/sub/d-bad.yaml): '
+                      "spec.replicaSpecs.Worker.replicas: must be >= 1" % d, r.stderr)
+        self.assertEqual(self.get("department", "d-habit")["metadata"]["resourceVersion"], rv)
+        # a running job's template cannot change; its deadline can
+        with open(os.path.join(d, "a-job.yaml"), "w") as f:
+            f.write(files["a-job.yaml"].replace("'300'", "'301'"))
+        r = self.gantry("apply", "-f", os.path.join(d, "a-job.yaml"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("spec.replicaSpecs.Worker.template.command[1]: field is immutable once "
+                      "the job has started", r.stderr)
+        with open(os.path.join(d, "a-job.yaml"), "w") as f:
+            f.write(files["a-job.yaml"] + "  runPolicy: {activeDeadlineSeconds: 600}\n")
+        r = self.gantry("apply", "-f", os.path.join(d, "a-job.yaml"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "job.gantry.dev/habit configured\n")
+        self.gantry("delete", "job", "habit")
+
+    def test_kind_names_lists_and_delete_all(self):
+        """Kind aliases, comma lists, `-o name` fed back, `delete KIND --all`."""
+        r = self.apply_text("apiVersion: gantry.dev/v1\nkind: Project\nmetadata: {name: p-all}\n"
+                            "spec: {department: default}\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job = ("apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: %s, project: p-all}\n"
+               "spec: {replicaSpecs: {Worker: {replicas: 1, template: {command: ['true']}}}}\n")
+        for name in ("alias1", "alias2"):
+            r = self.apply_text(job % name)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait("the tasks", lambda: self.gantry("get", "task", "alias2-worker-0", "-p",
+                                                   "p-all").returncode == 0)
+        for kind in ("pytorchjobs", "tfjobs", "mpijobs", "jobs.gantry.dev"):
+            r = self.gantry("get", kind, "-p", "p-all", "-o", "name")
+            self.assertEqual(r.stdout, "job.gantry.dev/alias1\njob.gantry.dev/alias2\n", kind)
+        r = self.gantry("get", "pods", "-p", "p-all", "-o", "name")
+        self.assertEqual(r.stdout, "task.gantry.dev/alias1-worker-0\n"
+                                   "task.gantry.dev/alias2-worker-0\n", r.stderr)
+        # a comma list: one table per kind, a blank line between
+        r = self.gantry("get", "jobs,pods", "-p", "p-all")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        tables = r.stdout.split("\n\n")
+        self.assertEqual(len(tables), 2, r.stdout)
+        self.assertTrue(tables[0].startswith("NAME ") and "alias2 " in tables[0], r.stdout)
+        self.assertTrue(tables[1].startswith("NAME ") and "alias2-worker-0" in tables[1])
+        # -o name output goes back into get, describe and delete
+        name = self.gantry("get", "job", "alias1", "-p", "p-all", "-o", "name").stdout.strip()
+        self.assertEqual(name, "job.gantry.dev/alias1")
+        r = self.gantry("get", name, "-p", "p-all", "-o", "json")
+        self.assertEqual(json.loads(r.stdout)["metadata"]["name"], "alias1", r.stderr)
+        r = self.gantry("describe", "job/alias1", "-p", "p-all")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("alias1", r.stdout)
+        r = self.gantry("delete", name, "-p", "p-all")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, 'job.gantry.dev "alias1" deleted\n')
+        r = self.gantry("delete", "jobs", "--all", "-p", "p-all")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('job.gantry.dev "alias2" deleted\n', r.stdout)
+        self.wait("the project to empty", lambda: self.gantry(
+            "delete", "project", "p-all").returncode == 0)
 
     # ---- gantry up / down ----
 

@@ -321,20 +321,42 @@ static void test_kind_lookup(void **state)
         const char *word;
         enum gt_kind kind;
     } cases[] = {
-        {"jobs", GT_KIND_JOB},         {"job", GT_KIND_JOB},
-        {"Job", GT_KIND_JOB},          {"JOBS", GT_KIND_JOB},
-        {"pc", GT_KIND_PRIORITYCLASS}, {"priorityclasses", GT_KIND_PRIORITYCLASS},
-        {"no", GT_KIND_NODE},          {"dept", GT_KIND_DEPARTMENT},
-        {"proj", GT_KIND_PROJECT},     {"ev", GT_KIND_EVENT},
+        {"jobs", GT_KIND_JOB},
+        {"job", GT_KIND_JOB},
+        {"Job", GT_KIND_JOB},
+        {"JOBS", GT_KIND_JOB},
+        {"pc", GT_KIND_PRIORITYCLASS},
+        {"priorityclasses", GT_KIND_PRIORITYCLASS},
+        {"no", GT_KIND_NODE},
+        {"dept", GT_KIND_DEPARTMENT},
+        {"proj", GT_KIND_PROJECT},
+        {"ev", GT_KIND_EVENT},
         {"task", GT_KIND_TASK},
+        {"pods", GT_KIND_TASK},
+        {"tfjobs", GT_KIND_JOB},
+        {"pytorchjobs", GT_KIND_JOB},
+        {"mpijobs", GT_KIND_JOB},
+        {"job.gantry.dev", GT_KIND_JOB},
+        {"tfjobs.kubeflow.org", GT_KIND_JOB},
     };
     for (size_t i = 0; i < GT_ARRAY_LEN(cases); i++) {
         const struct gt_kind_info *k = gt_cli_kind_lookup(cases[i].word);
         assert_non_null(k);
         assert_int_equal(k->kind, cases[i].kind);
     }
-    assert_null(gt_cli_kind_lookup("pods"));
+    assert_null(gt_cli_kind_lookup("pets"));
+    assert_null(gt_cli_kind_lookup(".gantry.dev"));
     assert_null(gt_cli_kind_lookup(""));
+    /* KIND/NAME as -o name prints it */
+    char *kw = NULL;
+    const char *name = NULL;
+    assert_int_equal(gt_cli_kind_ref_split("job.gantry.dev/x", &kw, &name), 1);
+    assert_string_equal(kw, "job.gantry.dev");
+    assert_string_equal(name, "x");
+    free(kw);
+    assert_int_equal(gt_cli_kind_ref_split("jobs", &kw, &name), 0);
+    assert_int_equal(gt_cli_kind_ref_split("/x", &kw, &name), -1);
+    assert_int_equal(gt_cli_kind_ref_split("a/b/c", &kw, &name), -1);
 }
 
 static void expect_path(enum gt_kind kind, const char *project, const char *name, const char *want)
@@ -719,7 +741,12 @@ static void test_cli_usage_errors(void **state)
     expect_usage_error((const char *[]){"frobnicate", NULL},
                        "error: unknown command \"frobnicate\"");
     expect_usage_error((const char *[]){"get", NULL}, "error: name a kind");
-    expect_usage_error((const char *[]){"get", "pods", NULL}, "error: unknown kind \"pods\"");
+    expect_usage_error((const char *[]){"get", "pets", NULL}, "error: unknown kind \"pets\"");
+    expect_usage_error((const char *[]){"get", "jobs,pets", NULL}, "error: unknown kind \"pets\"");
+    expect_usage_error((const char *[]){"delete", "jobs", "--all", "x", NULL},
+                       "error: --all takes a KIND and no names");
+    expect_usage_error((const char *[]){"delete", "job/x", NULL},
+                       "error: jobs live in projects: pass -p PROJECT");
     expect_usage_error((const char *[]){"get", "jobs", NULL},
                        "error: jobs live in projects: pass -p PROJECT or -A");
     expect_usage_error((const char *[]){"get", "jobs", "-A", "x", NULL},
@@ -925,11 +952,16 @@ static void test_unreadable_files_exit_1(void **state)
     assert_string_equal(r.out, "");
     run_result_free(&r);
 
-    /* a directory opens but does not read */
-    r = run_cli((const char *[]){"apply", "-f", "/", NULL});
+    /* a directory without manifests */
+    char dir[] = "/tmp/gt-apply-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    r = run_cli((const char *[]){"apply", "-f", dir, NULL});
     assert_int_equal(r.rc, 1);
-    assert_string_equal(r.err, "error: cannot read /: Is a directory\n");
+    char *none = gt_xasprintf("error: no manifests (.yaml, .yml, .json) in %s\n", dir);
+    assert_string_equal(r.err, none);
+    free(none);
     run_result_free(&r);
+    rmdir(dir);
 
     /* run's requirements file: missing, then one byte over its 1 MiB */
     r = run_cli((const char *[]){"run", "-p", "x", "--requirements", "/nonexistent/req.txt", "--",
