@@ -1,11 +1,13 @@
 /*
- * `gantry delete KIND NAME... | KIND/NAME... | KIND --all [-p PROJECT]`:
- * delete objects by name, telling each one's fate as kubectl does
- * (`job.gantry.dev "train" deleted`). KIND/NAME is what `get -o name`
+ * `gantry delete KIND NAME... | KIND/NAME... | KIND --all | -f FILE|DIR [-R]
+ * [-p PROJECT]`: delete objects by name, telling each one's fate as kubectl
+ * does (`job.gantry.dev "train" deleted`). KIND/NAME is what `get -o name`
  * prints, so its output can be fed back; each such argument may name
  * another kind. --all deletes every object of the kind in the project (or
- * of a cluster-scoped kind). Every name is tried; the exit status is 1 if
- * any failed.
+ * of a cluster-scoped kind). -f deletes what the manifests name (read as
+ * `apply -f` reads them), in the reverse of apply's order, so a project
+ * goes after its jobs. Every object is tried; the exit status is 1 if any
+ * failed.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -13,9 +15,13 @@
 #include "cli/cli_int.h"
 #include "common/jsonutil.h"
 
+enum { MAX_FILES = 64 };
+
 struct delete_opts {
     const char *project;
-    bool all;
+    bool all, recursive, too_many;
+    const char *files[MAX_FILES]; /* -f, repeatable */
+    size_t n_files;
 };
 
 static int on_opt(int opt, const char *value, void *arg)
@@ -23,6 +29,14 @@ static int on_opt(int opt, const char *value, void *arg)
     struct delete_opts *o = arg;
     if (opt == 'p') {
         o->project = value;
+    } else if (opt == 'f') {
+        if (o->n_files == MAX_FILES) {
+            o->too_many = true;
+        } else {
+            o->files[o->n_files++] = value;
+        }
+    } else if (opt == 'R') {
+        o->recursive = true;
     } else {
         GT_ASSERT(opt == 'a');
         o->all = true;
@@ -81,19 +95,64 @@ static int delete_all(struct gt_cli_ctx *ctx, struct gt_cli_client *client,
     return status;
 }
 
+/* What the manifests of o name, last applied first. */
+static int delete_files(struct gt_cli_ctx *ctx, const struct delete_opts *o)
+{
+    struct gt_err err = {0};
+    const char *default_project = NULL;
+    struct gt_cli_manifests m = {0};
+    struct gt_cli_client *client = NULL;
+    int rc = gt_cli_ctx_project(ctx, o->project, &default_project, &err);
+    rc = rc ? rc : gt_cli_manifests_read(&m, o->files, o->n_files, o->recursive, &err);
+    rc = rc ? rc : gt_cli_ctx_client(ctx, &client, &err);
+    if (rc != 0) {
+        gt_cli_manifests_fini(&m);
+        return gt_cli_fail(ctx, &err);
+    }
+    int status = 0;
+    for (size_t i = m.n; i-- > 0;) {
+        struct gt_cli_manifest *d = &m.docs[i];
+        struct gt_cli_target t;
+        char from_kind[64];
+        gt_err_clear(&err);
+        int one = gt_cli_manifest_target(d, o->project, default_project, &t, from_kind,
+                                         sizeof(from_kind), &err);
+        if (one != 0) {
+            gt_cli_manifest_describe_failure(&err, d->file, d->index, d->n_docs, &t);
+            one = gt_cli_fail(ctx, &err);
+        } else {
+            one = delete_one(ctx, client, t.kind, t.project, t.name, false);
+        }
+        status = status ? status : one;
+    }
+    gt_cli_manifests_fini(&m);
+    return status;
+}
+
 int gt_cli_cmd_delete(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                       char **argv)
 {
     static const struct option long_opts[] = {
         {"project", required_argument, NULL, 'p'},
         {"all", no_argument, NULL, 'a'},
+        {"filename", required_argument, NULL, 'f'},
+        {"recursive", no_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     struct delete_opts o = {0};
     int first;
-    int rc = gt_cli_parse_opts(ctx, cmd, argc, argv, "p:", long_opts, on_opt, &o, &first);
+    int rc = gt_cli_parse_opts(ctx, cmd, argc, argv, "p:f:R", long_opts, on_opt, &o, &first);
     if (rc != 0) {
         return rc;
+    }
+    if (o.too_many) {
+        return gt_cli_usage_error(ctx, cmd, "at most %d -f files", MAX_FILES);
+    }
+    if (o.n_files) {
+        if (first != argc || o.all) {
+            return gt_cli_usage_error(ctx, cmd, "-f takes no KIND, names or --all");
+        }
+        return delete_files(ctx, &o);
     }
     char *kind_word = NULL;
     const char *ref_name = NULL;

@@ -31,13 +31,18 @@ static const struct gt_cli_command commands[] = {
     {
         .name = "get",
         .usage = "get KIND[,KIND...] [NAME] | KIND/NAME [-p PROJECT | -A] [-l SELECTOR] "
-                 "[-o wide|json|yaml|name] [-w]",
+                 "[-o FORMAT] [--no-headers] [--show-labels] [--sort-by PATH] [-w]",
         .summary = "List objects, or show one",
         .options = "  -p, --project NAME         project (default: the config file's \"project\")\n"
                    "  -A, --all-projects         every project you may read\n"
                    "  -l, --selector SELECTOR    label selector (a=b,c!=d,e in (x,y))\n"
                    "      --field-selector SEL   field selector (spec.nodeName=n1)\n"
-                   "  -o, --output FORMAT        wide, json, yaml or name\n"
+                   "  -o, --output FORMAT        wide, json, yaml, name, jsonpath=TEMPLATE\n"
+                   "                             ({.items[*].metadata.name}, {range ...}{end}),\n"
+                   "                             custom-columns=HEADER:PATH,...\n"
+                   "      --no-headers           tables without their header line\n"
+                   "      --show-labels          a LABELS column\n"
+                   "      --sort-by PATH         list order by a JSONPath ({.metadata.name})\n"
                    "  -w, --watch                after the list, print changes as they happen\n",
         .run = gt_cli_cmd_get,
     },
@@ -50,10 +55,14 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "delete",
-        .usage = "delete KIND NAME... | KIND/NAME... | KIND --all [-p PROJECT]",
+        .usage = "delete KIND NAME... | KIND/NAME... | KIND --all | -f FILE|DIR [-R] "
+                 "[-p PROJECT]",
         .summary = "Delete objects",
         .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
-                   "      --all             every object of KIND (in the project)\n",
+                   "      --all             every object of KIND (in the project)\n"
+                   "  -f, --filename FILE   the objects a manifest names (a directory: its\n"
+                   "                        .yaml, .yml and .json files), - for standard input\n"
+                   "  -R, --recursive       and those of its subdirectories\n",
         .run = gt_cli_cmd_delete,
     },
     {
