@@ -169,6 +169,7 @@ void gt_cli_table_clear(struct gt_cli_table *t);
 struct gt_cli_columns_opts {
     bool wide;         /* -o wide: extra columns per kind */
     bool with_project; /* -A on a project-scoped kind: a leading PROJECT column */
+    bool show_labels;  /* --show-labels: a last LABELS column (k=v,... in key order) */
 };
 
 /* Start a table with the headers of kind k (see the per-kind comments in

@@ -17,7 +17,9 @@ down` then follows. And kubectl's habits: `apply -f DIR` and `-R` (name
 order, dependencies first, failures reported and the rest applied, exit 1),
 `unchanged` with no write, a started job's template refused naming the
 field; kind aliases (pods, tfjobs, pytorchjobs, mpijobs), comma lists,
-`-o name` output fed back to get/describe/delete, `delete KIND --all`.
+`-o name` output fed back to get/describe/delete, `delete KIND --all`,
+`delete -f DIR`; `--no-headers`, `--sort-by`, `--show-labels`, `-o jsonpath`
+and `-o custom-columns`.
 """
 import json
 import os
@@ -243,7 +245,12 @@ class NewUser(LocalClusterTest):
         r = self.gantry("apply", "-f", os.path.join(d, "a-job.yaml"))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "job.gantry.dev/habit configured\n")
-        self.gantry("delete", "job", "habit")
+        # delete -f: what the manifests name, the job before its dependencies
+        r = self.gantry("delete", "-f", d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, 'job.gantry.dev "habit" deleted\n'
+                                   'project.gantry.dev "p-habit" deleted\n'
+                                   'department.gantry.dev "d-habit" deleted\n')
 
     def test_kind_names_lists_and_delete_all(self):
         """Kind aliases, comma lists, `-o name` fed back, `delete KIND --all`."""
@@ -286,6 +293,39 @@ class NewUser(LocalClusterTest):
         self.assertIn('job.gantry.dev "alias2" deleted\n', r.stdout)
         self.wait("the project to empty", lambda: self.gantry(
             "delete", "project", "p-all").returncode == 0)
+
+    def test_output_formats(self):
+        """--no-headers, --sort-by, --show-labels, -o jsonpath, -o custom-columns."""
+        for name, rank in (("fmt-a", "2"), ("fmt-b", "1")):
+            r = self.apply_text("apiVersion: gantry.dev/v1\nkind: Project\nmetadata: {name: %s, "
+                                "labels: {fmt: 'yes', rank: '%s'}}\nspec: {department: default}\n"
+                                % (name, rank))
+            self.assertEqual(r.returncode, 0, r.stderr)
+        sel = ("-l", "fmt")
+        r = self.gantry("get", "projects", *sel, "--no-headers")
+        self.assertEqual([line.split()[0] for line in r.stdout.splitlines()], ["fmt-a", "fmt-b"])
+        r = self.gantry("get", "projects", *sel, "--sort-by", "{.metadata.labels.rank}",
+                        "-o", "name")
+        self.assertEqual(r.stdout, "project.gantry.dev/fmt-b\nproject.gantry.dev/fmt-a\n",
+                         r.stderr)
+        r = self.gantry("get", "projects", *sel, "--show-labels")
+        lines = r.stdout.splitlines()
+        self.assertTrue(lines[0].split()[-1] == "LABELS", r.stdout)
+        self.assertEqual(lines[1].split()[-1], "fmt=yes,rank=2")
+        r = self.gantry("get", "projects", *sel, "-o", "jsonpath={.items[*].metadata.name}")
+        self.assertEqual(r.stdout, "fmt-a fmt-b", r.stderr)
+        r = self.gantry("get", "projects", *sel, "-o",
+                        'jsonpath={range .items[*]}{.metadata.name}:{.spec.department}{"\\n"}{end}')
+        self.assertEqual(r.stdout, "fmt-a:default\nfmt-b:default\n", r.stderr)
+        r = self.gantry("get", "projects", *sel, "--sort-by", ".metadata.labels.rank", "-o",
+                        "custom-columns=NAME:.metadata.name,DEPT:.spec.department,X:.spec.nope")
+        self.assertEqual(r.stdout.splitlines(), ["NAME    DEPT      X",
+                                                 "fmt-b   default   <none>",
+                                                 "fmt-a   default   <none>"], r.stderr)
+        r = self.gantry("get", "project", "fmt-a", "-o", "jsonpath={.metadata.labels.rank}")
+        self.assertEqual(r.stdout, "2", r.stderr)
+        for name in ("fmt-a", "fmt-b"):
+            self.gantry("delete", "project", name)
 
     # ---- gantry up / down ----
 

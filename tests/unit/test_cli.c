@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "cli/cli.h"
+#include "cli/cli_int.h"
 
 /* 2026-11-29T20:50:44Z in ms since the epoch. */
 #define T0_MS INT64_C(1795985444000)
@@ -357,6 +358,51 @@ static void test_kind_lookup(void **state)
     assert_int_equal(gt_cli_kind_ref_split("jobs", &kw, &name), 0);
     assert_int_equal(gt_cli_kind_ref_split("/x", &kw, &name), -1);
     assert_int_equal(gt_cli_kind_ref_split("a/b/c", &kw, &name), -1);
+}
+
+/* kubectl's JSONPath as -o jsonpath, custom-columns and --sort-by use it. */
+static void expect_jsonpath(const char *tmpl, const char *json, const char *want)
+{
+    json_t *root = json_of(json);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    struct gt_err err = {0};
+    assert_int_equal(gt_cli_jsonpath_render(tmpl, root, &b, &err), 0);
+    assert_string_equal(b.data ? b.data : "", want);
+    gt_buf_fini(&b);
+    json_decref(root);
+}
+
+static void test_jsonpath(void **state)
+{
+    (void)state;
+    static const char list[] =
+        "{\"items\":[{\"metadata\":{\"name\":\"a\",\"labels\":{\"t\":\"x\"}},\"n\":2},"
+        "{\"metadata\":{\"name\":\"b\"},\"n\":1.5,\"v\":[1,{\"k\":true}]}]}";
+    expect_jsonpath("{.items[*].metadata.name}", list, "a b");
+    expect_jsonpath("{range .items[*]}{.metadata.name}={.n}{\"\\n\"}{end}", list, "a=2\nb=1.5\n");
+    expect_jsonpath("first: {.items[0].metadata.name}, last: {$.items[-1].metadata.name}", list,
+                    "first: a, last: b");
+    expect_jsonpath("{.items[1].v}", list, "[1,{\"k\":true}]");
+    expect_jsonpath("{.items[0].metadata.labels['t']}", list, "x");
+    expect_jsonpath("{.items[5].metadata.name}{.nothing}", list, "");
+    expect_jsonpath("{.items[0].metadata}", list, "{\"name\":\"a\",\"labels\":{\"t\":\"x\"}}");
+    json_t *root = json_of(list);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    struct gt_err err = {0};
+    assert_int_equal(gt_cli_jsonpath_render("{.items[?(@.n>1)]}", root, &b, &err), GT_EBADREQ);
+    assert_non_null(strstr(err.msg, "is not supported"));
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_jsonpath_render("{range .items[*]}x", root, &b, &err), GT_EBADREQ);
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_jsonpath_render("{..name}", root, &b, &err), GT_EBADREQ);
+    json_t *vals = NULL;
+    assert_int_equal(gt_cli_jsonpath_eval(".items[*].n", root, &vals, NULL), 0);
+    assert_int_equal(json_array_size(vals), 2);
+    json_decref(vals);
+    gt_buf_fini(&b);
+    json_decref(root);
 }
 
 static void expect_path(enum gt_kind kind, const char *project, const char *name, const char *want)
@@ -994,6 +1040,7 @@ int main(void)
         cmocka_unit_test(test_table_min_width),
         cmocka_unit_test(test_columns_jobs),
         cmocka_unit_test(test_columns_job_restarted),
+        cmocka_unit_test(test_jsonpath),
         cmocka_unit_test(test_columns_gpus_defaulted),
         cmocka_unit_test(test_columns_cluster_kinds),
         cmocka_unit_test(test_columns_nodes_tasks_events),
