@@ -243,10 +243,18 @@ static void child_init(const struct child_fds *fds)
     if (pid < 0) {
         child_fail(fds, ST_INIT, errno);
     }
+    sigset_t set;
     if (pid == 0) {
         setpgid(0, 0);
+        sigemptyset(&set);
+        sigprocmask(SIG_SETMASK, &set, NULL);
         return;
     }
+    /* PID 1 drops the signals it does not handle; blocked ones are kept
+     * pending, across the exec, for the init to forward: a stop that
+     * comes while it starts is not lost */
+    sigfillset(&set);
+    sigprocmask(SIG_SETMASK, &set, NULL);
     char pid_arg[12], fd_arg[12];
     decimal(pid_arg, pid);
     decimal(fd_arg, fds->init_wr_fd);
@@ -290,9 +298,13 @@ static int child_run(void *arg)
         dup2(fds->out_wr_fd, STDERR_FILENO) < 0) {
         child_fail(fds, ST_STDIO, errno);
     }
+    /* the shim's mask (its signalfd's signals blocked) stays on until the
+     * task's main process is on its own: see child_init */
     sigset_t none;
     sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (fds->init_wr_fd < 0) {
+        sigprocmask(SIG_SETMASK, &none, NULL);
+    }
     signal(SIGPIPE, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     if (setgroups(spec->n_groups, spec->groups) < 0) {

@@ -61,7 +61,8 @@ int gt_shim_init_main(pid_t main_pid, int status_fd)
     for (size_t i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++) {
         sigdelset(&set, sync_sigs[i]);
     }
-    /* blocked signals are queued even for PID 1, handled or not */
+    /* blocked signals are queued even for PID 1, handled or not (shim.c
+     * execs this with all of them blocked, so none sent meanwhile is lost) */
     sigprocmask(SIG_SETMASK, &set, NULL);
     int status = 0;
     /* the main process may have ended before the mask was set */

@@ -448,6 +448,24 @@ static void test_shim_init_forwards_and_reaps(void **state)
     assert_cgroup_gone(fx);
 }
 
+/* A stop sent the moment the task has started is not lost while its init
+ * starts: the signal waits, blocked, for the init to forward it. */
+static void test_shim_init_stop_at_start(void **state)
+{
+    struct fixture *fx = *state;
+    int st = run_shim(fx, "[\"sleep\",\"1000\"]",
+                      ",\"namespaces\":" ALL_NS ",\"stopGracePeriodMs\":60000", "");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    struct gt_err err = {0};
+    int64_t t0 = gt_mono_ms();
+    assert_int_equal(gt_shim_stop(fx->dir, "Deleted", 60000, &err), 0);
+    struct gt_shim_exit ex;
+    wait_exit(fx, &ex, 10000);
+    assert_true(gt_mono_ms() - t0 < 5000);
+    assert_int_equal(ex.signal, SIGTERM);
+    assert_cgroup_gone(fx);
+}
+
 static void test_shim_graceful_stop(void **state)
 {
     struct fixture *fx = *state;
@@ -559,6 +577,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shim_runs_task, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_stop_kills_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_init_forwards_and_reaps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shim_init_stop_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_graceful_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_start_failures, setup, teardown),
