@@ -119,6 +119,20 @@ struct gt_cli_target {
     const char *project;             /* NULL for cluster-scoped kinds; borrowed */
 };
 
+enum { GT_CLI_MAX_FILES = 64 };
+
+/* The -f (repeatable, in order, as kubectl) and -R flags of apply and
+ * delete; the paths are borrowed from argv. */
+struct gt_cli_file_flags {
+    const char *files[GT_CLI_MAX_FILES];
+    size_t n_files;
+    bool too_many; /* more than GT_CLI_MAX_FILES -f */
+    bool recursive;
+};
+
+/* Take option opt ('f' with value, or 'R') into f; false for any other. */
+bool gt_cli_file_flag(struct gt_cli_file_flags *f, int opt, const char *value);
+
 /* Read the documents of paths (n_paths, borrowed: files, directories, "-"
  * for standard input; directories' subdirectories too with recursive) into
  * m (zeroed first), in dependency order. 0, or an error naming the file

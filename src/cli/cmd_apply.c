@@ -25,28 +25,15 @@
 
 #include "cli/cli_int.h"
 
-enum { MAX_FILES = 64 };
-
 struct apply_opts {
-    const char *files[MAX_FILES]; /* -f may be repeated, applied in order (as kubectl) */
-    size_t n_files;
-    bool too_many;
-    bool recursive; /* -R */
+    struct gt_cli_file_flags f;
     const char *project;
 };
 
 static int on_opt(int opt, const char *value, void *arg)
 {
     struct apply_opts *o = arg;
-    if (opt == 'f') {
-        if (o->n_files == MAX_FILES) {
-            o->too_many = true;
-        } else {
-            o->files[o->n_files++] = value;
-        }
-    } else if (opt == 'R') {
-        o->recursive = true;
-    } else {
+    if (!gt_cli_file_flag(&o->f, opt, value)) {
         GT_ASSERT(opt == 'p');
         o->project = value;
     }
@@ -128,11 +115,11 @@ int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, i
     if (rc != 0) {
         return rc;
     }
-    if (o.n_files == 0) {
+    if (o.f.n_files == 0) {
         return gt_cli_usage_error(ctx, cmd, "-f FILE is required");
     }
-    if (o.too_many) {
-        return gt_cli_usage_error(ctx, cmd, "at most %d -f files", MAX_FILES);
+    if (o.f.too_many) {
+        return gt_cli_usage_error(ctx, cmd, "at most %d -f files", GT_CLI_MAX_FILES);
     }
     if (first < argc) {
         return gt_cli_usage_error(ctx, cmd, "unexpected argument \"%s\"", argv[first]);
@@ -143,7 +130,7 @@ int gt_cli_cmd_apply(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, i
         return gt_cli_fail(ctx, &err);
     }
     struct gt_cli_manifests in;
-    rc = gt_cli_manifests_read(&in, o.files, o.n_files, o.recursive, &err);
+    rc = gt_cli_manifests_read(&in, o.f.files, o.f.n_files, o.f.recursive, &err);
     struct gt_cli_client *client = NULL;
     if (rc == 0) {
         rc = gt_cli_ctx_client(ctx, &client, &err);

@@ -15,13 +15,10 @@
 #include "cli/cli_int.h"
 #include "common/jsonutil.h"
 
-enum { MAX_FILES = 64 };
-
 struct delete_opts {
     const char *project;
-    bool all, recursive, too_many;
-    const char *files[MAX_FILES]; /* -f, repeatable */
-    size_t n_files;
+    bool all;
+    struct gt_cli_file_flags f;
 };
 
 static int on_opt(int opt, const char *value, void *arg)
@@ -29,15 +26,7 @@ static int on_opt(int opt, const char *value, void *arg)
     struct delete_opts *o = arg;
     if (opt == 'p') {
         o->project = value;
-    } else if (opt == 'f') {
-        if (o->n_files == MAX_FILES) {
-            o->too_many = true;
-        } else {
-            o->files[o->n_files++] = value;
-        }
-    } else if (opt == 'R') {
-        o->recursive = true;
-    } else {
+    } else if (!gt_cli_file_flag(&o->f, opt, value)) {
         GT_ASSERT(opt == 'a');
         o->all = true;
     }
@@ -103,7 +92,7 @@ static int delete_files(struct gt_cli_ctx *ctx, const struct delete_opts *o)
     struct gt_cli_manifests m = {0};
     struct gt_cli_client *client = NULL;
     int rc = gt_cli_ctx_project(ctx, o->project, &default_project, &err);
-    rc = rc ? rc : gt_cli_manifests_read(&m, o->files, o->n_files, o->recursive, &err);
+    rc = rc ? rc : gt_cli_manifests_read(&m, o->f.files, o->f.n_files, o->f.recursive, &err);
     rc = rc ? rc : gt_cli_ctx_client(ctx, &client, &err);
     if (rc != 0) {
         gt_cli_manifests_fini(&m);
@@ -145,10 +134,10 @@ int gt_cli_cmd_delete(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, 
     if (rc != 0) {
         return rc;
     }
-    if (o.too_many) {
-        return gt_cli_usage_error(ctx, cmd, "at most %d -f files", MAX_FILES);
+    if (o.f.too_many) {
+        return gt_cli_usage_error(ctx, cmd, "at most %d -f files", GT_CLI_MAX_FILES);
     }
-    if (o.n_files) {
+    if (o.f.n_files) {
         if (first != argc || o.all) {
             return gt_cli_usage_error(ctx, cmd, "-f takes no KIND, names or --all");
         }

@@ -251,6 +251,20 @@ static int by_rank(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+bool gt_cli_file_flag(struct gt_cli_file_flags *f, int opt, const char *value)
+{
+    if (opt == 'R') {
+        f->recursive = true;
+    } else if (opt == 'f' && f->n_files == GT_CLI_MAX_FILES) {
+        f->too_many = true;
+    } else if (opt == 'f') {
+        f->files[f->n_files++] = value;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 int gt_cli_manifests_read(struct gt_cli_manifests *m, const char *const *paths, size_t n_paths,
                           bool recursive, struct gt_err *err)
 {

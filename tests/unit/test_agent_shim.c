@@ -326,6 +326,34 @@ static char *task_log(const struct fixture *fx)
     return text ? text : gt_xstrdup("");
 }
 
+/* The task's log once it holds what (or after 5 s); caller frees. */
+static char *wait_log(const struct fixture *fx, const char *what)
+{
+    char *log = task_log(fx);
+    for (int i = 0; i < 500 && !strstr(log, what); i++) {
+        test_sleep_ms(10);
+        free(log);
+        log = task_log(fx);
+    }
+    return log;
+}
+
+/* Stop the task with a 60 s grace: the init forwards SIGTERM, so a task
+ * without a handler ends of it at once, not when the grace is over. */
+static void stop_ends_of_sigterm(const struct fixture *fx)
+{
+    struct gt_err err = {0};
+    int64_t t0 = gt_mono_ms();
+    assert_int_equal(gt_shim_stop(fx->dir, "Deleted", 60000, &err), 0);
+    struct gt_shim_exit ex;
+    wait_exit(fx, &ex, 10000);
+    assert_true(gt_mono_ms() - t0 < 5000);
+    assert_int_equal(ex.signal, SIGTERM);
+    assert_int_equal(ex.exit_code, 128 + SIGTERM);
+    assert_true(ex.stop_requested);
+    assert_cgroup_gone(fx);
+}
+
 static void test_shim_runs_task(void **state)
 {
     struct fixture *fx = *state;
@@ -367,15 +395,7 @@ static void test_shim_stop_kills_everything(void **state)
                       "sleep 1000\"]",
                       ",\"stopGracePeriodMs\":60000", "");
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    char *log = NULL;
-    for (int i = 0; i < 500; i++) {
-        free(log);
-        log = task_log(fx);
-        if (strstr(log, "ready")) {
-            break;
-        }
-        test_sleep_ms(10);
-    }
+    char *log = wait_log(fx, "ready");
     assert_string_equal(log, "ready\n");
     free(log);
     struct gt_cgroup cg;
@@ -425,27 +445,10 @@ static void test_shim_init_forwards_and_reaps(void **state)
                       "exec sleep 1000\"]",
                       ",\"namespaces\":" ALL_NS ",\"stopGracePeriodMs\":60000", "");
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    char *log = NULL;
-    for (int i = 0; i < 500; i++) {
-        free(log);
-        log = task_log(fx);
-        if (strstr(log, "zombies")) {
-            break;
-        }
-        test_sleep_ms(10);
-    }
+    char *log = wait_log(fx, "zombies");
     assert_string_equal(log, "zombies 0\n");
     free(log);
-    struct gt_err err = {0};
-    int64_t t0 = gt_mono_ms();
-    assert_int_equal(gt_shim_stop(fx->dir, "Deleted", 60000, &err), 0);
-    struct gt_shim_exit ex;
-    wait_exit(fx, &ex, 10000);
-    assert_true(gt_mono_ms() - t0 < 5000);
-    assert_int_equal(ex.signal, SIGTERM);
-    assert_int_equal(ex.exit_code, 128 + SIGTERM);
-    assert_true(ex.stop_requested);
-    assert_cgroup_gone(fx);
+    stop_ends_of_sigterm(fx);
 }
 
 /* A stop sent the moment the task has started is not lost while its init
@@ -456,14 +459,7 @@ static void test_shim_init_stop_at_start(void **state)
     int st = run_shim(fx, "[\"sleep\",\"1000\"]",
                       ",\"namespaces\":" ALL_NS ",\"stopGracePeriodMs\":60000", "");
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    struct gt_err err = {0};
-    int64_t t0 = gt_mono_ms();
-    assert_int_equal(gt_shim_stop(fx->dir, "Deleted", 60000, &err), 0);
-    struct gt_shim_exit ex;
-    wait_exit(fx, &ex, 10000);
-    assert_true(gt_mono_ms() - t0 < 5000);
-    assert_int_equal(ex.signal, SIGTERM);
-    assert_cgroup_gone(fx);
+    stop_ends_of_sigterm(fx);
 }
 
 static void test_shim_graceful_stop(void **state)
@@ -475,15 +471,7 @@ static void test_shim_graceful_stop(void **state)
                       "while :; do sleep 0.05; done\"]",
                       ",\"namespaces\":" ALL_NS, "");
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    char *log = NULL;
-    for (int i = 0; i < 500; i++) {
-        free(log);
-        log = task_log(fx);
-        if (strstr(log, "up")) {
-            break;
-        }
-        test_sleep_ms(10);
-    }
+    char *log = wait_log(fx, "up");
     free(log);
     pid_t shim;
     struct gt_err err = {0};
