@@ -316,6 +316,7 @@ static const struct gt_ctl_hooks hooks = {
     .refuse_delete = refuse_delete_hook,
     .render = render_hook,
     .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT,
+    .metrics = gt_feed_metrics,
     .serve = serve_hook,
 };
 

@@ -206,6 +206,24 @@ static void test_columns_job_restarted(void **state)
     free(s);
 }
 
+/* An Inadmissible job (the condition before Queued, as gantryd writes
+ * it): STATUS stays Queued, REASON names the verdict. */
+static void test_columns_inadmissible(void **state)
+{
+    (void)state;
+    char *s = render_kind(
+        GT_KIND_JOB, false, false,
+        "[{\"metadata\":{\"name\":\"big\",\"creationTimestamp\":\"" T0 "\"},"
+        "\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":2}}},"
+        "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"},"
+        "{\"type\":\"Inadmissible\",\"status\":\"True\",\"reason\":\"ExceedsDepartmentLimit\"},"
+        "{\"type\":\"Queued\",\"status\":\"True\",\"reason\":\"Queued\",\"message\":"
+        "\"Inadmissible: ExceedsDepartmentLimit: the gang of 2 tasks needs 8\"}]}}]");
+    assert_string_equal(s, "NAME   STATUS   REASON         REPLICAS   AGE\n"
+                           "big    Queued   Inadmissible   2          3m10s\n");
+    free(s);
+}
+
 /* GPUS counts what a container gets by api's one defaulting rule
  * (gt_api_resources_effective): GPUs asked for only as requests are also
  * its limit, whatever else the limits name. */
@@ -1085,6 +1103,7 @@ int main(void)
         cmocka_unit_test(test_columns_jobs),
         cmocka_unit_test(test_columns_job_restarted),
         cmocka_unit_test(test_jsonpath),
+        cmocka_unit_test(test_columns_inadmissible),
         cmocka_unit_test(test_columns_gpus_defaulted),
         cmocka_unit_test(test_columns_cluster_kinds),
         cmocka_unit_test(test_columns_nodes_tasks_events),
