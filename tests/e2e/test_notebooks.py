@@ -1,0 +1,238 @@
+"""Notebooks end to end: a real gantryd and gantlet run Debian's Jupyter as
+the notebook's task; a small client drives it through gantryd's proxy over
+Jupyter's REST and WebSocket protocols, with members', viewers' and
+outsiders' tokens; Stop/Start keep the home volume and free the GPUs; the
+culler stops idle notebooks and only those."""
+import json
+import os
+import socket
+import tempfile
+import time
+import uuid
+
+import websocket
+
+from gantry_e2e import (API, TOKENS, AgentTest, Gantlet, main, obj, wait_for)
+
+STORAGE = tempfile.mkdtemp(prefix="gantry-nb-storage-")
+os.chmod(STORAGE, 0o711)
+ALICE_UID = TOKENS["alice"][2]
+
+
+def home_dir(name):
+    """A home volume beneath the storage root, owned by alice."""
+    d = os.path.join(STORAGE, name + "-" + uuid.uuid4().hex[:6])
+    os.makedirs(d)
+    os.chown(d, ALICE_UID, ALICE_UID)
+    return d
+
+
+class NotebookTest(AgentTest):
+    CHECK_MS = 500
+    gantryd_args = ("--node-grace", "4", "--storage-root", STORAGE,
+                    "--notebook-check-interval-ms", str(CHECK_MS))
+
+    def setUp(self):
+        super().setUp()
+        st, body = self.g.request("PUT", API + "/projects/proj-a", obj(
+            "Project", "proj-a", spec={"department": "dept-a", "members": [
+                {"user": "alice", "role": "admin"}, {"user": "bob", "role": "member"},
+                {"user": "carol", "role": "viewer"}]}))
+        self.assertEqual(st, 200, body)
+        st, body = self.g.request("POST", API + "/projects", obj(
+            "Project", "proj-b", spec={"department": "dept-a",
+                                       "members": [{"user": "dave", "role": "member"}]}))
+        self.assertEqual(st, 201, body)
+        self.agent = self.gantlet(fake_gpus="2xA100-80GB",
+                                  extra_args=["--storage-root", STORAGE])
+
+    # ---- helpers ----
+
+    def create(self, name, home, gpus=1, idle=None, token="alice"):
+        spec = {"template": {"resources": {"limits": {
+            "nvidia.com/gpu": gpus, "cpu": "1", "memory": "1Gi"}}},
+            "home": {"hostPath": home}}
+        if idle is not None:
+            spec["idle"] = idle
+        st, body = self.g.request("POST", self.PROJECT + "/notebooks",
+                                  obj("Notebook", name, "proj-a", spec=spec), token=token)
+        self.assertEqual(st, 201, body)
+        return body
+
+    def notebook(self, name):
+        st, body = self.g.request("GET", self.PROJECT + "/notebooks/" + name)
+        return body if st == 200 else None
+
+    def nb_phase(self, name):
+        return ((self.notebook(name) or {}).get("status") or {}).get("phase")
+
+    def wait_nb(self, name, phase, timeout=40):
+        wait_for("notebook %s %s (now %s)" % (name, phase, self.nb_phase(name)),
+                 lambda: self.nb_phase(name) == phase, timeout=timeout, interval=0.2)
+        return self.notebook(name)
+
+    def base(self, name):
+        return "/projects/proj-a/notebooks/%s/" % name
+
+    def proxied(self, method, name, rest, token="bob", body=None, headers=None):
+        return self.g.request(method, self.base(name) + rest, body=body, token=token,
+                              headers=headers)
+
+    def wait_jupyter(self, name, timeout=40):
+        wait_for("jupyter of %s answering through the proxy" % name,
+                 lambda: self.proxied("GET", name, "api/status")[0] == 200,
+                 timeout=timeout, interval=0.2)
+
+    def gpus_held(self):
+        node = self.agent.node()
+        return [g for g in node["status"]["allocated"]["gpus"] if g.get("task")]
+
+    def start_kernel(self, name, token="bob"):
+        st, k = self.proxied("POST", name, "api/kernels", token=token, body={"name": "python3"})
+        self.assertEqual(st, 201, k)
+        return k["id"]
+
+    def ws(self, name, rest, token="bob"):
+        url = "ws://127.0.0.1:%d%s%s" % (self.g.port, self.base(name), rest)
+        return websocket.create_connection(
+            url, header=["Authorization: Bearer " + TOKENS[token][0]], timeout=30)
+
+    def execute(self, conn, code, wait=True):
+        """Send an execute_request; with wait, return its stdout once idle."""
+        msg_id = uuid.uuid4().hex
+        conn.send(json.dumps({
+            "header": {"msg_id": msg_id, "session": uuid.uuid4().hex, "username": "t",
+                       "msg_type": "execute_request", "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell",
+            "content": {"code": code, "silent": False, "store_history": False,
+                        "user_expressions": {}, "allow_stdin": False}}))
+        if not wait:
+            return msg_id
+        out = []
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            m = json.loads(conn.recv())
+            if m.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if m["msg_type"] == "stream":
+                out.append(m["content"]["text"])
+            if m["msg_type"] == "error":
+                self.fail("cell failed: %s" % m["content"])
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                return "".join(out)
+        self.fail("no idle status for the cell")
+
+    def events(self, name, reason):
+        st, body = self.g.request("GET", API + "/events")
+        return [e for e in body["items"] if e["involvedObject"]["name"] == name and
+                e["involvedObject"]["kind"] == "Notebook" and e["reason"] == reason]
+
+
+class TestNotebookProxy(NotebookTest):
+
+    def test_kernel_runs_a_cell_through_the_proxy(self):
+        home = home_dir("nb1")
+        with open(os.path.join(home, "hello.txt"), "w") as f:
+            f.write("from the home volume")
+        self.create("nb1", home)
+        nb = self.wait_nb("nb1", "Running")
+        self.assertEqual(nb["status"]["url"], self.base("nb1"))
+        self.assertEqual(nb["status"]["task"], "nb-nb1-worker-0")
+        self.wait_jupyter("nb1")
+        kid = self.start_kernel("nb1")
+        conn = self.ws("nb1", "api/kernels/%s/channels" % kid)
+        try:
+            out = self.execute(conn, "import os\nprint(os.environ.get('CUDA_VISIBLE_DEVICES'))\n"
+                               "print(os.getuid())\n"
+                               "print(open(os.path.join(%r, 'hello.txt')).read())" % home)
+        finally:
+            conn.close()
+        lines = out.split("\n")
+        self.assertEqual(lines[0], "0", out)
+        self.assertEqual(lines[1], str(ALICE_UID), out)
+        self.assertEqual(lines[2], "from the home volume", out)
+        # the notebook's own token never comes back to the browser
+        st, page = self.proxied("GET", "nb1", "tree")
+        self.assertEqual(st, 200)
+        job = self.g.request("GET", self.PROJECT + "/jobs/nb-nb1")[1]
+        env = job["spec"]["replicaSpecs"]["Worker"]["template"]["env"]
+        token = [e["value"] for e in env if e["name"] == "JUPYTER_TOKEN"][0]
+        self.assertNotIn(token, page)
+        conn = socket.create_connection(("127.0.0.1", self.g.port))
+        conn.sendall(("GET %stree HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n"
+                      % (self.base("nb1"), TOKENS["bob"][0])).encode())
+        raw = b""
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            raw += chunk
+        conn.close()
+        head = raw.split(b"\r\n\r\n", 1)[0].decode().lower()
+        self.assertNotIn("set-cookie", head)
+        self.assertNotIn(token.encode(), raw)
+
+    def test_access(self):
+        self.create("nb2", home_dir("nb2"))
+        self.wait_nb("nb2", "Running")
+        self.wait_jupyter("nb2")
+        self.assertEqual(self.proxied("GET", "nb2", "api/status", token="alice")[0], 200)
+        self.assertEqual(self.proxied("GET", "nb2", "api/status", token="carol")[0], 403)
+        self.assertEqual(self.proxied("GET", "nb2", "api/status", token="dave")[0], 403)
+        self.assertEqual(self.proxied("GET", "nb2", "api/status", token="nobody")[0], 403)
+        self.assertEqual(self.proxied("GET", "nb2", "api/status", token=None)[0], 401)
+        self.assertEqual(self.proxied("GET", "nb2", "api/status", token="bogus")[0], 401)
+        with self.assertRaises(websocket.WebSocketBadStatusException):
+            self.ws("nb2", "api/kernels/x/channels", token="carol")
+        # a browser: the cookie from ?gantry-token=, then the page with it
+        st, _ = self.g.request("GET", self.base("nb2") + "tree?gantry-token=" +
+                               TOKENS["bob"][0], token=None)
+        self.assertEqual(st, 302)
+        st, _ = self.g.request("GET", self.base("nb2") + "api/status", token=None,
+                               headers={"Cookie": "gantry-token=" + TOKENS["bob"][0]})
+        self.assertEqual(st, 200)
+        st, _ = self.g.request("GET", self.base("nb2") + "api/status", token=None,
+                               headers={"Cookie": "gantry-token=" + TOKENS["carol"][0]})
+        self.assertEqual(st, 403)
+        # viewers may see the Notebook object, not create one
+        self.assertEqual(self.g.request("GET", self.PROJECT + "/notebooks/nb2",
+                                        token="carol")[0], 200)
+        st, body = self.g.request("POST", self.PROJECT + "/notebooks", obj(
+            "Notebook", "nb3", "proj-a", spec={}), token="carol")
+        self.assertEqual(st, 403, body)
+
+    def test_stop_start_keeps_the_home_and_frees_gpus(self):
+        home = home_dir("nb4")
+        self.create("nb4", home)
+        self.wait_nb("nb4", "Running")
+        self.wait_jupyter("nb4")
+        self.assertEqual(len(self.gpus_held()), 1)
+        st, body = self.proxied("PUT", "nb4", "api/contents/kept.txt", body={
+            "type": "file", "format": "text", "content": "written before stop"})
+        self.assertIn(st, (200, 201), body)
+        nb = self.notebook("nb4")
+        nb["spec"]["stopped"] = True
+        st, body = self.g.request("PUT", self.PROJECT + "/notebooks/nb4", nb, token="bob")
+        self.assertEqual(st, 200, body)
+        self.wait_nb("nb4", "Stopped")
+        wait_for("GPUs free", lambda: not self.gpus_held(), timeout=20)
+        self.assertEqual(self.proxied("GET", "nb4", "api/status")[0], 503)
+        nb = self.notebook("nb4")
+        nb["spec"]["stopped"] = False
+        st, body = self.g.request("PUT", self.PROJECT + "/notebooks/nb4", nb, token="bob")
+        self.assertEqual(st, 200, body)
+        self.wait_nb("nb4", "Running")
+        self.wait_jupyter("nb4")
+        st, body = self.proxied("GET", "nb4", "api/contents/kept.txt")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body["content"], "written before stop")
+        # delete: the job goes, the home stays
+        st, _ = self.g.request("DELETE", self.PROJECT + "/notebooks/nb4", token="bob")
+        self.assertEqual(st, 200)
+        wait_for("job gone", lambda: self.g.request(
+            "GET", self.PROJECT + "/jobs/nb-nb4")[0] == 404, timeout=30)
+        self.assertTrue(os.path.exists(os.path.join(home, "kept.txt")))
+
+
+if __name__ == "__main__":
+    main()
