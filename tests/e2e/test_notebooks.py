@@ -234,5 +234,70 @@ class TestNotebookProxy(NotebookTest):
         self.assertTrue(os.path.exists(os.path.join(home, "kept.txt")))
 
 
+class TestNotebookCulling(NotebookTest):
+    """Each scenario with a short timeout (TIMEOUT_S) checked every CHECK_MS."""
+    TIMEOUT_S = 6
+
+    def idle(self):
+        return {"timeoutSeconds": self.TIMEOUT_S}
+
+    def running(self, name):
+        self.create(name, home_dir(name), idle=self.idle())
+        self.wait_nb(name, "Running")
+        self.wait_jupyter(name)
+
+    def assert_not_culled_for(self, name, seconds, keep_busy=None):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            if keep_busy:
+                keep_busy()
+            self.assertEqual(self.nb_phase(name), "Running")
+            time.sleep(0.5)
+        self.assertEqual(self.events(name, "Culled"), [])
+
+    def test_a_idle_is_culled_gpus_free_event(self):
+        self.running("idle")
+        self.assertEqual(len(self.gpus_held()), 1)
+        nb = self.wait_nb("idle", "Culled", timeout=self.TIMEOUT_S + 20)
+        self.assertTrue(nb["spec"]["stopped"])
+        cond = [c for c in nb["status"]["conditions"] if c["type"] == "Culled"][0]
+        self.assertEqual((cond["status"], cond["reason"]), ("True", "IdleTimeout"))
+        wait_for("GPUs free", lambda: not self.gpus_held(), timeout=20)
+        wait_for("Culled event", lambda: self.events("idle", "Culled"), timeout=40)
+        wait_for("IdleWarning event", lambda: self.events("idle", "IdleWarning"), timeout=40)
+        self.assertEqual(self.events("idle", "IdleWarning")[0]["type"], "Warning")
+
+    def test_b_silent_long_cell_is_not_culled(self):
+        self.running("cell")
+        kid = self.start_kernel("cell")
+        conn = self.ws("cell", "api/kernels/%s/channels" % kid)
+        try:
+            self.execute(conn, "import time\ntime.sleep(%d)" % (self.TIMEOUT_S * 3), wait=False)
+            self.assert_not_culled_for("cell", self.TIMEOUT_S * 2.5)
+        finally:
+            conn.close()
+
+    def test_c_terminal_in_use_is_not_culled(self):
+        self.running("term")
+        st, term = self.proxied("POST", "term", "api/terminals")
+        self.assertEqual(st, 200, term)
+        conn = self.ws("term", "terminals/websocket/" + term["name"])
+        try:
+            self.assert_not_culled_for("term", self.TIMEOUT_S * 2.5, keep_busy=lambda: conn.send(
+                json.dumps(["stdin", "echo still here\r"])))
+        finally:
+            conn.close()
+
+    def test_e_polling_alone_is_culled(self):
+        self.running("poll")
+        start = time.time()
+        while self.nb_phase("poll") == "Running" and time.time() - start < self.TIMEOUT_S + 20:
+            for rest in ("api/sessions", "api/terminals", "api/kernels", "api/status",
+                         "api/contents?type=directory"):
+                self.proxied("GET", "poll", rest)
+            time.sleep(0.5)
+        self.wait_nb("poll", "Culled", timeout=10)
+
+
 if __name__ == "__main__":
     main()
