@@ -194,6 +194,11 @@ class TestNotebookProxy(NotebookTest):
         st, _ = self.g.request("GET", self.base("nb2") + "api/status", token=None,
                                headers={"Cookie": "gantry-token=" + TOKENS["carol"][0]})
         self.assertEqual(st, 403)
+        # `gantry get notebooks` shows the phase and the last activity
+        out = self.g.cli("get", "notebooks", "-p", "proj-a", token="bob").stdout
+        self.assertIn("LAST ACTIVITY", out)
+        row = [l for l in out.splitlines() if l.startswith("nb2 ")][0]
+        self.assertIn("Running", row)
         # viewers may see the Notebook object, not create one
         self.assertEqual(self.g.request("GET", self.PROJECT + "/notebooks/nb2",
                                         token="carol")[0], 200)
