@@ -27,15 +27,17 @@
  *
  * Culling (spec.idle.enabled, default on with GPUs): every
  * --notebook-check-interval-ms each running notebook's Jupyter is asked
- * for its kernels (a busy one is activity), and the agent's usage of its
- * task is read (CPU above --notebook-cpu-idle-milli, or any GPU above 0 %,
- * is activity); the proxy reports traffic that is not mere polling and
- * terminal input (gt_nbctl_activity). A notebook idle for its timeout
- * (spec.idle.timeoutSeconds, else the project's annotation
+ * for its kernels (a busy one is activity) and the node's agent for the
+ * task's usage (CPU above --notebook-cpu-idle-milli since the last
+ * sample, or any of its GPUs above 0 %, is activity); the proxy reports
+ * traffic that is not mere polling, and WebSocket input
+ * (gt_nbctl_activity). A notebook idle for its
+ * timeout (spec.idle.timeoutSeconds, else the project's annotation
  * gantry.dev/notebook-idle-timeout-seconds, else --notebook-idle-timeout)
  * gets spec.stopped and phase Culled; a Warning Event IdleWarning comes
- * 10 minutes before (half the timeout when that is shorter). A check whose
- * kernel question is not answered decides nothing: no cull on missing
+ * 10 minutes before (half the timeout when that is shorter), and always
+ * at least one check before the cull. A check whose
+ * questions are not all answered decides nothing: no cull on missing
  * evidence.
  */
 #include <event2/buffer.h>
@@ -65,8 +67,15 @@ struct nb_state {
     int64_t activity_ms; /* last activity */
     char what[96];       /* what it was */
     bool warned;         /* IdleWarning recorded for this idle stretch */
-    bool probing;        /* a kernels question in flight */
+    unsigned waiting;    /* ASK_* questions of this round not answered yet */
+    bool round_ok;       /* every answer of this round came */
+    int64_t cpu_ns;      /* the task's CPU time at the last usage answer */
+    int64_t cpu_at_ms;   /* when; 0: no sample yet */
 };
+
+/* The questions of one check. */
+#define ASK_KERNELS 0x1u /* Jupyter: GET api/kernels */
+#define ASK_USAGE 0x2u   /* the agent: GET /v1/tasks/{uid}/usage */
 
 struct gt_nbctl {
     struct gt_ctl *c;
@@ -651,7 +660,7 @@ static void cull(struct gt_nbctl *nb, const struct gt_cobj *o, int64_t idle_ms)
     json_decref(obj);
 }
 
-/* Decide for the notebook at key now that its kernels were asked about. */
+/* Decide for the notebook at key now that this round's questions were answered. */
 static void decide(struct gt_nbctl *nb, const char *key)
 {
     struct gt_ctl *c = nb->c;
@@ -667,7 +676,8 @@ static void decide(struct gt_nbctl *nb, const char *key)
     int64_t now = gt_now_ms(), timeout = idle_timeout_ms(c, nbk);
     int64_t idle = now - ns->activity_ms;
     int64_t lead = timeout / 2 < WARN_LEAD_MS ? timeout / 2 : WARN_LEAD_MS;
-    if (idle >= timeout) {
+    /* never a cull without the warning first: a round may come late */
+    if (idle >= timeout && ns->warned) {
         cull(nb, o, idle);
         return;
     }
@@ -687,75 +697,159 @@ static void decide(struct gt_nbctl *nb, const char *key)
     gt_ctl_kick(c);
 }
 
+/* Jupyter's [{id, execution_state, ...}]: a busy kernel is activity. */
+static bool on_kernels(struct nb_state *ns, const json_t *kernels)
+{
+    size_t i;
+    json_t *k;
+    json_array_foreach(kernels, i, k)
+    {
+        const char *st = json_string_value(json_object_get(k, "execution_state"));
+        if (st && !strcmp(st, "busy")) {
+            note_activity(ns, "kernel busy", gt_now_ms());
+        }
+    }
+    return json_is_array(kernels);
+}
+
+/* The agent's {"cpuNanoseconds", "gpus": [{index, utilizationPercent}]}:
+ * CPU above --notebook-cpu-idle-milli since the last sample, or any of
+ * the task's GPUs above 0 %, is activity. */
+static bool on_usage(struct gt_nbctl *nb, const char *key, struct nb_state *ns, const json_t *usage)
+{
+    const json_t *cpu = json_object_get(usage, "cpuNanoseconds");
+    if (!json_is_integer(cpu)) {
+        return false;
+    }
+    int64_t now = gt_now_ms(), ns_now = json_integer_value(cpu);
+    if (ns->cpu_at_ms && now > ns->cpu_at_ms && ns_now > ns->cpu_ns) {
+        int64_t milli = (ns_now - ns->cpu_ns) / (now - ns->cpu_at_ms) / 1000;
+        if (milli > nb->c->s->cfg->notebook_cpu_idle_milli) {
+            char what[64];
+            snprintf(what, sizeof(what), "cpu %lldm", (long long)milli);
+            note_activity(ns, what, now);
+        }
+    }
+    ns->cpu_ns = ns_now;
+    ns->cpu_at_ms = now;
+    const struct gt_cobj *o = gt_ctl_get(nb->c, GT_KIND_NOTEBOOK, key);
+    char *tk = o ? task_key(o->t->meta.project, o->t->meta.name) : NULL;
+    const struct gt_cobj *to = tk ? gt_ctl_get(nb->c, GT_KIND_TASK, tk) : NULL;
+    free(tk);
+    const struct gt_api_task *task = to ? gt_cobj_task(to) : NULL;
+    size_t i;
+    json_t *g;
+    json_array_foreach(json_object_get(usage, "gpus"), i, g)
+    {
+        int64_t index = json_integer_value(json_object_get(g, "index"));
+        int64_t util = json_integer_value(json_object_get(g, "utilizationPercent"));
+        for (size_t k = 0; task && k < task->spec.gpus.n; k++) {
+            if (task->spec.gpus.v[k].index == index && util > 0) {
+                char what[64];
+                snprintf(what, sizeof(what), "gpu %lld at %lld%%", (long long)index,
+                         (long long)util);
+                note_activity(ns, what, now);
+            }
+        }
+    }
+    return true;
+}
+
 struct probe {
     struct gt_nbctl *nb;
     char *key;
+    unsigned ask;
 };
 
-/* Jupyter's GET /api/kernels: [{id, execution_state, ...}]; any "busy" is activity. */
 static void probe_done(struct evhttp_request *req, void *arg)
 {
     struct probe *p = arg;
     struct nb_state *ns = gt_strmap_get(&p->nb->state, p->key);
-    bool answered = false;
     if (ns) {
-        ns->probing = false;
-    }
-    if (req && evhttp_request_get_response_code(req) == 200 && ns) {
-        struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t len = evbuffer_get_length(in);
-        if (len <= PROBE_BODY_MAX) {
-            json_t *kernels = json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, NULL);
-            size_t i;
-            json_t *k;
-            json_array_foreach(kernels, i, k)
-            {
-                const char *st = json_string_value(json_object_get(k, "execution_state"));
-                if (st && !strcmp(st, "busy")) {
-                    note_activity(ns, "kernel busy", gt_now_ms());
-                }
-            }
-            answered = json_is_array(kernels);
-            json_decref(kernels);
+        json_t *body = NULL;
+        if (req && evhttp_request_get_response_code(req) == 200) {
+            struct evbuffer *in = evhttp_request_get_input_buffer(req);
+            size_t len = evbuffer_get_length(in);
+            body = len <= PROBE_BODY_MAX
+                       ? json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, NULL)
+                       : NULL;
         }
-    }
-    if (answered) {
-        decide(p->nb, p->key);
+        bool ok = body && (p->ask == ASK_KERNELS ? on_kernels(ns, body)
+                                                 : on_usage(p->nb, p->key, ns, body));
+        json_decref(body);
+        ns->round_ok = ns->round_ok && ok;
+        ns->waiting &= ~p->ask;
+        if (!ns->waiting && ns->round_ok) {
+            decide(p->nb, p->key);
+        }
     }
     free(p->key);
     free(p);
 }
 
-static void probe(struct gt_nbctl *nb, const char *key, const struct gt_api_notebook *nbk,
-                  struct nb_state *ns)
+/* Ask host:port for uri with the Authorization value auth; the answer goes
+ * to probe_done. false if the question could not be sent. */
+static bool ask(struct gt_nbctl *nb, const char *key, unsigned what, const char *host, int port,
+                const char *uri, const char *auth)
 {
-    struct gt_nb_target t;
-    if (gt_nbctl_target(nb->c, nbk->o.meta.project, nbk->o.meta.name, &t, NULL)) {
-        return;
-    }
     struct evhttp_connection *conn =
-        evhttp_connection_base_new(nb->c->s->base, NULL, t.host, (unsigned short)t.port);
+        evhttp_connection_base_new(nb->c->s->base, NULL, host, (unsigned short)port);
     if (!conn) {
-        return;
+        return false;
     }
     evhttp_connection_set_timeout(conn, PROBE_TIMEOUT_S);
     struct probe *p = gt_xcalloc(1, sizeof(*p));
     p->nb = nb;
     p->key = gt_xstrdup(key);
+    p->ask = what;
     struct evhttp_request *req = evhttp_request_new(probe_done, p);
-    char auth[128];
-    snprintf(auth, sizeof(auth), "token %s", t.token);
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Authorization", auth);
-    evhttp_add_header(h, "Host", t.host);
-    char *uri = gt_xasprintf("/projects/%s/notebooks/%s/api/kernels?no_track_activity=1",
-                             nbk->o.meta.project, nbk->o.meta.name);
+    evhttp_add_header(h, "Host", host);
     evhttp_connection_free_on_completion(conn);
-    if (evhttp_make_request(conn, req, EVHTTP_REQ_GET, uri) == 0) {
-        ns->probing = true;
-    } else {
+    if (evhttp_make_request(conn, req, EVHTTP_REQ_GET, uri) != 0) {
         free(p->key);
         free(p);
+        return false;
+    }
+    return true;
+}
+
+/* Start a round: Jupyter's kernels and the agent's usage of the task. */
+static void probe(struct gt_nbctl *nb, const char *key, const struct gt_api_notebook *nbk,
+                  const struct gt_api_task *task, struct nb_state *ns)
+{
+    struct gt_ctl *c = nb->c;
+    struct gt_nb_target t;
+    if (gt_nbctl_target(c, nbk->o.meta.project, nbk->o.meta.name, &t, NULL)) {
+        return;
+    }
+    char *nk = gt_xasprintf("/nodes/%s", task->spec.node_name);
+    const struct gt_cobj *no = gt_ctl_get(c, GT_KIND_NODE, nk);
+    free(nk);
+    const char *url = no ? gt_api_node_address(gt_cobj_node(no), "AgentURL") : NULL;
+    const struct gt_server_user *nu = gt_server_tokens_first_node(c->s->tokens);
+    char agent_host[64];
+    int agent_port = 0;
+    if (!url || !nu || sscanf(url, "http://%63[^:/]:%d", agent_host, &agent_port) != 2) {
+        return; /* no usage: no decision */
+    }
+    ns->waiting = ASK_KERNELS | ASK_USAGE;
+    ns->round_ok = true;
+    char auth[160];
+    snprintf(auth, sizeof(auth), "token %s", t.token);
+    char *uri = gt_xasprintf("/projects/%s/notebooks/%s/api/kernels?no_track_activity=1",
+                             nbk->o.meta.project, nbk->o.meta.name);
+    if (!ask(nb, key, ASK_KERNELS, t.host, t.port, uri, auth)) {
+        ns->waiting &= ~ASK_KERNELS;
+        ns->round_ok = false;
+    }
+    free(uri);
+    snprintf(auth, sizeof(auth), "Bearer %s", nu->token);
+    uri = gt_xasprintf("/v1/tasks/%s/usage", task->o.meta.uid);
+    if (!ask(nb, key, ASK_USAGE, agent_host, agent_port, uri, auth)) {
+        ns->waiting &= ~ASK_USAGE;
+        ns->round_ok = false;
     }
     free(uri);
 }
@@ -776,9 +870,10 @@ static void check_one(struct gt_nbctl *nb, const struct gt_cobj *o, int64_t now)
         /* a new run: idle counts from its start */
         snprintf(ns->task_uid, sizeof(ns->task_uid), "%s", uid ? uid : "");
         note_activity(ns, "started", now);
+        ns->cpu_at_ms = 0;
     }
-    if (nbk->spec.idle.enabled && !ns->probing) {
-        probe(nb, o->key, nbk, ns);
+    if (nbk->spec.idle.enabled && !ns->waiting && uid) {
+        probe(nb, o->key, nbk, gt_cobj_task(to), ns);
     }
 }
 

@@ -283,28 +283,6 @@ static void request_head(struct evbuffer *out, struct evhttp_request *req, const
     evbuffer_add(out, "\r\n", 2);
 }
 
-static const char *method_of(enum evhttp_cmd_type cmd)
-{
-    switch (cmd) {
-    case EVHTTP_REQ_GET:
-        return "GET";
-    case EVHTTP_REQ_POST:
-        return "POST";
-    case EVHTTP_REQ_HEAD:
-        return "HEAD";
-    case EVHTTP_REQ_PUT:
-        return "PUT";
-    case EVHTTP_REQ_DELETE:
-        return "DELETE";
-    case EVHTTP_REQ_OPTIONS:
-        return "OPTIONS";
-    case EVHTTP_REQ_PATCH:
-        return "PATCH";
-    default:
-        return NULL;
-    }
-}
-
 /* The value of cookie name in the Cookie header (copied into out), or false. */
 static bool cookie_value(const char *cookies, const char *name, char *out, size_t len)
 {
@@ -429,8 +407,8 @@ void gt_nbproxy_serve(struct gt_req *r, const char *path)
         gt_req_error_err(r, &err);
         return;
     }
-    const char *method = method_of(evhttp_request_get_command(req));
-    if (!method) {
+    const char *method = gt_http_method_name(evhttp_request_get_command(req));
+    if (!strcmp(method, "OTHER")) {
         gt_req_error(r, GT_EMETHOD, "method not supported through the notebook proxy");
         return;
     }

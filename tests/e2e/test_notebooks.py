@@ -19,11 +19,11 @@ os.chmod(STORAGE, 0o711)
 ALICE_UID = TOKENS["alice"][2]
 
 
-def home_dir(name):
-    """A home volume beneath the storage root, owned by alice."""
+def home_dir(name, uid=ALICE_UID):
+    """A home volume beneath the storage root, owned by uid (alice)."""
     d = os.path.join(STORAGE, name + "-" + uuid.uuid4().hex[:6])
     os.makedirs(d)
-    os.chown(d, ALICE_UID, ALICE_UID)
+    os.chown(d, uid, uid)
     return d
 
 
@@ -43,8 +43,9 @@ class NotebookTest(AgentTest):
             "Project", "proj-b", spec={"department": "dept-a",
                                        "members": [{"user": "dave", "role": "member"}]}))
         self.assertEqual(st, 201, body)
-        self.agent = self.gantlet(fake_gpus="2xA100-80GB",
-                                  extra_args=["--storage-root", STORAGE])
+        self.gpu_util = tempfile.mkdtemp(prefix="gantry-nb-gpu-util-")
+        self.agent = self.gantlet(fake_gpus="2xA100-80GB", extra_args=[
+            "--storage-root", STORAGE, "--fake-gpu-utilization-dir", self.gpu_util])
 
     # ---- helpers ----
 
@@ -70,6 +71,18 @@ class NotebookTest(AgentTest):
         wait_for("notebook %s %s (now %s)" % (name, phase, self.nb_phase(name)),
                  lambda: self.nb_phase(name) == phase, timeout=timeout, interval=0.2)
         return self.notebook(name)
+
+    def set_stopped(self, name, stopped, token="bob"):
+        """spec.stopped by read-modify-write, retried while the controller's
+        status writes get in between (409)."""
+        for _ in range(20):
+            nb = self.notebook(name)
+            nb["spec"]["stopped"] = stopped
+            st, body = self.g.request("PUT", self.PROJECT + "/notebooks/" + name, nb, token=token)
+            if st != 409:
+                self.assertEqual(st, 200, body)
+                return
+        self.fail("PUT kept conflicting")
 
     def base(self, name):
         return "/projects/proj-a/notebooks/%s/" % name
@@ -215,17 +228,11 @@ class TestNotebookProxy(NotebookTest):
         st, body = self.proxied("PUT", "nb4", "api/contents/kept.txt", body={
             "type": "file", "format": "text", "content": "written before stop"})
         self.assertIn(st, (200, 201), body)
-        nb = self.notebook("nb4")
-        nb["spec"]["stopped"] = True
-        st, body = self.g.request("PUT", self.PROJECT + "/notebooks/nb4", nb, token="bob")
-        self.assertEqual(st, 200, body)
+        self.set_stopped("nb4", True)
         self.wait_nb("nb4", "Stopped")
         wait_for("GPUs free", lambda: not self.gpus_held(), timeout=20)
         self.assertEqual(self.proxied("GET", "nb4", "api/status")[0], 503)
-        nb = self.notebook("nb4")
-        nb["spec"]["stopped"] = False
-        st, body = self.g.request("PUT", self.PROJECT + "/notebooks/nb4", nb, token="bob")
-        self.assertEqual(st, 200, body)
+        self.set_stopped("nb4", False)
         self.wait_nb("nb4", "Running")
         self.wait_jupyter("nb4")
         st, body = self.proxied("GET", "nb4", "api/contents/kept.txt")
@@ -237,6 +244,35 @@ class TestNotebookProxy(NotebookTest):
         wait_for("job gone", lambda: self.g.request(
             "GET", self.PROJECT + "/jobs/nb-nb4")[0] == 404, timeout=30)
         self.assertTrue(os.path.exists(os.path.join(home, "kept.txt")))
+
+
+class TestNotebookCli(NotebookTest):
+
+    def test_create_open_stop_start_delete(self):
+        home = home_dir("cli", TOKENS["bob"][2])
+        out = self.g.cli("notebook", "create", "cli", "--gpus", "1", "--cpu", "1",
+                         "--memory", "1Gi", "--home", home, "-p", "proj-a", token="bob").stdout
+        self.assertIn("notebook.gantry.dev/cli created", out)
+        self.wait_nb("cli", "Running")
+        self.assertEqual(self.notebook("cli")["metadata"]["creator"]["user"], "bob")
+        url = self.g.cli("notebook", "open", "cli", "-p", "proj-a", token="bob").stdout.strip()
+        self.assertEqual(url, "%s%s?gantry-token=%s" % (self.g.url, self.base("cli"),
+                                                        TOKENS["bob"][0]))
+        self.wait_jupyter("cli")
+        self.g.cli("notebook", "stop", "cli", "-p", "proj-a", token="bob")
+        self.wait_nb("cli", "Stopped")
+        wait_for("GPUs free", lambda: not self.gpus_held(), timeout=20)
+        self.g.cli("notebook", "start", "cli", "-p", "proj-a", token="bob")
+        self.wait_nb("cli", "Running")
+        p = self.g.cli("notebook", "stop", "cli", "-p", "proj-a", token="carol", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('user "carol" cannot update notebooks', p.stderr)
+        p = self.g.cli("notebook", "create", "bad", "--gpus", "-1", "-p", "proj-a", token="bob",
+                       check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("spec.template.resources.limits.nvidia.com/gpu", p.stderr)
+        self.g.cli("notebook", "delete", "cli", "-p", "proj-a", token="bob")
+        wait_for("notebook gone", lambda: self.notebook("cli") is None, timeout=10)
 
 
 class TestNotebookCulling(NotebookTest):
@@ -292,6 +328,19 @@ class TestNotebookCulling(NotebookTest):
                 json.dumps(["stdin", "echo still here\r"])))
         finally:
             conn.close()
+
+    def set_gpu_util(self, percent):
+        for i in (0, 1):
+            with open(os.path.join(self.gpu_util, str(i)), "w") as f:
+                f.write("%d\n" % percent)
+
+    def test_d_busy_gpu_without_traffic_is_not_culled(self):
+        self.running("gpu")
+        self.set_gpu_util(80)
+        self.assert_not_culled_for("gpu", self.TIMEOUT_S * 2.5)
+        self.assertTrue(self.notebook("gpu")["status"]["lastActivity"].startswith("gpu "))
+        self.set_gpu_util(0)
+        self.wait_nb("gpu", "Culled", timeout=self.TIMEOUT_S + 20)
 
     def test_e_polling_alone_is_culled(self):
         self.running("poll")
