@@ -697,7 +697,8 @@ static void decide(struct gt_nbctl *nb, const char *key)
     gt_ctl_kick(c);
 }
 
-/* Jupyter's [{id, execution_state, ...}]: a busy kernel is activity. */
+/* Jupyter's [{id, execution_state, ...}]: a kernel that is not idle (busy,
+ * or still starting with a request queued) is activity. */
 static bool on_kernels(struct nb_state *ns, const json_t *kernels)
 {
     size_t i;
@@ -705,8 +706,10 @@ static bool on_kernels(struct nb_state *ns, const json_t *kernels)
     json_array_foreach(kernels, i, k)
     {
         const char *st = json_string_value(json_object_get(k, "execution_state"));
-        if (st && !strcmp(st, "busy")) {
-            note_activity(ns, "kernel busy", gt_now_ms());
+        if (st && strcmp(st, "idle") != 0) {
+            char what[64];
+            snprintf(what, sizeof(what), "kernel %.40s", st);
+            note_activity(ns, what, gt_now_ms());
         }
     }
     return json_is_array(kernels);
