@@ -283,6 +283,7 @@ static const struct gt_ctl_hooks hooks = {
     .soft_delete = gt_jobctl_soft_delete,
     .render = render_hook,
     .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT,
+    .metrics = gt_feed_metrics,
     .serve = serve_hook,
 };
 

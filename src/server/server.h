@@ -238,7 +238,7 @@ struct gt_metrics {
     int64_t objects[GT_KIND_COUNT];
     struct gt_histogram cycle_seconds; /* scheduler cycles */
     uint64_t binds, preemptions;       /* scheduler decisions applied */
-    int64_t jobs_pending[2];           /* waiting jobs by gt_sched_wait_reason, last cycle */
+    int64_t jobs_pending[3];           /* waiting jobs by gt_sched_wait_reason, last cycle */
 };
 /* Count a finished request. */
 void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int http_code,

@@ -49,6 +49,9 @@ struct gt_ctl_hooks {
     /* A request a controller serves itself (the notebook proxy, for
      * /projects/P/notebooks/N/...): true if it took r (and frees it). */
     bool (*proxy)(struct gt_ctl *c, struct gt_req *r, const char *path);
+    /* Append the controllers' own series to a /metrics answer (Prometheus
+     * text format). */
+    void (*metrics)(const struct gt_ctl *c, struct gt_buf *out);
     /* A request the controllers answer themselves (authenticated, r->user
      * set): the usage, usagerecords and jobstats routes and the scalars,
      * history and telemetry subresources. method is an evhttp_cmd_type,
