@@ -86,6 +86,19 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_logs,
     },
     {
+        .name = "volume",
+        .usage = "volume create NAME --size SIZE [--class CLASS] [--access-mode MODE] "
+                 "[--read-only] [-p PROJECT]",
+        .summary = "Create a Volume: a disk of SIZE (64Mi) that jobs mount by name",
+        .options = "  -p, --project NAME     project (default: the config file's \"project\")\n"
+                   "      --size SIZE        capacity, counted against the storage quota\n"
+                   "      --class CLASS      storage class (default: the cluster's first)\n"
+                   "      --access-mode MODE ReadWriteOnce (default), ReadOnlyMany or "
+                   "ReadWriteMany\n"
+                   "      --read-only        a dataset: every mount read-only\n",
+        .run = gt_cli_cmd_volume,
+    },
+    {
         .name = "cordon",
         .usage = "cordon NODE",
         .summary = "Mark a node unschedulable: no new tasks are bound to it (admins)",
@@ -153,7 +166,7 @@ static const char global_help[] =
     "~/.config/gantry/config: JSON {\"server\": URL, \"token\": TOKEN}.\n"
     "`gantry up` writes it, with \"project\": \"default\" for run and logs.\n"
     "Kinds: departments (dept), projects (proj), priorityclasses (pc), nodes (no),\n"
-    "jobs, tasks, events (ev).\n";
+    "jobs, tasks, events (ev), volumes (vol).\n";
 
 static const struct gt_cli_command *find_command(const char *name)
 {

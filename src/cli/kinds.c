@@ -22,6 +22,7 @@ static const struct {
 } short_names[] = {
     {"dept", GT_KIND_DEPARTMENT},  {"depts", GT_KIND_DEPARTMENT}, {"proj", GT_KIND_PROJECT},
     {"pc", GT_KIND_PRIORITYCLASS}, {"no", GT_KIND_NODE},          {"ev", GT_KIND_EVENT},
+    {"vol", GT_KIND_VOLUME},
 };
 
 const struct gt_kind_info *gt_cli_kind_lookup(const char *word)

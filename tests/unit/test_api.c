@@ -78,11 +78,19 @@ static const char event_json[] =
     "\"involvedObject\":{\"kind\":\"Job\",\"name\":\"mnist\",\"project\":\"vision\"},"
     "\"reason\":\"Queued\",\"message\":\"waiting for quota\"}";
 
+static const char volume_json[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Volume\","
+    "\"metadata\":{\"name\":\"imagenet\",\"project\":\"vision\"},"
+    "\"spec\":{\"capacity\":{\"storage\":\"64Mi\"},\"accessMode\":\"ReadOnlyMany\","
+    "\"storageClass\":\"fast\",\"readOnly\":true},"
+    "\"status\":{\"phase\":\"Available\",\"storageClass\":\"fast\","
+    "\"path\":\"/srv/volumes/vision/imagenet.1.img\"}}";
+
 static const char *const examples[GT_KIND_COUNT] = {
     [GT_KIND_DEPARTMENT] = dept_json,  [GT_KIND_PROJECT] = project_json,
     [GT_KIND_PRIORITYCLASS] = pc_json, [GT_KIND_NODE] = node_json,
     [GT_KIND_JOB] = job_json,          [GT_KIND_TASK] = task_json,
-    [GT_KIND_EVENT] = event_json,
+    [GT_KIND_EVENT] = event_json,      [GT_KIND_VOLUME] = volume_json,
 };
 
 static json_t *parse(const char *text)

@@ -249,7 +249,8 @@ static const struct bad_case bad_cases[] = {
      POD ".containers[1]: sidecar containers are not supported by gantry (only the "
          "\"pytorch\" container runs)"},
     {POD ".volumes", NULL, "{\"name\":\"scratch\",\"emptyDir\":{}}",
-     POD ".volumes[1].emptyDir: not supported by gantry (only hostPath volumes are)"},
+     POD ".volumes[1].emptyDir: not supported by gantry (only hostPath and "
+         "persistentVolumeClaim volumes are)"},
     {POD ".volumes.0.hostPath", "type", "\"DirectoryOrCreate\"",
      POD ".volumes[0].hostPath.type: only \"Directory\" is supported by gantry (the path must "
          "exist)"},
