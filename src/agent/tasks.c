@@ -427,12 +427,17 @@ static int attach_volumes(struct gt_gantlet *g, const struct gt_api_task *task, 
     return 0;
 }
 
-/* Does a task of g that has not ended use the image mounted as id? */
+/* Does a task of g that has not ended use the image mounted as id? A
+ * task adopted but not seen from gantryd yet might: its mounts stay (a
+ * second mount of the same image would be a second file system on it). */
 static bool image_in_use(const char *id, void *arg)
 {
     struct gt_gantlet *g = arg;
     char mnt[PATH_MAX];
     for (struct gt_ltask *t = g->tasks; t; t = t->next) {
+        if (!t->st.exited && !t->obj) {
+            return true;
+        }
         for (size_t i = 0; !t->st.exited && t->obj && i < t->obj->spec.volumes.n; i++) {
             const char *image = t->obj->spec.volumes.v[i].image;
             if (image) {

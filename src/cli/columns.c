@@ -106,7 +106,8 @@ static char *dept_amount(const struct row *r, const char *map_path, const char *
     }
 
 /* Per resource: guarantee (QUOTA), LIMIT, USED and BORROWED; GPUs by
- * default, cpu and memory in full with -o wide. */
+ * default, cpu and memory in full with -o wide, and storage's quota and
+ * what its Volumes hold. */
 static const struct column department_cols[] = {
     {.header = "NAME", .cell = name_cell},
     DEPT_COL("GPU QUOTA", "spec.quota", GT_RES_NAME_GPU),
@@ -121,6 +122,8 @@ static const struct column department_cols[] = {
     DEPT_COL("MEMORY LIMIT", "spec.limit", GT_RES_NAME_MEMORY, .wide_only = true),
     DEPT_COL("MEMORY USED", "status.used", GT_RES_NAME_MEMORY, .wide_only = true),
     DEPT_COL("MEMORY BORROWED", "status.borrowed", GT_RES_NAME_MEMORY, .wide_only = true),
+    DEPT_COL("STORAGE", "spec.quota", GT_RES_NAME_STORAGE, .wide_only = true),
+    DEPT_COL("STORAGE USED", "status.used", GT_RES_NAME_STORAGE, .wide_only = true),
     {.header = "AGE", .age_of = created_at},
 };
 
