@@ -98,6 +98,8 @@ int gt_cli_cmd_volume(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, 
     if (rc) {
         return gt_cli_fail(ctx, &err);
     }
-    fprintf(ctx->out, "volume/%s created\n", name);
+    char res[64];
+    fprintf(ctx->out, "%s/%s created\n",
+            gt_cli_kind_resource(gt_kind_get(GT_KIND_VOLUME), res, sizeof(res)), name);
     return 0;
 }

@@ -88,7 +88,7 @@ class VolumeKind(AgentTest):
 
     def test_capacity_enforced_on_disk(self):
         p = self.g.cli("volume", "create", "data", "--size", "64Mi", "-p", "proj-a", token="alice")
-        self.assertEqual(p.stdout, "volume/data created\n")
+        self.assertEqual(p.stdout, "volume.gantry.dev/data created\n")
         st, v = self.g.request("GET", self.PROJECT + "/volumes/data")
         self.assertEqual(st, 200, v)
         self.assertEqual(v["status"]["phase"], "Available", v)
@@ -228,6 +228,26 @@ class VolumeKind(AgentTest):
         st, body = self.g.request("PUT", self.PROJECT + "/volumes/ds", v, token="alice")
         self.assertEqual((st, body["message"]),
                          (422, "spec.capacity: cannot change (only spec.readOnly may)"), body)
+
+    def test_apply_describe_delete(self):
+        manifest = ("apiVersion: gantry.dev/v1\nkind: Volume\n"
+                    "metadata: {name: ds, project: proj-a}\n"
+                    "spec:\n  capacity: {storage: 32Mi}\n  accessMode: ReadOnlyMany\n")
+        p = self.g.cli("apply", "-f", "-", input=manifest, token="alice")
+        self.assertEqual(p.stdout, "volume.gantry.dev/ds created\n")
+        p = self.g.cli("apply", "-f", "-", input=manifest, token="alice")
+        self.assertEqual(p.stdout, "volume.gantry.dev/ds configured\n")
+        desc = self.g.cli("describe", "volume", "ds", "-p", "proj-a").stdout
+        self.assertRegex(desc, r"Access Mode: +ReadOnlyMany\n")
+        self.assertRegex(desc, r"Phase: +Available\n")
+        self.assertRegex(desc, r"Path: +%s/proj-a/ds\.[0-9a-f-]+\.img\n" % self.classdir)
+        grown = manifest.replace("32Mi", "64Mi")
+        p = self.g.cli("apply", "-f", "-", input=grown, token="alice", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("spec.capacity: cannot change (only spec.readOnly may)", p.stderr)
+        p = self.g.cli("delete", "volume", "ds", "-p", "proj-a", token="alice")
+        self.assertEqual(self.g.request("GET", self.PROJECT + "/volumes/ds")[0], 404)
+        wait_for("image removed", lambda: not self.images())
 
     def test_bad_input_names_the_field(self):
         cases = [
