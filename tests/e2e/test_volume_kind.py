@@ -48,7 +48,8 @@ class VolumeKind(AgentTest):
         os.chmod(self.tmp, 0o711)
         os.chmod(self.root, 0o755)
         self.gantryd_args = AgentTest.gantryd_args + (
-            "--storage-root", self.root, "--storage-class", "fast=" + self.classdir)
+            "--storage-root", self.root, "--storage-class", "fast=" + self.classdir,
+            "--enable-fault-injection")
         super().setUp()
         st, dept = self.g.request("GET", API + "/departments/dept-a")
         self.assertEqual(st, 200, dept)
@@ -153,6 +154,17 @@ class VolumeKind(AgentTest):
         self.assertEqual(st, 403, body)
         self.assertIn('storage quota of project "proj-a" (spec.hard.storage 100Mi, 144Mi '
                       'allocated', body["message"])
+
+    def test_failed_store_write_leaves_nothing(self):
+        st, _ = self.g.request("POST", "/debug/fault?point=write&nth=1")
+        self.assertEqual(st, 200)
+        st, body = self.create("lost", "100Mi")
+        self.assertEqual((st, body["reason"]), (503, "ServiceUnavailable"), body)
+        self.assertEqual(self.g.request("GET", self.PROJECT + "/volumes/lost")[0], 404)
+        self.assertEqual(self.images(), [])
+        # its capacity was released: the whole quota is still there
+        st, body = self.create("after", "150Mi")
+        self.assertEqual(st, 201, body)
 
     def test_concurrent_creates_never_overcommit(self):
         import threading
