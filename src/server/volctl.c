@@ -292,7 +292,7 @@ static int admit_volume_update(struct gt_ctl *c, const struct gt_api_volume_obj 
     users_find(c, v->o.meta.project, v->o.meta.name, &u);
     int rc = users_refuse(&u, "spec.readOnly: cannot change while in use", err);
     users_fini(&u);
-    return rc ? GT_EINVAL : 0;
+    return rc;
 }
 
 /* Tasks of job that mount volume entry name. */

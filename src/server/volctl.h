@@ -12,7 +12,8 @@
  * spec.volumes[].volume names a Volume of the project that is Available,
  * a ReadWriteOnce one mounted by at most one task of the job; a
  * hostPath never beneath a storage class's directory (the disk images).
- * 0, or GT_EINVAL with err naming the field. */
+ * 0, or GT_EINVAL with err naming the field (GT_ECONFLICT: readOnly
+ * changed while in use). */
 int gt_volctl_admit(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                     struct gt_err *err);
 /* The prepare hook: for a Volume create (obj, validated, at key), check

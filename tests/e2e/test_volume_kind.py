@@ -15,7 +15,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -80,6 +79,13 @@ class VolumeKind(AgentTest):
         st, body = self.submit(name, vol, command)
         self.assertEqual(st, 201, body)
         return self.wait_phase(name + "-worker-0", ("Succeeded", "Failed"), timeout=40)
+
+    def wait_job_finished(self, name):
+        def finished():
+            job = self.g.request("GET", self.PROJECT + "/jobs/" + name)[1]
+            return any(c["type"] in ("Succeeded", "Failed") and c["status"] == "True"
+                       for c in (job.get("status") or {}).get("conditions", []))
+        wait_for("job %s finished" % name, finished, timeout=20)
 
     def log(self, job):
         return self.g.cli("logs", job, "-p", "proj-a").stdout
@@ -201,16 +207,20 @@ class VolumeKind(AgentTest):
 
     def test_read_write_once_one_task_at_a_time(self):
         self.assertEqual(self.create("solo")[0], 201)
-        st, body = self.submit("first", "solo", "sleep 3; echo first > /data/who")
+        st, body = self.submit("first", "solo", "sleep 8; echo first > /data/who")
         self.assertEqual(st, 201, body)
         self.wait_phase("first-worker-0", "Running", timeout=30)
         st, body = self.submit("second", "solo", "cat /data/who")
         self.assertEqual(st, 201, body)
-        time.sleep(1)
+
+        def queued_message():
+            job = self.g.request("GET", self.PROJECT + "/jobs/second")[1]
+            return [c.get("message", "") for c in (job.get("status") or {}).get("conditions", [])
+                    if c["type"] == "Queued"]
+        want = 'VolumeInUse: volume "solo" is ReadWriteOnce and in use by job first'
+        wait_for("second waits for the volume", lambda: want in queued_message(), timeout=10)
+        self.assertEqual(self.phase("first-worker-0"), "Running")
         self.assertEqual(self.phase("second-worker-0"), "Pending")
-        job = self.g.request("GET", self.PROJECT + "/jobs/second")[1]
-        msgs = [c.get("message", "") for c in job["status"]["conditions"] if c["type"] == "Queued"]
-        self.assertIn('VolumeInUse: volume "solo" is ReadWriteOnce and in use by job first', msgs)
         t = self.wait_phase("second-worker-0", ("Succeeded", "Failed"), timeout=40)
         self.assertEqual(t["status"]["phase"], "Succeeded", t["status"])
         self.assertEqual(self.log("second"), "first\n")
@@ -224,6 +234,7 @@ class VolumeKind(AgentTest):
         self.assertEqual(self.create("ds")[0], 201)
         t = self.run_job("fill", "ds", "echo sample > /data/x")
         self.assertEqual(t["status"]["phase"], "Succeeded", t["status"])
+        self.wait_job_finished("fill")
         st, v = self.g.request("GET", self.PROJECT + "/volumes/ds")
         v.pop("status")
         v["metadata"].pop("resourceVersion")
@@ -260,6 +271,17 @@ class VolumeKind(AgentTest):
         p = self.g.cli("delete", "volume", "ds", "-p", "proj-a", token="alice")
         self.assertEqual(self.g.request("GET", self.PROJECT + "/volumes/ds")[0], 404)
         wait_for("image removed", lambda: not self.images())
+
+    def test_example_applies(self):
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "volume.yaml")
+        with open(path) as f:
+            text = f.read().replace("detection", "proj-a").replace("64Gi", "64Mi")
+            text = text.replace("memory: 16Gi", "memory: 64Mi").replace("cpu: 4", "cpu: 1")
+        p = self.g.cli("apply", "-f", "-", input=text, token="alice")
+        self.assertEqual(p.stdout, "volume.gantry.dev/imagenet created\n"
+                                   "job.gantry.dev/resnet-eval created\n")
+        t = self.wait_phase("resnet-eval-worker-0", ("Failed", "Succeeded"), timeout=40)
+        self.assertEqual(t["spec"]["volumes"][0]["image"], self.images()[0])
 
     def test_bad_input_names_the_field(self):
         cases = [
