@@ -262,6 +262,10 @@ const char *gt_job_task_key(char *buf, size_t len, char **heap, const char *proj
 int gt_job_check_run_as(const struct gt_api_job *job, int64_t creator_uid, bool allow_privileged,
                         struct gt_err *err);
 
+/* Is path (absolute, no ".." component) lexically beneath root: equal to
+ * it or below it at a whole component ("/srv/data" is not beneath "/srv/d")? */
+bool gt_path_beneath(const char *path, const char *root);
+
 /* Admission: every hostPath of vols, a Job's or Task's spec.volumes
  * (borrowed), must be lexically beneath one of roots (whole components, as
  * gantlet places it); with no roots every hostPath volume is refused. 0 or

@@ -80,8 +80,9 @@ static const struct gt_api_volume_obj *volume_get(const struct gt_ctl *c, const 
     return o ? cobj_volume(o) : NULL;
 }
 
-/* The directory of storage class name (NULL: the default, the first), or
- * NULL; *class_name gets the class's name (in buf). */
+/* The directory of storage class name (NULL: the default, the first;
+ * borrowed from the configuration), or NULL when there is no such class;
+ * buf (len bytes) gets the class's name. */
 static const char *class_dir(const struct gt_ctl *c, const char *name, char *buf, size_t len)
 {
     const struct gt_config_list *l = &c->s->cfg->storage_classes;
@@ -321,9 +322,8 @@ static int admit_entries(struct gt_ctl *c, const struct gt_api_object *t,
     for (size_t i = 0; i < vols->n; i++) {
         const struct gt_api_volume *e = &vols->v[i];
         for (size_t k = 0; e->host_path && k < classes->n; k++) {
-            char *dir = strchr(classes->items[k], '=') + 1;
-            if (gt_job_check_volumes(&(struct gt_api_volumes){(struct gt_api_volume *)e, 1}, &dir,
-                                     1, NULL) == 0) {
+            const char *dir = strchr(classes->items[k], '=') + 1;
+            if (gt_path_beneath(e->host_path, dir)) {
                 return gt_err_set(err, GT_EINVAL,
                                   "spec.volumes[%zu].hostPath: %s is beneath the directory of "
                                   "storage class %.*s, which holds Volumes' disk images (mount "
@@ -469,11 +469,12 @@ static void mkfs_output_cb(evutil_socket_t fd, short what, void *arg)
         return;
     }
     int st = 0;
-    while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR) {
+    pid_t w;
+    while ((w = waitpid(p->pid, &st, 0)) < 0 && errno == EINTR) {
     }
     struct gt_err err = {0};
     int rc = 0;
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    if (w < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
         gt_buf_append(&p->out, "", 0);
         rc = gt_err_set(&err, GT_EINTERNAL, "making the disk image of volumes \"%s\" failed: %s",
                         gt_obj_name(p->obj), p->out.len ? p->out.data : "mkfs.ext4 failed");

@@ -302,6 +302,18 @@ class VolumeKind(AgentTest):
         self.assertEqual((st, body["message"]),
                          (422, 'spec.volumes[0].volume: no Volume "missing" in project "proj-a"'),
                          body)
+        # the images are reached only through their Volumes
+        spec = {"replicaSpecs": {"Worker": {"template": {"command": ["true"]}}},
+                "volumes": [{"name": "raw", "hostPath": self.classdir + "/proj-a"}]}
+        st, body = self.g.request("POST", self.PROJECT + "/jobs", obj("Job", "raw", "proj-a",
+                                                                      spec=spec), token="alice")
+        self.assertEqual((st, body["details"]["field"]), (422, "spec.volumes[0].hostPath"), body)
+        self.assertIn("beneath the directory of storage class fast", body["message"])
+        spec["volumes"] = [{"name": "both", "hostPath": self.root, "volume": "x"}]
+        st, body = self.g.request("POST", self.PROJECT + "/jobs", obj("Job", "both", "proj-a",
+                                                                      spec=spec), token="alice")
+        self.assertEqual((st, body["message"]), (422, "spec.volumes[0].volume: exactly one of "
+                                                      "hostPath and volume is required"), body)
         p = self.g.cli("volume", "create", "y", "-p", "proj-a", token="alice", check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("--size: required", p.stderr)
