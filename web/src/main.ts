@@ -13,6 +13,7 @@ import { jobsPage } from "./pages/jobs";
 import { newJobPage } from "./pages/newjob";
 import { projectsPage } from "./pages/projects";
 import { queuePage } from "./pages/queue";
+import { volumesPage } from "./pages/volumes";
 
 type Page = (main: HTMLElement, ctx: Ctx) => void | Promise<void>;
 
@@ -24,6 +25,7 @@ const PAGES: { route: string; title: string; page: Page; nav: boolean }[] = [
   { route: "jobs", title: "Jobs", page: jobsPage, nav: true },
   { route: "job", title: "Job", page: jobPage, nav: false },
   { route: "new", title: "New training job", page: newJobPage, nav: true },
+  { route: "volumes", title: "Volumes", page: volumesPage, nav: true },
   { route: "events", title: "Events", page: eventsPage, nav: true },
 ];
 
