@@ -55,7 +55,8 @@ static const struct gt_cli_command commands[] = {
     {
         .name = "run",
         .usage = "run [--gpus N] [--cpu Q] [--memory Q] [--workers N] [-p PROJECT] [--name NAME] "
-                 "[--image IMG] [--git URL [--revision R]] [--requirements FILE] -- CMD [ARGS...]",
+                 "[--image IMG] [--git URL [--revision R]] [--requirements FILE] "
+                 "[--volume NAME:/PATH[:ro]]... -- CMD [ARGS...]",
         .summary = "Run a command as a job, follow its output, exit with its status",
         .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
                    "      --gpus N          whole GPUs (nvidia.com/gpu limit)\n"
@@ -70,6 +71,8 @@ static const struct gt_cli_command commands[] = {
                    "      --revision R      its branch, tag or commit (default: default branch)\n"
                    "      --requirements F  pip requirements file (read here, installed on the "
                    "node)\n"
+                   "      --volume V        mount Volume NAME at /PATH (\":ro\": read-only); "
+                   "repeatable\n"
                    "Ctrl-C stops following; the job keeps running.\n",
         .run = gt_cli_cmd_run,
     },
