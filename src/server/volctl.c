@@ -50,7 +50,6 @@ extern char **environ;
 /* A create whose image is being made, or whose store write is in flight. */
 struct held {
     char *project;
-    char *department;
     int64_t bytes;
     char *image;
 };
@@ -60,7 +59,6 @@ static void held_free(void *p)
     struct held *h = p;
     if (h) {
         free(h->project);
-        free(h->department);
         free(h->image);
         free(h);
     }
@@ -573,7 +571,6 @@ int gt_volctl_prepare(struct gt_ctl *c, enum gt_kind kind, const char *key, json
     if (rc == 0) {
         struct held *h = gt_xcalloc(1, sizeof(*h));
         h->project = gt_xstrdup(project);
-        h->department = gt_xstrdup(dept ? dept : "");
         h->bytes = capacity_of(v);
         h->image = gt_xstrdup(p->image);
         gt_strmap_put(&c->vol_held, key, h);
