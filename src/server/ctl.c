@@ -228,8 +228,9 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
 }
 
 /* A Node's status.allocated from the cache; a Department's status: used
- * and borrowed as the scheduler counts them, used.storage and storage as
- * its Volumes hold it; a Volume's usage and users. */
+ * and borrowed as the scheduler counts them, used.storage,
+ * borrowed.storage and storage as its Volumes hold it; a Volume's usage
+ * and users. */
 static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
 {
     if (kind == GT_KIND_NODE) {
@@ -245,6 +246,8 @@ static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
             json_t *storage = gt_volctl_department_storage(c, gt_obj_name(obj));
             json_object_set(json_object_get(ds, "used"), GT_RES_NAME_STORAGE,
                             json_object_get(storage, "allocated"));
+            json_object_set(json_object_get(ds, "borrowed"), GT_RES_NAME_STORAGE,
+                            json_object_get(storage, "borrowed"));
             json_object_set_new(ds, "storage", storage);
             json_object_set_new(obj, "status", ds);
         }

@@ -658,9 +658,16 @@ json_t *gt_volctl_department_storage(const struct gt_ctl *c, const char *departm
 {
     struct tally t;
     tally(c, department, NULL, &t);
+    char key[96];
+    snprintf(key, sizeof(key), "/departments/%s", department);
+    const struct gt_cobj *d = gt_ctl_get(c, GT_KIND_DEPARTMENT, key);
+    const struct gt_api_department *dt = d ? (const struct gt_api_department *)d->t : NULL;
+    int64_t quota, limit;
+    gt_storage_limits(dt ? &dt->spec.quota : NULL, dt ? &dt->spec.limit : NULL, &quota, &limit);
     json_t *o = json_object();
     json_object_set_new(o, "volumes", json_integer((json_int_t)t.n_volumes));
     json_object_set_new(o, "allocated", bytes_json(t.dept_bytes));
+    json_object_set_new(o, "borrowed", bytes_json(t.dept_bytes > quota ? t.dept_bytes - quota : 0));
     json_object_set_new(o, "usage", bytes_json(t.usage_bytes));
     return o;
 }

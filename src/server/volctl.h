@@ -42,8 +42,9 @@ void gt_volctl_changed(struct gt_ctl *c, const char *key, const struct gt_api_ob
  * ended that mount it). */
 void gt_volctl_render(const struct gt_ctl *c, json_t *obj);
 /* The storage part of a department's computed status (new reference):
- * {"volumes": N, "allocated": capacity of its projects' Volumes, "usage":
- * what their images hold}; quantities as text. */
+ * {"volumes": N, "allocated": capacity of its projects' Volumes,
+ * "borrowed": the part above its storage quota, "usage": what their
+ * images hold}; quantities as text. */
 json_t *gt_volctl_department_storage(const struct gt_ctl *c, const char *department);
 /* May the job at key (typed, borrowed) enter the scheduler model? Not
  * while a writable ReadWriteOnce Volume it mounts is claimed by another

@@ -121,7 +121,8 @@ class VolumeKind(AgentTest):
 
         desc = self.g.cli("describe", "department", "dept-a").stdout
         self.assertRegex(desc, r"\n    storage: +64Mi\n")  # Status.Used: what the quota counts
-        self.assertRegex(desc, r"Storage:\n +Volumes: +1\n +Allocated: +64Mi\n +Usage: +\d+Ki\n")
+        self.assertRegex(desc, r"Storage:\n +Volumes: +1\n +Allocated: +64Mi\n +Borrowed: +0\n"
+                               r" +Usage: +\d+Ki\n")
 
         # still usable: the full file goes, a new one is written and read back
         t = self.run_job("reuse", "data", "rm /data/big && echo kept > /data/f && cat /data/f && "
@@ -144,6 +145,7 @@ class VolumeKind(AgentTest):
         self.assertEqual(len(self.images()), 2, self.images())
         dept = self.g.request("GET", API + "/departments/dept-a")[1]
         self.assertEqual(dept["status"]["used"]["storage"], "128Mi", dept["status"])
+        self.assertEqual(dept["status"]["borrowed"]["storage"], "0", dept["status"])
         # a smaller one still fits; deleting frees the quota and the image
         st, body = self.create("small", "16Mi")
         self.assertEqual(st, 201, body)
