@@ -13,6 +13,7 @@ import { jobsPage } from "./pages/jobs";
 import { newJobPage } from "./pages/newjob";
 import { projectsPage } from "./pages/projects";
 import { queuePage } from "./pages/queue";
+import { usagePage } from "./pages/usage";
 import { volumesPage } from "./pages/volumes";
 
 type Page = (main: HTMLElement, ctx: Ctx) => void | Promise<void>;
@@ -27,6 +28,7 @@ const PAGES: { route: string; title: string; page: Page; nav: boolean }[] = [
   { route: "new", title: "New training job", page: newJobPage, nav: true },
   { route: "volumes", title: "Volumes", page: volumesPage, nav: true },
   { route: "events", title: "Events", page: eventsPage, nav: true },
+  { route: "usage", title: "Usage", page: usagePage, nav: true },
 ];
 
 let leave: (() => void)[] = [];
