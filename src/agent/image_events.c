@@ -1,7 +1,8 @@
 /*
  * Events of a task's image pull, posted by the agent: the shim appends
- * "REASON\tMESSAGE" lines to STATE_DIR/events (Pulling, Pulled) before the
- * task starts; the agent posts each new line as an Event on the Task
+ * "REASON\tMESSAGE" lines to STATE_DIR/events (Pulling, Pulled, or Failed)
+ * before the task starts; the agent posts each new line as an Event on the
+ * Task (type Warning for Failed and BackOff, else Normal)
  * (POST /apis/gantry.dev/v1/events, which gantry:nodes may create). The
  * Event's name is the task's name plus a hash of its uid and reason, so a
  * line posted again after an agent restart is refused (409) rather than
@@ -27,6 +28,9 @@ static void post_done(int status, json_t *body, void *arg)
 static void post_event(struct gt_gantlet *g, const struct gt_ltask *t, const char *reason,
                        const char *message)
 {
+    /* as the kubelet's: a failed pull and its back-off are warnings */
+    const char *type =
+        !strcmp(reason, "Failed") || !strcmp(reason, "BackOff") ? "Warning" : "Normal";
     char key[256], hex[65], ts[32];
     int n = snprintf(key, sizeof(key), "%s/%s", t->uid, reason);
     gt_sha256_hex(key, (size_t)n, hex);
@@ -38,7 +42,7 @@ static void post_event(struct gt_gantlet *g, const struct gt_ltask *t, const cha
                   "s:s, s:{s:s}}",
                   "apiVersion", GT_API_VERSION, "kind", "Event", "metadata", "name", name,
                   "involvedObject", "kind", "Task", "name", t->name, "project", t->project, "uid",
-                  t->uid, "reason", reason, "message", message, "type", "Normal", "count", 1,
+                  t->uid, "reason", reason, "message", message, "type", type, "count", 1,
                   "firstTimestamp", ts, "lastTimestamp", ts, "source", "component", "gantlet");
     if (ev) {
         gt_apic_request(g->api, EVHTTP_REQ_POST, GT_API_GROUP_PREFIX "/events", ev, post_done,

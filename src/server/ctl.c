@@ -214,7 +214,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 /* Every write of a Job or Task: hostPath volumes only beneath the
  * cluster's storage roots (gantlet checks again on the node, symlinks
  * included); Volumes and the entries naming them: gt_volctl_admit; a
- * Job's create: gt_jobctl_admit. */
+ * Job's create: gt_jobctl_admit; a Job's replace: gt_jobctl_check_update. */
 static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                       const struct gt_server_user *user, struct gt_err *err)
 {
@@ -231,6 +231,9 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
     }
     if (rc == 0 && create && t && t->kind == GT_KIND_JOB) {
         rc = gt_jobctl_admit(c, (const struct gt_api_job *)t, user, err);
+    }
+    if (rc == 0 && !create && t && t->kind == GT_KIND_JOB) {
+        rc = gt_jobctl_check_update(c, (const struct gt_api_job *)t, err);
     }
     return rc;
 }
@@ -264,6 +267,58 @@ static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
     }
 }
 
+struct in_project {
+    const char *prefix; /* "/<plural>/<project>/" */
+    size_t len, n;
+};
+
+static int count_in_project(const char *key, void *val, void *arg)
+{
+    (void)val;
+    struct in_project *p = arg;
+    p->n += strncmp(key, p->prefix, p->len) == 0;
+    return 0;
+}
+
+/* A Project goes only once it holds nothing but Events (which expire):
+ * deleting one with jobs would leave them running in no project, so it is
+ * refused, naming what it still holds. Every project-scoped kind counts,
+ * whatever its table row. A Volume in use stays: gt_volctl_refuse_delete. */
+static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const char *project,
+                              const char *name, struct gt_err *err)
+{
+    if (kind == GT_KIND_VOLUME) {
+        return gt_volctl_refuse_delete(c, project, name, err);
+    }
+    if (kind != GT_KIND_PROJECT) {
+        return 0;
+    }
+    struct gt_buf held;
+    gt_buf_init(&held);
+    for (int k = 0; k < GT_KIND_COUNT; k++) {
+        const struct gt_kind_info *ki = gt_kind_get((enum gt_kind)k);
+        if (!ki || !ki->namespaced || k == GT_KIND_EVENT) {
+            continue;
+        }
+        char *prefix = gt_xasprintf("/%s/%s/", ki->plural, name);
+        struct in_project p = {.prefix = prefix, .len = strlen(prefix)};
+        gt_strmap_each(&c->objs[k], count_in_project, &p);
+        if (p.n) {
+            gt_buf_printf(&held, "%s%zu %s", held.len ? ", " : "", p.n, ki->plural);
+        }
+        free(prefix);
+    }
+    int rc = 0;
+    if (held.len) {
+        rc = gt_err_set(err, GT_ECONFLICT,
+                        "projects \"%s\" still holds %s: delete them first (gantry get jobs -p "
+                        "%s), then the project",
+                        name, held.data, name);
+    }
+    gt_buf_fini(&held);
+    return rc;
+}
+
 /* Telemetry (scalars, history, job stats) and the ledger (usage). */
 static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *q)
 {
@@ -278,7 +333,7 @@ static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const str
 static const struct gt_ctl_hooks hooks = {
     .admit = admit_hook,
     .soft_delete = gt_jobctl_soft_delete,
-    .check_delete = gt_volctl_check_delete,
+    .refuse_delete = refuse_delete_hook,
     .prepare = gt_volctl_prepare,
     .created = gt_volctl_created,
     .render = render_hook,

@@ -45,10 +45,12 @@ struct gt_ctl_hooks {
      * stored (modified in place) into its soft-deleted form and return
      * true; false: delete now. */
     bool (*soft_delete)(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
-    /* DELETE of a stored object of kind: 0, or the reason it must stay
-     * (GT_ECONFLICT with err, e.g. a Volume in use). */
-    int (*check_delete)(struct gt_ctl *c, enum gt_kind kind, const json_t *stored,
-                        struct gt_err *err);
+    /* DELETE of the object name of kind (borrowed; project: its project
+     * for a project-scoped kind, else NULL): 0 to go ahead, or GT_ECONFLICT
+     * with err saying why it must stay (a Project that still holds
+     * objects, a Volume in use). */
+    int (*refuse_delete)(const struct gt_ctl *c, enum gt_kind kind, const char *project,
+                         const char *name, struct gt_err *err);
     /* A create of obj (admitted, borrowed until done) at key that needs
      * work before its store write: 1 and done(arg, ...) runs later on the
      * loop; 0: none needed; else the error with err (done not called). */

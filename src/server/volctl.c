@@ -9,7 +9,7 @@
  *      │                                    the loop)      held capacity is
  *      └─ over quota: 403, nothing made                    counted from the cache
  *                                                          once it has it)
- *     DELETE ──users?── 409 naming them (gt_volctl_check_delete)
+ *     DELETE ──users?── 409 naming them (gt_volctl_refuse_delete)
  *        └── none ───> store delete ──> image removed (gt_volctl_changed)
  *
  * Storage classes are gantryd's --storage-class NAME=DIR: a Volume's disk
@@ -616,14 +616,11 @@ void gt_volctl_changed(struct gt_ctl *c, const char *key, const struct gt_api_ob
     }
 }
 
-int gt_volctl_check_delete(struct gt_ctl *c, enum gt_kind kind, const json_t *stored,
-                           struct gt_err *err)
+int gt_volctl_refuse_delete(const struct gt_ctl *c, const char *project, const char *name,
+                            struct gt_err *err)
 {
-    if (kind != GT_KIND_VOLUME) {
-        return 0;
-    }
     struct users u = {0};
-    users_find(c, gt_obj_project(stored), gt_obj_name(stored), &u);
+    users_find(c, project, name, &u);
     int rc = users_refuse(&u, "cannot delete", err);
     users_fini(&u);
     return rc;

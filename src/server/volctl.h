@@ -27,11 +27,11 @@ int gt_volctl_prepare(struct gt_ctl *c, enum gt_kind kind, const char *key, json
 /* The created hook: the store write of a create prepared above finished
  * (rc); on failure the image is removed and the capacity released. */
 void gt_volctl_created(struct gt_ctl *c, enum gt_kind kind, const char *key, int rc);
-/* The delete check hook: a Volume in use (tasks not ended that mount it,
- * or jobs not finished that name it) cannot be deleted: GT_ECONFLICT with
- * err naming them. Other kinds: 0. */
-int gt_volctl_check_delete(struct gt_ctl *c, enum gt_kind kind, const json_t *stored,
-                           struct gt_err *err);
+/* For the refuse_delete hook: a Volume project/name (borrowed) in use
+ * (tasks not ended that mount it, or jobs not finished that name it)
+ * cannot be deleted: GT_ECONFLICT with err naming them; else 0. */
+int gt_volctl_refuse_delete(const struct gt_ctl *c, const char *project, const char *name,
+                            struct gt_err *err);
 /* A cached Volume changed (old, now: typed, borrowed, either NULL): a
  * created one's held capacity is now counted from the cache; a deleted
  * one's disk image is removed. */

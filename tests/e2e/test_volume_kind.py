@@ -264,7 +264,7 @@ class VolumeKind(AgentTest):
         p = self.g.cli("apply", "-f", "-", input=manifest, token="alice")
         self.assertEqual(p.stdout, "volume.gantry.dev/ds created\n")
         p = self.g.cli("apply", "-f", "-", input=manifest, token="alice")
-        self.assertEqual(p.stdout, "volume.gantry.dev/ds configured\n")
+        self.assertEqual(p.stdout, "volume.gantry.dev/ds unchanged\n")
         desc = self.g.cli("describe", "volume", "ds", "-p", "proj-a").stdout
         self.assertRegex(desc, r"Access Mode: +ReadOnlyMany\n")
         self.assertRegex(desc, r"Phase: +Available\n")
