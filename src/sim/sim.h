@@ -70,9 +70,12 @@ int gt_sim_philly_parse(const char *data, size_t len, struct gt_sim_trace *t, st
 /* Parse Helios' philly_vc.csv (header "vc,node num") and set each VC's node
  * count (8 GPUs per node), creating VCs not yet seen. GT_EINVAL as above. */
 int gt_sim_vc_sizes_parse(const char *data, size_t len, struct gt_sim_trace *t, struct gt_err *err);
-/* Parse the generic CSV submission_time,duration,num_gpu[,vc] (header
- * required, integer seconds; rows without vc go to VC "default"). Jobs
- * are appended to t. GT_EINVAL as above. */
+/* Parse the generic CSV: a header naming the columns submission_time,
+ * duration, num_gpu and optionally vc, in any order among any others (a
+ * leading job_id, say), which are ignored; every row has the header's
+ * number of fields; integer seconds; without a vc column every job goes to
+ * VC "default". Jobs are appended to t. GT_EINVAL as above, naming the
+ * missing column. */
 int gt_sim_csv_parse(const char *data, size_t len, struct gt_sim_trace *t, struct gt_err *err);
 
 /* Keep jobs with GPUs, submitted in [from_s, to_s], in VCs of known size

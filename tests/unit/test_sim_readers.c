@@ -115,8 +115,27 @@ static void test_csv(void **state)
     const char *four = "submission_time,duration,num_gpu,vc\n1,2,3,x\n";
     assert_int_equal(gt_sim_csv_parse(four, strlen(four), &t, &err), 0);
     assert_string_equal(t.vcs[t.jobs[2].vc].name, "x");
+    /* Columns by name, in any order, extra ones (a leading job_id) ignored. */
+    const char *extra = "job_id,vc,num_gpu,user,submission_time,duration\n"
+                        "j1,y,2,alice,7,30\n"
+                        "j2,x,8,bob,9,40\n";
+    assert_int_equal(gt_sim_csv_parse(extra, strlen(extra), &t, &err), 0);
+    assert_int_equal(t.n_jobs, 5);
+    assert_string_equal(t.vcs[t.jobs[3].vc].name, "y");
+    assert_int_equal(t.jobs[3].submit_s, 7);
+    assert_int_equal(t.jobs[3].duration_s, 30);
+    assert_int_equal(t.jobs[3].num_gpu, 2);
+    assert_string_equal(t.vcs[t.jobs[4].vc].name, "x");
+    assert_int_equal(t.jobs[4].num_gpu, 8);
+    assert_int_equal(t.jobs[4].line, 3);
     const char *bad[][2] = {
-        {"submission_time,duration\n", "line 1"},
+        {"submission_time,duration\n", "line 1: header has no column num_gpu"},
+        {"job_id,duration,num_gpu\n", "line 1: header has no column submission_time"},
+        {"submission_time,duration,num_gpu,duration\n",
+         "line 1: header names column duration twice"},
+        {"submission_time,,duration,num_gpu\n", "line 1: header field 2 is empty"},
+        {"job_id,submission_time,duration,num_gpu\nj,0,10\n", "line 2: 3 fields, want 4"},
+        {"job_id,submission_time,duration,num_gpu\nj,0,10,x\n", "line 2: num_gpu"},
         {"submission_time,duration,num_gpu\n0,10,1\n0,1.0,1\n", "line 3: duration"},
         {"submission_time,duration,num_gpu\n-1,10,1\n", "line 2: submission_time"},
         {"submission_time,duration,num_gpu\n0,10\n", "line 2: 2 fields"},
