@@ -224,6 +224,18 @@ int gt_sim_csv_parse(const char *data, size_t len, struct gt_sim_trace *t, struc
     return rc;
 }
 
+void gt_sim_trace_divide_nodes(struct gt_sim_trace *t, int64_t divisor)
+{
+    GT_ASSERT(divisor >= 1);
+    for (size_t i = 0; i < t->n_vcs; i++) {
+        struct gt_sim_vc *vc = &t->vcs[i];
+        if (vc->nodes > 0) {
+            int64_t n = vc->nodes / divisor;
+            vc->nodes = n > 0 ? (int32_t)n : 1;
+        }
+    }
+}
+
 static int job_cmp(const void *a, const void *b)
 {
     const struct gt_sim_job *x = a, *y = b;

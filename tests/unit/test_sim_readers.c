@@ -216,7 +216,14 @@ static void test_config(void **state)
     assert_int_equal(c.cycle_interval_s, 5);
     assert_true(c.check);
     assert_int_equal(c.to_s - c.from_s, 86399);
+    assert_int_equal(c.node_divisor, 1);
+    assert_false(c.jct_by_size);
+    const char *quarter = "node_divisor = 4\njct_by_size = on\n";
+    assert_int_equal(gt_sim_config_parse(quarter, strlen(quarter), &c, &err), 0);
+    assert_int_equal(c.node_divisor, 4);
+    assert_true(c.jct_by_size);
     const char *bad[][2] = {
+        {"node_divisor = 0\n", "line 1: node_divisor"},
         {"cycle_interval_s = 0\n", "line 1: cycle_interval_s"},
         {"\nnope = 1\n", "line 2: unknown key"},
         {"check = yes\n", "line 1: check"},
@@ -263,13 +270,34 @@ static void test_select(void **state)
     gt_sim_trace_fini(&t);
 }
 
+/* A quarter-size replay: each VC's nodes / 4, at least one; unknown sizes
+ * stay unknown. */
+static void test_divide_nodes(void **state)
+{
+    (void)state;
+    struct gt_sim_trace t;
+    struct gt_err err = {0};
+    gt_sim_trace_init(&t);
+    const char *sizes = "vc,node num\na,64\nb,8\nc,3\n";
+    assert_int_equal(gt_sim_vc_sizes_parse(sizes, strlen(sizes), &t, &err), 0);
+    int32_t unknown = gt_sim_trace_vc(&t, "nosize");
+    gt_sim_trace_divide_nodes(&t, 4);
+    assert_int_equal(t.vcs[0].nodes, 16);
+    assert_int_equal(t.vcs[1].nodes, 2);
+    assert_int_equal(t.vcs[2].nodes, 1);
+    assert_int_equal(t.vcs[unknown].nodes, -1);
+    gt_sim_trace_divide_nodes(&t, 1);
+    assert_int_equal(t.vcs[0].nodes, 16);
+    gt_sim_trace_fini(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_philly_good), cmocka_unit_test(test_philly_bad),
         cmocka_unit_test(test_vc_sizes),    cmocka_unit_test(test_csv),
         cmocka_unit_test(test_openb),       cmocka_unit_test(test_config),
-        cmocka_unit_test(test_select),
+        cmocka_unit_test(test_select),      cmocka_unit_test(test_divide_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
