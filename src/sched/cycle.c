@@ -282,14 +282,15 @@ static char *quota_preempt(struct cycle *c, struct gt_sched_job *job, size_t gan
         return gt_buf_take(why);
     }
     size_t n_victims = 0;
-    if (may_preempt(c, job) && gt_sched_quota_may_free(c->m, job, use, c->policy->by_remaining)) {
+    bool by_rank = c->policy->rank != NULL;
+    if (may_preempt(c, job) && gt_sched_quota_may_free(c->m, job, use, by_rank)) {
         c->n_preemptors++;
         if (gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_QUOTA, c->policy,
                                  c->now_ms, c->out, &n_victims)) {
-            gt_buf_printf(
-                why, "; preempting %zu %sjob%s of department %s%s for it", n_victims,
-                c->policy->by_remaining ? "" : "lower-priority ", n_victims == 1 ? "" : "s", dept,
-                c->policy->by_remaining ? " with a lower priority or a longer remaining time" : "");
+            gt_buf_printf(why, "; preempting %zu %sjob%s of department %s%s%s%s for it", n_victims,
+                          by_rank ? "" : "lower-priority ", n_victims == 1 ? "" : "s", dept,
+                          by_rank ? " with a lower priority or a greater rank (" : "",
+                          by_rank ? c->policy->rank_what : "", by_rank ? ")" : "");
         }
     }
     return gt_buf_take(why);
@@ -350,7 +351,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     int64_t *refused = &c->refused_gpu_milli[job->dept->vec_index];
     if (!overflow && gang.v[GT_RES_GPU] > 0 && gang.v[GT_RES_GPU] >= *refused &&
         !(may_preempt(c, job) &&
-          gt_sched_quota_may_free(c->m, job, &gang, c->policy->by_remaining))) {
+          gt_sched_quota_may_free(c->m, job, &gang, c->policy->rank != NULL))) {
         preempted_waiting(c, job); /* only to drop a stale reservation */
         char t[32];
         add_waitf(c, job, GT_SCHED_WAIT_QUOTA,
