@@ -210,6 +210,9 @@ struct gt_sched_model {
     struct gt_sched_job **fresh;
     size_t n_fresh, cap_fresh;
     bool dead_told;
+    /* the last cycle tracked waits (cycle.c tell_rest): fresh also holds
+     * every queued job whose last wait was not "no free GPUs" */
+    bool told_valid;
 };
 
 /* ---- policies ---- */
