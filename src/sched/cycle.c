@@ -53,6 +53,8 @@
 #include "sched/quota.h"
 #include "sched/resv.h"
 #include "sched/sched_int.h"
+#include "sched/topology.h"
+#include "sched/verdict.h"
 
 /* At most this many jobs try to preempt per cycle: each try scans the
  * cluster's nodes once per task that does not fit. */
@@ -214,10 +216,18 @@ static size_t collect(struct cycle *c, struct gt_sched_job *job)
 }
 
 /* Place pending[0..n): the gang first, then any further task that its
- * department and project admit. How many were placed (bound). */
+ * department and project admit. A job with a topology level is placed by
+ * topology.c (level node: on the one node that holds its gang). How many
+ * were placed (bound). */
 static size_t place_gang(struct cycle *c, size_t n, size_t need, struct gt_sched_pick *pick)
 {
     size_t placed = 0;
+    struct gt_sched_job *job = c->pending[0]->job;
+    struct gt_sched_node *pin = NULL;
+    job->placement_attempts++;
+    if (job->topology == GT_SCHED_TOPO_NODE) {
+        pin = gt_sched_topo_gang_node(c->m, c->pending, need ? need : 1, c->now_ms, pick);
+    }
     for (size_t i = 0; i < n && placed + (n - i) >= need; i++) {
         struct gt_sched_task *t = c->pending[i];
         /* The gang was admitted as its first tasks; a group with a larger
@@ -225,7 +235,9 @@ static size_t place_gang(struct cycle *c, size_t n, size_t need, struct gt_sched
         if (!task_admitted(c, t, placed >= need)) {
             continue;
         }
-        if (c->policy->place(c->m, t, c->now_ms, pick)) {
+        if (job->topology != GT_SCHED_TOPO_NONE
+                ? gt_sched_topo_place(c->m, c->policy, t, pin, c->now_ms, pick)
+                : c->policy->place(c->m, t, c->now_ms, pick)) {
             gt_sched_task_take(t, pick->node, pick->shares, pick->n, c->now_ms);
             placed++;
         } else if (placed < need && c->policy->head_of_line) {
@@ -235,10 +247,13 @@ static size_t place_gang(struct cycle *c, size_t n, size_t need, struct gt_sched
     return placed;
 }
 
+/* A job with a required topology neither preempts nor reserves: the
+ * what-if searches (preempt.c) place by the policy alone, so they could
+ * free room the level cannot use (INV-P). */
 static bool may_preempt(const struct cycle *c, const struct gt_sched_job *job)
 {
     return c->policy->preempt && job->preemption != GT_SCHED_PREEMPT_NEVER &&
-           c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE;
+           !job->topology_required && c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE;
 }
 
 /* Nothing more can start or preempt and no more waits are wanted. */
@@ -266,7 +281,7 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
         made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_PREEMPT, c->policy,
                                     c->now_ms, c->out, NULL);
     }
-    if (!made && c->policy->reserve && !c->head_done) {
+    if (!made && c->policy->reserve && !c->head_done && !job->topology_required) {
         c->head_done = true;
         made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_WAIT, c->policy,
                                     c->now_ms, c->out, NULL);
@@ -276,6 +291,16 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
                   "no node fits its gang of %zu now; holds a reservation of %zu GPUs until the "
                   "tasks on them exit",
                   gang, job->resv->n);
+    } else if (job->topology_required) {
+        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
+                  "required topology %s: no %s has room for %s now (gang of %zu task%s, %zu "
+                  "placed); it starts when one does",
+                  gt_sched_topology_name(job->topology),
+                  job->topology == GT_SCHED_TOPO_NODE        ? "Ready node"
+                  : job->topology == GT_SCHED_TOPO_GPU_GROUP ? "NVLink/PCIe group"
+                                                             : "NUMA node",
+                  job->topology == GT_SCHED_TOPO_NODE ? "the whole gang" : "each task's GPUs", gang,
+                  gang == 1 ? "" : "s", placed);
     } else {
         add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
                   "no node fits: gang needs %zu more task%s placed together, %zu fit on ready "
@@ -353,6 +378,20 @@ static void try_job(struct cycle *c, struct gt_sched_job *job, struct gt_sched_p
     if (c->stop) {
         add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "blocked behind job %s (head of line)",
                   c->blocked_by);
+        return;
+    }
+    /* Inadmissible (verdict.c, cached): no placement, preemption or
+     * reservation can help, so none is searched. */
+    const char *verdict = gt_sched_verdict(c->m, job);
+    if (verdict) {
+        if (job->resv) {
+            gt_sched_resv_drop(job, c->m);
+        }
+        add_wait_text(c, job, GT_SCHED_WAIT_INADMISSIBLE, verdict);
+        if (c->policy->head_of_line) {
+            c->stop = true;
+            c->blocked_by = job->id;
+        }
         return;
     }
     if (c->dead && !job->resv) {
@@ -454,13 +493,14 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
 /* Once the cluster is full and no preemption is left to try, every job
  * without a reservation would be told FULL_WAIT. When tracking is valid
  * (model->told_valid: every queued job whose last wait is not FULL_WAIT is
- * in model->fresh, see gt_sched_cycle_ex), only those need telling: tell
+ * in model->fresh, see gt_sched_cycle_ex; and no capacity change since, which
+ * could make a job Inadmissible), only those need telling: tell
  * them and count the rest, so such a cycle costs what changed, not the
  * queue length. Reservation holders are left to the cycle's last loop. */
 static bool tell_rest(struct cycle *c, struct gt_sched_pick *pick)
 {
     struct gt_sched_model *m = c->m;
-    if (!c->track || !m->told_valid || !c->full || c->dead ||
+    if (!c->track || !m->told_valid || m->told_epoch != m->capacity_epoch || !c->full || c->dead ||
         (c->policy->preempt && m->n_preemptor_queued > 0 &&
          c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE)) {
         return false;
@@ -673,6 +713,7 @@ int gt_sched_cycle_ex(struct gt_sched_model *m, int64_t now_ms,
      * (tell_rest) every one not told FULL_WAIT before: those told anything
      * else are visited first next time, with the jobs queued meanwhile. */
     m->told_valid = c.track && !c.dead;
+    m->told_epoch = m->capacity_epoch;
     for (size_t i = 0; m->told_valid && i < c.n_told; i++) {
         struct gt_sched_job *job = c.told[i];
         if (job->queued && !job->fresh) {
