@@ -24,4 +24,5 @@ echo "sched_tasks_per_s=$(echo "$b" | cut -d' ' -f1 | median) nodes=15000 preemp
 echo "sched_cycle_ms_p99=$(echo "$a" | cut -d' ' -f2 | median) nodes=5000"
 echo "sched_frag_pct=$(echo "$a" | cut -d' ' -f3 | median) nodes=5000"
 echo "sched_mem_kb_per_1k_pending=$(echo "$a" | cut -d' ' -f4 | median)"
-echo "sched_cycle_ms_p99_10k_pending=$(echo "$c" | median) nodes=5000 pending_jobs=10000 policy=gantry runs=$n_runs"
+echo "sched_cycle_ms_p99_10k_pending=$(echo "$c" | cut -d' ' -f1 | median) nodes=5000 pending_jobs=10000 policy=gantry runs=$n_runs"
+echo "sched_cycle_cpu_ms_p99_10k_pending=$(echo "$c" | cut -d' ' -f2 | median) nodes=5000 pending_jobs=10000 policy=gantry runs=$n_runs"
