@@ -577,6 +577,23 @@ static int add_timed(struct gt_sched_model *m, const char *id, int64_t arrival_m
                       &(struct job_opts){.runtime_estimate_ms = estimate_min * 60 * 1000});
 }
 
+/* A cycle of policy at now_ms preempts victim (its reason naming reason),
+ * not spared; once the victim has exited, the next cycle binds preemptor
+ * and preempts nothing more. */
+static void preempts_then_binds(struct gt_sched_model *m, const char *policy, int64_t now_ms,
+                                const char *victim, const char *spared, const char *reason,
+                                const char *preemptor, struct gt_sched_decisions *d)
+{
+    run(m, policy, now_ms, d);
+    assert_int_equal(preempts_of(d, victim), 1);
+    assert_int_equal(preempts_of(d, spared), 0);
+    assert_non_null(strstr(d->preempts[0].reason, reason));
+    apply_preempts(m, d);
+    run(m, policy, now_ms + 10, d);
+    assert_int_equal(binds_of(d, preemptor), 1);
+    assert_int_equal(d->n_preempts, 0);
+}
+
 /* srtf preempts equal priority by remaining time: the running job with the
  * longest remaining time goes first, and only jobs whose remaining time is
  * longer than the preemptor's; a job without an estimate preempts nothing,
@@ -605,14 +622,7 @@ static void test_srtf_remaining(void **state)
     assert_int_equal(add_timed(m, "short", 40, 4, 60), 0);
     run(m, "gantry", 50, &d);
     assert_int_equal(d.n_preempts, 0);
-    run(m, "srtf", 60, &d);
-    assert_int_equal(preempts_of(&d, "long"), 1);
-    assert_int_equal(preempts_of(&d, "mid"), 0);
-    assert_non_null(strstr(d.preempts[0].reason, "remaining"));
-    apply_preempts(m, &d);
-    run(m, "srtf", 70, &d);
-    assert_int_equal(binds_of(&d, "short"), 1);
-    assert_int_equal(d.n_preempts, 0);
+    preempts_then_binds(m, "srtf", 60, "long", "mid", "remaining", "short", &d);
     /* Served time counts (attained GPU-ms over the job's GPUs): "mid" has
      * served 90 of its 120 min, so its 30 min left do not exceed the 30 min
      * of "next"; "short" has 59 min left and goes; "long" waits, holding
@@ -656,14 +666,8 @@ static void test_tiresias_las(void **state)
     assert_int_equal(gt_sched_job_set_attained(m, "q2", INT64_C(7200) * 1000, NULL), 0);
     run(m, "fifo", 40, &d);
     assert_int_equal(d.n_preempts, 0);
-    run(m, "tiresias", 50, &d);
-    assert_int_equal(preempts_of(&d, "q2"), 1);
-    assert_int_equal(preempts_of(&d, "q1"), 0);
-    assert_non_null(strstr(d.preempts[0].reason, "attained-service queue 0, under its 2"));
-    apply_preempts(m, &d);
-    run(m, "tiresias", 60, &d);
-    assert_int_equal(binds_of(&d, "new"), 1);
-    assert_int_equal(d.n_preempts, 0);
+    preempts_then_binds(m, "tiresias", 50, "q2", "q1", "attained-service queue 0, under its 2",
+                        "new", &d);
     /* q2 (queue 2) waits behind nobody but cannot take q1 (queue 1) nor the
      * new job (queue 0): a later queue never preempts an earlier one. */
     run(m, "tiresias", 70, &d);
