@@ -1,6 +1,6 @@
 /*
- * Kubeflow training-operator manifests (kubeflow.org/v1 TFJob and
- * PyTorchJob) converted into gantry Jobs, so people can apply the manifests
+ * Kubeflow training-operator manifests (kubeflow.org/v1 TFJob, PyTorchJob,
+ * XGBoostJob, PaddleJob and JAXJob) converted into gantry Jobs, so people can apply the manifests
  * they already have.
  *
  * The conversion is strict in the same way as validation: every field of the
@@ -15,10 +15,12 @@
  * Kueue's podset-required-topology and podset-preferred-topology
  * annotations, which become the job's schedulingPolicy.topology. Kubeflow's
  * defaults that differ from gantry's are written out
- * (restartPolicy OnFailure for PyTorchJob, Never for TFJob; no
+ * (restartPolicy OnFailure for PyTorchJob and PaddleJob, Never for TFJob,
+ * XGBoostJob and JAXJob; no
  * runPolicy.backoffLimit: GT_API_BACKOFF_UNLIMITED, as the operator does not
  * limit restarts then), and the output
- * is annotated gantry.dev/framework (pytorch | tensorflow) so that the job
+ * is annotated gantry.dev/framework (pytorch | tensorflow | xgboost |
+ * paddle | jax) so that the job
  * controller knows which distributed environment the tasks expect. The
  * annotation gantry.dev/tensorboard-log-dir becomes spec.tensorboard.logDir.
  *
@@ -49,20 +51,31 @@ struct framework {
     const char *const *upstream; /* every field of its spec upstream */
 };
 
-static const char *const pytorch_types[] = {"Master", "Worker", NULL};
 static const char *const tf_types[] = {"Chief", "PS", "Worker", "Evaluator", "Master", NULL};
+static const char *const master_worker_types[] = {"Master", "Worker", NULL};
+static const char *const worker_types[] = {"Worker", NULL};
 static const char *const pytorch_extras[] = {"nprocPerNode", NULL};
+static const char *const no_extras[] = {NULL};
 static const char *const tf_extras[] = {"successPolicy", "enableDynamicWorker", NULL};
 static const char *const pytorch_upstream[] = {"runPolicy", "elasticPolicy", "pytorchReplicaSpecs",
                                                "nprocPerNode", NULL};
 static const char *const tf_upstream[] = {"runPolicy", "successPolicy", "tfReplicaSpecs",
                                           "enableDynamicWorker", NULL};
+static const char *const xgb_upstream[] = {"runPolicy", "xgbReplicaSpecs", NULL};
+static const char *const paddle_upstream[] = {"runPolicy", "elasticPolicy", "paddleReplicaSpecs",
+                                              NULL};
+static const char *const jax_upstream[] = {"runPolicy", "jaxReplicaSpecs", NULL};
 
 static const struct framework frameworks[] = {
-    {"PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorch", "OnFailure", pytorch_types,
+    {"PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorch", "OnFailure", master_worker_types,
      pytorch_extras, pytorch_upstream},
     {"TFJob", "tfReplicaSpecs", "tensorflow", "tensorflow", "Never", tf_types, tf_extras,
      tf_upstream},
+    {"XGBoostJob", "xgbReplicaSpecs", "xgboost", "xgboost", "Never", master_worker_types, no_extras,
+     xgb_upstream},
+    {"PaddleJob", "paddleReplicaSpecs", "paddle", "paddle", "OnFailure", master_worker_types,
+     no_extras, paddle_upstream},
+    {"JAXJob", "jaxReplicaSpecs", "jax", "jax", "Never", worker_types, no_extras, jax_upstream},
 };
 
 /* Field paths in messages: "spec.pytorchReplicaSpecs.Worker.template". */
@@ -962,7 +975,7 @@ static int find_framework(const json_t *in, const struct framework **out, struct
     }
     return gt_err_set(err, GT_EINVAL,
                       "kind: not supported by gantry (of " KUBEFLOW_API_VERSION
-                      " only TFJob and PyTorchJob are)");
+                      " only TFJob, PyTorchJob, XGBoostJob, PaddleJob and JAXJob are)");
 }
 
 int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *err)
