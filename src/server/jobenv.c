@@ -2,9 +2,9 @@
  * What a bound task is given besides its GPUs, as pure functions: ports
  * from its node's range, the distributed-training environment (PyTorch's
  * MASTER_ and PET_ variables, TensorFlow's TF_CONFIG, or XGBoost's, Paddle's
- * and JAX's variables) and the host names of its job's replicas. The binding path (feeder.c via jobctl.c) gathers
- * the members of a job and writes the results into each Task in its
- * binding write, so the agent only passes them on.
+ * and JAX's variables) and the host names of its job's replicas. The binding path (feeder.c via
+ * jobctl.c) gathers the members of a job and writes the results into each Task in its binding
+ * write, so the agent only passes them on.
  *
  * The framework comes from the job's gantry.dev/framework annotation
  * (written by the Kubeflow conversion): "pytorch" gets PyTorch's variables,

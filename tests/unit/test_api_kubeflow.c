@@ -291,7 +291,8 @@ static const struct bad_case bad_cases[] = {
     {"metadata", "generateName", "\"x-\"", "metadata.generateName: not supported by gantry"},
     {"", "status", "{}", "status: not supported by gantry"},
     {"", "kind", "\"MPIJob\"",
-     "kind: not supported by gantry (of kubeflow.org/v1 only TFJob and PyTorchJob are)"},
+     "kind: not supported by gantry (of kubeflow.org/v1 only TFJob, PyTorchJob, XGBoostJob, "
+     "PaddleJob and JAXJob are)"},
     {"", "apiVersion", "\"kubeflow.org/v1beta2\"", "apiVersion: must be kubeflow.org/v1"},
     {"spec.pytorchReplicaSpecs.Worker", "replicas", "0",
      "converted Job: spec.replicaSpecs.Worker.replicas: must be >= 1"},
