@@ -363,6 +363,12 @@ void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t);
 
 /* logserve.c: the --listen server (logs, /healthz, /metrics). */
 int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
+/* GET /v1/tasks/{uid}/usage (usage.c), authorized by the caller: the
+ * task's CPU time so far, {"cpuNanoseconds": N} (its cgroup's, from
+ * gt_cgroup_stats; 0 where unknown), and, where known, each
+ * GPU's utilization, "gpus": [{"index", "utilizationPercent"}] (fake GPUs:
+ * --fake-gpu-utilization-dir; NVML: not read yet, so absent). */
+void gt_gantlet_serve_usage(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
 
 /* ---- the container of an image task (oci.c), run by the shim ---- */
 
