@@ -283,9 +283,37 @@ static void copy_field(json_t *dst, const json_t *src, const char *key)
 
 /* ---- containers ---- */
 
+/* valueFrom: only fieldRef, the task's own fields (gantry's schema names
+ * which); its apiVersion may only be Kubernetes' "v1". */
+static int convert_value_from(const json_t *vf, const char *path, struct gt_err *err)
+{
+    static const char *const known[] = {"fieldRef", NULL};
+    static const char *const upstream[] = {"fieldRef", "resourceFieldRef", "configMapKeyRef",
+                                           "secretKeyRef", NULL};
+    static const char *const ref_known[] = {"fieldPath", "apiVersion", NULL};
+    path_t p, q;
+    json_t *ref = NULL;
+    int rc = want_type(vf, JSON_OBJECT, path, err);
+    if (rc == 0) {
+        rc = only_keys(vf, path, known, upstream, err);
+    }
+    if (rc == 0) {
+        rc = get_typed(vf, "fieldRef", JSON_OBJECT, path, &ref, err);
+    }
+    if (rc == 0 && ref) {
+        rc = only_keys(ref, join(p, path, "fieldRef"), ref_known, ref_known, err);
+    }
+    json_t *api = json_object_get(ref, "apiVersion");
+    if (rc == 0 && api && !str_is(api, "v1")) {
+        rc = gt_err_set(err, GT_EINVAL, "%s: only \"v1\" is supported by gantry",
+                        join(q, p, "apiVersion"));
+    }
+    return rc;
+}
+
 static int convert_env(const json_t *env, const char *path, json_t *tmpl, struct gt_err *err)
 {
-    static const char *const known[] = {"name", "value", NULL};
+    static const char *const known[] = {"name", "value", "valueFrom", NULL};
     json_t *out = json_array();
     json_object_set_new(tmpl, "env", out);
     size_t i;
@@ -298,10 +326,17 @@ static int convert_env(const json_t *env, const char *path, json_t *tmpl, struct
         if (rc == 0) {
             rc = only_keys(e, p, known, k8s_env_var, err);
         }
+        json_t *vf = json_object_get(e, "valueFrom");
+        path_t q;
+        if (rc == 0 && vf) {
+            rc = convert_value_from(vf, join(q, p, "valueFrom"), err);
+        }
         if (rc != 0) {
             return rc;
         }
-        json_array_append_new(out, json_deep_copy(e));
+        json_t *o = json_deep_copy(e);
+        json_object_del(gt_json_path(o, "valueFrom.fieldRef"), "apiVersion");
+        json_array_append_new(out, o);
     }
     return 0;
 }

@@ -320,6 +320,21 @@ json_t *gt_jobenv_hosts(const char *job, const char *project, const struct gt_jo
     return hosts;
 }
 
+void gt_jobenv_field_refs(json_t *tmpl, const json_t *fields)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(tmpl, "env"), i, e)
+    {
+        json_t *path = gt_json_path(e, "valueFrom.fieldRef.fieldPath");
+        if (json_is_string(path)) {
+            const char *v = json_string_value(json_object_get(fields, json_string_value(path)));
+            json_object_set_new(e, "value", json_string(v ? v : ""));
+            json_object_del(e, "valueFrom");
+        }
+    }
+}
+
 void gt_jobenv_merge(json_t *tmpl, const json_t *env)
 {
     json_t *have = json_object_get(tmpl, "env");

@@ -403,6 +403,10 @@ char *gt_jobenv_tf_config(const char *job, const char *project, const struct gt_
  * ".<project>.svc", for every member whose ip is known. */
 json_t *gt_jobenv_hosts(const char *job, const char *project, const struct gt_jobenv_member *m,
                         size_t n);
+/* Give each tmpl.env entry with valueFrom.fieldRef the value fields (borrowed,
+ * {fieldPath: string or null}) has for its fieldPath ("" where null or
+ * absent) in place of its valueFrom. */
+void gt_jobenv_field_refs(json_t *tmpl, const json_t *fields);
 /* Append env entries (borrowed) to tmpl.env, skipping names tmpl.env has. */
 void gt_jobenv_merge(json_t *tmpl, const json_t *env);
 

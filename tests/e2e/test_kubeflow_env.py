@@ -7,7 +7,9 @@ would (a port is the task's gantry port, where the operator has the shared
 container port) and compares them string for string: XGBoost's MASTER_*,
 WORLD_SIZE, RANK (workers after the master) and WORKER_* (n-1 worker names),
 Paddle's collective mode (worker 0 meets at its own node address, the
-others at "<job>-worker-0:<port>") and JAX's COORDINATOR_*.
+others at "<job>-worker-0:<port>") and JAX's COORDINATOR_*. The JAXJob's
+tasks also read their name, namespace and node address through
+env[].valueFrom.fieldRef (metadata.name, metadata.namespace, status.hostIP).
 """
 import json
 import os
@@ -23,7 +25,10 @@ PROJECT = "proj-a"
 NAMES = ("PYTHONUNBUFFERED MASTER_ADDR MASTER_PORT WORLD_SIZE RANK WORKER_PORT WORKER_ADDRS "
          "PADDLE_JOB_ID PADDLE_NNODES PADDLE_MASTER POD_IP_DUMMY PADDLE_SERVER_NUM "
          "PADDLE_TRAINER_NUM COORDINATOR_ADDRESS COORDINATOR_PORT NUM_PROCESSES "
-         "PROCESS_ID").split()
+         "PROCESS_ID POD_NAME POD_NAMESPACE HOST_IP").split()
+FIELD_REFS = [{"name": n, "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": p}}}
+              for n, p in (("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace"),
+                           ("HOST_IP", "status.hostIP"))]
 # Print each of NAMES that is set, as NAME=value; the master lingers so that
 # the job, which ends with it, does not stop the workers first.
 SCRIPT = " ".join('[ -n "${%s+x}" ] && echo "%s=$%s";' % (n, n, n) for n in NAMES) + " true"
@@ -41,9 +46,12 @@ def manifest(job):
     specs = {}
     for t, n in replicas.items():
         script = SCRIPT + ("; sleep 5" if t == "Master" else "")
+        c = {"name": container, "command": ["/bin/sh", "-c", script],
+             "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}
+        if job == "jx":
+            c["env"] = FIELD_REFS
         specs[t] = {"replicas": n, "restartPolicy": "Never", "template": {"spec": {
-            "containers": [{"name": container, "command": ["/bin/sh", "-c", script],
-                            "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}]}}}
+            "containers": [c]}}}
     return {"apiVersion": "kubeflow.org/v1", "kind": kind,
             "metadata": {"name": job, "namespace": PROJECT}, "spec": {key: specs}}
 
@@ -69,7 +77,8 @@ def operator_env(job, tasks, me, node_ip):
     else:
         env = [("PYTHONUNBUFFERED", 1), ("COORDINATOR_PORT", port("Worker", 0)),
                ("COORDINATOR_ADDRESS", "jx-worker-0"), ("NUM_PROCESSES", n),
-               ("PROCESS_ID", idx)]
+               ("PROCESS_ID", idx), ("POD_NAME", "jx-worker-%d" % idx),
+               ("POD_NAMESPACE", PROJECT), ("HOST_IP", node_ip)]
     return {k: str(v) for k, v in env}
 
 

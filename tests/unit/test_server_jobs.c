@@ -416,6 +416,26 @@ static void test_operator_envs(void **state)
                "NUM_PROCESSES=2\nPROCESS_ID=1\n");
 }
 
+static void test_field_refs(void **state)
+{
+    (void)state;
+    json_t *tmpl = json_loads("{\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+                              "{\"name\":\"N\",\"valueFrom\":{\"fieldRef\":"
+                              "{\"fieldPath\":\"metadata.name\"}}},"
+                              "{\"name\":\"IP\",\"valueFrom\":{\"fieldRef\":"
+                              "{\"fieldPath\":\"status.hostIP\"}}}]}",
+                              0, NULL);
+    json_t *fields = json_pack("{s:s, s:n}", "metadata.name", "j-worker-0", "status.hostIP");
+    gt_jobenv_field_refs(tmpl, fields);
+    char *got = gt_json_dumps(tmpl);
+    assert_string_equal(got, "{\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+                             "{\"name\":\"N\",\"value\":\"j-worker-0\"},"
+                             "{\"name\":\"IP\",\"value\":\"\"}]}");
+    free(got);
+    json_decref(fields);
+    json_decref(tmpl);
+}
+
 static void test_tf_config(void **state)
 {
     (void)state;
@@ -634,6 +654,7 @@ int main(void)
         cmocka_unit_test(test_pytorch_env),
         cmocka_unit_test(test_tf_config),
         cmocka_unit_test(test_operator_envs),
+        cmocka_unit_test(test_field_refs),
         cmocka_unit_test(test_framework_env),
         cmocka_unit_test(test_backoff_unlimited),
         cmocka_unit_test(test_check_volumes),
