@@ -350,70 +350,66 @@ static void test_pytorch_env(void **state)
     json_decref(hosts);
 }
 
-/* The variables named in env, in their order, as "NAME=value" lines. */
-static char *env_lines(json_t *env)
-{
-    struct gt_buf b;
-    gt_buf_init(&b);
-    size_t i;
-    json_t *e;
-    json_array_foreach(env, i, e)
-    {
-        gt_buf_printf(&b, "%s=%s\n", json_string_value(json_object_get(e, "name")),
-                      json_string_value(json_object_get(e, "value")));
-    }
-    json_decref(env);
-    return gt_buf_take(&b);
-}
-
-static void assert_env(const char *fw, const struct gt_jobenv_member *m, size_t n, size_t self,
-                       const char *want)
-{
-    char *got = env_lines(gt_jobenv_env("j", "p", fw, m, n, self));
-    assert_string_equal(got, want);
-    free(got);
-}
-
 static void test_operator_envs(void **state)
 {
     (void)state;
-    /* XGBoost: workers rank after the masters; WORKER_ADDRS lists n-1
-     * workers, as the operator does */
     const struct gt_jobenv_member xgb[] = {
         {"Master", 0, 30001, "10.0.0.1"},
         {"Worker", 0, 30002, NULL},
         {"Worker", 1, 30003, NULL},
     };
-    assert_env(GT_FRAMEWORK_XGBOOST, xgb, 3, 2,
-               "MASTER_PORT=30001\nMASTER_ADDR=j-master-0\nWORLD_SIZE=3\nRANK=2\n"
-               "PYTHONUNBUFFERED=0\nWORKER_PORT=30002\nWORKER_ADDRS=j-worker-0,j-worker-1\n");
-    assert_env(GT_FRAMEWORK_XGBOOST, xgb, 1, 0,
-               "MASTER_PORT=30001\nMASTER_ADDR=j-master-0\nWORLD_SIZE=1\nRANK=0\n"
-               "PYTHONUNBUFFERED=0\n");
-
-    /* Paddle, PS mode: master 0 meets at its own address */
-    assert_env(GT_FRAMEWORK_PADDLE, xgb, 3, 0,
-               "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=3\n"
-               "POD_IP_DUMMY=10.0.0.1\nPADDLE_MASTER=10.0.0.1:30001\nPADDLE_SERVER_NUM=1\n");
-    assert_env(GT_FRAMEWORK_PADDLE, xgb, 3, 1,
-               "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=3\n"
-               "PADDLE_MASTER=j-master-0:30001\nPADDLE_TRAINER_NUM=1\n");
-    /* collective mode: worker 0 is the meeting point */
     const struct gt_jobenv_member workers[] = {
         {"Worker", 0, 30005, "10.0.0.5"},
         {"Worker", 1, 30006, "10.0.0.6"},
     };
-    assert_env(GT_FRAMEWORK_PADDLE, workers, 2, 1,
-               "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=2\n"
-               "PADDLE_MASTER=j-worker-0:30005\n");
-    assert_env(GT_FRAMEWORK_PADDLE, workers, 2, 0,
-               "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=2\n"
-               "POD_IP_DUMMY=10.0.0.5\nPADDLE_MASTER=10.0.0.5:30005\n");
-
-    /* JAX: worker 0 coordinates */
-    assert_env(GT_FRAMEWORK_JAX, workers, 2, 1,
-               "PYTHONUNBUFFERED=1\nCOORDINATOR_PORT=30005\nCOORDINATOR_ADDRESS=j-worker-0\n"
-               "NUM_PROCESSES=2\nPROCESS_ID=1\n");
+    const struct {
+        const char *fw;
+        const struct gt_jobenv_member *m;
+        size_t n, self;
+        const char *want;
+    } cases[] = {
+        /* XGBoost: workers rank after the masters; WORKER_ADDRS lists n-1
+         * workers, as the operator does */
+        {GT_FRAMEWORK_XGBOOST, xgb, 3, 2,
+         "MASTER_PORT=30001\nMASTER_ADDR=j-master-0\nWORLD_SIZE=3\nRANK=2\n"
+         "PYTHONUNBUFFERED=0\nWORKER_PORT=30002\nWORKER_ADDRS=j-worker-0,j-worker-1\n"},
+        {GT_FRAMEWORK_XGBOOST, xgb, 1, 0,
+         "MASTER_PORT=30001\nMASTER_ADDR=j-master-0\nWORLD_SIZE=1\nRANK=0\nPYTHONUNBUFFERED=0\n"},
+        /* Paddle, PS mode: master 0 meets at its own address */
+        {GT_FRAMEWORK_PADDLE, xgb, 3, 0,
+         "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=3\n"
+         "POD_IP_DUMMY=10.0.0.1\nPADDLE_MASTER=10.0.0.1:30001\nPADDLE_SERVER_NUM=1\n"},
+        {GT_FRAMEWORK_PADDLE, xgb, 3, 1,
+         "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=3\n"
+         "PADDLE_MASTER=j-master-0:30001\nPADDLE_TRAINER_NUM=1\n"},
+        /* Paddle, collective mode: worker 0 is the meeting point */
+        {GT_FRAMEWORK_PADDLE, workers, 2, 1,
+         "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=2\nPADDLE_MASTER=j-worker-0:30005\n"},
+        {GT_FRAMEWORK_PADDLE, workers, 2, 0,
+         "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=2\n"
+         "POD_IP_DUMMY=10.0.0.5\nPADDLE_MASTER=10.0.0.5:30005\n"},
+        /* JAX: worker 0 coordinates */
+        {GT_FRAMEWORK_JAX, workers, 2, 1,
+         "PYTHONUNBUFFERED=1\nCOORDINATOR_PORT=30005\nCOORDINATOR_ADDRESS=j-worker-0\n"
+         "NUM_PROCESSES=2\nPROCESS_ID=1\n"},
+    };
+    for (size_t c = 0; c < GT_ARRAY_LEN(cases); c++) {
+        json_t *env = gt_jobenv_env("j", "p", cases[c].fw, cases[c].m, cases[c].n, cases[c].self);
+        struct gt_buf got;
+        gt_buf_init(&got);
+        size_t i;
+        json_t *e;
+        json_array_foreach(env, i, e)
+        {
+            gt_buf_printf(&got, "%s=%s\n", json_string_value(json_object_get(e, "name")),
+                          json_string_value(json_object_get(e, "value")));
+        }
+        if (strcmp(got.data ? got.data : "", cases[c].want)) {
+            fail_msg("case %zu: got\n%s", c, got.data);
+        }
+        gt_buf_fini(&got);
+        json_decref(env);
+    }
 }
 
 static void test_field_refs(void **state)
