@@ -105,6 +105,7 @@ struct gt_task_spec_params {
     const char *cluster_ifname;               /* NULL: no GLOO/NCCL_SOCKET_IFNAME */
     const struct gt_task_image_params *image; /* NULL: images are refused */
     struct gt_gid_cache *gids;                /* NULL: look each uid up */
+    const char *volumes_dir; /* RUN/volumes: Volumes' mount points; NULL: Volumes refused */
 };
 
 /* Build the shim spec of a Task (borrowed) into spec (caller's

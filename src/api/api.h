@@ -33,6 +33,7 @@ enum gt_kind {
     GT_KIND_TASK,
     GT_KIND_EVENT,
     GT_KIND_NOTEBOOK,
+    GT_KIND_VOLUME,
     GT_KIND_COUNT
 };
 
@@ -420,9 +421,15 @@ struct gt_api_effective {
 void gt_api_resources_effective(const struct gt_api_template_resources *r,
                                 struct gt_api_effective *out);
 
+/* One entry of a Job's or Task's spec.volumes: exactly one of host_path
+ * (a directory beneath a storage root) and volume (a Volume of the
+ * project, by name). image: on a bound Task's volume entry only, the
+ * Volume's disk image (its status.path), written at bind by gantryd. */
 struct gt_api_volume {
     const char *name;
     const char *host_path;
+    const char *volume;
+    const char *image;
     bool read_only;
 };
 struct gt_api_volumes GT_API_LIST_OF(struct gt_api_volume);
@@ -739,6 +746,45 @@ struct gt_api_notebook {
     struct gt_api_notebook_spec spec;
     struct gt_api_notebook_status status;
 };
+/* ---- Volume (volume.c in api: the access modes) ---- */
+
+/* spec.accessMode values, in the schema's enum order. */
+enum gt_volume_access {
+    GT_VOLUME_RWO, /* ReadWriteOnce: one task at a time */
+    GT_VOLUME_ROX, /* ReadOnlyMany: many tasks, every mount read-only */
+    GT_VOLUME_RWX, /* ReadWriteMany: many tasks, read-write */
+};
+/* Volume phases, in the schema's enum order. */
+enum gt_volume_phase {
+    GT_VOLUME_PENDING, /* also: no phase yet */
+    GT_VOLUME_AVAILABLE,
+    GT_VOLUME_FAILED,
+};
+
+struct gt_api_volume_spec {
+    struct gt_api_res capacity; /* capacity.storage: v.v[GT_RES_STORAGE] bytes */
+    int access_mode;            /* enum gt_volume_access */
+    const char *storage_class;  /* NULL: the cluster's default class */
+    bool read_only;             /* a dataset: every mount read-only from now on */
+};
+struct gt_api_volume_status {
+    int phase; /* enum gt_volume_phase */
+    const char *message;
+    const char *storage_class; /* the class it was made in */
+    const char *path;          /* its disk image beneath the class's storage root */
+};
+struct gt_api_volume_obj {
+    struct gt_api_object o;
+    struct gt_api_volume_spec spec;
+    struct gt_api_volume_status status;
+};
+/* The access mode's name as the schema spells it ("ReadWriteOnce", ...; static). */
+const char *gt_api_volume_access_name(enum gt_volume_access a);
+/* May several tasks use a volume of mode a (read_only: spec.readOnly) at
+ * once? Only a ReadWriteOnce volume that is still writable is exclusive. */
+bool gt_api_volume_shared(enum gt_volume_access a, bool read_only);
+/* Is every mount of a volume of mode a (read_only: spec.readOnly) read-only? */
+bool gt_api_volume_mounts_ro(enum gt_volume_access a, bool read_only);
 
 /* Decode obj, a validated object of kind (a reference is taken; obj must
  * not change while the result lives), into a new typed object of that
@@ -763,6 +809,8 @@ struct gt_api_priority_class *gt_api_priority_class_new(json_t *obj);
 void gt_api_priority_class_free(struct gt_api_priority_class *pc);
 struct gt_api_notebook *gt_api_notebook_new(json_t *obj);
 void gt_api_notebook_free(struct gt_api_notebook *nb);
+struct gt_api_volume_obj *gt_api_volume_obj_new(json_t *obj);
+void gt_api_volume_obj_free(struct gt_api_volume_obj *vol);
 
 /* Validate and decode in one step at the API edge: gt_api_validate, then
  * gt_api_object_new. obj as there; on error (GT_EINVAL with err as

@@ -83,12 +83,20 @@ static const char notebook_json[] =
     "\"metadata\":{\"name\":\"explore\",\"project\":\"vision\"},"
     "\"spec\":{\"template\":{\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}},"
     "\"home\":{\"hostPath\":\"/srv/home/alice\"}}}";
+static const char volume_json[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Volume\","
+    "\"metadata\":{\"name\":\"imagenet\",\"project\":\"vision\"},"
+    "\"spec\":{\"capacity\":{\"storage\":\"64Mi\"},\"accessMode\":\"ReadOnlyMany\","
+    "\"storageClass\":\"fast\",\"readOnly\":true},"
+    "\"status\":{\"phase\":\"Available\",\"storageClass\":\"fast\","
+    "\"path\":\"/srv/volumes/vision/imagenet.1.img\"}}";
 
 static const char *const examples[GT_KIND_COUNT] = {
     [GT_KIND_DEPARTMENT] = dept_json,  [GT_KIND_PROJECT] = project_json,
     [GT_KIND_PRIORITYCLASS] = pc_json, [GT_KIND_NODE] = node_json,
     [GT_KIND_JOB] = job_json,          [GT_KIND_TASK] = task_json,
     [GT_KIND_EVENT] = event_json,      [GT_KIND_NOTEBOOK] = notebook_json,
+    [GT_KIND_VOLUME] = volume_json,
 };
 
 static json_t *parse(const char *text)
