@@ -272,10 +272,12 @@ gt_check_fn gt_check_requirements;
  * go through gt_api_kubeflow_convert, which names what it cannot take. */
 bool gt_api_kubeflow_is(const json_t *doc);
 
-/* Convert a kubeflow.org/v1 TFJob or PyTorchJob (in, borrowed, unchanged)
+/* Convert a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob, PaddleJob or
+ * JAXJob (in, borrowed, unchanged)
  * into a validated, canonical gantry Job (*job_out, new; caller
  * json_decref()s). metadata.namespace (required) becomes metadata.project; the
- * framework container ("tensorflow"/"pytorch", else the only one) becomes
+ * framework container ("tensorflow", "pytorch", "xgboost", "paddle",
+ * "jax", else the only one) becomes
  * each replica's template; pod hostPath volumes become spec.volumes; the
  * job is annotated gantry.dev/framework: pytorch | tensorflow; an unset
  * runPolicy.backoffLimit becomes GT_API_BACKOFF_UNLIMITED. Any field

@@ -1,6 +1,6 @@
 /*
- * Kubeflow training-operator manifests (kubeflow.org/v1 TFJob and
- * PyTorchJob) converted into gantry Jobs, so people can apply the manifests
+ * Kubeflow training-operator manifests (kubeflow.org/v1 TFJob, PyTorchJob,
+ * XGBoostJob, PaddleJob and JAXJob) converted into gantry Jobs, so people can apply the manifests
  * they already have.
  *
  * The conversion is strict in the same way as validation: every field of the
@@ -15,10 +15,12 @@
  * Kueue's podset-required-topology and podset-preferred-topology
  * annotations, which become the job's schedulingPolicy.topology. Kubeflow's
  * defaults that differ from gantry's are written out
- * (restartPolicy OnFailure for PyTorchJob, Never for TFJob; no
+ * (restartPolicy OnFailure for PyTorchJob and PaddleJob, Never for TFJob,
+ * XGBoostJob and JAXJob; no
  * runPolicy.backoffLimit: GT_API_BACKOFF_UNLIMITED, as the operator does not
  * limit restarts then), and the output
- * is annotated gantry.dev/framework (pytorch | tensorflow) so that the job
+ * is annotated gantry.dev/framework (pytorch | tensorflow | xgboost |
+ * paddle | jax) so that the job
  * controller knows which distributed environment the tasks expect. The
  * annotation gantry.dev/tensorboard-log-dir becomes spec.tensorboard.logDir.
  *
@@ -49,20 +51,31 @@ struct framework {
     const char *const *upstream; /* every field of its spec upstream */
 };
 
-static const char *const pytorch_types[] = {"Master", "Worker", NULL};
 static const char *const tf_types[] = {"Chief", "PS", "Worker", "Evaluator", "Master", NULL};
+static const char *const master_worker_types[] = {"Master", "Worker", NULL};
+static const char *const worker_types[] = {"Worker", NULL};
 static const char *const pytorch_extras[] = {"nprocPerNode", NULL};
+static const char *const no_extras[] = {NULL};
 static const char *const tf_extras[] = {"successPolicy", "enableDynamicWorker", NULL};
 static const char *const pytorch_upstream[] = {"runPolicy", "elasticPolicy", "pytorchReplicaSpecs",
                                                "nprocPerNode", NULL};
 static const char *const tf_upstream[] = {"runPolicy", "successPolicy", "tfReplicaSpecs",
                                           "enableDynamicWorker", NULL};
+static const char *const xgb_upstream[] = {"runPolicy", "xgbReplicaSpecs", NULL};
+static const char *const paddle_upstream[] = {"runPolicy", "elasticPolicy", "paddleReplicaSpecs",
+                                              NULL};
+static const char *const jax_upstream[] = {"runPolicy", "jaxReplicaSpecs", NULL};
 
 static const struct framework frameworks[] = {
-    {"PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorch", "OnFailure", pytorch_types,
+    {"PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorch", "OnFailure", master_worker_types,
      pytorch_extras, pytorch_upstream},
     {"TFJob", "tfReplicaSpecs", "tensorflow", "tensorflow", "Never", tf_types, tf_extras,
      tf_upstream},
+    {"XGBoostJob", "xgbReplicaSpecs", "xgboost", "xgboost", "Never", master_worker_types, no_extras,
+     xgb_upstream},
+    {"PaddleJob", "paddleReplicaSpecs", "paddle", "paddle", "OnFailure", master_worker_types,
+     no_extras, paddle_upstream},
+    {"JAXJob", "jaxReplicaSpecs", "jax", "jax", "Never", worker_types, no_extras, jax_upstream},
 };
 
 /* Field paths in messages: "spec.pytorchReplicaSpecs.Worker.template". */
@@ -270,9 +283,37 @@ static void copy_field(json_t *dst, const json_t *src, const char *key)
 
 /* ---- containers ---- */
 
+/* valueFrom: only fieldRef, the task's own fields (gantry's schema names
+ * which); its apiVersion may only be Kubernetes' "v1". */
+static int convert_value_from(const json_t *vf, const char *path, struct gt_err *err)
+{
+    static const char *const known[] = {"fieldRef", NULL};
+    static const char *const upstream[] = {"fieldRef", "resourceFieldRef", "configMapKeyRef",
+                                           "secretKeyRef", NULL};
+    static const char *const ref_known[] = {"fieldPath", "apiVersion", NULL};
+    path_t p, q;
+    json_t *ref = NULL;
+    int rc = want_type(vf, JSON_OBJECT, path, err);
+    if (rc == 0) {
+        rc = only_keys(vf, path, known, upstream, err);
+    }
+    if (rc == 0) {
+        rc = get_typed(vf, "fieldRef", JSON_OBJECT, path, &ref, err);
+    }
+    if (rc == 0 && ref) {
+        rc = only_keys(ref, join(p, path, "fieldRef"), ref_known, ref_known, err);
+    }
+    json_t *api = json_object_get(ref, "apiVersion");
+    if (rc == 0 && api && !str_is(api, "v1")) {
+        rc = gt_err_set(err, GT_EINVAL, "%s: only \"v1\" is supported by gantry",
+                        join(q, p, "apiVersion"));
+    }
+    return rc;
+}
+
 static int convert_env(const json_t *env, const char *path, json_t *tmpl, struct gt_err *err)
 {
-    static const char *const known[] = {"name", "value", NULL};
+    static const char *const known[] = {"name", "value", "valueFrom", NULL};
     json_t *out = json_array();
     json_object_set_new(tmpl, "env", out);
     size_t i;
@@ -285,10 +326,17 @@ static int convert_env(const json_t *env, const char *path, json_t *tmpl, struct
         if (rc == 0) {
             rc = only_keys(e, p, known, k8s_env_var, err);
         }
+        json_t *vf = json_object_get(e, "valueFrom");
+        path_t q;
+        if (rc == 0 && vf) {
+            rc = convert_value_from(vf, join(q, p, "valueFrom"), err);
+        }
         if (rc != 0) {
             return rc;
         }
-        json_array_append_new(out, json_deep_copy(e));
+        json_t *o = json_deep_copy(e);
+        json_object_del(gt_json_path(o, "valueFrom.fieldRef"), "apiVersion");
+        json_array_append_new(out, o);
     }
     return 0;
 }
@@ -999,7 +1047,7 @@ static int find_framework(const json_t *in, const struct framework **out, struct
     }
     return gt_err_set(err, GT_EINVAL,
                       "kind: not supported by gantry (of " KUBEFLOW_API_VERSION
-                      " only TFJob and PyTorchJob are)");
+                      " only TFJob, PyTorchJob, XGBoostJob, PaddleJob and JAXJob are)");
 }
 
 int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *err)

@@ -464,9 +464,26 @@ static const struct gt_schema node_schema = {node_fields, NULL, sizeof(struct gt
 
 /* ---- the container template, shared by Job replicas and Tasks ---- */
 
+/* valueFrom.fieldRef.fieldPath: what of the task gantryd writes into value
+ * when it binds the task (Kubernetes' downward API): its name, its
+ * project, its node's InternalIP. */
+static const char *const env_field_paths[] = {"metadata.name", "metadata.namespace",
+                                              "status.hostIP", NULL};
+static const struct gt_field field_ref_fields[] = {
+    STR("fieldPath", REQ, .enums = env_field_paths),
+    END,
+};
+static const struct gt_schema field_ref_schema = {field_ref_fields, NULL, 0};
+static const struct gt_field value_from_fields[] = {
+    OBJ("fieldRef", field_ref_schema, REQ),
+    END,
+};
+static const struct gt_schema value_from_schema = {value_from_fields, NULL, 0};
+
 static const struct gt_field env_fields[] = {
     STR("name", REQ, SHORT, .check = gt_check_env_name, AT(env, name)),
     STR("value", MESSAGE, AT(env, value)),
+    OBJ("valueFrom", value_from_schema),
     END,
 };
 static const struct gt_schema env_schema = {env_fields, NULL, sizeof(struct gt_api_env)};

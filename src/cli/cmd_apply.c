@@ -13,8 +13,8 @@
  * resourceVersion and is reported "unchanged". A failing document is
  * reported (which one, in which file) and the others are still applied; the
  * exit status says some failed, as there is no transaction across objects.
- * Reading and ordering the documents is manifests.c's; Kubeflow TFJob and
- * PyTorchJob documents (kubeflow.org/v1) are converted into gantry Jobs
+ * Reading and ordering the documents is manifests.c's; Kubeflow training
+ * job documents (kubeflow.org/v1 TFJob, PyTorchJob, ...) are converted into gantry Jobs
  * there, before their document is sent, so a manifest with a field gantry
  * cannot honour fails without touching the cluster.
  */

@@ -17,7 +17,8 @@
 
 /* Short names, as kubectl has "no" for nodes and "pc" for priorityclasses,
  * and the Kubernetes and Kubeflow names of what gantry holds as its own
- * kinds (a pod is a Task; TFJobs, PyTorchJobs and MPIJobs are Jobs). A kind
+ * kinds (a pod is a Task; TFJobs, PyTorchJobs, MPIJobs, XGBoostJobs,
+ * PaddleJobs and JAXJobs are Jobs). A kind
  * without a row here is still found by its name, singular or plural, as
  * the api's kinds table gives them. */
 static const struct {
@@ -29,6 +30,8 @@ static const struct {
     {"pod", GT_KIND_TASK},         {"pods", GT_KIND_TASK},        {"po", GT_KIND_TASK},
     {"tfjob", GT_KIND_JOB},        {"tfjobs", GT_KIND_JOB},       {"pytorchjob", GT_KIND_JOB},
     {"pytorchjobs", GT_KIND_JOB},  {"mpijob", GT_KIND_JOB},       {"mpijobs", GT_KIND_JOB},
+    {"xgboostjob", GT_KIND_JOB},   {"xgboostjobs", GT_KIND_JOB},  {"paddlejob", GT_KIND_JOB},
+    {"paddlejobs", GT_KIND_JOB},   {"jaxjob", GT_KIND_JOB},       {"jaxjobs", GT_KIND_JOB},
     {"vol", GT_KIND_VOLUME},
 };
 

@@ -208,6 +208,9 @@ void gt_bind_plan_build(struct gt_ctl *c, const struct gt_sched_bind *binds, siz
     for (size_t i = 0; i < n; i++) {
         if (tasks[i]) {
             plan_env(c, plan, tasks[i], &plan->v[i]);
+            plan->v[i].fields = json_pack(
+                "{s:s, s:s, s:s?}", "metadata.name", tasks[i]->o.meta.name, "metadata.namespace",
+                tasks[i]->o.meta.project, "status.hostIP", node_ip(c, plan->v[i].node));
         }
     }
     free(tasks);
@@ -220,6 +223,7 @@ void gt_bind_plan_fini(struct gt_bind_plan *plan)
         json_decref(plan->v[i].ports);
         json_decref(plan->v[i].env);
         json_decref(plan->v[i].hosts);
+        json_decref(plan->v[i].fields);
     }
     free(plan->v);
     gt_strmap_fini(&plan->by_task, NULL);
@@ -235,6 +239,7 @@ void gt_bind_plan_apply(const struct gt_bind_plan_entry *e, json_t *task)
     if (json_array_size(e->hosts)) {
         json_object_set(spec, "hosts", e->hosts);
     }
+    gt_jobenv_field_refs(json_object_get(spec, "template"), e->fields);
     if (json_array_size(e->env)) {
         gt_jobenv_merge(json_object_get(spec, "template"), e->env);
     }

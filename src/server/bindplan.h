@@ -15,6 +15,7 @@ struct gt_bind_plan_entry {
     int32_t gantry_port; /* the port named "gantry" among them */
     json_t *env;         /* entries for spec.template.env, or NULL */
     json_t *hosts;       /* spec.hosts, or NULL */
+    json_t *fields;      /* what env valueFrom.fieldRef may name: {fieldPath: value} */
 };
 struct gt_bind_plan {
     struct gt_bind_plan_entry *v; /* v[i] is the plan of binds[i] */

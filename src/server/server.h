@@ -392,11 +392,16 @@ struct gt_jobenv_member {
 #define GT_ANNOTATION_FRAMEWORK "gantry.dev/framework"
 #define GT_FRAMEWORK_PYTORCH "pytorch"
 #define GT_FRAMEWORK_TENSORFLOW "tensorflow"
+#define GT_FRAMEWORK_XGBOOST "xgboost"
+#define GT_FRAMEWORK_PADDLE "paddle"
+#define GT_FRAMEWORK_JAX "jax"
 /* The env entries ([{name, value}]) gantry gives member self of a job
  * whose replicas are m[0..n). framework (the job's GT_ANNOTATION_FRAMEWORK,
  * may be NULL) picks the kind: "pytorch": PyTorch's MASTER_/PET_ variables
- * when a Master exists; "tensorflow": TF_CONFIG when n > 1; none or another
- * value: pytorch when a Master exists, else tensorflow. */
+ * when a Master exists; "tensorflow": TF_CONFIG when n > 1; "xgboost",
+ * "paddle", "jax": the training operator v1.9's variables of that kind of
+ * job (jobenv.c); none or another value: pytorch when a Master exists,
+ * else tensorflow. */
 json_t *gt_jobenv_env(const char *job, const char *project, const char *framework,
                       const struct gt_jobenv_member *m, size_t n, size_t self);
 /* Kubeflow's TF_CONFIG for member self (compact JSON; caller frees). */
@@ -406,6 +411,10 @@ char *gt_jobenv_tf_config(const char *job, const char *project, const struct gt_
  * ".<project>.svc", for every member whose ip is known. */
 json_t *gt_jobenv_hosts(const char *job, const char *project, const struct gt_jobenv_member *m,
                         size_t n);
+/* Give each tmpl.env entry with valueFrom.fieldRef the value fields (borrowed,
+ * {fieldPath: string or null}) has for its fieldPath ("" where null or
+ * absent) in place of its valueFrom. */
+void gt_jobenv_field_refs(json_t *tmpl, const json_t *fields);
 /* Append env entries (borrowed) to tmpl.env, skipping names tmpl.env has. */
 void gt_jobenv_merge(json_t *tmpl, const json_t *env);
 

@@ -208,7 +208,7 @@ static int admit(struct gt_req *r, json_t *obj, bool create, struct gt_err *err)
     return rc;
 }
 
-/* A kubeflow.org TFJob or PyTorchJob POSTed to a jobs collection becomes
+/* A kubeflow.org training job (TFJob, PyTorchJob, ...) POSTed to a jobs collection becomes
  * the gantry Job it converts to (as `gantry apply` sends it), its
  * metadata.namespace (default: the project in the path) the project. 0, or
  * replies 422 naming the manifest's field and returns -1. */

@@ -4,7 +4,11 @@
  * JSON, after validation filled gantry's defaults); the input is left
  * unchanged; a table of single-field additions of things gantry cannot
  * honour is each refused with the field's path in the manifest's terms; an
- * unset backoffLimit keeps Kubeflow's meaning (no limit).
+ * unset backoffLimit keeps Kubeflow's meaning (no limit). The training
+ * operator's own XGBoostJob, PaddleJob and JAXJob examples
+ * (../shared/fixtures relative to the project root) each convert, with
+ * their framework, replica types and restart policies, or are refused for
+ * the one field gantry lacks.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +21,7 @@
 #include <cmocka.h>
 
 #include "api/api.h"
+#include "common/common.h"
 
 /* Kubeflow's pytorch-simple example, with the GPUs, environment, output
  * volume and run policy a real job has. */
@@ -258,8 +263,17 @@ static const struct bad_case bad_cases[] = {
      POD ".securityContext.fsGroup: not supported by gantry"},
     {CTR, "envFrom", "[]", CTR_PATH ".envFrom: not supported by gantry"},
     {CTR, "livenessProbe", "{}", CTR_PATH ".livenessProbe: not supported by gantry"},
-    {CTR, "env", "[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"K\",\"valueFrom\":{}}]",
-     CTR_PATH ".env[1].valueFrom: not supported by gantry"},
+    {CTR, "env",
+     "[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"K\",\"valueFrom\":{\"secretKeyRef\":{}}}]",
+     CTR_PATH ".env[1].valueFrom.secretKeyRef: not supported by gantry"},
+    {CTR, "env",
+     "[{\"name\":\"K\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"spec.nodeName\"}}}]",
+     "converted Job: spec.replicaSpecs.Worker.template.env[0].valueFrom.fieldRef.fieldPath: must "
+     "be one of metadata.name, metadata.namespace, status.hostIP"},
+    {CTR, "env",
+     "[{\"name\":\"K\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v2\",\"fieldPath\":\"metadata."
+     "name\"}}}]",
+     CTR_PATH ".env[0].valueFrom.fieldRef.apiVersion: only \"v1\" is supported by gantry"},
     {CTR ".resources.limits", "ephemeral-storage", "\"1Gi\"",
      CTR_PATH ".resources.limits.ephemeral-storage: not supported by gantry"},
     {CTR ".volumeMounts.0", "subPath", "\"x\"",
@@ -292,7 +306,8 @@ static const struct bad_case bad_cases[] = {
     {"metadata", "generateName", "\"x-\"", "metadata.generateName: not supported by gantry"},
     {"", "status", "{}", "status: not supported by gantry"},
     {"", "kind", "\"MPIJob\"",
-     "kind: not supported by gantry (of kubeflow.org/v1 only TFJob and PyTorchJob are)"},
+     "kind: not supported by gantry (of kubeflow.org/v1 only TFJob, PyTorchJob, XGBoostJob, "
+     "PaddleJob and JAXJob are)"},
     {"", "apiVersion", "\"kubeflow.org/v1beta2\"", "apiVersion: must be kubeflow.org/v1"},
     {"spec.pytorchReplicaSpecs.Worker", "replicas", "0",
      "converted Job: spec.replicaSpecs.Worker.replicas: must be >= 1"},
@@ -533,12 +548,90 @@ static void test_kueue_topology(void **state)
     }
 }
 
+/* The training operator v1.9's examples of the other kinds, and what each
+ * becomes: its framework, the "<type>=<replicas>/<restartPolicy>" of its
+ * replica types in order, or the error it is refused with. An example
+ * without a namespace gets "kubeflow", as `kubectl apply -n` would give. */
+static const struct {
+    const char *path;
+    const char *framework;
+    const char *replicas; /* or the error */
+} examples[] = {
+    {"xgboost/xgboostjob.yaml", "xgboost", "Master=1/Never Worker=2/ExitCode"},
+    {"xgboost/lightgbm-dist/xgboostjob_v1_lightgbm_dist_training.yaml", "xgboost",
+     "Master=1/Never Worker=2/ExitCode"},
+    {"xgboost/smoke-dist/xgboostjob_v1_rabit_test.yaml", "xgboost",
+     "Master=1/Never Worker=2/Never"},
+    {"xgboost/xgboost-dist/xgboostjob_v1_iris_train.yaml", "xgboost",
+     "Master=1/Never Worker=2/ExitCode"},
+    {"xgboost/xgboost-dist/xgboostjob_v1_iris_predict.yaml", "xgboost",
+     "Master=1/Never Worker=2/ExitCode"},
+    {"paddlepaddle/simple-cpu.yaml", "paddle", "Worker=2/OnFailure"},
+    {"paddlepaddle/simple-gpu.yaml", NULL,
+     "spec.paddleReplicaSpecs.Worker.template.spec.volumes[0].emptyDir: not supported by gantry "
+     "(only hostPath and persistentVolumeClaim volumes are)"},
+    {"jax/cpu-demo/demo.yaml", "jax", "Worker=2/OnFailure"},
+    {"jax/jax-dist-spmd-mnist/jaxjob_dist_spmd_mnist_gloo.yaml", "jax", "Worker=2/OnFailure"},
+};
+
+static void test_operator_examples(void **state)
+{
+    (void)state;
+    const char *src = getenv("GANTRY_SOURCE_DIR");
+    for (size_t i = 0; i < sizeof(examples) / sizeof(examples[0]); i++) {
+        char *path = gt_xasprintf("%s/../shared/fixtures/kubeflow-training-operator-v1.9.0/"
+                                  "examples/%s",
+                                  src ? src : ".", examples[i].path);
+        char *text = NULL;
+        size_t len = 0;
+        struct gt_err err = {0};
+        if (gt_file_read(path, 1 << 20, &text, &len, &err) != 0) {
+            fail_msg("%s: %s", path, err.msg);
+        }
+        json_t *doc = load_yaml(text);
+        json_t *md = json_object_get(doc, "metadata");
+        if (!json_object_get(md, "namespace")) {
+            json_object_set_new(md, "namespace", json_string("kubeflow"));
+        }
+        json_t *job = NULL;
+        int rc = gt_api_kubeflow_convert(doc, &job, &err);
+        struct gt_buf got;
+        gt_buf_init(&got);
+        if (rc != 0) {
+            gt_buf_puts(&got, err.msg);
+        }
+        const char *type;
+        json_t *rs;
+        json_object_foreach(gt_json_path(job, "spec.replicaSpecs"), type, rs)
+        {
+            gt_buf_printf(&got, "%s%s=%lld/%s", got.len ? " " : "", type,
+                          json_integer_value(json_object_get(rs, "replicas")),
+                          json_string_value(json_object_get(rs, "restartPolicy")));
+        }
+        const char *fw = json_string_value(
+            json_object_get(gt_json_path(job, "metadata.annotations"), "gantry.dev/framework"));
+        if (strcmp(got.data ? got.data : "", examples[i].replicas) ||
+            (examples[i].framework ? !fw || strcmp(fw, examples[i].framework) : fw != NULL)) {
+            fail_msg("%s: got %s (framework %s)", examples[i].path, got.data, fw ? fw : "none");
+        }
+        gt_buf_fini(&got);
+        json_decref(job);
+        json_decref(doc);
+        free(text);
+        free(path);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pytorchjob),    cmocka_unit_test(test_tfjob),
-        cmocka_unit_test(test_unsupported),   cmocka_unit_test(test_container_choice_and_defaults),
-        cmocka_unit_test(test_backoff_limit), cmocka_unit_test(test_kueue_topology),
+        cmocka_unit_test(test_pytorchjob),
+        cmocka_unit_test(test_tfjob),
+        cmocka_unit_test(test_unsupported),
+        cmocka_unit_test(test_container_choice_and_defaults),
+        cmocka_unit_test(test_backoff_limit),
+        cmocka_unit_test(test_kueue_topology),
+        cmocka_unit_test(test_operator_examples),
         cmocka_unit_test(test_claim_volumes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,8 +2,9 @@
  * Unit tests of the job controller's restart and environment rules: the
  * verdict of each restart policy per exit code and reason, the back-off
  * schedule, the gang restart decisions (counted, requeued, backoffLimit,
- * deadline, ttl, no backoffLimit), port allocation, the PyTorch and
- * TensorFlow environments string for string and chosen by the framework
+ * deadline, ttl, no backoffLimit), port allocation, the PyTorch,
+ * TensorFlow, XGBoost, Paddle and JAX environments string for string (as
+ * the training operator v1.9 writes them) and chosen by the framework
  * annotation, the storage-root admission of volumes, the cluster's pip
  * configuration in the tasks a job becomes, and gantryd's flags for both.
  */
@@ -349,6 +350,88 @@ static void test_pytorch_env(void **state)
     json_decref(hosts);
 }
 
+static void test_operator_envs(void **state)
+{
+    (void)state;
+    const struct gt_jobenv_member xgb[] = {
+        {"Master", 0, 30001, "10.0.0.1"},
+        {"Worker", 0, 30002, NULL},
+        {"Worker", 1, 30003, NULL},
+    };
+    const struct gt_jobenv_member workers[] = {
+        {"Worker", 0, 30005, "10.0.0.5"},
+        {"Worker", 1, 30006, "10.0.0.6"},
+    };
+    const struct {
+        const char *fw;
+        const struct gt_jobenv_member *m;
+        size_t n, self;
+        const char *want;
+    } cases[] = {
+        /* XGBoost: workers rank after the masters; WORKER_ADDRS lists n-1
+         * workers, as the operator does */
+        {GT_FRAMEWORK_XGBOOST, xgb, 3, 2,
+         "MASTER_PORT=30001\nMASTER_ADDR=j-master-0\nWORLD_SIZE=3\nRANK=2\n"
+         "PYTHONUNBUFFERED=0\nWORKER_PORT=30002\nWORKER_ADDRS=j-worker-0,j-worker-1\n"},
+        {GT_FRAMEWORK_XGBOOST, xgb, 1, 0,
+         "MASTER_PORT=30001\nMASTER_ADDR=j-master-0\nWORLD_SIZE=1\nRANK=0\nPYTHONUNBUFFERED=0\n"},
+        /* Paddle, PS mode: master 0 meets at its own address */
+        {GT_FRAMEWORK_PADDLE, xgb, 3, 0,
+         "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=3\n"
+         "POD_IP_DUMMY=10.0.0.1\nPADDLE_MASTER=10.0.0.1:30001\nPADDLE_SERVER_NUM=1\n"},
+        {GT_FRAMEWORK_PADDLE, xgb, 3, 1,
+         "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=3\n"
+         "PADDLE_MASTER=j-master-0:30001\nPADDLE_TRAINER_NUM=1\n"},
+        /* Paddle, collective mode: worker 0 is the meeting point */
+        {GT_FRAMEWORK_PADDLE, workers, 2, 1,
+         "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=2\nPADDLE_MASTER=j-worker-0:30005\n"},
+        {GT_FRAMEWORK_PADDLE, workers, 2, 0,
+         "PYTHONUNBUFFERED=1\nPADDLE_JOB_ID=j\nPADDLE_NNODES=2\n"
+         "POD_IP_DUMMY=10.0.0.5\nPADDLE_MASTER=10.0.0.5:30005\n"},
+        /* JAX: worker 0 coordinates */
+        {GT_FRAMEWORK_JAX, workers, 2, 1,
+         "PYTHONUNBUFFERED=1\nCOORDINATOR_PORT=30005\nCOORDINATOR_ADDRESS=j-worker-0\n"
+         "NUM_PROCESSES=2\nPROCESS_ID=1\n"},
+    };
+    for (size_t c = 0; c < GT_ARRAY_LEN(cases); c++) {
+        json_t *env = gt_jobenv_env("j", "p", cases[c].fw, cases[c].m, cases[c].n, cases[c].self);
+        struct gt_buf got;
+        gt_buf_init(&got);
+        size_t i;
+        json_t *e;
+        json_array_foreach(env, i, e)
+        {
+            gt_buf_printf(&got, "%s=%s\n", json_string_value(json_object_get(e, "name")),
+                          json_string_value(json_object_get(e, "value")));
+        }
+        if (strcmp(got.data ? got.data : "", cases[c].want)) {
+            fail_msg("case %zu: got\n%s", c, got.data);
+        }
+        gt_buf_fini(&got);
+        json_decref(env);
+    }
+}
+
+static void test_field_refs(void **state)
+{
+    (void)state;
+    json_t *tmpl = json_loads("{\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+                              "{\"name\":\"N\",\"valueFrom\":{\"fieldRef\":"
+                              "{\"fieldPath\":\"metadata.name\"}}},"
+                              "{\"name\":\"IP\",\"valueFrom\":{\"fieldRef\":"
+                              "{\"fieldPath\":\"status.hostIP\"}}}]}",
+                              0, NULL);
+    json_t *fields = json_pack("{s:s, s:n}", "metadata.name", "j-worker-0", "status.hostIP");
+    gt_jobenv_field_refs(tmpl, fields);
+    char *got = gt_json_dumps(tmpl);
+    assert_string_equal(got, "{\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
+                             "{\"name\":\"N\",\"value\":\"j-worker-0\"},"
+                             "{\"name\":\"IP\",\"value\":\"\"}]}");
+    free(got);
+    json_decref(fields);
+    json_decref(tmpl);
+}
+
 static void test_tf_config(void **state)
 {
     (void)state;
@@ -400,7 +483,7 @@ static void test_framework_env(void **state)
     assert_null(env_of(env, "TF_CONFIG"));
     json_decref(env);
     /* an unknown value falls back to the replica types too */
-    env = gt_jobenv_env("tfm", "team", "jax", m, 2, 0);
+    env = gt_jobenv_env("tfm", "team", "mxnet", m, 2, 0);
     assert_string_equal(env_of(env, "RANK"), "0");
     json_decref(env);
     /* a PyTorch job without a Master gets no TF_CONFIG */
@@ -567,6 +650,8 @@ int main(void)
         cmocka_unit_test(test_ports),
         cmocka_unit_test(test_pytorch_env),
         cmocka_unit_test(test_tf_config),
+        cmocka_unit_test(test_operator_envs),
+        cmocka_unit_test(test_field_refs),
         cmocka_unit_test(test_framework_env),
         cmocka_unit_test(test_backoff_unlimited),
         cmocka_unit_test(test_check_volumes),
