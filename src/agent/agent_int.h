@@ -14,8 +14,15 @@ struct gt_gpu_ops {
     int (*discover)(struct gt_gpu_set *set, const char *arg, const char *node_name,
                     struct gt_err *err);
     int (*poll_health)(struct gt_gpu_set *set, int timeout_ms, struct gt_err *err);
+    /* read GPU i's counters into out (zeroed by the caller); may update its
+     * Xid fields; negative when the device does not answer */
+    int (*sample)(struct gt_gpu_set *set, size_t i, struct gt_gpu_sample *out);
     void (*fini)(struct gt_gpu_set *set);
 };
+
+/* Is Xid a critical one? Not for the Xids applications cause (13, 31, 43,
+ * 45, 68, 109: the NVIDIA k8s device plugin's list), nor 0 (none). */
+bool gt_gpu_xid_critical(uint64_t xid);
 
 extern const struct gt_gpu_ops gt_gpu_nvml_ops;
 extern const struct gt_gpu_ops gt_gpu_fake_ops;
