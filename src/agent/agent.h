@@ -72,8 +72,8 @@ struct gt_gpu_set {
     struct gt_gpu *gpus; /* n_gpus entries, owned by the set */
     size_t n_gpus;
     struct gt_gpu_sample *samples; /* n_gpus latest readings (gt_gpu_sample_all), owned */
-    const struct gt_gpu_ops *ops; /* backend that filled the set */
-    void *impl;                   /* backend state (NVML handle), owned by the set */
+    const struct gt_gpu_ops *ops;  /* backend that filled the set */
+    void *impl;                    /* backend state (NVML handle), owned by the set */
 };
 
 /* Discover GPUs through NVML loaded from lib_path (NULL: GT_NVML_LIBRARY).

@@ -92,8 +92,8 @@ size_t gt_gpu_sample_all(struct gt_gpu_set *set)
             s->taken_ms = gt_now_ms();
         }
         if (lost != g->lost) {
-            gt_log_warn(lost ? "GPU stopped answering" : "GPU answers again",
-                        "gpu=%d uuid=%s", g->index, g->uuid);
+            gt_log_warn(lost ? "GPU stopped answering" : "GPU answers again", "gpu=%d uuid=%s",
+                        g->index, g->uuid);
         }
         g->lost = lost;
     }

@@ -275,8 +275,7 @@ static void group(struct nvml *nv, struct gt_gpu *gpus, size_t n, const nvmlPciI
         }
         for (size_t j = i + 1; j < n; j++) {
             int level;
-            if (nv->devs[j] &&
-                nv->get_ancestor(nv->devs[i], nv->devs[j], &level) == NVML_SUCCESS &&
+            if (nv->devs[j] && nv->get_ancestor(nv->devs[i], nv->devs[j], &level) == NVML_SUCCESS &&
                 level <= NVML_TOPOLOGY_MULTIPLE) {
                 gt_gpu_uf_union(parent, (int)i, (int)j);
             }
@@ -310,9 +309,8 @@ static void register_events(struct nvml *nv, size_t n)
     }
     size_t registered = 0;
     for (size_t i = 0; i < n; i++) {
-        if (nv->devs[i] &&
-            nv->register_events(nv->devs[i], nvmlEventTypeXidCriticalError, nv->events) ==
-                NVML_SUCCESS) {
+        if (nv->devs[i] && nv->register_events(nv->devs[i], nvmlEventTypeXidCriticalError,
+                                               nv->events) == NVML_SUCCESS) {
             registered++;
         }
     }
@@ -394,8 +392,7 @@ static int nvml_poll_health(struct gt_gpu_set *set, int timeout_ms, struct gt_er
             g->n_xid++;
             if (!g->xid_failed) {
                 g->xid_failed = true;
-                gt_log_warn("GPU unhealthy", "gpu=%zu uuid=%s xid=%llu", i, g->uuid,
-                            ev.eventData);
+                gt_log_warn("GPU unhealthy", "gpu=%zu uuid=%s xid=%llu", i, g->uuid, ev.eventData);
                 marked++;
             }
         }

@@ -120,7 +120,7 @@ nvmlReturn_t nvmlDeviceGetName(void *dev, char *buf, unsigned int len)
 static int lost(void *dev)
 {
     const char *l = getenv("FAKE_NVML_LOST");
-    return l && *l && atoi(l) == index_of(dev);
+    return l && *l && strtol(l, NULL, 10) == index_of(dev);
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(void *dev, nvmlMemory_t *m)
