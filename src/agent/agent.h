@@ -124,7 +124,15 @@ void gt_gpu_set_fini(struct gt_gpu_set *set);
 /* ---- cgroups ---- */
 
 /* v1 controllers gantry uses; each may be mounted on its own hierarchy. */
-enum gt_cgroup_ctrl { GT_CG_CPU, GT_CG_MEMORY, GT_CG_PIDS, GT_CG_DEVICES, GT_CG_NCTRL };
+/* (cpuacct: its own hierarchy only where it is not mounted with cpu.) */
+enum gt_cgroup_ctrl {
+    GT_CG_CPU,
+    GT_CG_MEMORY,
+    GT_CG_PIDS,
+    GT_CG_DEVICES,
+    GT_CG_CPUACCT,
+    GT_CG_NCTRL
+};
 
 struct gt_cgroup_ops;
 
@@ -195,6 +203,19 @@ int gt_cgroup_oom_fd(struct gt_cgroup *cg, int *fd, struct gt_err *err);
 
 /* OOM kills so far in the cgroup (the kernel's oom_kill counter). */
 int gt_cgroup_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_err *err);
+
+/* A task cgroup's usage, as cAdvisor reads it; -1 where unknown. */
+struct gt_cgroup_stats {
+    int64_t cpu_usage_ns; /* CPU time of all its processes (v1 cpuacct.usage, v2 cpu.stat) */
+    /* memory in use minus inactive file pages: cAdvisor's working set
+     * (v1 memory.usage_in_bytes - total_inactive_file, v2 memory.current -
+     * inactive_file), never below 0 */
+    int64_t memory_working_set_bytes;
+};
+
+/* Read the cgroup's usage into st. A missing cgroup or controller leaves
+ * its fields -1; never fails. */
+void gt_cgroup_stats(const struct gt_cgroup *cg, struct gt_cgroup_stats *st);
 
 /* SIGKILL every process in the cgroup until it is empty (v2: cgroup.kill
  * where the kernel has it). Gives up after about 5 s with -EBUSY. */

@@ -46,6 +46,7 @@ struct gt_cgroup_ops {
     int (*procs_path)(const struct gt_cgroup *cg, char *buf, size_t len);
     int (*oom_fd)(struct gt_cgroup *cg, struct gt_err *err);
     int (*oom_kills)(const struct gt_cgroup *cg, int64_t *count, struct gt_err *err);
+    void (*stats)(const struct gt_cgroup *cg, struct gt_cgroup_stats *st);
     int (*kill_all)(const struct gt_cgroup *cg, struct gt_err *err);
     int (*remove)(const struct gt_cgroup *cg, struct gt_err *err);
 };
@@ -59,6 +60,12 @@ int gt_cgroup_write(const char *dir, const char *name, const char *value, struct
 int gt_cgroup_read(const char *dir, const char *name, char *buf, size_t len);
 /* "key value" lines (memory.events, memory.oom_control): value of key. */
 int gt_cgroup_read_key(const char *dir, const char *name, const char *key, int64_t *value);
+/* A control file holding one integer: its value, or -1 (cgroup.c). */
+int64_t gt_cgroup_read_int(const char *dir, const char *name);
+/* usage minus the stat file's inactive-file key, at least 0; -1 when
+ * usage is -1 (cgroup.c). */
+int64_t gt_cgroup_working_set(const char *dir, int64_t usage, const char *stat_file,
+                              const char *inactive_key);
 /* mkdir -p of root/rel; *created tells whether the leaf was new. */
 int gt_cgroup_mkdirs(const char *root, const char *rel, bool *created, struct gt_err *err);
 /* rmdir root/rel, retrying EBUSY for about 2 s; ENOENT is success. */

@@ -104,6 +104,28 @@ int gt_cgroup_read_key(const char *dir, const char *name, const char *key, int64
     return -ENOENT;
 }
 
+int64_t gt_cgroup_read_int(const char *dir, const char *name)
+{
+    char buf[64];
+    long long v;
+    return gt_cgroup_read(dir, name, buf, sizeof(buf)) == 0 && sscanf(buf, "%lld", &v) == 1
+               ? (int64_t)v
+               : -1;
+}
+
+int64_t gt_cgroup_working_set(const char *dir, int64_t usage, const char *stat_file,
+                              const char *inactive_key)
+{
+    int64_t inactive = 0;
+    if (usage < 0) {
+        return -1;
+    }
+    if (gt_cgroup_read_key(dir, stat_file, inactive_key, &inactive) < 0) {
+        inactive = 0;
+    }
+    return inactive > usage ? 0 : usage - inactive;
+}
+
 int gt_cgroup_mkdirs(const char *root, const char *rel, bool *created, struct gt_err *err)
 {
     char path[768];
@@ -204,10 +226,8 @@ int gt_cgroup_kill_loop(const char *procs_file, struct gt_err *err)
 /* ---- detection ---- */
 
 static const char *const ctrl_names[GT_CG_NCTRL] = {
-    [GT_CG_CPU] = "cpu",
-    [GT_CG_MEMORY] = "memory",
-    [GT_CG_PIDS] = "pids",
-    [GT_CG_DEVICES] = "devices",
+    [GT_CG_CPU] = "cpu",         [GT_CG_MEMORY] = "memory",   [GT_CG_PIDS] = "pids",
+    [GT_CG_DEVICES] = "devices", [GT_CG_CPUACCT] = "cpuacct",
 };
 
 static bool has_option(const char *opts, const char *name)
@@ -241,7 +261,8 @@ static int detect_v1(struct gt_cgroup_sys *sys, struct gt_err *err)
             continue;
         }
         for (int c = 0; c < GT_CG_NCTRL; c++) {
-            if (has_option(superopts, ctrl_names[c]) && !sys->v1_mount[c][0]) {
+            bool with_cpu = c == GT_CG_CPUACCT && !strcmp(sys->v1_mount[GT_CG_CPU], mnt);
+            if (has_option(superopts, ctrl_names[c]) && !sys->v1_mount[c][0] && !with_cpu) {
                 snprintf(sys->v1_mount[c], sizeof(sys->v1_mount[c]), "%s", mnt);
                 found++;
             }
@@ -385,6 +406,13 @@ int gt_cgroup_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_er
 {
     *count = 0;
     return cg->sys.ops->oom_kills(cg, count, err);
+}
+
+void gt_cgroup_stats(const struct gt_cgroup *cg, struct gt_cgroup_stats *st)
+{
+    st->cpu_usage_ns = -1;
+    st->memory_working_set_bytes = -1;
+    cg->sys.ops->stats(cg, st);
 }
 
 int gt_cgroup_kill_all(const struct gt_cgroup *cg, struct gt_err *err)

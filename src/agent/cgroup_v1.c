@@ -1,6 +1,7 @@
 /*
  * cgroup v1: one directory per controller hierarchy (cpu, memory, pids,
- * devices), all with the same relative path. The task is placed in every
+ * devices, and cpuacct where it is not mounted with cpu), all with the same
+ * relative path. The task is placed in every
  * mounted one; the pids (else memory, cpu, devices) hierarchy lists its
  * processes. OOM: an eventfd registered on memory.oom_control through
  * cgroup.event_control, and the oom_kill counter in memory.oom_control.
@@ -282,6 +283,21 @@ static int v1_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_er
     return rc < 0 ? gt_err_set(err, rc, "%s/memory.oom_control: no oom_kill counter", dir) : 0;
 }
 
+static void v1_stats(const struct gt_cgroup *cg, struct gt_cgroup_stats *st)
+{
+    char dir[768];
+    /* cpuacct mounted with cpu has no mount of its own */
+    if (dir_of(cg, GT_CG_CPUACCT, dir, sizeof(dir)) == 0 ||
+        dir_of(cg, GT_CG_CPU, dir, sizeof(dir)) == 0) {
+        st->cpu_usage_ns = gt_cgroup_read_int(dir, "cpuacct.usage");
+    }
+    if (dir_of(cg, GT_CG_MEMORY, dir, sizeof(dir)) == 0) {
+        st->memory_working_set_bytes =
+            gt_cgroup_working_set(dir, gt_cgroup_read_int(dir, "memory.usage_in_bytes"),
+                                  "memory.stat", "total_inactive_file");
+    }
+}
+
 static int v1_kill_all(const struct gt_cgroup *cg, struct gt_err *err)
 {
     char procs[768];
@@ -297,6 +313,7 @@ const struct gt_cgroup_ops gt_cgroup_v1_ops = {
     .procs_path = v1_procs_path,
     .oom_fd = v1_oom_fd,
     .oom_kills = v1_oom_kills,
+    .stats = v1_stats,
     .kill_all = v1_kill_all,
     .remove = v1_remove,
 };

@@ -183,6 +183,18 @@ static int v2_oom_kills(const struct gt_cgroup *cg, int64_t *count, struct gt_er
     return rc < 0 ? gt_err_set(err, rc, "%s/memory.events: %s", dir, strerror(-rc)) : 0;
 }
 
+static void v2_stats(const struct gt_cgroup *cg, struct gt_cgroup_stats *st)
+{
+    char dir[768];
+    int64_t usec;
+    dir_of(cg, dir, sizeof(dir));
+    if (gt_cgroup_read_key(dir, "cpu.stat", "usage_usec", &usec) == 0) {
+        st->cpu_usage_ns = usec * 1000;
+    }
+    st->memory_working_set_bytes = gt_cgroup_working_set(
+        dir, gt_cgroup_read_int(dir, "memory.current"), "memory.stat", "inactive_file");
+}
+
 static int v2_kill_all(const struct gt_cgroup *cg, struct gt_err *err)
 {
     char dir[768], procs[800];
@@ -212,6 +224,7 @@ const struct gt_cgroup_ops gt_cgroup_v2_ops = {
     .procs_path = v2_procs_path,
     .oom_fd = v2_oom_fd,
     .oom_kills = v2_oom_kills,
+    .stats = v2_stats,
     .kill_all = v2_kill_all,
     .remove = v2_remove,
 };

@@ -219,6 +219,46 @@ static void test_memory_limit_oom(void **state)
     gt_cgroup_fini(&cg);
 }
 
+/* Burn about 200 ms of CPU time and touch 16 MiB, then exit. */
+static int busy_and_touch(void *arg)
+{
+    (void)arg;
+    size_t len = 16 << 20;
+    volatile char *p = gt_xmalloc(len);
+    for (size_t i = 0; i < len; i += 4096) {
+        p[i] = 1;
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    do {
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 200000000L);
+    return 0;
+}
+
+/* cAdvisor's cpu and working-set figures of a cgroup that did some work. */
+static void test_stats(void **state)
+{
+    struct fixture *fx = *state;
+    struct gt_cgroup cg;
+    struct gt_err err = {0};
+    struct gt_cgroup_limits lim = {.memory_bytes = 256 << 20};
+    assert_int_equal(gt_cgroup_init(&cg, &fx->sys, fx->a, &err), 0);
+    struct gt_cgroup_stats st;
+    gt_cgroup_stats(&cg, &st); /* not created yet */
+    assert_int_equal(st.cpu_usage_ns, -1);
+    assert_int_equal(st.memory_working_set_bytes, -1);
+    assert_int_equal(gt_cgroup_create(&cg, &lim, &err), 0);
+    assert_int_equal(wait_status(spawn_in(&cg, busy_and_touch, NULL)), 0);
+    gt_cgroup_stats(&cg, &st);
+    if (st.cpu_usage_ns < 150000000LL) {
+        fail_msg("cpu usage %lld ns after 200 ms of work", (long long)st.cpu_usage_ns);
+    }
+    assert_true(st.memory_working_set_bytes >= 0);
+    assert_int_equal(gt_cgroup_remove(&cg, &err), 0);
+    gt_cgroup_fini(&cg);
+}
+
 static int fork_until_refused(void *arg)
 {
     (void)arg;
@@ -454,6 +494,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_limits_written, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memory_limit_oom, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pids_limit_and_kill_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kill_all_then_remove, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_paths, setup, teardown),
