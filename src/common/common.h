@@ -139,6 +139,13 @@ void gt_buf_printf(struct gt_buf *b, const char *fmt, ...) __attribute__((format
 /* Take ownership of the data (caller frees); b is left empty. */
 char *gt_buf_take(struct gt_buf *b);
 
+/* The Prometheus text format (0.0.4), for the /metrics of gantryd and
+ * gantlet (prom.c): a family's "# HELP" and "# TYPE" lines; a label
+ * name="value" (preceded by ',' unless first) with the value's backslash,
+ * quote and newline escaped (value NULL: empty). */
+void gt_prom_family(struct gt_buf *b, const char *name, const char *type, const char *help);
+void gt_prom_label(struct gt_buf *b, const char *name, const char *value, bool first);
+
 /* ---- growable arrays ----
  * The one growth rule for arrays that grow by appending: once need elements
  * no longer fit, the capacity becomes first_cap (the first allocation; size
