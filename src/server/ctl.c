@@ -27,6 +27,7 @@
 #include "server/jobctl.h"
 #include "server/nodes.h"
 #include "server/server_int.h"
+#include "server/statemetrics.h"
 
 static const char marker[] = "";
 #define MARK ((void *)marker)
@@ -243,6 +244,7 @@ static const struct gt_ctl_hooks hooks = {
     .soft_delete = gt_jobctl_soft_delete,
     .render = render_hook,
     .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT,
+    .render_metrics = gt_ctl_render_metrics,
 };
 
 struct gt_ctl *gt_ctl_new(struct gt_server *s)
@@ -265,6 +267,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->sync_jobs);
     c->model = gt_sched_model_new();
     gt_sched_decisions_init(&c->dec);
+    s->metrics.schedule_seconds.bounds = gt_histogram_wait_bounds;
     s->ctl_hooks = &hooks;
     return c;
 }

@@ -44,6 +44,8 @@ struct gt_ctl_hooks {
      * in place), what is computed on reads and never stored. */
     void (*render)(const struct gt_ctl *c, enum gt_kind kind, json_t *obj);
     unsigned computed_kinds; /* bits 1u << enum gt_kind */
+    /* Append the controllers' series to a /metrics answer (out). */
+    void (*render_metrics)(const struct gt_ctl *c, struct gt_buf *out);
 };
 
 /* The daemon. */
