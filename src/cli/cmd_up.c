@@ -10,6 +10,11 @@
  * and creates Department and Project "default" when they are missing. An up
  * that finds gantryd alive and healthy says so and changes nothing.
  *
+ * With --prometheus, up also starts Prometheus (found on PATH) scraping both
+ * daemons, with the configuration of docs/metrics.md in
+ * DATA_DIR/prometheus.yml, its data in DATA_DIR/prometheus, its pid in
+ * DATA_DIR/prometheus.pid; down stops it first.
+ *
  * down stops the tasks first, through the API: it deletes every Bound or
  * Running task on the node (their jobs end Failed, reason Killed) and waits
  * up to STOP_TASKS_S for the agent to record their exits, so no task process
@@ -41,6 +46,7 @@ enum {
     OPT_UID,
     OPT_LISTEN,
     OPT_STORAGE_ROOT,
+    OPT_PROMETHEUS,
     MAX_STORAGE_ROOTS = 8,
     START_S = 15,
     READY_S = 60,
@@ -50,11 +56,13 @@ enum {
 };
 
 #define DEFAULT_LISTEN "127.0.0.1:8443"
+#define DEFAULT_PROMETHEUS "127.0.0.1:9090"
 
 struct up_flags {
     const char *data_dir;
     const char *fake_gpus;
     const char *listen;
+    const char *prometheus;                       /* ADDR:PORT, NULL: no Prometheus */
     const char *storage_roots[MAX_STORAGE_ROOTS]; /* borrowed from argv */
     size_t n_storage_roots;
     long uid;
@@ -75,6 +83,9 @@ static int on_up_opt(int opt, const char *value, void *arg)
         break;
     case OPT_LISTEN:
         f->listen = value;
+        break;
+    case OPT_PROMETHEUS:
+        f->prometheus = value ? value : DEFAULT_PROMETHEUS;
         break;
     case OPT_STORAGE_ROOT:
         if (f->n_storage_roots == MAX_STORAGE_ROOTS) {
@@ -165,8 +176,8 @@ static json_t *read_state(const char *dir)
     return state;
 }
 
-/* Start argv[0] as a daemon in its own session, stdin /dev/null, stdout and
- * stderr appended to log_path; its pid goes to pid_path. */
+/* Start argv[0] (searched in PATH without a '/') as a daemon in its own session, stdin /dev/null,
+ * stdout and stderr appended to log_path; its pid goes to pid_path. */
 static int spawn(char *const *argv, const char *log_path, const char *pid_path, pid_t *pid,
                  struct gt_err *err)
 {
@@ -185,7 +196,7 @@ static int spawn(char *const *argv, const char *log_path, const char *pid_path, 
         if (setsid() < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
             _exit(127);
         }
-        execv(argv[0], argv);
+        execvp(argv[0], argv);
         static const char msg[] = "gantry up: exec failed\n";
         (void)!write(2, msg, sizeof(msg) - 1);
         _exit(127);
@@ -502,6 +513,41 @@ out:
     return rc;
 }
 
+/* Prometheus at listen scraping the cluster, with its configuration and
+ * data in the data directory. */
+static int start_prometheus(const struct cluster *cl, const char *listen, struct gt_err *err)
+{
+    const char *server = cl->server + strlen("http://");
+    char *conf = gt_cli_up_prometheus_config(server, cl->agent_listen);
+    char *conf_path = gt_xasprintf("%s/prometheus.yml", cl->dir);
+    char *data = gt_xasprintf("%s/prometheus", cl->dir);
+    char *log = gt_xasprintf("%s/prometheus.log", cl->logs);
+    char *pid_path = gt_xasprintf("%s/prometheus.pid", cl->dir);
+    char *a_conf = gt_xasprintf("--config.file=%s", conf_path);
+    char *a_data = gt_xasprintf("--storage.tsdb.path=%s", data);
+    char *a_listen = gt_xasprintf("--web.listen-address=%s", listen);
+    char *argv[] = {"prometheus", a_conf, a_data, a_listen, NULL};
+    pid_t pid;
+    int rc = write_private(conf_path, conf, err);
+    rc = rc ? rc : mkdir_p(data, err);
+    rc = rc ? rc : spawn(argv, log, pid_path, &pid, err);
+    if (rc == 0) {
+        sleep_ms(300); /* a missing binary or a taken port ends it at once */
+        if (child_gone(pid)) {
+            rc = gt_err_set(err, GT_EINTERNAL, "prometheus did not start; see %s", log);
+        }
+    }
+    free(conf);
+    free(conf_path);
+    free(data);
+    free(log);
+    free(pid_path);
+    free(a_conf);
+    free(a_data);
+    free(a_listen);
+    return rc;
+}
+
 int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
 {
     static const struct option long_opts[] = {
@@ -510,6 +556,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
         {"uid", required_argument, NULL, OPT_UID},
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"storage-root", required_argument, NULL, OPT_STORAGE_ROOT},
+        {"prometheus", optional_argument, NULL, OPT_PROMETHEUS},
         {NULL, 0, NULL, 0},
     };
     struct up_flags f = {.uid = -1, .listen = DEFAULT_LISTEN};
@@ -583,6 +630,13 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
         struct gt_cli_client *c = gt_cli_client_new(cl.server, admin);
         rc = ensure_defaults(ctx, c, node, cl.user, &err);
         gt_cli_client_free(c);
+    }
+    if (rc == 0 && f.prometheus) {
+        rc = start_prometheus(&cl, f.prometheus, &err);
+        if (rc == 0) {
+            fprintf(ctx->err, "prometheus at http://%s scrapes gantryd and gantlet\n",
+                    f.prometheus);
+        }
     }
     if (rc == 0) {
         fprintf(ctx->err,
@@ -716,6 +770,7 @@ int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     if (server && agent && url && node && token) {
         stop_tasks(ctx, url, token, node);
     }
+    stop_daemon(ctx, cl.dir, "prometheus");
     stop_daemon(ctx, cl.dir, "gantlet");
     stop_daemon(ctx, cl.dir, "gantryd");
     if (!server && !agent) {
