@@ -24,11 +24,14 @@
 
 #include "agent/agent_int.h"
 
-/* The tasks holding one GPU (borrowed), with their milli-shares. */
+/* The tasks holding one GPU (borrowed), with their milli-shares, and the
+ * label list of each holder's series (labels[0] alone for a free GPU),
+ * written once per scrape. */
 struct holders {
     const struct gt_ltask **tasks;
     int64_t *milli;
     size_t n, cap;
+    char **labels; /* n entries, or 1 when n is 0; owned */
 };
 
 /* project, job, task, department of t (NULL: empty values). */
@@ -70,6 +73,28 @@ static void holders_of(const struct gt_gantlet *g, const struct gt_gpu *gpu, str
         h->tasks[h->n] = t;
         h->milli[h->n++] = milli;
     }
+    size_t n = h->n ? h->n : 1;
+    h->labels = gt_xcalloc(n, sizeof(*h->labels));
+    for (size_t k = 0; k < n; k++) {
+        struct gt_buf b;
+        gt_buf_init(&b);
+        put_gpu(&b, g, gpu);
+        put_holder(&b, h->n ? h->tasks[k] : NULL);
+        if (h->n) {
+            gt_buf_printf(&b, ",gpu_milli=\"%lld\"", (long long)h->milli[k]);
+        }
+        h->labels[k] = gt_buf_take(&b);
+    }
+}
+
+static void holders_fini(struct holders *h)
+{
+    for (size_t k = 0; k < (h->n ? h->n : 1); k++) {
+        free(h->labels[k]);
+    }
+    free(h->labels);
+    free(h->tasks);
+    free(h->milli);
 }
 
 /* One DCGM field: an int64_t of the sample at off, the power, or the last Xid. */
@@ -114,18 +139,10 @@ static double field_value(const struct field *f, const struct gt_gpu *gpu,
     return (double)v;
 }
 
-static void put_gpu_series(struct gt_buf *out, const struct gt_gantlet *g, const struct gt_gpu *gpu,
-                           const struct holders *h, const char *name, double v)
+static void put_gpu_series(struct gt_buf *out, const struct holders *h, const char *name, double v)
 {
-    size_t n = h->n ? h->n : 1;
-    for (size_t k = 0; k < n; k++) {
-        gt_buf_printf(out, "%s{", name);
-        put_gpu(out, g, gpu);
-        put_holder(out, h->n ? h->tasks[k] : NULL);
-        if (h->n) {
-            gt_buf_printf(out, ",gpu_milli=\"%lld\"", (long long)h->milli[k]);
-        }
-        gt_buf_printf(out, "} %.15g\n", v);
+    for (size_t k = 0; k < (h->n ? h->n : 1); k++) {
+        gt_prom_sample(out, name, h->labels[k], v);
     }
 }
 
@@ -140,7 +157,7 @@ static void render_gpus(struct gt_buf *out, const struct gt_gantlet *g, struct h
             double v = field_value(&fields[f], &set->gpus[i], s);
             /* a lost GPU has no readings, an unsupported one reads -1 */
             if (xid || (s->taken_ms && v >= 0)) {
-                put_gpu_series(out, g, &set->gpus[i], &hs[i], fields[f].name, v);
+                put_gpu_series(out, &hs[i], fields[f].name, v);
             }
         }
     }
@@ -148,13 +165,12 @@ static void render_gpus(struct gt_buf *out, const struct gt_gantlet *g, struct h
                    "1 while the GPU is offered to the scheduler, 0 after a critical Xid or while "
                    "it does not answer.");
     for (size_t i = 0; i < set->n_gpus; i++) {
-        put_gpu_series(out, g, &set->gpus[i], &hs[i], "gantry_gpu_healthy", set->gpus[i].healthy);
+        put_gpu_series(out, &hs[i], "gantry_gpu_healthy", set->gpus[i].healthy);
     }
     gt_prom_family(out, "gantry_gpu_xid_errors_total", "counter",
                    "Critical Xid errors (not those applications cause) since the agent started.");
     for (size_t i = 0; i < set->n_gpus; i++) {
-        put_gpu_series(out, g, &set->gpus[i], &hs[i], "gantry_gpu_xid_errors_total",
-                       (double)set->gpus[i].n_xid);
+        put_gpu_series(out, &hs[i], "gantry_gpu_xid_errors_total", (double)set->gpus[i].n_xid);
     }
 }
 
@@ -196,10 +212,11 @@ static void render_processes(struct gt_buf *out, const struct gt_gantlet *g)
     }
 }
 
-/* One task's cgroup figures, read now. */
+/* One task's cgroup figures, read now, and its series' labels (owned). */
 struct task_usage {
     struct gt_cgroup_stats st;
     int64_t oom_kills; /* -1 unknown */
+    char *labels;
 };
 
 static void render_tasks(struct gt_buf *out, const struct gt_gantlet *g)
@@ -209,13 +226,18 @@ static void render_tasks(struct gt_buf *out, const struct gt_gantlet *g)
         n += task_live(t);
     }
     struct task_usage *u = gt_xcalloc(n ? n : 1, sizeof(*u));
-    const struct gt_ltask **ts = gt_xcalloc(n ? n : 1, sizeof(*ts));
     size_t k = 0;
     for (const struct gt_ltask *t = g->tasks; t; t = t->next) {
         if (!task_live(t)) {
             continue;
         }
-        ts[k] = t;
+        struct gt_buf b;
+        char id[160];
+        gt_buf_init(&b);
+        snprintf(id, sizeof(id), "/gantry/%s", t->uid);
+        gt_prom_label(&b, "id", id, true);
+        put_holder(&b, t);
+        u[k].labels = gt_buf_take(&b);
         u[k].st = (struct gt_cgroup_stats){-1, -1};
         u[k].oom_kills = -1;
         struct gt_cgroup cg;
@@ -250,16 +272,13 @@ static void render_tasks(struct gt_buf *out, const struct gt_gantlet *g)
             if (v < 0) {
                 continue;
             }
-            char id[160];
-            snprintf(id, sizeof(id), "/gantry/%s", ts[i]->uid);
-            gt_buf_printf(out, "%s{", fams[f].name);
-            gt_prom_label(out, "id", id, true);
-            put_holder(out, ts[i]);
-            gt_buf_printf(out, "} %.15g\n", v);
+            gt_prom_sample(out, fams[f].name, u[i].labels, v);
         }
     }
+    for (size_t i = 0; i < n; i++) {
+        free(u[i].labels);
+    }
     free(u);
-    free(ts);
 }
 
 static void render_agent(struct gt_buf *out, const struct gt_gantlet *g)
@@ -295,8 +314,7 @@ void gt_gantlet_metrics_render(const struct gt_gantlet *g, struct gt_buf *out)
     render_processes(out, g);
     render_tasks(out, g);
     for (size_t i = 0; i < g->gpus.n_gpus; i++) {
-        free(hs[i].tasks);
-        free(hs[i].milli);
+        holders_fini(&hs[i]);
     }
     free(hs);
 }

@@ -145,6 +145,9 @@ char *gt_buf_take(struct gt_buf *b);
  * quote and newline escaped (value NULL: empty). */
 void gt_prom_family(struct gt_buf *b, const char *name, const char *type, const char *help);
 void gt_prom_label(struct gt_buf *b, const char *name, const char *value, bool first);
+/* One sample line: name{labels} value, labels a prepared "a=\"x\",b=\"y\""
+ * list; integral values are written as integers, others with %.15g. */
+void gt_prom_sample(struct gt_buf *b, const char *name, const char *labels, double value);
 
 /* ---- growable arrays ----
  * The one growth rule for arrays that grow by appending: once need elements

@@ -31,3 +31,29 @@ void gt_prom_label(struct gt_buf *b, const char *name, const char *value, bool f
     }
     gt_buf_append(b, "\"", 1);
 }
+
+void gt_prom_sample(struct gt_buf *b, const char *name, const char *labels, double value)
+{
+    gt_buf_puts(b, name);
+    gt_buf_append(b, "{", 1);
+    gt_buf_puts(b, labels);
+    gt_buf_append(b, "} ", 2);
+    if (value > -1e15 && value < 1e15 && value == (double)(int64_t)value) {
+        /* the common case, without printf's floating-point path */
+        char digits[24];
+        size_t n = sizeof(digits);
+        int64_t x = (int64_t)value;
+        uint64_t u = x < 0 ? (uint64_t)-x : (uint64_t)x;
+        do {
+            digits[--n] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (x < 0) {
+            digits[--n] = '-';
+        }
+        gt_buf_append(b, digits + n, sizeof(digits) - n);
+        gt_buf_append(b, "\n", 1);
+    } else {
+        gt_buf_printf(b, "%.15g\n", value);
+    }
+}
