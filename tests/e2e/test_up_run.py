@@ -1,7 +1,8 @@
 """`gantry up`, `gantry run`, `gantry logs` and `gantry down` end to end.
 
 A local cluster (gantryd and gantlet with 8 fake GPUs, started by `gantry
-up` from the build directory) in a temporary data directory, with
+up` from the build directory, with `--prometheus` a Prometheus scraping
+both) in a temporary data directory, with
 GANTRY_CONFIG in a temporary directory too, so nothing touches HOME.
 """
 import json
@@ -37,8 +38,10 @@ class UpRunDown(unittest.TestCase):
         cls.env.pop("GANTRY_SERVER", None)
         cls.env.pop("GANTRY_TOKEN", None)
         cls.port = free_port()
+        cls.prom_port = free_port()
         r = cls.gantry("up", "--data-dir", cls.data, "--fake-gpus", "8xA100-80GB",
-                       "--listen", "127.0.0.1:%d" % cls.port, timeout=120)
+                       "--listen", "127.0.0.1:%d" % cls.port,
+                       "--prometheus=127.0.0.1:%d" % cls.prom_port, timeout=120)
         if r.returncode != 0:
             logs = os.path.join(cls.data, "logs")
             for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
@@ -108,9 +111,30 @@ class UpRunDown(unittest.TestCase):
         r = self.gantry("run", "--", "sh", "-c", "sh -c 'kill -TERM $$'")
         self.assertEqual(r.returncode, 128 + signal.SIGTERM, r.stderr)
 
+    def test_4_prometheus_scrapes_both(self):
+        import urllib.parse
+        import urllib.request
+
+        def up():
+            q = urllib.parse.quote("up == 1")
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/query?query=%s"
+                                            % (self.prom_port, q), timeout=5) as r:
+                    res = json.loads(r.read())["data"]["result"]
+            except OSError:
+                return None
+            jobs = sorted(x["metric"]["job"] for x in res)
+            return jobs if jobs == ["gantlet", "gantryd"] else None
+        deadline = time.time() + 60
+        while not up() and time.time() < deadline:
+            time.sleep(0.5)
+        self.assertEqual(up(), ["gantlet", "gantryd"])
+        with open(os.path.join(self.data, "prometheus.yml")) as f:
+            self.assertIn('targets: ["127.0.0.1:%d"]' % self.port, f.read())
+
     def test_9_down_stops_everything(self):
         pids = []
-        for name in ("gantryd", "gantlet"):
+        for name in ("gantryd", "gantlet", "prometheus"):
             with open(os.path.join(self.data, name + ".pid")) as f:
                 pids.append(int(f.read()))
         proc = subprocess.Popen([GANTRY, "run", "--name", "sleeper", "--", "sleep", "300"],
