@@ -187,39 +187,45 @@ static int department_cb(const char *key, void *val, void *arg)
     return 0;
 }
 
-/* One pass over the cached objects of kind for family number family. */
-static void pass(struct render *r, enum gt_kind kind, gt_strmap_fn fn, int family, const char *name,
-                 const char *type, const char *help)
-{
-    gt_prom_family(r->out, name, type, help);
-    r->family = family;
-    gt_strmap_each(&r->c->objs[kind], fn, r);
-}
+/* The families, each one pass of fn over the cached objects of kind. */
+static const struct family {
+    enum gt_kind kind;
+    gt_strmap_fn fn;
+    int family; /* which of fn's families */
+    const char *name, *type, *help;
+} families[] = {
+    {GT_KIND_JOB, job_cb, 0, "gantry_job_status_phase", "gauge",
+     "1 for the job's phase (its last true condition), 0 for the others."},
+    {GT_KIND_JOB, job_cb, 1, "gantry_job_restarts_total", "counter",
+     "Times the job's tasks were recreated after a failure (status.restartCount)."},
+    {GT_KIND_JOB, job_cb, 2, "gantry_job_requeues_total", "counter",
+     "Times the job went back to the queue after a preemption (status.requeueCount)."},
+    {GT_KIND_JOB, job_cb, 3, "gantry_job_pending", "gauge",
+     "Queued jobs with the reason of their last wait (Quota, Unschedulable; Pending before "
+     "the scheduler's first verdict); sum by department and reason."},
+    {GT_KIND_TASK, task_cb, 0, "gantry_task_status_phase", "gauge",
+     "1 for the task's phase, 0 for the others."},
+    {GT_KIND_NODE, node_cb, 0, "gantry_node_status_condition", "gauge",
+     "1 for the status each condition of the node has, 0 for the others."},
+    {GT_KIND_NODE, node_cb, 1, "gantry_node_spec_unschedulable", "gauge",
+     "1 while the node is cordoned."},
+    {GT_KIND_NODE, node_cb, 2, "gantry_node_gpu_healthy", "gauge",
+     "1 while the agent reports the GPU Healthy (offered to the scheduler), else 0."},
+    {GT_KIND_DEPARTMENT, department_cb, 0, "gantry_department_quota_guarantee", "gauge",
+     "The department's guarantee (spec.quota) per resource: cores, bytes, GPUs."},
+    {GT_KIND_DEPARTMENT, department_cb, 1, "gantry_department_quota_limit", "gauge",
+     "The most the department may hold by borrowing (spec.limit) per resource."},
+    {GT_KIND_DEPARTMENT, department_cb, 2, "gantry_department_quota_used", "gauge",
+     "What the department's bound, running and terminating tasks hold per resource."},
+};
 
 void gt_ctl_render_metrics(const struct gt_ctl *c, struct gt_buf *out)
 {
     struct render r = {.c = c, .out = out};
-    pass(&r, GT_KIND_JOB, job_cb, 0, "gantry_job_status_phase", "gauge",
-         "1 for the job's phase (its last true condition), 0 for the others.");
-    pass(&r, GT_KIND_JOB, job_cb, 1, "gantry_job_restarts_total", "counter",
-         "Times the job's tasks were recreated after a failure (status.restartCount).");
-    pass(&r, GT_KIND_JOB, job_cb, 2, "gantry_job_requeues_total", "counter",
-         "Times the job went back to the queue after a preemption (status.requeueCount).");
-    pass(&r, GT_KIND_JOB, job_cb, 3, "gantry_job_pending", "gauge",
-         "Queued jobs with the reason of their last wait (Quota, Unschedulable; Pending before "
-         "the scheduler's first verdict); sum by department and reason.");
-    pass(&r, GT_KIND_TASK, task_cb, 0, "gantry_task_status_phase", "gauge",
-         "1 for the task's phase, 0 for the others.");
-    pass(&r, GT_KIND_NODE, node_cb, 0, "gantry_node_status_condition", "gauge",
-         "1 for the status each condition of the node has, 0 for the others.");
-    pass(&r, GT_KIND_NODE, node_cb, 1, "gantry_node_spec_unschedulable", "gauge",
-         "1 while the node is cordoned.");
-    pass(&r, GT_KIND_NODE, node_cb, 2, "gantry_node_gpu_healthy", "gauge",
-         "1 while the agent reports the GPU Healthy (offered to the scheduler), else 0.");
-    pass(&r, GT_KIND_DEPARTMENT, department_cb, 0, "gantry_department_quota_guarantee", "gauge",
-         "The department's guarantee (spec.quota) per resource: cores, bytes, GPUs.");
-    pass(&r, GT_KIND_DEPARTMENT, department_cb, 1, "gantry_department_quota_limit", "gauge",
-         "The most the department may hold by borrowing (spec.limit) per resource.");
-    pass(&r, GT_KIND_DEPARTMENT, department_cb, 2, "gantry_department_quota_used", "gauge",
-         "What the department's bound, running and terminating tasks hold per resource.");
+    for (size_t i = 0; i < GT_ARRAY_LEN(families); i++) {
+        const struct family *f = &families[i];
+        gt_prom_family(out, f->name, f->type, f->help);
+        r.family = f->family;
+        gt_strmap_each(&c->objs[f->kind], f->fn, &r);
+    }
 }
