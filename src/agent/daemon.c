@@ -344,7 +344,10 @@ static void discover_gpus(struct gt_gantlet *g)
     } else if (gt_gpu_discover_nvml(&g->gpus, g->cfg->nvml_lib, &err) < 0) {
         gt_log_info("no GPUs: NVML unavailable", "err=\"%s\"", err.msg);
     }
-    if (g->cfg->fake_gpu_counters) {
+    if (g->cfg->fake_gpu_counters && !g->cfg->fake_gpus) {
+        gt_log_warn("--fake-gpu-counters without --fake-gpus: ignored", "dir=%s",
+                    g->cfg->fake_gpu_counters);
+    } else if (g->cfg->fake_gpu_counters) {
         gt_gpu_fake_counters(&g->gpus, g->cfg->fake_gpu_counters);
     }
     /* the first sample: a GPU failing already is registered Unhealthy */

@@ -25,8 +25,8 @@ static const struct gt_config_opt opts[] = {
      "declare fake GPUs, e.g. 8xA100-80GB:groups=4+4, instead of NVML"},
     {"fake-gpu-counters", GT_CONFIG_STR, OFF(fake_gpu_counters), NULL, 0, 0, false,
      "directory of the fake GPUs' readings and health: a file per GPU index (docs/metrics.md)"},
-    {"gpu-sample-ms", GT_CONFIG_INT, OFF(gpu_sample_ms), "500", 50, 60000, false,
-     "milliseconds between GPU samples (readings, processes, health)"},
+    {"gpu-sample-ms", GT_CONFIG_INT, OFF(gpu_sample_ms), "1000", 50, 60000, false,
+     "milliseconds between GPU samples (readings, processes, health), on the agent's loop"},
     {"idle-gpu-seconds", GT_CONFIG_INT, OFF(idle_gpu_s), "0", 0, 604800, false,
      "a task whose GPUs all read 0 % utilisation this long gets a Warning Event IdleGPU "
      "(0: never)"},
