@@ -3,8 +3,8 @@
 before the agent starts, each leave exactly that GPU out of what the
 scheduler offers while the node's other GPUs fill up; the Node status
 changes at once (the agent's heartbeat is 30 s here); the holder gets an
-Event and, the device being gone, fails with reason GPULost; a recovered GPU
-is offered again. Also: a critical Xid, and the IdleGPU Warning.
+Event and, the device being gone, fails with reason GPULost, and its job is
+requeued onto a healthy GPU; a recovered GPU is offered again. Also: a critical Xid, and the IdleGPU Warning.
 """
 import os
 import shutil
@@ -69,6 +69,8 @@ class GpuHealthTest(E.AgentTest):
         victim = self.submit("victim", ["sleep", "600"], cpu="100m", grace_s=30)
         t = self.wait_phase(victim, "Running")
         bad = t["spec"]["gpus"][0]["index"]
+        watch = E.Watch(self.g, self.PROJECT + "/tasks", keep=lambda line: b"GPULost" in line)
+        self.addCleanup(watch.close)
         t0 = time.monotonic()
         self.set_gpu(bad, "lost 1\n")
         E.wait_for("GPU %d Unhealthy in the Node status" % bad,
@@ -76,14 +78,24 @@ class GpuHealthTest(E.AgentTest):
         self.assertLess(time.monotonic() - t0, 5)  # at once, not at the 30 s heartbeat
         self.assertEqual([h for i, h in self.health().items() if i != bad], ["Healthy"] * 3)
         # the device is gone: the task fails at once (no 30 s grace) with a clear reason
-        done = self.wait_phase(victim, "Failed", timeout=15)
+        done = E.wait_for("the task Failed as GPULost", lambda: [
+            o for _, _, o in watch.events if o["metadata"]["uid"] == t["metadata"]["uid"] and
+            o["status"].get("phase") == "Failed"], timeout=15)[-1]
         self.assertEqual(done["status"]["reason"], "GPULost")
+        # and its job goes back to the queue (not counted as a failure), onto another GPU
+        again = E.wait_for("the job's new task running", lambda: (lambda x: x if x and x[
+            "metadata"]["uid"] != t["metadata"]["uid"] and x["status"].get("phase") ==
+            "Running" else None)(self.task(victim)), timeout=30)
+        self.assertNotEqual(again["spec"]["gpus"][0]["index"], bad)
+        st, job = self.g.request("GET", self.PROJECT + "/jobs/victim")
+        self.assertEqual(job["status"].get("requeueCount"), 1, job["status"])
+        self.assertFalse(job["status"].get("restartCount"), job["status"])
         ev = E.wait_for("the task's Event", lambda: self.events(victim).get("GPUUnhealthy"))
         self.assertEqual(ev["type"], "Warning")
         self.assertIn("GPU %d" % bad, ev["message"])
         self.assertIn("stopped answering", ev["message"])
 
-        waiting = self.assert_offered_all_but(self.fill("w", N_GPUS), bad)
+        waiting = self.assert_offered_all_but([victim] + self.fill("w", N_GPUS - 1), bad)
         # it answers again: Healthy, offered, and the waiting job gets it
         self.set_gpu(bad, "util 5\n")
         E.wait_for("GPU %d Healthy again" % bad, lambda: self.health()[bad] == "Healthy",

@@ -33,6 +33,7 @@ static void test_verdicts(void **state)
     json_t *t2 = failed("Worker", "Error", 2, "0");
     json_t *pre = failed("Worker", "Preempted", 143, "0");
     json_t *lost = failed("Worker", "NodeLost", 0, "0");
+    json_t *gpu_lost = failed("Worker", "GPULost", 137, "0");
     json_t *rst = failed("Worker", GT_STOP_RESTARTING, 143, "0");
     assert_int_equal(verdict_json("Never", t1), GT_RESTART_PERMANENT);
     assert_int_equal(verdict_json(NULL, t1), GT_RESTART_PERMANENT);
@@ -43,6 +44,7 @@ static void test_verdicts(void **state)
     assert_int_equal(verdict_json("ExitCode", t1), GT_RESTART_PERMANENT);
     assert_int_equal(verdict_json("Never", pre), GT_RESTART_REQUEUE);
     assert_int_equal(verdict_json("ExitCode", lost), GT_RESTART_REQUEUE);
+    assert_int_equal(verdict_json("Never", gpu_lost), GT_RESTART_REQUEUE);
     assert_int_equal(verdict_json("OnFailure", rst), GT_RESTART_NONE);
     json_t *ok = json_pack("{s:{s:s}}", "status", "phase", "Succeeded");
     assert_int_equal(verdict_json("Always", ok), GT_RESTART_NONE);
@@ -52,6 +54,7 @@ static void test_verdicts(void **state)
     json_decref(t2);
     json_decref(pre);
     json_decref(lost);
+    json_decref(gpu_lost);
     json_decref(rst);
 }
 
