@@ -7,7 +7,9 @@
  * answering is stopped at once with reason GPULost (its work is gone with
  * the device). A critical Xid alone leaves the task running: the
  * application sees the error and decides. A task whose GPUs all read 0 %
- * for --idle-gpu-seconds gets one IdleGPU Warning on its Job. The daemon
+ * for --idle-gpu-seconds gets one IdleGPU Warning on its Job, and is
+ * stopped (reason IdleGPU) when its project says so (spec.stopIdleGPU, from
+ * the Project's stopIdleGPUJobs). The daemon
  * writes the Node status when the tick says a GPU changed health.
  */
 #include <stdlib.h>
@@ -28,6 +30,16 @@ int64_t gt_gantlet_task_gpu_milli(const struct gt_ltask *t, const struct gt_gpu 
         }
     }
     return 0;
+}
+
+/* Ask t's shim to stop it, reported with reason. */
+static void stop_task(struct gt_ltask *t, const char *reason, int64_t grace_ms)
+{
+    struct gt_err err = {0};
+    t->st.stop_sent = true;
+    if (gt_shim_stop(t->dir, reason, grace_ms, &err) < 0) {
+        gt_log_warn("cannot stop the task", "task=%s err=\"%s\"", t->name, err.msg);
+    }
 }
 
 /* GPU gpu changed health: tell the tasks holding it, stop them if it is lost. */
@@ -52,11 +64,7 @@ static void health_changed(struct gt_gantlet *g, const struct gt_gpu *gpu)
         gt_gantlet_event_post(g, t, "Task", gpu->healthy ? "Normal" : "Warning",
                               gpu->healthy ? "GPUHealthy" : "GPUUnhealthy", msg);
         if (gpu->lost && !t->st.stop_sent) {
-            struct gt_err err = {0};
-            t->st.stop_sent = true;
-            if (gt_shim_stop(t->dir, "GPULost", 0, &err) < 0) {
-                gt_log_warn("cannot stop the task", "task=%s err=\"%s\"", t->name, err.msg);
-            }
+            stop_task(t, "GPULost", 0);
         }
     }
 }
@@ -80,11 +88,16 @@ static void idle_check(struct gt_gantlet *g, int64_t now_ms)
             t->gpu_active_ms = now_ms;
         }
         if (!t->idle_warned && now_ms - t->gpu_active_ms >= g->cfg->idle_gpu_s * 1000) {
-            char msg[160];
-            snprintf(msg, sizeof(msg), "task %s held its GPUs at 0 %% utilisation for %llds",
-                     t->name, (long long)g->cfg->idle_gpu_s);
+            bool stop = t->obj->spec.stop_idle_gpu && !t->st.stop_sent;
+            char msg[200];
+            snprintf(msg, sizeof(msg), "task %s held its GPUs at 0 %% utilisation for %llds%s",
+                     t->name, (long long)g->cfg->idle_gpu_s,
+                     stop ? "; its project stops idle jobs" : "");
             t->idle_warned = true;
             gt_gantlet_event_post(g, t, "Job", "Warning", "IdleGPU", msg);
+            if (stop) {
+                stop_task(t, "IdleGPU", gt_task_stop_grace_ms(t->obj));
+            }
         }
     }
 }

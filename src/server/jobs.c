@@ -182,6 +182,9 @@ json_t *gt_job_build_tasks(const struct gt_api_job *job, const struct gt_job_tas
             json_object_set_nocheck(spec, "template", json_object_get(rs, "template"));
             json_object_set_new_nocheck(spec, "priority", json_integer(opts->priority));
             json_object_set_new_nocheck(spec, "privileged", json_boolean(opts->privileged));
+            if (opts->stop_idle_gpu) {
+                json_object_set_new_nocheck(spec, "stopIdleGPU", json_true());
+            }
             if (opts->department) {
                 json_object_set_new(spec, "department", json_string(opts->department));
             }
@@ -238,6 +241,9 @@ enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct 
     const char *reason = task->status.reason;
     if (reason && !strcmp(reason, GT_STOP_RESTARTING)) {
         return GT_RESTART_NONE;
+    }
+    if (reason && !strcmp(reason, "IdleGPU")) {
+        return GT_RESTART_PERMANENT; /* its project stops idle jobs: whatever the policy */
     }
     for (size_t i = 0; reason && i < GT_ARRAY_LEN(requeue_reasons); i++) {
         if (!strcmp(reason, requeue_reasons[i])) {

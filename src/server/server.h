@@ -284,6 +284,7 @@ struct gt_job_task_opts {
     const char *department;     /* the project's department, may be NULL */
     int32_t priority;           /* the job's priority class value */
     bool privileged;            /* the project's allowPrivileged */
+    bool stop_idle_gpu;         /* the project's stopIdleGPUJobs */
     int64_t generation;         /* the job's restart generation (GT_LABEL_GENERATION) */
     const char *pip_index_url;  /* cluster pip configuration (may be NULL): spec.pip of */
     const char *pip_find_links; /* the tasks of a job with requirements */
@@ -297,10 +298,10 @@ json_t *gt_job_build_tasks(const struct gt_api_job *job, const struct gt_job_tas
 bool gt_job_finished(const struct gt_api_job *job);
 /* Restart policies. What a failed task means for its job: NONE (nothing
  * the job acts on: a success, or a stop the job controller asked for),
- * PERMANENT (the job fails), RETRY (restart the gang, counted toward
- * backoffLimit), REQUEUE (restart without counting: Preempted, NodeLost,
- * Drained). policy is the replica type's restartPolicy (NULL: Never);
- * ExitCode retries exit codes 128-255 and fails on any other. */
+ * PERMANENT (the job fails; also for reason IdleGPU, whatever the policy), RETRY (restart the gang,
+ * counted toward backoffLimit), REQUEUE (restart without counting: Preempted, NodeLost, Drained,
+ * GPULost). policy is the replica type's restartPolicy (NULL: Never); ExitCode retries exit codes
+ * 128-255 and fails on any other. */
 enum gt_restart_verdict {
     GT_RESTART_NONE,
     GT_RESTART_PERMANENT,

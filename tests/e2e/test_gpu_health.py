@@ -4,7 +4,8 @@ before the agent starts, each leave exactly that GPU out of what the
 scheduler offers while the node's other GPUs fill up; the Node status
 changes at once (the agent's heartbeat is 30 s here); the holder gets an
 Event and, the device being gone, fails with reason GPULost, and its job is
-requeued onto a healthy GPU; a recovered GPU is offered again. Also: a critical Xid, and the IdleGPU Warning.
+requeued onto a healthy GPU; a recovered GPU is offered again. Also: a critical Xid, the IdleGPU Warning, and a project
+that stops idle jobs.
 """
 import os
 import shutil
@@ -17,6 +18,10 @@ N_GPUS = 4
 
 
 class GpuHealthTest(E.AgentTest):
+    # heartbeats every 30 s show that health changes do not wait for them
+    NODE_GRACE_S = 90
+    gantryd_args = ("--node-grace", str(NODE_GRACE_S))
+
     def setUp(self):
         super().setUp()
         self.counters = tempfile.mkdtemp(prefix="gantry-gpus-")
@@ -140,6 +145,38 @@ class GpuHealthTest(E.AgentTest):
         self.assertRegex(text, r'DCGM_FI_DEV_XID_ERRORS\{gpu="%d",[^}]*task="%s"[^}]*\} 79\n'
                          % (gpu, t))
         self.assertRegex(text, r'gantry_gpu_xid_errors_total\{gpu="%d",[^}]*\} 1\n' % gpu)
+
+    def test_project_stops_idle_jobs(self):
+        st, body = self.g.request("POST", E.API + "/projects", E.obj(
+            "Project", "proj-idle", spec={"department": "dept-a", "stopIdleGPUJobs": True,
+                                          "members": [{"user": "alice", "role": "admin"}]}))
+        self.assertEqual(st, 201, body)
+        self.start_agent("--idle-gpu-seconds", "1")
+        tmpl = {"command": ["sleep", "600"], "terminationGracePeriodSeconds": 0,
+                "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "100m", "memory": "64Mi"}}}
+        path = E.API + "/projects/proj-idle"
+        st, body = self.g.request("POST", path + "/jobs", E.obj(
+            "Job", "idler", "proj-idle", spec={"replicaSpecs": {"Worker": {
+                "replicas": 1, "restartPolicy": "OnFailure", "template": tmpl}}}), token="alice")
+        self.assertEqual(st, 201, body)
+
+        def task():
+            st, t = self.g.request("GET", path + "/tasks/idler-worker-0")
+            return t if st == 200 else {}
+        E.wait_for("the idle task stopped", lambda: task().get("status", {}).get(
+            "phase") == "Failed", timeout=20)
+        self.assertEqual(task()["status"]["reason"], "IdleGPU")
+        self.assertTrue(task()["spec"]["stopIdleGPU"])
+        ev = E.wait_for("IdleGPU on the job", lambda: self.events("idler").get("IdleGPU"))
+        self.assertIn("its project stops idle jobs", ev["message"])
+
+        # the job ends, not restarted despite OnFailure
+        def job_failed():
+            st, j = self.g.request("GET", path + "/jobs/idler")
+            return j if any(c["type"] == "Failed" and c["status"] == "True"
+                            for c in j.get("status", {}).get("conditions", [])) else None
+        j = E.wait_for("the job Failed", job_failed, timeout=20)
+        self.assertFalse(j["status"].get("restartCount"), j["status"])
 
 
 if __name__ == "__main__":
