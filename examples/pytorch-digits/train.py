@@ -11,7 +11,10 @@ network. Everything is seeded: the same world size gives the same weights.
 Each rank prints its rank, world size and host address, the loss of every
 epoch (averaged over all ranks), a checksum of the final weights (all-reduced,
 and checked equal on every rank) and the test accuracy. Rank 0 saves the
-model to --output-dir (default $OUTPUT_DIR) for evaluate.py.
+model to --output-dir (default $OUTPUT_DIR) for evaluate.py and, with
+--tensorboard-dir, writes each epoch's loss and test accuracy there as
+TensorBoard event files (tfevents.py), which gantry shows as the job's
+training curves (spec.tensorboard).
 """
 import argparse
 import datetime
@@ -27,6 +30,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from digits import HIDDEN, MODEL_FILE, accuracy, load_split, make_model
+from tfevents import SummaryWriter
 
 
 def parse_args():
@@ -39,6 +43,8 @@ def parse_args():
                    help="where rank 0 saves the model (default $OUTPUT_DIR)")
     p.add_argument("--timeout-s", type=int, default=120,
                    help="how long to wait for the other ranks")
+    p.add_argument("--tensorboard-dir",
+                   help="where rank 0 writes loss and accuracy as TensorBoard event files")
     return p.parse_args()
 
 
@@ -80,6 +86,7 @@ def main():
     model = DistributedDataParallel(make_model())
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
+    writer = SummaryWriter(args.tensorboard_dir) if rank == 0 and args.tensorboard_dir else None
 
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
@@ -92,8 +99,11 @@ def main():
             opt.step()
             total += torch.tensor([loss.item() * len(yb), len(yb)], dtype=torch.float64)
         dist.all_reduce(total)
-        print(f"rank={rank} epoch={epoch + 1} loss={total[0].item() / total[1].item():.4f}",
-              flush=True)
+        epoch_loss = total[0].item() / total[1].item()
+        print(f"rank={rank} epoch={epoch + 1} loss={epoch_loss:.4f}", flush=True)
+        if writer:
+            writer.add_scalar("loss", epoch_loss, epoch + 1)
+            writer.add_scalar("accuracy", accuracy(model.module, x_test, y_test), epoch + 1)
 
     local = weight_checksum(model.module)
     sums = torch.tensor([local, local, -local], dtype=torch.float64)
@@ -113,6 +123,8 @@ def main():
             json.dump({"world_size": world, "epochs": args.epochs, "checksum": checksum,
                        "test_accuracy": acc}, f)
         print(f"rank=0 saved {os.path.join(args.output_dir, MODEL_FILE)}", flush=True)
+    if writer:
+        writer.close()
     dist.barrier()
     dist.destroy_process_group()
     return 0 if agree else 1

@@ -319,12 +319,23 @@ struct gt_gantlet {
     struct evhttp *http;
     struct gt_apic_stream *watch;
     char watch_rv[32];
+    struct gt_strmap tel; /* Task uid -> its telemetry state (telemetry.c) */
+    bool tel_in_flight;   /* a telemetry report is being sent */
+    struct event *tel_ev; /* once a second: gt_gantlet_telemetry_poll */
     bool registered;
     bool listing;
     bool stopping;
     int backoff_ms;
     struct event *heartbeat_ev, *poll_ev, *rewatch_ev, *gpu_ev;
 };
+
+/* telemetry.c: each running task's cpu, memory and new TensorBoard
+ * scalars, sent to gantryd in one report per round (about once a second). */
+void gt_gantlet_telemetry_poll(struct gt_gantlet *g);
+void gt_gantlet_telemetry_free(struct gt_gantlet *g);
+/* taskspec.c: the volume of vols called name (borrowed; NULL: none). */
+const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vols,
+                                                 const char *name);
 
 /* tasks.c: the local task table. */
 

@@ -23,6 +23,8 @@
 #include "common/resource.h"
 
 #define POLL_MS 150
+/* Telemetry rounds: scalars reach gantryd within about this of being written. */
+#define TELEMETRY_MS 1000
 #define BACKOFF_MIN_MS 200
 #define BACKOFF_MAX_MS 10000
 #define API "/apis/gantry.dev/v1"
@@ -254,6 +256,13 @@ static void on_gpu_sample(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+static void on_telemetry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    gt_gantlet_telemetry_poll(arg);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
@@ -406,6 +415,7 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
     struct gt_gantlet *g = gt_xcalloc(1, sizeof(*g));
     g->cfg = cfg;
     gt_strmap_init(&g->by_uid);
+    gt_strmap_init(&g->tel);
     gt_gid_cache_init(&g->gids);
     gt_log_set_level((enum gt_log_level)cfg->log_level);
     signal(SIGPIPE, SIG_IGN);
@@ -426,11 +436,14 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
     g->poll_ev = event_new(g->base, -1, EV_PERSIST, on_poll, g);
     g->rewatch_ev = evtimer_new(g->base, on_rewatch, g);
     g->gpu_ev = event_new(g->base, -1, EV_PERSIST, on_gpu_sample, g);
-    struct timeval hb = {cfg->heartbeat_s, 0}, poll = {0, POLL_MS * 1000};
+    g->tel_ev = event_new(g->base, -1, EV_PERSIST, on_telemetry, g);
+    struct timeval hb = {cfg->heartbeat_s, 0}, poll = {0, POLL_MS * 1000},
+                   tel = {TELEMETRY_MS / 1000, TELEMETRY_MS % 1000 * 1000};
     struct timeval sample = {cfg->gpu_sample_ms / 1000, (cfg->gpu_sample_ms % 1000) * 1000};
     event_add(g->heartbeat_ev, &hb);
     event_add(g->poll_ev, &poll);
     event_add(g->gpu_ev, &sample);
+    event_add(g->tel_ev, &tel);
     gt_log_info("gantlet started", "node=%s server=%s listen=%s root=%s", cfg->name, cfg->server,
                 g->agent_url, cfg->root);
     sync_now(g);
@@ -444,11 +457,13 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
     event_free(g->poll_ev);
     event_free(g->rewatch_ev);
     event_free(g->gpu_ev);
+    event_free(g->tel_ev);
 out:
     if (g->http) {
         evhttp_free(g->http);
     }
     gt_apic_free(g->api);
+    gt_gantlet_telemetry_free(g);
     gt_gantlet_tasks_free(g); /* frees the events of starting tasks: before their base */
     if (g->base) {
         event_base_free(g->base);

@@ -134,6 +134,15 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
 int gt_task_spec_image(const struct gt_api_template *tmpl, const struct gt_task_spec_params *p,
                        struct gt_shim_spec *spec, struct gt_err *err);
 
+/* telemetry.c: the node path of task's spec.tensorboard.logDir (set; borrowed), into
+ * buf: relative to the working directory (workingDir, else DATA_DIR/work),
+ * then, beneath a volume mount, in the volume's hostPath; otherwise, for a
+ * task without an image, beneath its working directory. GT_EFORBIDDEN
+ * (neither in a volume nor in the working directory) or GT_EINVAL, with
+ * err naming the field. data_dir: the task's ROOT/tasks/<uid>. */
+int gt_tel_log_dir_host(const struct gt_api_task *task, const char *data_dir, char *buf, size_t len,
+                        struct gt_err *err);
+
 /* The reason a stop request is reported with: "Deleted" (or none) is
  * "Killed", anything else as is. Returns a borrowed string. */
 const char *gt_task_stop_reason(const char *stop_reason);

@@ -219,7 +219,8 @@ static int build_prep(const struct gt_api_task_spec *ts, const struct gt_task_sp
     return 0;
 }
 
-static const struct gt_api_volume *volume_named(const struct gt_api_volumes *vols, const char *name)
+const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vols,
+                                                 const char *name)
 {
     for (size_t i = 0; name && i < vols->n; i++) {
         if (vols->v[i].name && !strcmp(vols->v[i].name, name)) {
@@ -238,7 +239,7 @@ static int build_volumes(const struct gt_api_task_spec *ts, const struct gt_task
         const struct gt_api_mount *m = &ts->template.volume_mounts.v[i];
         const char *name = m->name;
         const char *mount_path = m->mount_path;
-        const struct gt_api_volume *vol = volume_named(&ts->volumes, name);
+        const struct gt_api_volume *vol = gt_task_volume_named(&ts->volumes, name);
         const char *host = vol ? vol->host_path : NULL;
         if (!vol || !host || !mount_path) {
             return gt_err_set(err, GT_EINVAL, "spec.template.volumeMounts[%zu]: no volume %s", i,

@@ -248,6 +248,9 @@ gt_check_fn gt_check_digits;
 gt_check_fn gt_check_time;
 gt_check_fn gt_check_abs_path;
 gt_check_fn gt_check_host_path;
+/* spec.tensorboard.logDir: a path, relative (to the task's working
+ * directory) or absolute (beneath a volume mount), without ".." */
+gt_check_fn gt_check_log_dir;
 gt_check_fn gt_check_git_url;
 gt_check_fn gt_check_image;
 gt_check_fn gt_check_env_name;
@@ -426,6 +429,15 @@ struct gt_api_source {
     const char *revision;
 };
 
+/* spec.tensorboard of a Job (copied into its Tasks): where the task writes
+ * TensorBoard event files, which the agent reads and reports as scalars;
+ * server asks for a TensorBoard process beside the job (only where one is
+ * installed on the node). */
+struct gt_api_tensorboard {
+    const char *log_dir;
+    bool server;
+};
+
 /* ---- Job ---- */
 
 struct gt_api_replica_spec {
@@ -456,6 +468,8 @@ struct gt_api_job_spec {
     struct gt_api_source source;
     const json_t *requirements; /* borrowed, or NULL */
     struct gt_api_volumes volumes;
+    bool has_tensorboard;
+    struct gt_api_tensorboard tensorboard;
 };
 
 struct gt_api_replica_status {
@@ -537,6 +551,8 @@ struct gt_api_task_spec {
     const json_t *requirements; /* borrowed, or NULL */
     struct gt_api_pip pip;
     struct gt_api_volumes volumes;
+    bool has_tensorboard;
+    struct gt_api_tensorboard tensorboard;
 };
 
 struct gt_api_task_previous {

@@ -158,12 +158,9 @@ int gt_check_abs_path(const json_t *v, struct gt_err *err)
     return 0;
 }
 
-int gt_check_host_path(const json_t *v, struct gt_err *err)
+/* No ".." component in the string v. */
+static int no_dotdot(const json_t *v, struct gt_err *err)
 {
-    int rc = gt_check_abs_path(v, err);
-    if (rc < 0) {
-        return rc;
-    }
     const char *s = json_string_value(v);
     for (const char *p = s; (p = strstr(p, "..")) != NULL; p += 2) {
         bool starts = p == s || p[-1] == '/';
@@ -173,6 +170,20 @@ int gt_check_host_path(const json_t *v, struct gt_err *err)
         }
     }
     return 0;
+}
+
+int gt_check_host_path(const json_t *v, struct gt_err *err)
+{
+    int rc = gt_check_abs_path(v, err);
+    return rc < 0 ? rc : no_dotdot(v, err);
+}
+
+int gt_check_log_dir(const json_t *v, struct gt_err *err)
+{
+    if (!json_is_string(v) || !*json_string_value(v)) {
+        return gt_err_set(err, GT_EINVAL, "must be a non-empty path");
+    }
+    return no_dotdot(v, err);
 }
 
 static bool has_space_or_ctl(const char *s)

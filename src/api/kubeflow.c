@@ -15,7 +15,8 @@
  * runPolicy.backoffLimit: GT_API_BACKOFF_UNLIMITED, as the operator does not
  * limit restarts then), and the output
  * is annotated gantry.dev/framework (pytorch | tensorflow) so that the job
- * controller knows which distributed environment the tasks expect.
+ * controller knows which distributed environment the tasks expect. The
+ * annotation gantry.dev/tensorboard-log-dir becomes spec.tensorboard.logDir.
  *
  * The input is borrowed and never changed; the output is a new object.
  */
@@ -29,6 +30,8 @@
 #define KUBEFLOW_API_VERSION "kubeflow.org/v1"
 #define KUBEFLOW_GROUP "kubeflow.org/"
 #define FRAMEWORK_ANNOTATION "gantry.dev/framework"
+/* Where the job writes TensorBoard event files: its spec.tensorboard.logDir. */
+#define TENSORBOARD_ANNOTATION "gantry.dev/tensorboard-log-dir"
 
 /* What differs between the two job kinds. */
 struct framework {
@@ -709,6 +712,16 @@ static int convert_metadata(const json_t *md, const struct framework *fw, json_t
     return 0;
 }
 
+/* The annotation TENSORBOARD_ANNOTATION (Kubeflow's jobs have no such
+ * field) becomes spec.tensorboard.logDir of the converted job. */
+static void convert_tensorboard(const json_t *md, json_t *gspec)
+{
+    const json_t *dir = json_object_get(json_object_get(md, "annotations"), TENSORBOARD_ANNOTATION);
+    if (json_is_string(dir)) {
+        json_object_set_new(gspec, "tensorboard", json_pack("{s:O}", "logDir", dir));
+    }
+}
+
 bool gt_api_kubeflow_is(const json_t *doc)
 {
     const char *v = json_string_value(json_object_get(doc, "apiVersion"));
@@ -768,6 +781,7 @@ int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *e
     rc = convert_metadata(md, fw, gmd, err);
     if (rc == 0) {
         rc = convert_spec(spec, fw, gspec, err);
+        convert_tensorboard(md, gspec);
     }
     if (rc == 0 && (rc = gt_api_validate(GT_KIND_JOB, job, err)) != 0) {
         gt_err_prefix(err, "converted Job");

@@ -590,6 +590,14 @@ static const struct gt_field volume_fields[] = {
 static const struct gt_schema volume_schema = {volume_fields, NULL, sizeof(struct gt_api_volume)};
 static const struct gt_field volume_item = ITEM(volume_schema);
 
+static const struct gt_field tensorboard_fields[] = {
+    STR("logDir", REQ, .max_len = 4096, .check = gt_check_log_dir, AT(tensorboard, log_dir)),
+    BOOL("server", .flags = GT_F_DEFAULT, .def_int = 0, AT(tensorboard, server)),
+    END,
+};
+static const struct gt_schema tensorboard_schema = {tensorboard_fields, NULL,
+                                                    sizeof(struct gt_api_tensorboard)};
+
 static const struct gt_field job_spec_fields[] = {
     {.name = "replicaSpecs",
      .type = GT_F_MAP,
@@ -605,6 +613,8 @@ static const struct gt_field job_spec_fields[] = {
      .check = gt_check_requirements,
      AT(job_spec, requirements)},
     LIST("volumes", volume_item, .max_len = 64, AT(job_spec, volumes)),
+    OBJ("tensorboard", tensorboard_schema, AT(job_spec, tensorboard),
+        HAS(job_spec, has_tensorboard)),
     END,
 };
 static const struct gt_schema job_spec_schema = {job_spec_fields, job_spec_post,
@@ -722,6 +732,8 @@ static const struct gt_field task_spec_fields[] = {
      AT(task_spec, requirements)},
     OBJ("pip", task_pip_schema, AT(task_spec, pip)),
     LIST("volumes", volume_item, .max_len = 64, AT(task_spec, volumes)),
+    OBJ("tensorboard", tensorboard_schema, AT(task_spec, tensorboard),
+        HAS(task_spec, has_tensorboard)),
     END,
 };
 static const struct gt_schema task_spec_schema = {task_spec_fields, NULL,

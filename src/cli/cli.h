@@ -179,6 +179,19 @@ bool gt_cli_node_mark(json_t *node, enum gt_cli_node_op op);
  * as a share of the allocatable amount. */
 void gt_cli_top_nodes_render(const json_t *nodes, struct gt_buf *out);
 
+/* ---- scalars, top jobs, report usage (cmd_usage.c) ---- */
+
+/* Append `gantry scalars`' table for a JobScalars answer (borrowed): per
+ * tag its latest step, value and wall time and how many points it had. */
+void gt_cli_scalars_render(const json_t *scalars, struct gt_buf *out);
+/* Append `gantry top jobs`' table for a JobStatsList answer (borrowed). */
+void gt_cli_top_jobs_render(const json_t *stats, struct gt_buf *out);
+enum gt_cli_usage_format { GT_CLI_USAGE_TABLE, GT_CLI_USAGE_CSV, GT_CLI_USAGE_JSON };
+/* Append `gantry report usage` for a UsageReport answer (borrowed): a
+ * table with a TOTAL row, CSV (name,gpu_seconds,utilized_gpu_seconds,
+ * task_runs; GPU-seconds with three decimals, exact) or the JSON itself. */
+void gt_cli_usage_render(const json_t *report, enum gt_cli_usage_format fmt, struct gt_buf *out);
+
 /* ---- describe (describe.c) ---- */
 
 /* Append `gantry describe` output for obj (borrowed) to out: the metadata

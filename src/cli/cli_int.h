@@ -179,6 +179,12 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
 int gt_cli_cmd_node(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
 int gt_cli_cmd_top(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
+/* `top jobs` (cmd_usage.c), from gt_cli_cmd_top. */
+int gt_cli_top_jobs(struct gt_cli_ctx *ctx);
+int gt_cli_cmd_scalars(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                       char **argv);
+int gt_cli_cmd_report(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                      char **argv);
 int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
 int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);

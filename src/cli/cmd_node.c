@@ -292,8 +292,11 @@ int gt_cli_cmd_top(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         return rc;
     }
     const struct gt_kind_info *k = argc - first == 1 ? gt_cli_kind_lookup(argv[first]) : NULL;
+    if (k && k->kind == GT_KIND_JOB) {
+        return gt_cli_top_jobs(ctx);
+    }
     if (!k || k->kind != GT_KIND_NODE) {
-        return gt_cli_usage_error(ctx, cmd, "only 'top nodes' is supported");
+        return gt_cli_usage_error(ctx, cmd, "only 'top nodes' and 'top jobs' are supported");
     }
     struct gt_cli_client *client;
     struct gt_err err = {0};

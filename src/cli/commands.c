@@ -108,9 +108,27 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "top",
-        .usage = "top nodes",
-        .summary = "Show GPU, CPU and memory use per node",
+        .usage = "top nodes|jobs",
+        .summary = "Show GPU, CPU and memory use per node, or per running job",
         .run = gt_cli_cmd_top,
+    },
+    {
+        .name = "scalars",
+        .usage = "scalars JOB [-p PROJECT]",
+        .summary = "Show the latest value of each training scalar (TensorBoard) of a job",
+        .options = "  -p, --project NAME   the job's project\n",
+        .run = gt_cli_cmd_scalars,
+    },
+    {
+        .name = "report",
+        .usage = "report usage [--from TIME] [--to TIME] [--by department|project|user|model] "
+                 "[-o csv|json]",
+        .summary = "GPU-seconds used, from the ledger (as Slurm's sreport)",
+        .options = "      --from TIME   start of the window, RFC 3339 (default: the beginning)\n"
+                   "      --to TIME     end of the window (default: now)\n"
+                   "      --by WHAT     department (default), project, user or model\n"
+                   "  -o, --output FMT  csv or json instead of a table\n",
+        .run = gt_cli_cmd_report,
     },
     {
         .name = "up",

@@ -25,9 +25,11 @@
 #include "server/ctl.h"
 #include "server/feeder.h"
 #include "server/jobctl.h"
+#include "server/ledger.h"
 #include "server/nodes.h"
 #include "server/server_int.h"
 #include "server/statemetrics.h"
+#include "server/telemetry.h"
 
 static const char marker[] = "";
 #define MARK ((void *)marker)
@@ -54,6 +56,7 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
         old = gt_strmap_del(&c->objs[k], ev->key);
         if (k == GT_KIND_JOB) {
             gt_ctl_note_job(c, ev->key, NULL);
+            gt_telemetry_job_gone(c->tel, ev->key);
         } else if (k == GT_KIND_TASK) {
             gt_strmap_del(&c->holding, ev->key);
         }
@@ -75,6 +78,8 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     } else if (k == GT_KIND_TASK) {
         if (now) {
             gt_strmap_put(&c->dirty_tasks, ev->key, MARK);
+            /* at once: a restart may replace this run's Task in the same turn */
+            gt_ledger_note_task(c, ev->key);
         }
         if (now || old) {
             gt_ctl_mark_task_job(c, gt_cobj_task(now ? now : old));
@@ -150,6 +155,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     take_keys(&c->dirty_tasks, &tasks);
     for (size_t i = 0; i < tasks.n; i++) {
         gt_jobctl_reconcile_task(c, tasks.v[i]);
+        gt_ledger_note_task(c, tasks.v[i]);
     }
     free_keys(&tasks);
     /* the model first, then the cycle, then the jobs' status: a job that
@@ -192,6 +198,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     gt_nodectl_tick(c);
     gt_jobctl_tick(c);
+    gt_telemetry_tick(c->tel, gt_now_ms());
+    gt_ledger_tick(c);
     /* jobs that could not enter the model yet (department or tasks missing) */
     gt_strmap_each(&c->objs[GT_KIND_JOB], retry_job_cb, c);
     c->want_cycle = true;
@@ -239,12 +247,24 @@ static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
     }
 }
 
+/* Telemetry (scalars, history, job stats) and the ledger (usage). */
+static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *q)
+{
+    enum gt_route_type t = r->route.type;
+    if (t == GT_ROUTE_USAGE || t == GT_ROUTE_USAGE_RECORDS) {
+        gt_ledger_serve(c, r, method, q);
+    } else {
+        gt_telemetry_serve(c, r, method, q);
+    }
+}
+
 static const struct gt_ctl_hooks hooks = {
     .admit = admit_hook,
     .soft_delete = gt_jobctl_soft_delete,
     .render = render_hook,
     .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT,
     .render_metrics = gt_ctl_render_metrics,
+    .serve = serve_hook,
 };
 
 struct gt_ctl *gt_ctl_new(struct gt_server *s)
@@ -266,6 +286,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->settled);
     gt_strmap_init(&c->sync_jobs);
     c->model = gt_sched_model_new();
+    c->tel = gt_telemetry_new();
     gt_sched_decisions_init(&c->dec);
     s->metrics.schedule_seconds.bounds = gt_histogram_wait_bounds;
     s->ctl_hooks = &hooks;
@@ -290,6 +311,7 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
         return rc;
     }
     rc = gt_feed_build(c, err);
+    rc = rc ? rc : gt_ledger_open(c, &c->ledger, err);
     if (rc) {
         return rc;
     }
@@ -345,5 +367,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->sync_jobs, NULL);
     gt_sched_decisions_fini(&c->dec);
     gt_sched_model_free(c->model);
+    gt_telemetry_free(c->tel);
+    gt_ledger_free(c->ledger);
     free(c);
 }

@@ -385,6 +385,16 @@ static void method_not_allowed(struct gt_req *r, const char *path)
     gt_req_error(r, GT_EMETHOD, "method not allowed on %.200s", path);
 }
 
+/* A route the controllers answer (their serve hook). */
+static void serve_ctl(struct gt_req *r, enum evhttp_cmd_type cmd, const struct evkeyvalq *q)
+{
+    if (!r->s->ctl_hooks || !r->s->ctl_hooks->serve) {
+        gt_req_error(r, GT_ENOTFOUND, "this server keeps no telemetry or ledger");
+        return;
+    }
+    r->s->ctl_hooks->serve(r->s->ctl, r, (int)cmd, q);
+}
+
 static void serve_api(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path,
                       const struct evkeyvalq *q)
 {
@@ -405,6 +415,11 @@ static void serve_api(struct gt_req *r, enum evhttp_cmd_type cmd, const char *pa
         } else {
             method_not_allowed(r, path);
         }
+        return;
+    }
+    if (!strcmp(rt->sub, "scalars") || !strcmp(rt->sub, "history") ||
+        !strcmp(rt->sub, "telemetry")) {
+        serve_ctl(r, cmd, q);
         return;
     }
     if (!strcmp(rt->sub, "log")) {
@@ -455,17 +470,6 @@ static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
     gt_req_reply_as(r, 200, "text/plain", "ok\n", 3);
 }
 
-/* Answer 200 with o as JSON; takes o's reference. */
-static void reply_200(struct gt_req *r, json_t *o)
-{
-    struct gt_buf b;
-    gt_buf_init(&b);
-    gt_api_encode_json(&b, o);
-    json_decref(o);
-    gt_req_reply(r, 200, b.data, b.len);
-    gt_buf_fini(&b);
-}
-
 /* GET whoami: the authenticated user, as kubectl auth whoami shows it
  * (Kubernetes' SelfSubjectReview status.userInfo, flattened). */
 static void whoami(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
@@ -481,7 +485,7 @@ static void whoami(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
     json_t *o =
         json_pack("{s:s, s:s, s:s, s:I, s:o}", "apiVersion", GT_API_VERSION, "kind", "UserInfo",
                   "username", r->user->name, "uid", (json_int_t)r->user->uid, "groups", groups);
-    reply_200(r, o);
+    gt_req_reply_json(r, o);
 }
 
 /* GET clusterinfo: what the cluster offers every client, from gantryd's
@@ -507,7 +511,7 @@ static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
     }
     json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", GT_API_VERSION, "kind",
                           "ClusterInfo", "storageRoots", roots, "images", images);
-    reply_200(r, o);
+    gt_req_reply_json(r, o);
 }
 
 void gt_http_handle(struct evhttp_request *req, void *arg)
@@ -558,6 +562,9 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
         whoami(r, cmd, path);
     } else if (r->route.type == GT_ROUTE_CLUSTERINFO) {
         clusterinfo(r, cmd, path);
+    } else if (r->route.type == GT_ROUTE_USAGE || r->route.type == GT_ROUTE_USAGE_RECORDS ||
+               r->route.type == GT_ROUTE_JOB_STATS) {
+        serve_ctl(r, cmd, &q);
     } else if (r->route.type == GT_ROUTE_FAULT) {
         if (!s->cfg->enable_fault_injection) {
             gt_req_error(r, GT_ENOTFOUND, "fault injection is disabled");

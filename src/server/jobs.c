@@ -189,7 +189,8 @@ json_t *gt_job_build_tasks(const struct gt_api_job *job, const struct gt_job_tas
                 json_object_set_new(spec, "department", json_string(opts->department));
             }
             /* What the agent prepares before the command is job-wide. */
-            static const char *const shared[] = {"volumes", "source", "requirements"};
+            static const char *const shared[] = {"volumes", "source", "requirements",
+                                                 "tensorboard"};
             for (size_t k = 0; k < GT_ARRAY_LEN(shared); k++) {
                 json_t *v = json_object_get(jspec, shared[k]);
                 if (v) {

@@ -71,6 +71,16 @@ void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len)
     gt_req_reply_as(r, http_code, "application/json", json, len);
 }
 
+void gt_req_reply_json(struct gt_req *r, json_t *o)
+{
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_api_encode_json(&b, o);
+    json_decref(o);
+    gt_req_reply(r, 200, b.data, b.len);
+    gt_buf_fini(&b);
+}
+
 static void error_msg(struct gt_req *r, int code, const char *msg)
 {
     struct gt_buf b;

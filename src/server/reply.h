@@ -17,6 +17,8 @@ void gt_req_reply_as(struct gt_req *r, int http_code, const char *ctype, const c
                      size_t len);
 /* Finish r with http_code and JSON text body (copied). Frees r. */
 void gt_req_reply(struct gt_req *r, int http_code, const char *json, size_t len);
+/* Finish r with 200 and o as JSON; takes o's reference. Frees r. */
+void gt_req_reply_json(struct gt_req *r, json_t *o);
 /* Release r without replying (the stream took over the request). */
 void gt_req_free(struct gt_req *r);
 /* Append obj's stored text with metadata.resourceVersion = rev (and, for

@@ -3,6 +3,7 @@
  * docs/api.md's path table says, and the store keys that mirror them
  * ("/{plural}/{name}", "/{plural}/{project}/{name}").
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "server/server_int.h"
@@ -84,6 +85,21 @@ static int set_sub(struct gt_route *r, const char *s, size_t len)
         memcpy(r->sub, "log", 4);
         return 0;
     }
+    /* served by the controllers (telemetry.c) */
+    static const struct {
+        const char *sub;
+        enum gt_kind kind;
+    } served[] = {
+        {"scalars", GT_KIND_JOB},
+        {"history", GT_KIND_JOB},
+        {"telemetry", GT_KIND_NODE},
+    };
+    for (size_t i = 0; i < GT_ARRAY_LEN(served); i++) {
+        if (seg_is(s, len, served[i].sub) && r->kind->kind == served[i].kind) {
+            snprintf(r->sub, sizeof(r->sub), "%s", served[i].sub);
+            return 0;
+        }
+    }
     return -1;
 }
 
@@ -147,6 +163,9 @@ int gt_route_parse(const char *path, struct gt_route *r, struct gt_err *err)
         {"/debug/fault", GT_ROUTE_FAULT},
         {GT_API_GROUP_PREFIX "/whoami", GT_ROUTE_WHOAMI},
         {GT_API_GROUP_PREFIX "/clusterinfo", GT_ROUTE_CLUSTERINFO},
+        {GT_API_GROUP_PREFIX "/usage", GT_ROUTE_USAGE},
+        {GT_API_GROUP_PREFIX "/usagerecords", GT_ROUTE_USAGE_RECORDS},
+        {GT_API_GROUP_PREFIX "/jobstats", GT_ROUTE_JOB_STATS},
     };
     memset(r, 0, sizeof(*r));
     for (size_t i = 0; i < GT_ARRAY_LEN(fixed); i++) {

@@ -135,11 +135,14 @@ enum gt_route_type {
     GT_ROUTE_HEALTHZ,
     GT_ROUTE_READYZ,
     GT_ROUTE_METRICS,
-    GT_ROUTE_FAULT,       /* /debug/fault */
-    GT_ROUTE_WHOAMI,      /* the caller's own identity */
-    GT_ROUTE_CLUSTERINFO, /* storage roots and offered images */
-    GT_ROUTE_COLLECTION,  /* list / create / watch */
-    GT_ROUTE_OBJECT,      /* get / put / delete, or a subresource */
+    GT_ROUTE_FAULT,         /* /debug/fault */
+    GT_ROUTE_WHOAMI,        /* the caller's own identity */
+    GT_ROUTE_CLUSTERINFO,   /* storage roots and offered images */
+    GT_ROUTE_USAGE,         /* the ledger's usage report (ledger.c) */
+    GT_ROUTE_USAGE_RECORDS, /* the ledger's records (ledger.c) */
+    GT_ROUTE_JOB_STATS,     /* every job's current utilisation (telemetry.c) */
+    GT_ROUTE_COLLECTION,    /* list / create / watch */
+    GT_ROUTE_OBJECT,        /* get / put / delete, or a subresource */
 };
 
 #define GT_ROUTE_NAME_MAX 253
@@ -150,7 +153,8 @@ struct gt_route {
     bool all_projects; /* project-scoped kind listed without a project */
     char project[64];  /* "" when none */
     char name[GT_ROUTE_NAME_MAX + 1];
-    char sub[16]; /* "", "status", "binding" or "log" (tasks) */
+    char sub[16]; /* "", "status", "binding", "log" (tasks), "scalars", "history" (jobs),
+                   * "telemetry" (nodes) */
 };
 
 /* Parse a request path (no query) into r. -GT_ENOTFOUND with err saying

@@ -24,6 +24,7 @@
 struct gt_watch_stream;
 struct gt_events;
 struct gt_ctl;
+struct gt_req;
 struct evkeyvalq;
 
 /* What the transport (HTTP, routes, auth, watch: write.c, reply.c) asks
@@ -46,6 +47,11 @@ struct gt_ctl_hooks {
     unsigned computed_kinds; /* bits 1u << enum gt_kind */
     /* Append the controllers' series to a /metrics answer (out). */
     void (*render_metrics)(const struct gt_ctl *c, struct gt_buf *out);
+    /* A request the controllers answer themselves (authenticated, r->user
+     * set): the usage, usagerecords and jobstats routes and the scalars,
+     * history and telemetry subresources. method is an evhttp_cmd_type,
+     * query its parsed query string (borrowed). Replies through r. */
+    void (*serve)(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *query);
 };
 
 /* The daemon. */
@@ -123,8 +129,13 @@ static inline const struct gt_api_node *gt_cobj_node(const struct gt_cobj *o)
     return (const struct gt_api_node *)o->t;
 }
 
+struct gt_telemetry;
+struct gt_ledger;
+
 struct gt_ctl {
     struct gt_server *s;
+    struct gt_telemetry *tel;             /* scalars and utilisation history (telemetry.c) */
+    struct gt_ledger *ledger;             /* GPU-seconds per task run (ledger.c) */
     struct gt_strmap objs[GT_KIND_COUNT]; /* key -> struct gt_cobj (no Events) */
     struct gt_strmap holding;     /* task key -> its cobj (borrowed): tasks holding a node */
     struct gt_strmap inflight;    /* key -> count of controller writes in flight */

@@ -7,7 +7,7 @@ GPUs, plus a second gantryd holding 10,000 jobs for paging.
 This script starts and seeds the processes with the end-to-end harness
 (tests/e2e/gantry_e2e.py), writes what the browser suite needs (addresses,
 tokens, a file:// git repository, the storage root, the image gantryd
-offers) as JSON, runs it with node, and cleans up. Exit 77 (CTest's skip) only when node or chromium is
+offers, the example whose event-file writer a job uses) as JSON, runs it with node, and cleans up. Exit 77 (CTest's skip) only when node or chromium is
 absent; the screenshots go to GANTRY_UI_SHOTS (default BUILD/ui-shots).
 """
 import http.client
@@ -123,7 +123,8 @@ def main():
             json.dump({"url": g.url, "bulkUrl": big.url, "bulkJobs": N_BULK + 1,
                        "tokens": {k: v[0] for k, v in TOKENS.items()},
                        "repo": make_repo(tmp), "storage": storage, "image": IMAGE, "shots": shots,
-                       "chromium": CHROMIUM}, f)
+                       "chromium": CHROMIUM,
+                       "example": os.path.join(SOURCE, "examples", "pytorch-digits")}, f)
         p = subprocess.run([node, os.path.join(web, "tests", "dashboard.test.mjs"), env_file],
                            cwd=web, timeout=420)
         if p.returncode != 0:

@@ -927,6 +927,50 @@ static void test_unreadable_files_exit_1(void **state)
     unlink(path);
 }
 
+/* report usage: CSV and the table show milli-GPU-seconds as exact
+ * GPU-seconds (three decimals), the table ends with the total; scalars
+ * show each tag's latest point. */
+static void test_usage_and_scalars_render(void **state)
+{
+    (void)state;
+    json_t *rep = json_loads(
+        "{\"by\":\"department\",\"from\":\"2026-01-01T00:00:00Z\",\"to\":\"2026-01-02T00:00:00Z\","
+        "\"rows\":[{\"name\":\"dept-a\",\"gpuMilliSeconds\":7200500,\"utilizedGpuMilliSeconds\":"
+        "3600250,"
+        "\"taskRuns\":3},{\"name\":\"dept-b\",\"gpuMilliSeconds\":999,\"utilizedGpuMilliSeconds\":"
+        "0,"
+        "\"taskRuns\":1}],\"total\":{\"gpuMilliSeconds\":7201499,\"utilizedGpuMilliSeconds\":"
+        "3600250,"
+        "\"taskRuns\":4}}",
+        0, NULL);
+    assert_non_null(rep);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_cli_usage_render(rep, GT_CLI_USAGE_CSV, &b);
+    assert_string_equal(b.data, "department,gpu_seconds,utilized_gpu_seconds,task_runs\n"
+                                "dept-a,7200.500,3600.250,3\n"
+                                "dept-b,0.999,0.000,1\n");
+    gt_buf_fini(&b);
+    gt_buf_init(&b);
+    gt_cli_usage_render(rep, GT_CLI_USAGE_TABLE, &b);
+    assert_non_null(strstr(b.data, "Usage by department from 2026-01-01T00:00:00Z"));
+    assert_non_null(
+        strstr(b.data, "dept-a   7200.500      2.00        3600.250         50%     3\n"));
+    assert_non_null(
+        strstr(b.data, "TOTAL    7201.499      2.00        3600.250         50%     4\n"));
+    gt_buf_fini(&b);
+    json_decref(rep);
+    json_t *sc = json_loads("{\"tags\":[{\"tag\":\"loss\",\"count\":30,\"latest\":{\"step\":30,"
+                            "\"wallTime\":1767225600.5,\"value\":0.0448371}}]}",
+                            0, NULL);
+    gt_buf_init(&b);
+    gt_cli_scalars_render(sc, &b);
+    assert_string_equal(b.data, "TAG    STEP   VALUE       POINTS   WALL TIME\n"
+                                "loss   30     0.0448371   30       2026-01-01T00:00:00Z\n");
+    gt_buf_fini(&b);
+    json_decref(sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -951,6 +995,7 @@ int main(void)
         cmocka_unit_test(test_node_mark),
         cmocka_unit_test(test_scalar_text),
         cmocka_unit_test(test_top_nodes_table),
+        cmocka_unit_test(test_usage_and_scalars_render),
         cmocka_unit_test(test_exit_status_map),
         cmocka_unit_test(test_unreadable_files_exit_1),
         cmocka_unit_test_setup_teardown(test_cli_help_and_no_server, cfg_setup, cfg_teardown),

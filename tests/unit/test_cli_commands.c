@@ -829,6 +829,11 @@ static void test_top_nodes(void **state)
          "{\"nvidia.com/gpu\":4,\"cpu\":\"8\",\"memory\":\"64Gi\"},\"allocated\":{\"resources\":"
          "{\"nvidia.com/gpu\":\"4\",\"cpu\":\"2\",\"memory\":\"48Gi\"}}}}]}",
          NULL},
+        {"GET", "/apis/gantry.dev/v1/jobstats", 200,
+         "{\"items\":[{\"project\":\"p\",\"job\":\"train\",\"tasks\":2,\"gpuMilli\":1500,"
+         "\"gpuUtil\":42.4,\"gpuMemoryBytes\":1073741824,\"cpuMilli\":2500,"
+         "\"memoryBytes\":536870912}]}",
+         NULL},
     };
     struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
     struct run_result r = run_cli(f, (const char *[]){"top", "nodes", NULL});
@@ -838,8 +843,14 @@ static void test_top_nodes(void **state)
                "gpu-1   4           4      100%   2          25%    48Gi          75%\n");
     run_result_free(&r);
     r = run_cli(f, (const char *[]){"top", "jobs", NULL});
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out,
+                        "PROJECT   JOB     TASKS   GPUS    GPU%   GPU MEM   CPU     MEMORY\n"
+                        "p         train   2       1500m   42%    1Gi       2500m   512Mi\n");
+    run_result_free(&r);
+    r = run_cli(f, (const char *[]){"top", "tasks", NULL});
     assert_int_equal(r.rc, 2);
-    assert_true(strncmp(r.err, "error: only 'top nodes' is supported\n", 37) == 0);
+    assert_true(strstr(r.err, "only 'top nodes' and 'top jobs' are supported") != NULL);
     run_result_free(&r);
     fake_finish(f);
 }

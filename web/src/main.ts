@@ -13,6 +13,7 @@ import { jobsPage } from "./pages/jobs";
 import { newJobPage } from "./pages/newjob";
 import { projectsPage } from "./pages/projects";
 import { queuePage } from "./pages/queue";
+import { usagePage } from "./pages/usage";
 
 type Page = (main: HTMLElement, ctx: Ctx) => void | Promise<void>;
 
@@ -25,6 +26,7 @@ const PAGES: { route: string; title: string; page: Page; nav: boolean }[] = [
   { route: "job", title: "Job", page: jobPage, nav: false },
   { route: "new", title: "New training job", page: newJobPage, nav: true },
   { route: "events", title: "Events", page: eventsPage, nav: true },
+  { route: "usage", title: "Usage", page: usagePage, nav: true },
 ];
 
 let leave: (() => void)[] = [];

@@ -363,9 +363,51 @@ flow(`page through ${env.bulkJobs} jobs`, async () => {
   await page.context().close();
 });
 
+flow("a job's training curves and utilisation are plotted live; usage shows the ledger", async () => {
+  // the job writes TensorBoard event files (the example's writer) into its working directory
+  const script = [
+    "import sys, time",
+    `sys.path.insert(0, ${JSON.stringify(env.example)})`,
+    "from tfevents import SummaryWriter",
+    "w = SummaryWriter('tb')",
+    "for step in range(1, 13):",
+    "    w.add_scalar('loss', 2.0 / step, step)",
+    "    w.add_scalar('accuracy', 1 - 1.0 / (step + 1), step)",
+    "    end = time.time() + 0.5",
+    "    while time.time() < end: pass",
+    "time.sleep(3)",
+  ].join("\n");
+  const r = await api("POST", "/projects/proj-a/jobs", simpleJob("ui-curves", "proj-a", ["/usr/bin/python3", "-c", script], 1, { tensorboard: { logDir: "tb" } }), env.tokens.bob);
+  assert(r.status === 201, `job created: ${JSON.stringify(r.body)}`);
+  const page = await session(env.tokens.bob);
+  await page.goto(`${env.url}/#/job/proj-a/ui-curves`);
+  await page.waitForSelector("[data-scalars] path[data-series=loss]", { timeout: 30000 });
+  // live: more points arrive while the page is open
+  const points = () => page.evaluate(() => (document.querySelector("[data-scalars] path[data-series=loss]")?.getAttribute("d") ?? "").split("L").length);
+  const first = await points();
+  await until("more loss points", async () => (await points()) > first, 20000, 200);
+  await page.waitForSelector("[data-history] [data-current]", { timeout: 20000 });
+  await until("all 12 loss points", async () => (await points()) === 12, 30000, 200);
+  const cap = await page.textContent("[data-scalars] figure:has(path[data-series=loss]) figcaption");
+  assert(/loss/.test(cap) && /latest loss 0\.167/.test(cap), `caption: ${cap}`);
+  await page.waitForSelector("[data-history] path[data-series='GPU %']", { state: "attached", timeout: 20000 });
+  await check(page, "job-curves");
+  await page.waitForSelector("[data-phase=Succeeded]", { timeout: 40000 });
+  // the run is in the ledger: the usage page shows it by project
+  await page.goto(`${env.url}/#/usage?by=project`);
+  await page.waitForSelector("table.usage td:has-text('proj-a')", { timeout: 20000 });
+  await page.waitForSelector("[data-bar=proj-a]");
+  const rep = await api("GET", "/usage?by=project", undefined, env.tokens.bob);
+  const shown = await page.textContent("table.usage tr:last-child td:nth-child(2)");
+  const total = rep.body.total.gpuMilliSeconds;
+  assert(shown === `${Math.floor(total / 1000)}.${String(total % 1000).padStart(3, "0")}`, `total ${shown} vs ${total}`);
+  await check(page, "usage");
+  await page.context().close();
+});
+
 flow("every page fits 375 px", async () => {
   const page = await session(env.tokens.admin, env.url, { width: 375, height: 800 });
-  for (const p of ["cluster", "departments", "jobs", "new", "job/proj-a/ui-train", "queue", "projects", "events"]) {
+  for (const p of ["cluster", "departments", "jobs", "new", "job/proj-a/ui-train", "queue", "projects", "events", "usage"]) {
     await page.goto(`${env.url}/#/${p}`);
     await page.waitForSelector("main h1");
     await page.waitForTimeout(300);

@@ -2,8 +2,10 @@
 // tasks with node and GPUs, the live log of any task (follow, previous
 // run, download) and its Events; actions: stop (delete), resubmit (the
 // form filled in) and download the manifest. Job, tasks and Events follow
-// their watch streams.
+// their watch streams. Its training curves (spec.tensorboard scalars) and
+// utilisation history are polled every two seconds.
 import { type Obj, ApiError, call, getText, jobState, liveList, stream } from "../api";
+import { lineChart } from "../chart";
 import { type Ctx, canWrite, notice, statusArea } from "../ctx";
 import { age, download, field, h, mount, table } from "../dom";
 import { stateBadge } from "./jobs";
@@ -40,6 +42,41 @@ function gpusOf(t: Obj): string {
   return g.length ? g.map((x) => (x.milli && x.milli < 1000 ? `#${x.index} (${x.milli} milli)` : `#${x.index}`)).join(", ") : "-";
 }
 
+const POLL_MS = 2000;
+
+/** The job's training curves: one chart per tag, value over step. */
+function drawScalars(el: HTMLElement, sc: Obj): void {
+  const tags: Obj[] = sc.tags ?? [];
+  mount(
+    el,
+    tags.length
+      ? tags.map((t) => lineChart(t.tag, [{ name: t.tag, xs: t.steps, ys: t.values }]))
+      : h("p", { class: "muted" }, "No scalars reported (set spec.tensorboard.logDir and write TensorBoard event files there)."),
+  );
+}
+
+/** The job's utilisation history (10 s buckets): GPU % and CPU cores. */
+function drawHistory(el: HTMLElement, hi: Obj): void {
+  const xs: number[] = hi.times ?? [];
+  const clock = (x: number) => new Date(x * 1000).toISOString().slice(11, 19);
+  const cur = hi.current;
+  mount(
+    el,
+    cur
+      ? h("p", { "data-current": "" }, `Now: ${cur.tasks} task(s), GPU ${Math.round(cur.gpuUtil)}%, CPU ${(cur.cpuMilli / 1000).toFixed(2)} cores, memory ${(cur.memoryBytes / 2 ** 20).toFixed(0)} MiB, GPU memory ${(cur.gpuMemoryBytes / 2 ** 20).toFixed(0)} MiB`)
+      : null,
+    xs.length
+      ? [
+          lineChart("GPU utilisation (%)", [{ name: "GPU %", xs, ys: hi.gpuUtil }], clock),
+          lineChart("CPU (cores) and memory (GiB)", [
+            { name: "CPU", xs, ys: (hi.cpuMilli as number[]).map((v) => v / 1000) },
+            { name: "memory GiB", xs, ys: (hi.memoryBytes as number[]).map((v) => v / 2 ** 30) },
+          ], clock),
+        ]
+      : h("p", { class: "muted" }, "No utilisation samples yet."),
+  );
+}
+
 export function jobPage(main: HTMLElement, ctx: Ctx): void {
   const [project, name] = ctx.path;
   const writable = canWrite(ctx, project);
@@ -47,9 +84,11 @@ export function jobPage(main: HTMLElement, ctx: Ctx): void {
   const summary = h("div");
   const tasksEl = h("div");
   const eventsEl = h("div");
+  const scalarsEl = h("div", { "data-scalars": "" });
+  const historyEl = h("div", { "data-history": "" });
   const status = statusArea();
   const err = h("div");
-  const logBox = h("pre", { class: "log", tabindex: "0", "aria-label": "Task log" });
+  const logBox = h("pre", { class: "log", role: "log", tabindex: "0", "aria-label": "Task log" });
   const taskSel = h("select", { name: "task" });
   const follow = h("input", { type: "checkbox", name: "follow", checked: true });
   const previous = h("input", { type: "checkbox", name: "previous" });
@@ -178,12 +217,27 @@ export function jobPage(main: HTMLElement, ctx: Ctx): void {
     summary,
     h("h2", null, "Tasks"),
     tasksEl,
+    h("h2", null, "Training curves"),
+    scalarsEl,
+    h("h2", null, "Utilisation"),
+    historyEl,
     h("h2", null, "Log"),
     logForm,
     logBox,
     h("h2", null, "Events"),
     eventsEl,
   );
+  const poll = async () => {
+    try {
+      drawScalars(scalarsEl, await call("GET", `projects/${project}/jobs/${name}/scalars`));
+      drawHistory(historyEl, await call("GET", `projects/${project}/jobs/${name}/history`));
+    } catch {
+      /* the job is gone or not readable: its own list says so */
+    }
+  };
+  void poll();
+  const timer = setInterval(() => void poll(), POLL_MS);
+  ctx.onLeave(() => clearInterval(timer));
   ctx.onLeave(
     liveList(`projects/${project}/jobs`, `fieldSelector=metadata.name%3D${name}`, (items) => {
       const was = job;

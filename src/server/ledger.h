@@ -1,0 +1,34 @@
+/*
+ * ledger.c: the GPU-seconds ledger, one durable record per task run that
+ * held GPUs, and the usage report over it.
+ */
+#ifndef GT_SERVER_LEDGER_H
+#define GT_SERVER_LEDGER_H
+
+#include "server/server_int.h"
+
+/* Store keys of the records: GT_LEDGER_PREFIX + the run's Task uid. */
+#define GT_LEDGER_PREFIX "/ledger/"
+
+struct gt_ledger;
+
+/* The ledger of c: the runs already recorded, read from c's store (0, or
+ * the store's error with err). Free with gt_ledger_free (NULL is fine). */
+int gt_ledger_open(struct gt_ctl *c, struct gt_ledger **out, struct gt_err *err);
+void gt_ledger_free(struct gt_ledger *l);
+
+/* The cached Task at key (borrowed) may have ended: if it is a terminal run
+ * that held GPUs and has no record yet, write one (from its boundTime to
+ * its finishTime, each GPU by model and milli, with the utilised GPU time
+ * of its samples, gt_telemetry_task_take). A failed write is retried by
+ * gt_ledger_tick. */
+void gt_ledger_note_task(struct gt_ctl *c, const char *key);
+/* Once a second: retry the records whose write failed. */
+void gt_ledger_tick(struct gt_ctl *c);
+
+/* Serve GET usage (the report) and GET usagerecords (the records), with
+ * from/to (RFC 3339) and, for the report, by=department|project|user|model;
+ * formats in docs/api.md's "Ledger". */
+void gt_ledger_serve(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *q);
+
+#endif
