@@ -447,10 +447,18 @@ struct gt_api_replica_spec {
     struct gt_api_template template;
 };
 
+/* spec.runPolicy.schedulingPolicy.topology: at most one of the two is set,
+ * to "node", "gpu-group" or "numa" (sched.h enum gt_sched_topology). */
+struct gt_api_topology {
+    const char *required;
+    const char *preferred;
+};
+
 struct gt_api_sched_policy {
     int64_t min_available; /* GT_API_UNSET: every replica */
     const char *queue;
     const char *priority_class;
+    struct gt_api_topology topology;
 };
 
 struct gt_api_run_policy {

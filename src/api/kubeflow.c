@@ -10,7 +10,9 @@
  * machinery gantry has no equivalent of and that do not change what runs:
  * the container's name and imagePullPolicy, and the pod template's labels
  * and annotations (Kubernetes uses them for services and sidecar
- * injection). Kubeflow's defaults that differ from gantry's are written out
+ * injection), except Kueue's podset-required-topology and
+ * podset-preferred-topology annotations, which become the job's
+ * schedulingPolicy.topology. Kubeflow's defaults that differ from gantry's are written out
  * (restartPolicy OnFailure for PyTorchJob, Never for TFJob; no
  * runPolicy.backoffLimit: GT_API_BACKOFF_UNLIMITED, as the operator does not
  * limit restarts then), and the output
@@ -612,6 +614,87 @@ static int convert_run_policy(const json_t *rp, const char *path, json_t *gspec,
     return 0;
 }
 
+/* ---- Kueue's topology annotations ---- */
+
+/* Kueue's topology-aware scheduling annotations on a pod template, and the
+ * gantry field each maps to (spec.runPolicy.schedulingPolicy.topology). */
+static const struct {
+    const char *annotation;
+    const char *field;
+} kueue_topology[] = {
+    {"kueue.x-k8s.io/podset-required-topology", "required"},
+    {"kueue.x-k8s.io/podset-preferred-topology", "preferred"},
+};
+
+/* Topology levels as Kueue names them (node label keys; gantry's own level
+ * names are accepted as well), and gantry's level for each. */
+static const struct {
+    const char *label;
+    const char *level;
+} kueue_levels[] = {
+    {"kubernetes.io/hostname", "node"},    {"node", "node"},
+    {"gantry.dev/gpu-group", "gpu-group"}, {"gpu-group", "gpu-group"},
+    {"gantry.dev/numa-node", "numa"},      {"numa", "numa"},
+};
+
+/* The Kueue topology annotations of the replica specs' pod templates as
+ * gspec's runPolicy.schedulingPolicy.topology: gantry packs the whole job
+ * at one level, so every replica type that names one must name the same
+ * (a replica type without one follows the others). */
+static int convert_topology(const json_t *specs, const char *path, json_t *gspec,
+                            struct gt_err *err)
+{
+    const char *field = NULL, *level = NULL, *key;
+    path_t first = "";
+    json_t *rs;
+    json_object_foreach((json_t *)specs, key, rs)
+    {
+        json_t *ann = gt_json_path(rs, "template.metadata.annotations");
+        for (size_t a = 0; a < GT_ARRAY_LEN(kueue_topology); a++) {
+            json_t *v = json_object_get(ann, kueue_topology[a].annotation);
+            if (!v) {
+                continue;
+            }
+            path_t p, q;
+            join(p, join(q, path, key), "template.metadata.annotations");
+            join(q, p, kueue_topology[a].annotation);
+            const char *lv = NULL;
+            for (size_t l = 0; l < GT_ARRAY_LEN(kueue_levels) && json_is_string(v); l++) {
+                if (str_is(v, kueue_levels[l].label)) {
+                    lv = kueue_levels[l].level;
+                }
+            }
+            if (!lv) {
+                return gt_err_set(err, GT_EINVAL,
+                                  "%s: topology level not supported by gantry (use "
+                                  "kubernetes.io/hostname, gantry.dev/gpu-group or "
+                                  "gantry.dev/numa-node)",
+                                  q);
+            }
+            if (level && (strcmp(level, lv) || strcmp(field, kueue_topology[a].field))) {
+                return gt_err_set(err, GT_EINVAL,
+                                  "%s: differs from %s (gantry packs the whole job at one "
+                                  "topology level)",
+                                  q, first);
+            }
+            level = lv;
+            field = kueue_topology[a].field;
+            snprintf(first, sizeof(first), "%s", q);
+        }
+    }
+    if (!level) {
+        return 0;
+    }
+    json_t *rp = json_object_get(gspec, "runPolicy");
+    json_t *sp = json_object_get(rp, "schedulingPolicy");
+    if (!sp) {
+        sp = json_object();
+        json_object_set_new(rp, "schedulingPolicy", sp);
+    }
+    json_object_set_new(sp, "topology", json_pack("{s:s}", field, level));
+    return 0;
+}
+
 /* ---- the job ---- */
 
 /* Kind-specific spec fields: accepted only at their Kubeflow default. */
@@ -683,6 +766,7 @@ static int convert_spec(const json_t *spec, const struct framework *fw, json_t *
         if (!bl || json_is_null(bl)) {
             json_object_set_new(out, "backoffLimit", json_integer(GT_API_BACKOFF_UNLIMITED));
         }
+        rc = convert_topology(specs, join(p, "spec", fw->specs_key), gspec, err);
     }
     return rc;
 }

@@ -64,8 +64,12 @@ static const char *const replica_types[] = {"Master", "Chief", "PS", "Worker", "
 static const char *const restart_policies[] = {"Never", "OnFailure", "Always", "ExitCode", NULL};
 static const char *const clean_pod_policies[] = {"All", "Running", "None", NULL};
 static const char *const cond_statuses[] = {"True", "False", "Unknown", NULL};
-static const char *const job_cond_types[] = {"Created",   "Queued", "Running",   "Restarting",
-                                             "Succeeded", "Failed", "Suspended", NULL};
+static const char *const job_cond_types[] = {"Created",    "Queued",       "Running",
+                                             "Restarting", "Succeeded",    "Failed",
+                                             "Suspended",  "Inadmissible", NULL};
+/* spec.runPolicy.schedulingPolicy.topology levels (sched.h enum
+ * gt_sched_topology, in its order after NONE) */
+static const char *const topology_levels[] = {"node", "gpu-group", "numa", NULL};
 static const char *const roles[] = {"admin", "member", "viewer", NULL};
 static const char *const preemption_policies[] = {"PreemptLowerPriority", "Never", NULL};
 static const char *const taint_effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute", NULL};
@@ -552,10 +556,30 @@ static const struct gt_schema replica_spec_schema = {replica_spec_fields, NULL,
                                                      sizeof(struct gt_api_replica_spec)};
 static const struct gt_field replica_spec_item = ITEM(replica_spec_schema);
 
+/* At most one of required and preferred: a job asks for one level. */
+static int topology_post(json_t *topo, const char *path, struct gt_err *err)
+{
+    if (json_object_get(topo, "required") && json_object_get(topo, "preferred")) {
+        char sub[GT_API_PATH_MAX];
+        return gt_err_set(err, GT_EINVAL, "%s: give required or preferred, not both",
+                          gt_path_join(sub, sizeof(sub), path, "preferred"));
+    }
+    return 0;
+}
+
+static const struct gt_field topology_fields[] = {
+    STR("required", .enums = topology_levels, AT(topology, required)),
+    STR("preferred", .enums = topology_levels, AT(topology, preferred)),
+    END,
+};
+static const struct gt_schema topology_schema = {topology_fields, topology_post,
+                                                 sizeof(struct gt_api_topology)};
+
 static const struct gt_field sched_policy_fields[] = {
     INT("minAvailable", 1, INT32_MAX, AT(sched_policy, min_available)),
     STR("queue", DNS, AT(sched_policy, queue)),
     STR("priorityClass", DNS, AT(sched_policy, priority_class)),
+    OBJ("topology", topology_schema, AT(sched_policy, topology)),
     END,
 };
 static const struct gt_schema sched_policy_schema = {sched_policy_fields, NULL,

@@ -47,6 +47,8 @@
 #include "sched/quota.h"
 #include "sched/resv.h"
 #include "sched/sched_int.h"
+#include "sched/topology.h"
+#include "sched/verdict.h"
 
 /* At most this many jobs try to preempt per cycle: each try scans the
  * cluster's nodes once per task that does not fit. */
@@ -180,10 +182,18 @@ static size_t collect(struct cycle *c, struct gt_sched_job *job)
 }
 
 /* Place pending[0..n): the gang first, then any further task that its
- * department and project admit. How many were placed (bound). */
+ * department and project admit. A job with a topology level is placed by
+ * topology.c (level node: on the one node that holds its gang). How many
+ * were placed (bound). */
 static size_t place_gang(struct cycle *c, size_t n, size_t need, struct gt_sched_pick *pick)
 {
     size_t placed = 0;
+    struct gt_sched_job *job = c->pending[0]->job;
+    struct gt_sched_node *pin = NULL;
+    job->placement_attempts++;
+    if (job->topology == GT_SCHED_TOPO_NODE) {
+        pin = gt_sched_topo_gang_node(c->m, c->pending, need ? need : 1, c->now_ms, pick);
+    }
     for (size_t i = 0; i < n && placed + (n - i) >= need; i++) {
         struct gt_sched_task *t = c->pending[i];
         /* The gang was admitted as its first tasks; a group with a larger
@@ -191,7 +201,9 @@ static size_t place_gang(struct cycle *c, size_t n, size_t need, struct gt_sched
         if (!task_admitted(c, t, placed >= need)) {
             continue;
         }
-        if (c->policy->place(c->m, t, c->now_ms, pick)) {
+        if (job->topology != GT_SCHED_TOPO_NONE
+                ? gt_sched_topo_place(c->m, c->policy, t, pin, c->now_ms, pick)
+                : c->policy->place(c->m, t, c->now_ms, pick)) {
             gt_sched_task_take(t, pick->node, pick->shares, pick->n, c->now_ms);
             placed++;
         } else if (placed < need && c->policy->head_of_line) {
@@ -201,10 +213,13 @@ static size_t place_gang(struct cycle *c, size_t n, size_t need, struct gt_sched
     return placed;
 }
 
+/* A job with a required topology neither preempts nor reserves: the
+ * what-if searches (preempt.c) place by the policy alone, so they could
+ * free room the level cannot use (INV-P). */
 static bool may_preempt(const struct cycle *c, const struct gt_sched_job *job)
 {
     return c->policy->preempt && job->preemption != GT_SCHED_PREEMPT_NEVER &&
-           c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE;
+           !job->topology_required && c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE;
 }
 
 /* Nothing more can start or preempt and no more waits are wanted. */
@@ -232,7 +247,7 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
         made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_PREEMPT, c->policy,
                                     c->now_ms, c->out, NULL);
     }
-    if (!made && c->policy->reserve && !c->head_done) {
+    if (!made && c->policy->reserve && !c->head_done && !job->topology_required) {
         c->head_done = true;
         made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_WAIT, c->policy,
                                     c->now_ms, c->out, NULL);
@@ -242,6 +257,16 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
                   "no node fits its gang of %zu now; holds a reservation of %zu GPUs until the "
                   "tasks on them exit",
                   gang, job->resv->n);
+    } else if (job->topology_required) {
+        add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
+                  "required topology %s: no %s has room for %s now (gang of %zu task%s, %zu "
+                  "placed); it starts when one does",
+                  gt_sched_topology_name(job->topology),
+                  job->topology == GT_SCHED_TOPO_NODE        ? "Ready node"
+                  : job->topology == GT_SCHED_TOPO_GPU_GROUP ? "NVLink/PCIe group"
+                                                             : "NUMA node",
+                  job->topology == GT_SCHED_TOPO_NODE ? "the whole gang" : "each task's GPUs", gang,
+                  gang == 1 ? "" : "s", placed);
     } else {
         add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE,
                   "no node fits: gang needs %zu more task%s placed together, %zu fit on ready "
@@ -318,6 +343,20 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     if (c->stop) {
         add_waitf(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "blocked behind job %s (head of line)",
                   c->blocked_by);
+        return;
+    }
+    /* Inadmissible (verdict.c, cached): no placement, preemption or
+     * reservation can help, so none is searched. */
+    const char *verdict = gt_sched_verdict(c->m, job);
+    if (verdict) {
+        if (job->resv) {
+            gt_sched_resv_drop(job, c->m);
+        }
+        add_wait_text(c, job, GT_SCHED_WAIT_INADMISSIBLE, verdict);
+        if (c->policy->head_of_line) {
+            c->stop = true;
+            c->blocked_by = job->id;
+        }
         return;
     }
     if (c->dead && !job->resv) {

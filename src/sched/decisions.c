@@ -115,6 +115,8 @@ const char *gt_sched_wait_reason_str(enum gt_sched_wait_reason reason)
         return "Quota";
     case GT_SCHED_WAIT_UNSCHEDULABLE:
         return "Unschedulable";
+    case GT_SCHED_WAIT_INADMISSIBLE:
+        return "Inadmissible";
     }
     return "Unknown";
 }

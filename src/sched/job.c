@@ -83,6 +83,7 @@ static void job_free(struct gt_sched_job *job)
     free(job->groups);
     free(job->skip);
     free(job->wait_message);
+    free(job->verdict);
     free(job->id);
     free(job);
 }
@@ -100,8 +101,10 @@ static int job_spec_check(const struct gt_sched_model *m, const struct gt_sched_
     }
     if (spec->n_groups < 1 || !spec->groups || spec->min_available < 0 ||
         spec->attained_gpu_ms < 0 || spec->runtime_estimate_ms < 0 ||
-        spec->active_deadline_ms < 0) {
-        return gt_err_set(err, GT_EINVAL, "job %s: bad spec (no groups or a negative value)",
+        spec->active_deadline_ms < 0 || spec->topology < GT_SCHED_TOPO_NONE ||
+        spec->topology > GT_SCHED_TOPO_NUMA) {
+        return gt_err_set(err, GT_EINVAL,
+                          "job %s: bad spec (no groups, a negative value or an unknown topology)",
                           spec->id);
     }
     *dept = gt_sched_map_get(&m->dept_map, spec->department);
@@ -159,6 +162,8 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
         goto fail;
     }
     job->min_available = spec->min_available ? (size_t)spec->min_available : job->n_tasks;
+    job->topology = spec->topology;
+    job->topology_required = spec->topology != GT_SCHED_TOPO_NONE && spec->topology_required;
 
     job->tasks = gt_xcalloc(job->n_tasks, sizeof(*job->tasks));
     size_t t = 0;

@@ -217,6 +217,7 @@ int gt_sched_node_add(struct gt_sched_model *m, const struct gt_sched_node_spec 
     m->nodes[pos] = node;
     m->n_nodes++;
     gt_sched_map_put(&m->node_map, node->name, node);
+    gt_sched_capacity_changed(m);
     return 0;
 }
 
@@ -266,6 +267,15 @@ int gt_sched_node_update(struct gt_sched_model *m, const struct gt_sched_node_sp
             gt_sched_node_gpu(&tmp, node->gpus[i].index)->reserved_by = node->gpus[i].reserved_by;
         }
     }
+    /* verdicts (verdict.c) depend on capacity, not on a heartbeat */
+    bool same = spec->n_gpus == node->n_gpus && spec->cpu_milli == node->cpu_milli_alloc &&
+                spec->memory_bytes == node->memory_bytes_alloc && spec->ready == node->ready &&
+                spec->unschedulable == node->unschedulable;
+    for (size_t i = 0; same && i < node->n_gpus; i++) {
+        const struct gt_sched_gpu *a = &node->gpus[i], *b = &gpus[i];
+        same = a->index == b->index && a->group == b->group && a->numa == b->numa &&
+               a->healthy == b->healthy;
+    }
     free(node->gpus);
     node->gpus = gpus;
     node->n_gpus = spec->n_gpus;
@@ -276,6 +286,9 @@ int gt_sched_node_update(struct gt_sched_model *m, const struct gt_sched_node_sp
     node_recount(node);
     gt_sched_node_groups_init(node);
     gt_sched_node_reindex(node, false);
+    if (!same) {
+        gt_sched_capacity_changed(m);
+    }
     return 0;
 }
 
@@ -300,6 +313,7 @@ int gt_sched_node_remove(struct gt_sched_model *m, const char *name, struct gt_e
     m->n_nodes--;
     gt_sched_map_del(&m->node_map, node->name);
     node_free(node);
+    gt_sched_capacity_changed(m);
     return 0;
 }
 
@@ -341,6 +355,7 @@ int gt_sched_department_set(struct gt_sched_model *m, const char *name,
     }
     dept->guarantee = g;
     dept->limit = l;
+    gt_sched_capacity_changed(m);
     return 0;
 }
 

@@ -140,6 +140,18 @@ static int32_t room_milli(const struct gt_sched_gpu *g, const struct gt_sched_jo
     return 1000 - g->used_milli;
 }
 
+int32_t gt_sched_gpu_room(const struct gt_sched_gpu *g, const struct gt_sched_job *job,
+                          int64_t now_ms)
+{
+    return room_milli(g, job, now_ms);
+}
+
+bool gt_sched_pick_whole(const struct gt_sched_node *node, const struct gt_sched_job *job, size_t k,
+                         int64_t now_ms, struct gt_sched_gpu_share *shares)
+{
+    return pick_whole(node, job, k, true, now_ms, shares);
+}
+
 static int cmp_i32(const void *a, const void *b)
 {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;

@@ -304,6 +304,7 @@ int gt_sched_project_set(struct gt_sched_model *m, const char *name,
     struct gt_sched_project *p = project_get_or_add(m, name);
     p->hard = h;
     p->capped = true;
+    gt_sched_capacity_changed(m);
     return 0;
 }
 
@@ -316,6 +317,7 @@ int gt_sched_project_remove(struct gt_sched_model *m, const char *name, struct g
     p->capped = false;
     p->hard = res_all(GT_SCHED_NO_CAP);
     project_free_unused(m, p);
+    gt_sched_capacity_changed(m);
     return 0;
 }
 

@@ -169,6 +169,27 @@ struct gt_sched_task_req {
     int64_t gpu_milli; /* share of one GPU, 0..1000 */
 };
 
+/* A topology level a job may ask to be packed at (spec.runPolicy.
+ * schedulingPolicy.topology, or Kueue's podset-required-topology /
+ * podset-preferred-topology annotations mapped to it):
+ * - NODE: every task of the job on one node (the whole gang together);
+ * - GPU_GROUP: each task's GPUs inside one NVLink/PCIe group;
+ * - NUMA: each task's GPUs on one NUMA node.
+ * As in Kueue's topology-aware scheduling, "required" means the job starts
+ * only where the level holds it (it waits otherwise, and is Inadmissible
+ * when no domain of that level could ever hold it), "preferred" that
+ * placement tries the level first and falls back to the ordinary
+ * placement. */
+enum gt_sched_topology {
+    GT_SCHED_TOPO_NONE,
+    GT_SCHED_TOPO_NODE,
+    GT_SCHED_TOPO_GPU_GROUP,
+    GT_SCHED_TOPO_NUMA,
+};
+
+/* The level's API name ("node", "gpu-group", "numa"; "none"): static. */
+const char *gt_sched_topology_name(enum gt_sched_topology level);
+
 struct gt_sched_group_spec {
     const char *name; /* replica type, e.g. "worker" */
     int32_t replicas; /* >= 1 */
@@ -185,9 +206,11 @@ struct gt_sched_job_spec {
     int32_t min_available; /* gang size; 0 means every task */
     const struct gt_sched_group_spec *groups;
     size_t n_groups;
-    int64_t attained_gpu_ms;     /* GPU-milliseconds of service so far */
-    int64_t runtime_estimate_ms; /* 0: unknown (the simulator's oracle) */
-    int64_t active_deadline_ms;  /* activeDeadlineSeconds * 1000 from start; 0 none */
+    int64_t attained_gpu_ms;         /* GPU-milliseconds of service so far */
+    int64_t runtime_estimate_ms;     /* 0: unknown (the simulator's oracle) */
+    int64_t active_deadline_ms;      /* activeDeadlineSeconds * 1000 from start; 0 none */
+    enum gt_sched_topology topology; /* NONE: no constraint */
+    bool topology_required;          /* required (else preferred) */
 };
 
 /* A job arrived: its tasks are created PENDING with ids
@@ -289,6 +312,13 @@ struct gt_sched_task_info {
     size_t n_gpus;
     int64_t bound_ms;
 };
+struct gt_sched_job_info {
+    uint64_t placement_attempts; /* gang placements the cycle searched for it, ever */
+    bool inadmissible;           /* its last verdict: cannot start at current capacity */
+};
+/* Fill *out for a job; GT_ENOTFOUND. */
+int gt_sched_job_get(const struct gt_sched_model *m, const char *id, struct gt_sched_job_info *out);
+
 /* Fill *out for a task; GT_ENOTFOUND. */
 int gt_sched_task_get(const struct gt_sched_model *m, const char *task_id,
                       struct gt_sched_task_info *out);
@@ -337,7 +367,12 @@ struct gt_sched_reserve {
 enum gt_sched_wait_reason {
     GT_SCHED_WAIT_QUOTA,         /* its department's limit or project's cap does not allow it */
     GT_SCHED_WAIT_UNSCHEDULABLE, /* no set of nodes fits the gang now */
+    /* it cannot start even with the cluster's and its department's (and
+     * project's) current maximum capacity; the message begins with a
+     * CamelCase code and ": " (verdict.c) */
+    GT_SCHED_WAIT_INADMISSIBLE,
 };
+#define GT_SCHED_N_WAIT_REASONS 3
 
 struct gt_sched_wait {
     char *job_id;
@@ -359,7 +394,7 @@ struct gt_sched_decisions {
     /* Jobs that waited this cycle, by reason (indexed by enum
      * gt_sched_wait_reason), counting those whose unchanged wait was not
      * reported (gt_sched_cycle_opts.changed_waits_only). */
-    size_t n_waiting[2];
+    size_t n_waiting[GT_SCHED_N_WAIT_REASONS];
 };
 
 void gt_sched_decisions_init(struct gt_sched_decisions *d);
@@ -367,7 +402,7 @@ void gt_sched_decisions_init(struct gt_sched_decisions *d);
 void gt_sched_decisions_reset(struct gt_sched_decisions *d);
 void gt_sched_decisions_fini(struct gt_sched_decisions *d);
 
-/* "Quota" or "Unschedulable": static string. */
+/* "Quota", "Unschedulable" or "Inadmissible": static string. */
 const char *gt_sched_wait_reason_str(enum gt_sched_wait_reason reason);
 
 /* ---- policies and the cycle ---- */

@@ -23,6 +23,17 @@
 
 struct gt_sched_job;
 
+/* The most one schedulable (Ready, uncordoned) node offers, over the
+ * cluster (verdict.c): what no task or required-topology gang may exceed. */
+struct gt_sched_caps {
+    size_t n_nodes;    /* schedulable nodes */
+    int64_t cpu_milli; /* largest allocatable cpu */
+    int64_t memory_bytes;
+    int64_t node_gpus;  /* most healthy GPUs on one node */
+    int64_t group_gpus; /* most healthy GPUs in one NVLink/PCIe group */
+    int64_t numa_gpus;  /* most healthy GPUs on one NUMA node */
+};
+
 struct gt_sched_gpu {
     int32_t index, group, numa;
     int32_t group_slot; /* dense 0..node->n_groups-1 for group */
@@ -154,10 +165,11 @@ struct gt_sched_job {
     size_t n_groups;
     struct gt_sched_task *tasks; /* in group order */
     size_t n_tasks;
-    size_t n_pending; /* tasks PENDING */
-    size_t n_holding; /* tasks BOUND, RUNNING or TERMINATING */
-    size_t vec_index; /* position in model->jobs */
-    bool light;       /* some group asks for no whole GPU (cpu-only or fractional) */
+    size_t n_pending;       /* tasks PENDING */
+    size_t n_holding;       /* tasks BOUND, RUNNING or TERMINATING */
+    size_t vec_index;       /* position in model->jobs */
+    bool light;             /* some group asks for no whole GPU (cpu-only or fractional) */
+    bool topology_required; /* topology.c: its level is required (else preferred) */
     struct gt_sched_job *queue_prev, *queue_next; /* in its department's band */
     struct gt_sched_job **skip;                   /* [skip_levels - 1]: the band's upper levels */
     int32_t skip_levels;                          /* 0 until first queued, then 1.. (from the id) */
@@ -166,7 +178,12 @@ struct gt_sched_job {
     struct gt_sched_resv *resv;                   /* NULL: no reservation */
     uint64_t seen_cycle;                          /* last cycle that considered it */
     enum gt_sched_wait_reason wait_reason;        /* the last wait reported, if wait_message */
+    enum gt_sched_topology topology;              /* topology.c; NONE: unconstrained */
     char *wait_message;                           /* owned; NULL: no wait reported yet */
+    /* verdict.c (fields placed to add 16 bytes per job) */
+    char *verdict;               /* owned; NULL: admissible, else "Code: message" */
+    uint32_t verdict_epoch;      /* model->capacity_epoch the verdict is for; 0: none yet */
+    uint32_t placement_attempts; /* gang placements searched for it */
 };
 
 /* GPUs a job holds until the tasks occupying them exit (preemption victims
@@ -210,7 +227,20 @@ struct gt_sched_model {
     struct gt_sched_job **fresh;
     size_t n_fresh, cap_fresh;
     bool dead_told;
+    /* verdict.c: bumped by every change of nodes, departments or project
+     * caps, so a job's cached verdict is recomputed only after one; caps:
+     * the largest schedulable node's capacity, per level, as of caps_epoch */
+    uint32_t capacity_epoch; /* never 0 once anything is in the model */
+    uint32_t caps_epoch;
+    struct gt_sched_caps caps;
 };
+
+/* Capacity changed (a node, a department's quota, a project's cap): every
+ * cached verdict is stale (verdict.c). */
+static inline void gt_sched_capacity_changed(struct gt_sched_model *m)
+{
+    m->capacity_epoch = m->capacity_epoch == UINT32_MAX ? 1 : m->capacity_epoch + 1;
+}
 
 /* ---- policies ---- */
 

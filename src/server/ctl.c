@@ -258,12 +258,20 @@ static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const str
     }
 }
 
+/* The controllers' /metrics series: the scheduler's (feeder.c), then the
+ * state of the cached objects (statemetrics.c). */
+static void metrics_hook(const struct gt_ctl *c, struct gt_buf *out)
+{
+    gt_feed_metrics(c, out);
+    gt_ctl_render_metrics(c, out);
+}
+
 static const struct gt_ctl_hooks hooks = {
     .admit = admit_hook,
     .soft_delete = gt_jobctl_soft_delete,
     .render = render_hook,
     .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT,
-    .render_metrics = gt_ctl_render_metrics,
+    .metrics = metrics_hook,
     .serve = serve_hook,
 };
 

@@ -20,9 +20,11 @@
  * free in the model (and a cycle runs at once, for the preemptor), and the
  * job controller requeues the job (a restart that counts toward no
  * backoffLimit), whose recreated Pending tasks re-enter the model. Wait
- * reasons become a folded Warning Event (reason Quota or Unschedulable, as
- * Kubernetes' FailedScheduling) on the job and its Queued condition's
- * message, "Reason: text" (c->waits, by model id), each written only when
+ * reasons become a folded Warning Event (reason Quota, Unschedulable or
+ * Inadmissible, as Kubernetes' FailedScheduling) on the job and its Queued
+ * condition's message, "Reason: text" (c->waits, by model id; an
+ * Inadmissible text "Code: message" also makes the job's Inadmissible
+ * condition, jobs.c), each written only when
  * it changed: the cycle reports only waits that changed
  * (changed_waits_only) and counts all (jobs_pending metrics).
  * Department status (used, borrowed) is computed from the model on reads.
@@ -262,6 +264,20 @@ static bool job_tasks(struct gt_ctl *c, const struct gt_api_job *job,
     return all;
 }
 
+/* schedulingPolicy.topology as the model's level (NONE when absent);
+ * *required: it is the required form. */
+static enum gt_sched_topology topology_of(const struct gt_api_topology *t, bool *required)
+{
+    const char *v = t->required ? t->required : t->preferred;
+    *required = t->required != NULL;
+    for (enum gt_sched_topology l = GT_SCHED_TOPO_NODE; v && l <= GT_SCHED_TOPO_NUMA; l++) {
+        if (!strcmp(v, gt_sched_topology_name(l))) {
+            return l;
+        }
+    }
+    return GT_SCHED_TOPO_NONE;
+}
+
 static int add_job(struct gt_ctl *c, const char *id, const struct gt_api_job *job)
 {
     size_t ng = job->spec.replica_specs.n;
@@ -301,6 +317,7 @@ static int add_job(struct gt_ctl *c, const char *id, const struct gt_api_job *jo
         .active_deadline_ms =
             rp->active_deadline_s != GT_API_UNSET ? rp->active_deadline_s * 1000 : 0,
     };
+    spec.topology = topology_of(&rp->scheduling_policy.topology, &spec.topology_required);
     struct gt_err err = {0};
     int rc = spec.department ? gt_sched_job_add(c->model, &spec, &err) : GT_ENOTFOUND;
     if (rc && rc != GT_ENOTFOUND) {
@@ -621,8 +638,11 @@ void gt_feed_cycle(struct gt_ctl *c)
     for (size_t i = 0; i < c->dec.n_preempts; i++) {
         apply_preempt(c, &c->dec.preempts[i]);
     }
-    c->s->metrics.jobs_pending[0] = (int64_t)c->dec.n_waiting[0];
-    c->s->metrics.jobs_pending[1] = (int64_t)c->dec.n_waiting[1];
+    _Static_assert(GT_ARRAY_LEN(c->s->metrics.jobs_pending) == GT_SCHED_N_WAIT_REASONS,
+                   "jobs_pending holds every wait reason");
+    for (size_t i = 0; i < GT_SCHED_N_WAIT_REASONS; i++) {
+        c->s->metrics.jobs_pending[i] = (int64_t)c->dec.n_waiting[i];
+    }
     for (size_t i = 0; i < c->dec.n_waits; i++) {
         apply_wait(c, &c->dec.waits[i]);
     }
@@ -630,6 +650,33 @@ void gt_feed_cycle(struct gt_ctl *c)
     if (c->dirty_jobs.n) {
         gt_ctl_kick(c);
     }
+}
+
+struct attempts_ctx {
+    const struct gt_ctl *c;
+    struct gt_buf *out;
+};
+
+static int attempts_cb(const char *key, void *val, void *arg)
+{
+    (void)val;
+    const struct attempts_ctx *a = arg;
+    struct gt_sched_job_info ji;
+    if (gt_sched_job_get(a->c->model, model_id(key), &ji) == 0) {
+        /* ids are project/name, DNS labels: nothing to escape */
+        gt_buf_printf(a->out, "gantry_scheduler_placement_attempts_total{job=\"%s\"} %llu\n",
+                      model_id(key), (unsigned long long)ji.placement_attempts);
+    }
+    return 0;
+}
+
+void gt_feed_metrics(const struct gt_ctl *c, struct gt_buf *out)
+{
+    gt_buf_puts(out, "# HELP gantry_scheduler_placement_attempts_total Gang placements the "
+                     "scheduler searched for a job (none while it is Inadmissible).\n"
+                     "# TYPE gantry_scheduler_placement_attempts_total counter\n");
+    struct attempts_ctx a = {.c = c, .out = out};
+    gt_strmap_each(&c->in_model, attempts_cb, &a);
 }
 
 json_t *gt_department_status(const struct gt_sched_model *m, const char *name)

@@ -20,8 +20,13 @@ void gt_feed_node_lost(struct gt_ctl *c, const struct gt_api_node *node);
  * become dirty. */
 void gt_feed_cycle(struct gt_ctl *c);
 /* The wait message last recorded for a job key (borrowed), or NULL:
- * "Reason: text" with Reason the wait reason (Quota, Unschedulable). */
+ * "Reason: text" with Reason the wait reason (Quota, Unschedulable,
+ * Inadmissible; an Inadmissible text begins with its code, "Code: "). */
 const char *gt_feed_wait(const struct gt_ctl *c, const char *job_key);
+/* The scheduler's per-job series for /metrics (struct gt_ctl_hooks):
+ * gantry_scheduler_placement_attempts_total{job="project/name"}, the gang
+ * placements the cycle searched for each job in the model. */
+void gt_feed_metrics(const struct gt_ctl *c, struct gt_buf *out);
 /* Write spec.stop{reason, gracePeriodSeconds from the template} on the
  * cached task o unless it is stopped, ended or being written; record an
  * Event with reason and message (borrowed) on its job. 0 if written. */

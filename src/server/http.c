@@ -460,8 +460,8 @@ static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
         struct gt_buf b;
         gt_buf_init(&b);
         gt_metrics_render(&r->s->metrics, &b);
-        if (r->s->ctl_hooks && r->s->ctl_hooks->render_metrics) {
-            r->s->ctl_hooks->render_metrics(r->s->ctl, &b);
+        if (r->s->ctl_hooks && r->s->ctl_hooks->metrics) {
+            r->s->ctl_hooks->metrics(r->s->ctl, &b);
         }
         gt_req_reply_as(r, 200, "text/plain; version=0.0.4", b.data, b.len);
         gt_buf_fini(&b);

@@ -633,6 +633,37 @@ static const char *pick_phase(const struct old_status *old, const struct tally *
     return NULL;
 }
 
+/* The Inadmissible condition (src/sched verdict.c): True while the job is
+ * Queued with a wait "Inadmissible: Code: text" and none of its tasks is
+ * bound (placed: one is), the code its reason and the text its message;
+ * once the verdict clears (or the job leaves the queue) False, reason
+ * Admissible. Kueue words it the same way. */
+static void set_inadmissible(json_t *conds, const struct old_status *old, const char *phase,
+                             const char *wait_message, bool placed, const char *now)
+{
+    static const char prefix[] = "Inadmissible: ";
+    const char *w = wait_message;
+    const char *code_end =
+        w && !strncmp(w, prefix, sizeof(prefix) - 1) ? strstr(w + sizeof(prefix) - 1, ": ") : NULL;
+    if (phase && !strcmp(phase, "Queued") && code_end && !placed) {
+        const char *code = w + sizeof(prefix) - 1;
+        char reason[64];
+        snprintf(reason, sizeof(reason), "%.*s", (int)(code_end - code), code);
+        set_cond(conds, old, "Inadmissible", "True", reason, code_end + 2, now);
+        return;
+    }
+    const struct gt_api_condition *was = gt_api_condition_find(old->conds, "Inadmissible");
+    bool no_verdict = phase && !strcmp(phase, "Queued") && (!w || !*w) && !placed;
+    if (was && same_str(was->status, "True") && !no_verdict) {
+        set_cond(conds, old, "Inadmissible", "False", "Admissible",
+                 "fits the cluster's and its department's capacity", now);
+    } else if (was) {
+        /* unchanged (no verdict yet, e.g. just after a restart, keeps it) */
+        set_cond(conds, old, "Inadmissible", was->status ? was->status : "False",
+                 was->reason ? was->reason : "Admissible", was->message ? was->message : "", now);
+    }
+}
+
 json_t *gt_job_derive_status(const struct gt_api_job *job, const struct gt_api_task *const *tasks,
                              size_t n_tasks, const struct gt_job_decision *d,
                              const char *wait_message, int64_t now_ms)
@@ -659,6 +690,13 @@ json_t *gt_job_derive_status(const struct gt_api_job *job, const struct gt_api_t
 
     json_t *conds = json_array();
     set_cond(conds, &old, "Created", "True", "Created", "job created", now);
+    /* before the phases, so that the last True condition stays the phase */
+    bool placed = false;
+    for (size_t i = 0; i < n_tasks; i++) {
+        placed = placed || tasks[i]->status.phase == GT_TASK_BOUND ||
+                 tasks[i]->status.phase == GT_TASK_RUNNING;
+    }
+    set_inadmissible(conds, &old, phase, wait_message, placed, now);
     for (size_t i = 0; i < GT_ARRAY_LEN(cond_order); i++) {
         const char *type = cond_order[i];
         const struct gt_api_condition *was = gt_api_condition_find(old.conds, type);

@@ -109,6 +109,9 @@ void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out)
                   "# HELP gantry_jobs_pending Jobs waiting after the last cycle, by reason.\n"
                   "# TYPE gantry_jobs_pending gauge\n"
                   "gantry_jobs_pending{reason=\"Quota\"} %lld\n"
-                  "gantry_jobs_pending{reason=\"Unschedulable\"} %lld\n",
-                  (long long)m->jobs_pending[0], (long long)m->jobs_pending[1]);
+                  "gantry_jobs_pending{reason=\"Unschedulable\"} %lld\n"
+                  "gantry_jobs_pending{reason=\"Inadmissible\"} %lld\n",
+                  (long long)m->jobs_pending[GT_SCHED_WAIT_QUOTA],
+                  (long long)m->jobs_pending[GT_SCHED_WAIT_UNSCHEDULABLE],
+                  (long long)m->jobs_pending[GT_SCHED_WAIT_INADMISSIBLE]);
 }

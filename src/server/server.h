@@ -240,7 +240,7 @@ struct gt_metrics {
     struct gt_histogram schedule_seconds; /* a task's creation to its bind (wait bounds) */
     uint64_t binds;                       /* scheduler decisions applied */
     uint64_t preemptions[3];              /* by enum gt_sched_preempt_kind */
-    int64_t jobs_pending[2];              /* waiting jobs by gt_sched_wait_reason, last cycle */
+    int64_t jobs_pending[3];              /* waiting jobs by gt_sched_wait_reason, last cycle */
 };
 /* Count a finished request. */
 void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int http_code,

@@ -45,8 +45,9 @@ struct gt_ctl_hooks {
      * in place), what is computed on reads and never stored. */
     void (*render)(const struct gt_ctl *c, enum gt_kind kind, json_t *obj);
     unsigned computed_kinds; /* bits 1u << enum gt_kind */
-    /* Append the controllers' series to a /metrics answer (out). */
-    void (*render_metrics)(const struct gt_ctl *c, struct gt_buf *out);
+    /* Append the controllers' own series to a /metrics answer (Prometheus
+     * text format). */
+    void (*metrics)(const struct gt_ctl *c, struct gt_buf *out);
     /* A request the controllers answer themselves (authenticated, r->user
      * set): the usage, usagerecords and jobstats routes and the scalars,
      * history and telemetry subresources. method is an evhttp_cmd_type,

@@ -5,7 +5,7 @@
  * phase (kube_pod_status_phase); a node condition a 0/1 gauge per status
  * (kube_node_status_condition); quotas per department and resource in
  * base units (cores, bytes, GPUs). Transport calls it through the hooks
- * (struct gt_ctl_hooks.render_metrics), after the request and scheduler
+ * (struct gt_ctl_hooks.metrics, after feeder.c's), after the request and scheduler
  * counters of metrics.c. docs/metrics.md lists every series.
  */
 #include <stdlib.h>

@@ -42,7 +42,8 @@ static const char job_json[] =
     "\"terminationGracePeriodSeconds\":5,"
     "\"resources\":{\"requests\":{\"cpu\":0.5,\"memory\":\"1G\"},"
     "\"limits\":{\"gantry.dev/gpu-milli\":500}}}}},"
-    "\"runPolicy\":{\"schedulingPolicy\":{\"minAvailable\":4,\"queue\":\"research\"}},"
+    "\"runPolicy\":{\"schedulingPolicy\":{\"minAvailable\":4,\"queue\":\"research\","
+    "\"topology\":{\"required\":\"gpu-group\"}}},"
     "\"source\":{\"git\":\"https://example.com/r.git\"},"
     "\"volumes\":[{\"name\":\"data\",\"hostPath\":\"/srv/data\"}]},"
     "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"},"
@@ -106,6 +107,8 @@ static void test_job(void **state)
     assert_int_equal(sp->run_policy.scheduling_policy.min_available, 4);
     assert_string_equal(sp->run_policy.scheduling_policy.queue, "research");
     assert_null(sp->run_policy.scheduling_policy.priority_class);
+    assert_string_equal(sp->run_policy.scheduling_policy.topology.required, "gpu-group");
+    assert_null(sp->run_policy.scheduling_policy.topology.preferred);
     assert_true(sp->has_source);
     assert_string_equal(sp->source.git, "https://example.com/r.git");
     assert_null(sp->source.revision);

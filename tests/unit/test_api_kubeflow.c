@@ -414,12 +414,85 @@ static void test_backoff_limit(void **state)
     }
 }
 
+/* Kueue's topology annotations on the pod templates become
+ * spec.runPolicy.schedulingPolicy.topology, the Kubeflow schedulingPolicy
+ * kept beside it; replica types must agree, and a level gantry has no
+ * counterpart for is refused naming the annotation. */
+static void test_kueue_topology(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *master, *worker; /* annotation "key=value", NULL: none */
+        const char *want;            /* the topology as JSON, or the error */
+    } cases[] = {
+        {NULL, "kueue.x-k8s.io/podset-required-topology=kubernetes.io/hostname",
+         "{\"required\":\"node\"}"},
+        {"kueue.x-k8s.io/podset-preferred-topology=gantry.dev/gpu-group",
+         "kueue.x-k8s.io/podset-preferred-topology=gpu-group", "{\"preferred\":\"gpu-group\"}"},
+        {"kueue.x-k8s.io/podset-required-topology=gantry.dev/numa-node", NULL,
+         "{\"required\":\"numa\"}"},
+        {"kueue.x-k8s.io/podset-required-topology=node",
+         "kueue.x-k8s.io/podset-preferred-topology=node",
+         "spec.pytorchReplicaSpecs.Worker.template.metadata.annotations.kueue.x-k8s.io/"
+         "podset-preferred-topology: differs from spec.pytorchReplicaSpecs.Master.template."
+         "metadata.annotations.kueue.x-k8s.io/podset-required-topology (gantry packs the whole "
+         "job at one topology level)"},
+        {NULL, "kueue.x-k8s.io/podset-required-topology=cloud.provider.com/topology-rack",
+         "spec.pytorchReplicaSpecs.Worker.template.metadata.annotations.kueue.x-k8s.io/"
+         "podset-required-topology: topology level not supported by gantry (use "
+         "kubernetes.io/hostname, gantry.dev/gpu-group or gantry.dev/numa-node)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *doc = load_yaml(pytorch_yaml);
+        const char *ann[2] = {cases[i].master, cases[i].worker};
+        const char *type[2] = {"Master", "Worker"};
+        for (int r = 0; r < 2; r++) {
+            if (!ann[r]) {
+                continue;
+            }
+            json_t *tmpl = json_object_get(
+                json_object_get(walk(doc, "spec.pytorchReplicaSpecs"), type[r]), "template");
+            json_t *md = json_object_get(tmpl, "metadata");
+            if (!md) {
+                md = json_object();
+                json_object_set_new(tmpl, "metadata", md);
+            }
+            json_t *a = json_object_get(md, "annotations");
+            if (!a) {
+                a = json_object();
+                json_object_set_new(md, "annotations", a);
+            }
+            const char *eq = strchr(ann[r], '=');
+            char key[128];
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - ann[r]), ann[r]);
+            json_object_set_new(a, key, json_string(eq + 1));
+        }
+        json_t *job = NULL;
+        struct gt_err err = {0};
+        int rc = gt_api_kubeflow_convert(doc, &job, &err);
+        if (cases[i].want[0] == '{') {
+            if (rc != 0) {
+                fail_msg("case %zu: %s", i, err.msg);
+            }
+            json_t *want = json_loads(cases[i].want, 0, NULL);
+            assert_true(json_equal(walk(job, "spec.runPolicy.schedulingPolicy.topology"), want));
+            assert_int_equal(
+                json_integer_value(walk(job, "spec.runPolicy.schedulingPolicy.minAvailable")), 2);
+            json_decref(want);
+        } else if (rc != GT_EINVAL || strcmp(err.msg, cases[i].want) != 0) {
+            fail_msg("case %zu: rc %d, got \"%s\"\n want \"%s\"", i, rc, err.msg, cases[i].want);
+        }
+        json_decref(job);
+        json_decref(doc);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pytorchjob),    cmocka_unit_test(test_tfjob),
         cmocka_unit_test(test_unsupported),   cmocka_unit_test(test_container_choice_and_defaults),
-        cmocka_unit_test(test_backoff_limit),
+        cmocka_unit_test(test_backoff_limit), cmocka_unit_test(test_kueue_topology),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

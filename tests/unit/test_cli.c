@@ -188,6 +188,24 @@ static void test_columns_jobs(void **state)
     free(s);
 }
 
+/* An Inadmissible job (the condition before Queued, as gantryd writes
+ * it): STATUS stays Queued, REASON names the verdict. */
+static void test_columns_inadmissible(void **state)
+{
+    (void)state;
+    char *s = render_kind(
+        GT_KIND_JOB, false, false,
+        "[{\"metadata\":{\"name\":\"big\",\"creationTimestamp\":\"" T0 "\"},"
+        "\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":2}}},"
+        "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"},"
+        "{\"type\":\"Inadmissible\",\"status\":\"True\",\"reason\":\"ExceedsDepartmentLimit\"},"
+        "{\"type\":\"Queued\",\"status\":\"True\",\"reason\":\"Queued\",\"message\":"
+        "\"Inadmissible: ExceedsDepartmentLimit: the gang of 2 tasks needs 8\"}]}}]");
+    assert_string_equal(s, "NAME   STATUS   REASON         REPLICAS   AGE\n"
+                           "big    Queued   Inadmissible   2          3m10s\n");
+    free(s);
+}
+
 /* GPUS counts what a container gets by api's one defaulting rule
  * (gt_api_resources_effective): GPUs asked for only as requests are also
  * its limit, whatever else the limits name. */
@@ -979,6 +997,7 @@ int main(void)
         cmocka_unit_test(test_table_layout),
         cmocka_unit_test(test_table_min_width),
         cmocka_unit_test(test_columns_jobs),
+        cmocka_unit_test(test_columns_inadmissible),
         cmocka_unit_test(test_columns_gpus_defaulted),
         cmocka_unit_test(test_columns_cluster_kinds),
         cmocka_unit_test(test_columns_nodes_tasks_events),

@@ -422,10 +422,12 @@ static void test_gang_all_or_nothing(void **state)
     gt_sched_decisions_init(&d);
     cycle(m, 10, &d);
     assert_int_equal(d.n_binds, 0);
+    /* 3 GPUs on a cluster of 2: Inadmissible, not a wait for room */
     const struct gt_sched_wait *w = find_wait(&d, "big");
     assert_non_null(w);
-    assert_int_equal(w->reason, GT_SCHED_WAIT_UNSCHEDULABLE);
-    assert_non_null(strstr(w->message, "3"));
+    assert_int_equal(w->reason, GT_SCHED_WAIT_INADMISSIBLE);
+    assert_non_null(strstr(w->message, "ExceedsClusterCapacity: the gang of 3 tasks needs "
+                                       "nvidia.com/gpu 3 but the Ready nodes have 2 in all"));
     assert_int_equal(dept_gpu_used(m, "cv"), 0);
     struct gt_sched_node_info ni;
     assert_int_equal(gt_sched_node_get(m, "n1", &ni), 0);
@@ -472,9 +474,12 @@ static void test_quota_blocks_admission(void **state)
     assert_int_equal(w->reason, GT_SCHED_WAIT_QUOTA);
     assert_non_null(strstr(w->message, "cv"));
     assert_non_null(strstr(w->message, "nvidia.com/gpu"));
+    /* c's gang alone is above nlp's limit: it could never be admitted */
     w = find_wait(&d, "c");
     assert_non_null(w);
-    assert_int_equal(w->reason, GT_SCHED_WAIT_QUOTA);
+    assert_int_equal(w->reason, GT_SCHED_WAIT_INADMISSIBLE);
+    assert_non_null(strstr(w->message, "ExceedsDepartmentLimit: the gang of 3 tasks needs "
+                                       "nvidia.com/gpu 3 but department nlp's limit is 2"));
     assert_int_equal(d.n_waits, 2);
     assert_int_equal(dept_gpu_used(m, "cv"), 4000);
     assert_int_equal(dept_gpu_used(m, "nlp"), 0);
@@ -488,7 +493,9 @@ static void test_quota_blocks_admission(void **state)
     assert_int_equal(dept_gpu_used(m, "cv"), 4000);
     cycle(m, 30, &d);
     assert_int_equal(d.n_binds, 0);
-    assert_int_equal(find_wait(&d, "b")->reason, GT_SCHED_WAIT_QUOTA);
+    /* b's gang (2) is now above cv's limit (1): the verdict follows the
+     * quota change */
+    assert_int_equal(find_wait(&d, "b")->reason, GT_SCHED_WAIT_INADMISSIBLE);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
 }

@@ -136,6 +136,83 @@ static void test_derive_status(void **state)
     json_decref(job);
 }
 
+static const json_t *find_cond(const json_t *st, const char *type)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(st, "conditions"), i, c)
+    {
+        if (!strcmp(json_string_value(json_object_get(c, "type")), type)) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+static const char *field(const json_t *c, const char *key)
+{
+    return json_string_value(json_object_get(c, key));
+}
+
+/* The Inadmissible condition follows the scheduler's verdict: True with
+ * the verdict's code as reason while it stands, False (Admissible) once it
+ * clears; the phase stays the last True condition. */
+static void test_inadmissible_condition(void **state)
+{
+    (void)state;
+    json_t *job = load(JOB);
+    json_t *t[3] = {task("Master", "Pending"), task("Worker", "Pending"),
+                    task("Worker", "Pending")};
+    json_t *st = derive(job, t, 3,
+                        "Inadmissible: ExceedsDepartmentLimit: the gang of 3 tasks needs "
+                        "nvidia.com/gpu 3 but department d's limit is 2 (spec.limit)",
+                        1000);
+    assert_string_equal(cond_true(st), "Queued");
+    const json_t *c = find_cond(st, "Inadmissible");
+    assert_non_null(c);
+    assert_string_equal(field(c, "status"), "True");
+    assert_string_equal(field(c, "reason"), "ExceedsDepartmentLimit");
+    assert_string_equal(field(c, "message"), "the gang of 3 tasks needs nvidia.com/gpu 3 but "
+                                             "department d's limit is 2 (spec.limit)");
+    assert_non_null(strstr(field(find_cond(st, "Queued"), "message"), "Inadmissible: "));
+    json_object_set_new(job, "status", st);
+
+    /* no verdict yet (after a restart): kept as it was */
+    st = derive(job, t, 3, NULL, 2000);
+    assert_string_equal(field(find_cond(st, "Inadmissible"), "status"), "True");
+    json_decref(st);
+
+    /* the limit was raised: it now waits for room, and is admissible */
+    st = derive(job, t, 3, "Unschedulable: no node fits", 3000);
+    c = find_cond(st, "Inadmissible");
+    assert_string_equal(field(c, "status"), "False");
+    assert_string_equal(field(c, "reason"), "Admissible");
+    assert_string_equal(cond_true(st), "Queued");
+    json_object_set_new(job, "status", st);
+    json_t *again = derive(job, t, 3, "Unschedulable: no node fits", 4000);
+    assert_true(json_equal(json_object_get(job, "status"), again)); /* stable */
+    json_decref(again);
+
+    /* bound at once after the verdict cleared: no longer Inadmissible,
+     * though the last wait still says so */
+    json_object_set_new(json_object_get(t[1], "status"), "phase", json_string("Bound"));
+    st = derive(job, t, 3, "Inadmissible: ExceedsDepartmentLimit: old", 5000);
+    assert_string_equal(field(find_cond(st, "Inadmissible"), "status"), "False");
+    json_decref(st);
+    json_object_set_new(json_object_get(t[1], "status"), "phase", json_string("Pending"));
+
+    /* a job that never was Inadmissible has no such condition */
+    json_t *fresh = load(JOB);
+    st = derive(fresh, t, 3, "Quota: department d: needs nvidia.com/gpu 3", 1000);
+    assert_null(find_cond(st, "Inadmissible"));
+    json_decref(st);
+    json_decref(fresh);
+    for (size_t i = 0; i < 3; i++) {
+        json_decref(t[i]);
+    }
+    json_decref(job);
+}
+
 static void test_allocated(void **state)
 {
     (void)state;
@@ -188,6 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_tasks),
         cmocka_unit_test(test_derive_status),
+        cmocka_unit_test(test_inadmissible_condition),
         cmocka_unit_test(test_allocated),
         cmocka_unit_test(test_node_lost),
     };

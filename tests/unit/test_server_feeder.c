@@ -127,7 +127,8 @@ static void test_project_cap_from_spec_hard(void **state)
     char *wait;
     assert_int_equal(cycle_binds(m, 1000, &wait), 0);
     assert_non_null(wait);
-    assert_non_null(strstr(wait, "project p needs nvidia.com/gpu 3, hard cap 2 reached"));
+    assert_non_null(strstr(wait, "ExceedsProjectCap: the gang of 3 tasks needs nvidia.com/gpu "
+                                 "3 but project p's hard cap is 2 (spec.hard)"));
     free(wait);
 
     /* spec.hard gone (edited out, or the Project deleted): no cap. */
@@ -438,6 +439,75 @@ static void test_cache_takes_written_object(void **state)
  * volumes beneath the storage roots on every write of a Job or Task,
  * runAsUser on a Job's create) and the kinds whose reads get computed
  * parts; freeing the controllers unregisters them. */
+static const char *JOB_TOPO =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"j\","
+    "\"project\":\"p\",\"uid\":\"u1\",\"creationTimestamp\":\"2026-01-01T00:00:00Z\","
+    "\"creator\":{\"user\":\"alice\",\"uid\":1001}},\"spec\":{\"replicaSpecs\":{\"Worker\":"
+    "{\"replicas\":2,\"restartPolicy\":\"Never\",\"template\":{\"command\":[\"true\"],"
+    "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}}},"
+    "\"runPolicy\":{\"schedulingPolicy\":{\"topology\":{\"required\":\"node\"}}}},"
+    "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"}]}}";
+
+static const json_t *job_condition(struct env *e, const char *type)
+{
+    const struct gt_cobj *o = gt_ctl_get(e->s.ctl, GT_KIND_JOB, "/jobs/p/j");
+    size_t i;
+    json_t *cnd;
+    json_array_foreach(o ? gt_json_path(o->obj, "status.conditions") : NULL, i, cnd)
+    {
+        if (!strcmp(json_string_value(json_object_get(cnd, "type")), type)) {
+            return cnd;
+        }
+    }
+    return NULL;
+}
+
+static bool job_inadmissible(struct env *e)
+{
+    const json_t *c = job_condition(e, "Inadmissible");
+    return c && !strcmp(json_string_value(json_object_get(c, "status")), "True") &&
+           !gt_ctl_busy(e->s.ctl, "/jobs/p/j") && e->s.ctl->dirty_jobs.n == 0;
+}
+
+/* schedulingPolicy.topology reaches the model (a required node gang of 2
+ * GPUs on nodes of 1 GPU can never start), the verdict becomes the job's
+ * Inadmissible condition, and /metrics lists its placement attempts:
+ * none. */
+static void test_topology_verdict_and_metrics(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+    struct gt_ctl *c = e.s.ctl;
+    struct gt_sched_res q = {.cpu_milli = 64000, .memory_bytes = 1LL << 40, .gpu_milli = 8000};
+    assert_int_equal(gt_sched_department_set(c->model, "d", &q, &q, NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        struct gt_sched_gpu_spec gpu = {.index = 0, .healthy = true};
+        struct gt_sched_node_spec node = {.name = i ? "n2" : "n1",
+                                          .cpu_milli = 64000,
+                                          .memory_bytes = 1LL << 40,
+                                          .ready = true,
+                                          .gpus = &gpu,
+                                          .n_gpus = 1};
+        assert_int_equal(gt_sched_node_add(c->model, &node, NULL), 0);
+    }
+    create(&e, "/jobs/p/j", JOB_TOPO);
+    assert_true(env_run(&e, job_inadmissible));
+    const json_t *cnd = job_condition(&e, "Inadmissible");
+    assert_string_equal(json_string_value(json_object_get(cnd, "reason")), "TopologyUnsatisfiable");
+    assert_non_null(strstr(json_string_value(json_object_get(cnd, "message")),
+                           "required topology node: the gang of 2 tasks needs nvidia.com/gpu 2 "
+                           "on one node but the largest Ready node has 1"));
+    assert_int_equal(c->s->metrics.jobs_pending[GT_SCHED_WAIT_INADMISSIBLE], 1);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    e.s.ctl_hooks->metrics(c, &b);
+    assert_non_null(strstr(b.data, "# TYPE gantry_scheduler_placement_attempts_total counter\n"));
+    assert_non_null(strstr(b.data, "gantry_scheduler_placement_attempts_total{job=\"p/j\"} 0\n"));
+    gt_buf_fini(&b);
+    env_close(&e);
+}
+
 static void test_ctl_hooks(void **state)
 {
     (void)state;
@@ -495,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_tick_visits_timed_jobs),
         cmocka_unit_test(test_cache_takes_written_object),
         cmocka_unit_test(test_ctl_hooks),
+        cmocka_unit_test(test_topology_verdict_and_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -240,6 +240,20 @@ export function jobState(j: Obj): string {
   return "Created";
 }
 
+/** The job's True Inadmissible condition, if any: the scheduler's verdict
+ * that it cannot start at the cluster's and its department's current
+ * capacity (reason: ExceedsDepartmentLimit, NoNodeLargeEnough, ...). */
+export function inadmissible(j: Obj): Obj | undefined {
+  return (j.status?.conditions ?? []).find((x: Obj) => x.type === "Inadmissible" && x.status === "True");
+}
+
+/** Attributes of the span showing why a job waits: an Inadmissible job's
+ * stands out and carries the verdict's reason. */
+export function reasonAttrs(j: Obj): Obj {
+  const c = inadmissible(j);
+  return c ? { class: "reason inadmissible", "data-inadmissible": c.reason ?? "" } : { class: "reason" };
+}
+
 export function waitReason(j: Obj): string {
   const c = (j.status?.conditions ?? []).find((x: Obj) => x.type === "Queued" && x.status === "True");
   return c?.message ?? "";

@@ -222,6 +222,7 @@ flow("the GPU map follows a job starting and ending within a second", async () =
 });
 
 flow("the queue shows why a job waits", async () => {
+  // 6 GPUs in one task; the largest node has 4: Inadmissible, and why
   const r = await api("POST", "/projects/proj-a/jobs", simpleJob("ui-too-big", "proj-a", ["/bin/true"], 6));
   assert(r.status === 201, JSON.stringify(r.body));
   const page = await session(env.tokens.alice);
@@ -229,8 +230,13 @@ flow("the queue shows why a job waits", async () => {
   const row = await page.waitForSelector("tr:has-text('proj-a/ui-too-big') .reason", { timeout: 20000 });
   const why = await until("the scheduler's reason", async () => {
     const t = await row.textContent();
-    return /^(Quota|Unschedulable)/.test(t) && /nvidia\.com\/gpu|GPU|node/.test(t) && t;
+    return /^Inadmissible: NoNodeLargeEnough: .*nvidia\.com\/gpu 6.* has 4/.test(t) && t;
   });
+  const verdict = await until("the Inadmissible mark", async () => {
+    const el = await page.$("tr:has-text('proj-a/ui-too-big') .reason.inadmissible");
+    return el && (await el.getAttribute("data-inadmissible"));
+  });
+  assert(verdict === "NoNodeLargeEnough", `marked with the verdict's reason: ${verdict}`);
   console.log(`  queue reason: ${why}`);
   await check(page, "queue");
   await api("DELETE", "/projects/proj-a/jobs/ui-too-big");

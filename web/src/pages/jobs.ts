@@ -3,7 +3,7 @@
 // jobs cost one page. State and text are matched here: without them a page
 // is one API page of PAGE jobs; with them pages of SCAN jobs are read and
 // filtered until PAGE match.
-import { type Obj, get, jobState, waitReason } from "../api";
+import { type Obj, get, jobState, reasonAttrs, waitReason } from "../api";
 import { type Ctx, notice } from "../ctx";
 import { age, badge, field, h, mount, table } from "../dom";
 
@@ -113,7 +113,7 @@ export async function jobsPage(main: HTMLElement, ctx: Ctx): Promise<void> {
       stateBadge(jobState(j)),
       age(j.metadata.creationTimestamp),
       Object.entries(j.metadata.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(", "),
-      h("span", { class: "reason" }, jobState(j) === "Queued" ? waitReason(j) : ""),
+      h("span", reasonAttrs(j), jobState(j) === "Queued" ? waitReason(j) : ""),
     ]);
     const go = (t: string) => {
       const np = new URLSearchParams(p);

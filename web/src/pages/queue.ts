@@ -2,7 +2,7 @@
 // (DESIGN.md "Scheduling", step 1: priority value, then the department's
 // dominant share used/guarantee, then arrival), each with the reason it
 // waits (its Queued condition), its priority, department and age.
-import { type Obj, RESOURCES, get, jobState, liveList, qty, waitReason } from "../api";
+import { type Obj, RESOURCES, get, jobState, liveList, qty, reasonAttrs, waitReason } from "../api";
 import { type Ctx, notice } from "../ctx";
 import { age, h, mount, table } from "../dom";
 
@@ -58,7 +58,7 @@ export function queuePage(main: HTMLElement, ctx: Ctx): void {
           deptOf(j) || "-",
           String(prio),
           age(j.metadata.creationTimestamp),
-          h("span", { class: "reason" }, waitReason(j) || "waiting for the next scheduling cycle"),
+          h("span", reasonAttrs(j), waitReason(j) || "waiting for the next scheduling cycle"),
         ]),
         "queue",
       ),
