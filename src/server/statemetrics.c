@@ -201,8 +201,8 @@ static const struct family {
     {GT_KIND_JOB, job_cb, 2, "gantry_job_requeues_total", "counter",
      "Times the job went back to the queue after a preemption (status.requeueCount)."},
     {GT_KIND_JOB, job_cb, 3, "gantry_job_pending", "gauge",
-     "Queued jobs with the reason of their last wait (Quota, Unschedulable; Pending before "
-     "the scheduler's first verdict); sum by department and reason."},
+     "Queued jobs with the reason of their last wait (Quota, Unschedulable, Inadmissible; Pending "
+     "before the scheduler's first verdict); sum by department and reason."},
     {GT_KIND_TASK, task_cb, 0, "gantry_task_status_phase", "gauge",
      "1 for the task's phase, 0 for the others."},
     {GT_KIND_NODE, node_cb, 0, "gantry_node_status_condition", "gauge",
