@@ -221,8 +221,10 @@ void gt_image_event_add(const char *state_dir, const char *reason, const char *f
  * -errno when it could not run. */
 int gt_image_tool_run(char *const *argv, char *const *env, struct gt_buf *out,
                       struct gt_buf *errout);
-/* The message of a Go tool's stderr: the last msg="..." (unquoted), else
- * the last non-empty line, into buf. */
+/* The message of a Go tool's stderr: the last msg="..." (unquoted; skopeo's
+ * misleading "Error parsing image name" lead for an unreachable registry
+ * becomes "cannot reach registry HOST: ..."), else the last non-empty line,
+ * into buf. */
 void gt_image_tool_message(const char *stderr_text, char *buf, size_t len);
 
 /* ---- the gantlet daemon (daemon.c, tasks.c, logserve.c, apiclient.c) ---- */

@@ -149,8 +149,9 @@ const char *gt_task_stop_reason(const char *stop_reason);
 
 /* A terminal Task status for an exit record: prev (the Task's current
  * status, borrowed, may be NULL) keeps boundTime/startTime/hostPid; phase
- * Succeeded for exit 0 without a stop, else Failed with reason OOMKilled,
- * Error, or the stop's reason. Returns a new object (caller decrefs). */
+ * Succeeded for exit 0 without a stop (or after a JobFinished stop, with
+ * that reason), else Failed with reason OOMKilled, Error, or the stop's
+ * reason. Returns a new object (caller decrefs). */
 json_t *gt_task_exit_status(const json_t *prev, const struct gt_shim_exit *ex);
 /* Also: a start failure with a reason (exit.json "reason") is reported
  * with that reason and the error as its message. */

@@ -206,6 +206,30 @@ void gt_image_ref_transport(const struct gt_image_ref *ref, const char *digest, 
 
 /* ---- tool messages ---- */
 
+/* skopeo says "Error parsing image name \"REF\": pinging container
+ * registry HOST: ..." for any registry it cannot reach, though the name
+ * parsed: lead with what happened ("cannot reach registry HOST: ..."). */
+static void reword(char *buf, size_t len)
+{
+    static const char parsing[] = "Error parsing image name \"";
+    static const char pinging[] = "pinging container registry ";
+    if (strncmp(buf, parsing, sizeof(parsing) - 1) != 0) {
+        return;
+    }
+    char *rest = strstr(buf + sizeof(parsing) - 1, "\": ");
+    if (!rest) {
+        return;
+    }
+    rest += 3;
+    char *text = gt_xstrdup(rest);
+    if (!strncmp(text, pinging, sizeof(pinging) - 1)) {
+        snprintf(buf, len, "cannot reach registry %s", text + sizeof(pinging) - 1);
+    } else {
+        snprintf(buf, len, "%s", text);
+    }
+    free(text);
+}
+
 void gt_image_tool_message(const char *text, char *buf, size_t len)
 {
     buf[0] = '\0';
@@ -224,6 +248,7 @@ void gt_image_tool_message(const char *text, char *buf, size_t len)
             buf[k++] = *p;
         }
         buf[k] = '\0';
+        reword(buf, len);
         return;
     }
     /* the last non-empty line */

@@ -1,7 +1,8 @@
 /*
  * Events of a task's image pull, posted by the agent: the shim appends
- * "REASON\tMESSAGE" lines to STATE_DIR/events (Pulling, Pulled) before the
- * task starts; the agent posts each new line as an Event on the Task
+ * "REASON\tMESSAGE" lines to STATE_DIR/events (Pulling, Pulled, or Failed)
+ * before the task starts; the agent posts each new line as an Event on the
+ * Task (type Warning for Failed and BackOff, else Normal)
  * (POST /apis/gantry.dev/v1/events, which gantry:nodes may create). The
  * Event's name is the task's name plus a hash of its uid and reason, so a
  * line posted again after an agent restart is refused (409) rather than
@@ -80,7 +81,9 @@ void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t)
             char *tab = strchr(p, '\t');
             if (tab && line >= t->events_posted) {
                 *tab = '\0';
-                gt_gantlet_event_post(g, t, "Task", "Normal", p, tab + 1);
+                /* as the kubelet's: a failed pull and its back-off are warnings */
+                bool warn = !strcmp(p, "Failed") || !strcmp(p, "BackOff");
+                gt_gantlet_event_post(g, t, "Task", warn ? "Warning" : "Normal", p, tab + 1);
                 t->events_posted = line + 1;
             }
             line++;

@@ -14,7 +14,11 @@
  * through cgroup.procs files the shim opened, and only then sets itself up
  * and execs: nothing of the task runs outside its limits. Setup failures
  * in the child travel back over a close-on-exec pipe as (stage, errno);
- * end of file on it means the exec succeeded. Between clone and exec the
+ * end of file on it means the exec succeeded. In a PID namespace the
+ * cloned process forks the task's main process and execs this binary as
+ * its init (shim_init.c: signals forwarded, zombies reaped, the main
+ * process's wait status reported on a pipe), so a script is not PID 1,
+ * which ignores SIGTERM. Between clone and exec the
  * child calls only async-signal-safe functions and writes nothing of the
  * shim's memory but its own stack and the shared errno; whatever it needs
  * (mount sources, the preparer's argv) is computed before the clone.
@@ -67,6 +71,7 @@ enum stage {
     ST_SETGID,
     ST_SETUID,
     ST_NO_NEW_PRIVS,
+    ST_INIT,
     ST_CHDIR,
     ST_EXEC,
 };
@@ -84,6 +89,7 @@ static const char *const stage_names[] = {
     [ST_SETGID] = "setgid",
     [ST_SETUID] = "setuid",
     [ST_NO_NEW_PRIVS] = "no_new_privs",
+    [ST_INIT] = "start the task's init",
     [ST_CHDIR] = "chdir",
     [ST_EXEC] = "exec",
 };
@@ -106,6 +112,7 @@ struct shim {
     int status;         /* wait status of the task */
     int64_t kill_at_ms; /* monotonic; -1 when no stop is pending */
     int prep_rd_fd;     /* the preparer's failure report; -1 when none */
+    int init_rd_fd;     /* the init's report of the main process's wait status; -1: none */
     bool *vol_is_dir;   /* per volume: a directory (else a file) */
     struct gt_shim_exit ex;
     struct gt_image_pulled img; /* an image task's image (use_fd -1 until pulled) */
@@ -124,10 +131,11 @@ struct child_fds {
     int out_wr_fd;
     int null_fd;
     const bool *vol_is_dir;
-    const char *hosts_src; /* NULL: keep /etc/hosts */
-    int exe_fd;            /* this binary, for the preparer; -1 when none runs */
-    int spec_fd, prep_wr_fd;
+    const char *hosts_src;   /* NULL: keep /etc/hosts */
+    int exe_fd;              /* this binary, for the preparer and the init; -1 when neither */
+    int spec_fd, prep_wr_fd; /* -1 when no preparer runs */
     char *const *prep_argv;
+    int init_wr_fd; /* -1: no init (no PID namespace); see shim_init.c */
 };
 
 static _Noreturn void child_fail(const struct child_fds *fds, enum stage st, int e)
@@ -178,21 +186,29 @@ static int bind_mount(const char *src, const char *target, bool read_only)
 }
 
 /* "/proc/self/fd/<fd>" into buf (32 bytes), without stdio. */
-static void fd_path(char *buf, int fd)
+
+/* Decimal digits of v (>= 0) into buf (12 bytes), without stdio. */
+static void decimal(char *buf, long v)
 {
-    static const char prefix[] = "/proc/self/fd/";
     char digits[12];
     int n = 0;
     do {
-        digits[n++] = (char)('0' + fd % 10);
-        fd /= 10;
-    } while (fd > 0);
-    memcpy(buf, prefix, sizeof(prefix) - 1);
-    char *p = buf + sizeof(prefix) - 1;
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 && n < 11);
+    char *p = buf;
     while (n > 0) {
         *p++ = digits[--n];
     }
     *p = '\0';
+}
+
+/* "/proc/self/fd/<fd>" into buf (32 bytes), without stdio. */
+static void fd_path(char *buf, int fd)
+{
+    static const char prefix[] = "/proc/self/fd/";
+    memcpy(buf, prefix, sizeof(prefix) - 1);
+    decimal(buf + sizeof(prefix) - 1, fd);
 }
 
 static void child_mounts(const struct gt_shim_spec *spec, const struct child_fds *fds)
@@ -217,9 +233,44 @@ static void child_mounts(const struct gt_shim_spec *spec, const struct child_fds
     }
 }
 
+/* In PID 1 of the task's namespace: fork the main process (a raw clone,
+ * so that nothing of libc's state in the shared memory is touched), which
+ * returns here to go on as the task in a process group of its own; this
+ * process execs this binary as the init over it. */
+static void child_init(const struct child_fds *fds)
+{
+    long pid = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (pid < 0) {
+        child_fail(fds, ST_INIT, errno);
+    }
+    sigset_t set;
+    if (pid == 0) {
+        setpgid(0, 0);
+        sigemptyset(&set);
+        sigprocmask(SIG_SETMASK, &set, NULL);
+        return;
+    }
+    /* PID 1 drops the signals it does not handle; blocked ones are kept
+     * pending, across the exec, for the init to forward: a stop that
+     * comes while it starts is not lost */
+    sigfillset(&set);
+    sigprocmask(SIG_SETMASK, &set, NULL);
+    char pid_arg[12], fd_arg[12];
+    decimal(pid_arg, pid);
+    decimal(fd_arg, fds->init_wr_fd);
+    char *argv[] = {(char *)"gantry-shim", (char *)"--init", pid_arg, fd_arg, NULL};
+    if (fcntl(fds->init_wr_fd, F_SETFD, 0) < 0) {
+        child_fail(fds, ST_INIT, errno);
+    }
+    fexecve(fds->exe_fd, argv, fds->spec->env);
+    child_fail(fds, ST_INIT, errno);
+}
+
 /* The task's process: shares the suspended shim's memory (CLONE_VM |
  * CLONE_VFORK) on a stack of its own until it execs; joins the cgroup
- * before anything else, so nothing of the task runs outside its limits. */
+ * before anything else, so nothing of the task runs outside its limits.
+ * In a PID namespace it becomes the init (child_init) and its child the
+ * task's main process. */
 static int child_run(void *arg)
 {
     const struct child_fds *fds = arg;
@@ -247,9 +298,13 @@ static int child_run(void *arg)
         dup2(fds->out_wr_fd, STDERR_FILENO) < 0) {
         child_fail(fds, ST_STDIO, errno);
     }
+    /* the shim's mask (its signalfd's signals blocked) stays on until the
+     * task's main process is on its own: see child_init */
     sigset_t none;
     sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (fds->init_wr_fd < 0) {
+        sigprocmask(SIG_SETMASK, &none, NULL);
+    }
     signal(SIGPIPE, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     if (setgroups(spec->n_groups, spec->groups) < 0) {
@@ -264,11 +319,14 @@ static int child_run(void *arg)
     if (!spec->privileged && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         child_fail(fds, ST_NO_NEW_PRIVS, errno);
     }
+    if (fds->init_wr_fd >= 0) {
+        child_init(fds);
+    }
     if (chdir(spec->cwd) < 0) {
         child_fail(fds, ST_CHDIR, errno);
     }
     int e;
-    if (fds->exe_fd >= 0) {
+    if (fds->spec_fd >= 0) {
         /* the preparer inherits the spec and its report pipe */
         if (fcntl(fds->spec_fd, F_SETFD, 0) < 0 || fcntl(fds->prep_wr_fd, F_SETFD, 0) < 0) {
             child_fail(fds, ST_EXEC, errno);
@@ -320,21 +378,30 @@ struct child_plan {
     char hosts_src[PATH_MAX + 16];
     char spec_arg[16], status_arg[16];
     char *prep_argv[7];
-    int exe_fd, spec_fd, prep[2];
+    int exe_fd, spec_fd, prep[2], init[2];
 };
 
 static int plan_child(struct shim *s, struct child_plan *pl, struct gt_err *err)
 {
     snprintf(pl->hosts_src, sizeof(pl->hosts_src), "%s/hosts", s->dir);
-    pl->exe_fd = pl->spec_fd = pl->prep[0] = pl->prep[1] = -1;
+    pl->exe_fd = pl->spec_fd = pl->prep[0] = pl->prep[1] = pl->init[0] = pl->init[1] = -1;
+    bool init = s->spec.namespaces & GT_NS_PID;
+    if (init || needs_preparer(&s->spec)) {
+        pl->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        if (pl->exe_fd < 0) {
+            return gt_err_set(err, -errno, "open /proc/self/exe: %s", strerror(errno));
+        }
+    }
+    if (init && (pipe2(pl->init, O_CLOEXEC) < 0 || fcntl(pl->init[0], F_SETFL, O_NONBLOCK) < 0)) {
+        return gt_err_set(err, -errno, "set up the init: %s", strerror(errno));
+    }
     if (!needs_preparer(&s->spec)) {
         return 0;
     }
     char path[PATH_MAX + 16];
     snprintf(path, sizeof(path), "%s/spec.json", s->dir);
-    pl->exe_fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     pl->spec_fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (pl->exe_fd < 0 || pl->spec_fd < 0 || pipe2(pl->prep, O_CLOEXEC) < 0 ||
+    if (pl->spec_fd < 0 || pipe2(pl->prep, O_CLOEXEC) < 0 ||
         fcntl(pl->prep[0], F_SETFL, O_NONBLOCK) < 0) {
         return gt_err_set(err, -errno, "set up the preparer: %s", strerror(errno));
     }
@@ -357,6 +424,8 @@ static void plan_fini(struct child_plan *pl)
     close_fd(&pl->spec_fd);
     close_fd(&pl->prep[0]);
     close_fd(&pl->prep[1]);
+    close_fd(&pl->init[0]);
+    close_fd(&pl->init[1]);
 }
 
 /* Start the task in the cgroup. 0, or negative with err set (nothing runs). */
@@ -384,6 +453,7 @@ static int start_task(struct shim *s, struct gt_err *err)
     fds.spec_fd = pl.spec_fd;
     fds.prep_wr_fd = pl.prep[1];
     fds.prep_argv = pl.prep_argv;
+    fds.init_wr_fd = pl.init[1];
     pid_t pid = clone_task(&fds);
     if (pid < 0) {
         rc = gt_err_set(err, pid, "clone: %s", strerror(-pid));
@@ -394,6 +464,7 @@ static int start_task(struct shim *s, struct gt_err *err)
     close_fd(&fail[1]);
     close_fd(&out[1]);
     close_fd(&pl.prep[1]);
+    close_fd(&pl.init[1]);
     struct child_fail f;
     ssize_t r;
     while (rc == 0 && (r = read(fail[0], &f, sizeof(f))) != 0) {
@@ -402,9 +473,16 @@ static int start_task(struct shim *s, struct gt_err *err)
         }
         if (r != (ssize_t)sizeof(f) || f.stage < 0 || f.stage > ST_EXEC) {
             rc = gt_err_set(err, GT_EINTERNAL, "task setup died without a reason");
+        } else if (f.stage == ST_CHDIR && f.err == EACCES) {
+            rc = gt_err_set(err, -f.err,
+                            "chdir %s: %s (uid %ld cannot reach the working directory: every "
+                            "directory above it must be searchable by that uid)",
+                            s->spec.cwd, strerror(f.err), (long)s->spec.uid);
         } else {
-            rc = gt_err_set(err, -f.err, "%s %s: %s", stage_names[f.stage],
-                            f.stage == ST_EXEC ? s->spec.argv[0] : "", strerror(f.err));
+            const char *what = f.stage == ST_EXEC    ? s->spec.argv[0]
+                               : f.stage == ST_CHDIR ? s->spec.cwd
+                                                     : "";
+            rc = gt_err_set(err, -f.err, "%s %s: %s", stage_names[f.stage], what, strerror(f.err));
             if (f.stage == ST_VOLUME) {
                 snprintf(s->ex.reason, sizeof(s->ex.reason), "VolumeDenied");
             }
@@ -419,6 +497,8 @@ static int start_task(struct shim *s, struct gt_err *err)
         out[0] = -1;
         s->prep_rd_fd = pl.prep[0];
         pl.prep[0] = -1;
+        s->init_rd_fd = pl.init[0];
+        pl.init[0] = -1;
     }
 out:
     plan_fini(&pl);
@@ -693,6 +773,12 @@ static void finish(struct shim *s)
     if (s->prep_rd_fd >= 0) {
         read_prep_report(s);
     }
+    int main_status;
+    if (s->init_rd_fd >= 0 && s->exited &&
+        read(s->init_rd_fd, &main_status, sizeof(main_status)) == (ssize_t)sizeof(main_status)) {
+        s->status = main_status; /* the main process's own, not its init's */
+    }
+    close_fd(&s->init_rd_fd);
     if (s->task_pid > 0) {
         int64_t ooms = 0;
         if (gt_cgroup_oom_kills(&s->cg, &ooms, &err) < 0) {
@@ -830,6 +916,7 @@ static _Noreturn void run_detached(struct shim *s)
     s->cg.oom_fd = -1;
     s->cg.oom_ctl_fd = -1;
     s->prep_rd_fd = -1;
+    s->init_rd_fd = -1;
     s->img.use_fd = -1;
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     write_number(s, "shim.pid", getpid());
@@ -837,6 +924,12 @@ static _Noreturn void run_detached(struct shim *s)
     s->ex.started_at_ms = gt_now_ms();
     if (prepare_and_start(s, &err) < 0) {
         gt_log_error("task did not start", "err=\"%s\"", err.msg);
+        if (s->log.fd >= 0) {
+            /* where the user looks first: the task's own log */
+            char line[sizeof(err.msg) + 64];
+            int n = snprintf(line, sizeof(line), "gantry: the task did not start: %s\n", err.msg);
+            gt_shim_log_write(&s->log, line, (size_t)n < sizeof(line) ? (size_t)n : 0, NULL);
+        }
         s->ex.exit_code = 127;
         snprintf(s->ex.error, sizeof(s->ex.error), "%s", err.msg);
         finish(s);

@@ -108,4 +108,11 @@ int gt_shim_main(const char *state_dir, int status_fd);
  * exit.json) and returns 127; it never returns on success. */
 int gt_shim_prepare_main(int spec_fd, int status_fd);
 
+/* "gantry-shim --init PID FD": PID 1 of a task's PID namespace (shim.c
+ * execs it there, the task's main process PID already its child): forwards
+ * signals to PID's process group, reaps every child, writes PID's wait
+ * status (an int) to fd FD once it has exited and returns its exit code
+ * (128 + signal for a signal). See shim_init.c. */
+int gt_shim_init_main(pid_t main_pid, int status_fd);
+
 #endif

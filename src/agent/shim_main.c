@@ -17,7 +17,8 @@ static void usage(FILE *f)
                "DIR/exit.json.\n"
                "The caller starts it as a session leader; it writes one byte on fd N once\n"
                "the task started (or its failure to start is recorded).\n"
-               "(gantry-shim --prepare --spec-fd N --status-fd M is the task's own first step.)\n");
+               "(gantry-shim --prepare --spec-fd N --status-fd M is the task's own first step;\n"
+               "gantry-shim --init PID FD its PID 1.)\n");
 }
 
 /* "--prepare --spec-fd N --status-fd M": the task's preparer (shim.h). */
@@ -37,10 +38,26 @@ static int prepare(int argc, char **argv)
     return gt_shim_prepare_main((int)spec_fd, (int)status_fd);
 }
 
+/* "--init PID FD": the task's PID 1 (shim.h). */
+static int init(int argc, char **argv)
+{
+    char *end1 = NULL, *end2 = NULL;
+    long pid = argc == 4 ? strtol(argv[2], &end1, 10) : 0;
+    long fd = argc == 4 ? strtol(argv[3], &end2, 10) : 0;
+    if (argc != 4 || *end1 || *end2 || pid < 2 || pid > INT_MAX || fd < 3 || fd > INT_MAX) {
+        usage(stderr);
+        return 2;
+    }
+    return gt_shim_init_main((pid_t)pid, (int)fd);
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--prepare") == 0) {
         return prepare(argc, argv);
+    }
+    if (argc >= 2 && strcmp(argv[1], "--init") == 0) {
+        return init(argc, argv);
     }
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);

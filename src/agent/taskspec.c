@@ -371,7 +371,11 @@ json_t *gt_task_exit_status(const json_t *prev, const struct gt_shim_exit *ex)
     } else {
         reason = "Error";
     }
-    bool ok = !ex->stop_requested && !ex->oom_killed && ex->exit_code == 0;
+    /* a task its job's end stopped (jobctl.c's "JobFinished") that exits 0
+     * of its own accord did its part: not a failure of the job's replicas */
+    bool clean = !ex->oom_killed && ex->exit_code == 0 && ex->signal == 0;
+    bool job_done = ex->stop_requested && !strcmp(ex->stop_reason, "JobFinished");
+    bool ok = clean && (!ex->stop_requested || job_done);
     char ts[32];
     json_object_set_new(st, "phase", json_string(ok ? "Succeeded" : "Failed"));
     json_object_set_new(st, "reason", json_string(reason));

@@ -5,14 +5,16 @@
  *
  * The conversion is strict in the same way as validation: every field of the
  * input is either carried over or refused with its path and "not supported
- * by gantry"; nothing that changes how the job runs is dropped. The only
- * fields accepted without a counterpart are the ones that address Kubernetes
- * machinery gantry has no equivalent of and that do not change what runs:
- * the container's name and imagePullPolicy, and the pod template's labels
- * and annotations (Kubernetes uses them for services and sidecar
- * injection), except Kueue's podset-required-topology and
- * podset-preferred-topology annotations, which become the job's
- * schedulingPolicy.topology. Kubeflow's defaults that differ from gantry's are written out
+ * by gantry" (a field the object has upstream) or "unknown field" (one it
+ * does not have, such as a misspelt "comand"); nothing that changes how the
+ * job runs is dropped. The only fields accepted without a counterpart are
+ * the ones that address Kubernetes machinery gantry has no equivalent of
+ * and that do not change what runs: the container's name and
+ * imagePullPolicy, and the pod template's labels and annotations
+ * (Kubernetes uses them for services and sidecar injection), except
+ * Kueue's podset-required-topology and podset-preferred-topology
+ * annotations, which become the job's schedulingPolicy.topology. Kubeflow's
+ * defaults that differ from gantry's are written out
  * (restartPolicy OnFailure for PyTorchJob, Never for TFJob; no
  * runPolicy.backoffLimit: GT_API_BACKOFF_UNLIMITED, as the operator does not
  * limit restarts then), and the output
@@ -37,24 +39,30 @@
 
 /* What differs between the two job kinds. */
 struct framework {
-    const char *kind;          /* "PyTorchJob" */
-    const char *specs_key;     /* spec.<specs_key> holds the replica specs */
-    const char *container;     /* the framework container's name */
-    const char *name;          /* value of the gantry.dev/framework annotation */
-    const char *restart;       /* Kubeflow's default restartPolicy */
-    const char *const *types;  /* replica types, canonical spelling */
-    const char *const *extras; /* other spec fields, handled by check_extras */
+    const char *kind;            /* "PyTorchJob" */
+    const char *specs_key;       /* spec.<specs_key> holds the replica specs */
+    const char *container;       /* the framework container's name */
+    const char *name;            /* value of the gantry.dev/framework annotation */
+    const char *restart;         /* Kubeflow's default restartPolicy */
+    const char *const *types;    /* replica types, canonical spelling */
+    const char *const *extras;   /* other spec fields, handled by check_extras */
+    const char *const *upstream; /* every field of its spec upstream */
 };
 
 static const char *const pytorch_types[] = {"Master", "Worker", NULL};
 static const char *const tf_types[] = {"Chief", "PS", "Worker", "Evaluator", "Master", NULL};
 static const char *const pytorch_extras[] = {"nprocPerNode", NULL};
 static const char *const tf_extras[] = {"successPolicy", "enableDynamicWorker", NULL};
+static const char *const pytorch_upstream[] = {"runPolicy", "elasticPolicy", "pytorchReplicaSpecs",
+                                               "nprocPerNode", NULL};
+static const char *const tf_upstream[] = {"runPolicy", "successPolicy", "tfReplicaSpecs",
+                                          "enableDynamicWorker", NULL};
 
 static const struct framework frameworks[] = {
     {"PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorch", "OnFailure", pytorch_types,
-     pytorch_extras},
-    {"TFJob", "tfReplicaSpecs", "tensorflow", "tensorflow", "Never", tf_types, tf_extras},
+     pytorch_extras, pytorch_upstream},
+    {"TFJob", "tfReplicaSpecs", "tensorflow", "tensorflow", "Never", tf_types, tf_extras,
+     tf_upstream},
 };
 
 /* Field paths in messages: "spec.pytorchReplicaSpecs.Worker.template". */
@@ -92,17 +100,140 @@ static int unsupported(const char *path, const char *key, struct gt_err *err)
     return gt_err_set(err, GT_EINVAL, "%s: not supported by gantry", join(p, path, key));
 }
 
-/* Refuse the first key of obj that is not in known. */
+/*
+ * The fields each object has upstream (Kubernetes core/v1 and the training
+ * operator's kubeflow.org/v1 types, as of v1.30 and v1.9.0), so that a
+ * field gantry lacks is told from a misspelt one: a key in neither the
+ * object's gantry list nor its upstream list is an unknown field.
+ */
+static const char *const k8s_object_meta[] = {"name",
+                                              "generateName",
+                                              "namespace",
+                                              "selfLink",
+                                              "uid",
+                                              "resourceVersion",
+                                              "generation",
+                                              "creationTimestamp",
+                                              "deletionTimestamp",
+                                              "deletionGracePeriodSeconds",
+                                              "labels",
+                                              "annotations",
+                                              "ownerReferences",
+                                              "finalizers",
+                                              "managedFields",
+                                              NULL};
+static const char *const k8s_container[] = {"name",
+                                            "image",
+                                            "command",
+                                            "args",
+                                            "workingDir",
+                                            "ports",
+                                            "envFrom",
+                                            "env",
+                                            "resources",
+                                            "resizePolicy",
+                                            "restartPolicy",
+                                            "volumeMounts",
+                                            "volumeDevices",
+                                            "livenessProbe",
+                                            "readinessProbe",
+                                            "startupProbe",
+                                            "lifecycle",
+                                            "terminationMessagePath",
+                                            "terminationMessagePolicy",
+                                            "imagePullPolicy",
+                                            "securityContext",
+                                            "stdin",
+                                            "stdinOnce",
+                                            "tty",
+                                            NULL};
+static const char *const k8s_pod_spec[] = {"volumes",
+                                           "initContainers",
+                                           "containers",
+                                           "ephemeralContainers",
+                                           "restartPolicy",
+                                           "terminationGracePeriodSeconds",
+                                           "activeDeadlineSeconds",
+                                           "dnsPolicy",
+                                           "nodeSelector",
+                                           "serviceAccountName",
+                                           "serviceAccount",
+                                           "automountServiceAccountToken",
+                                           "nodeName",
+                                           "hostNetwork",
+                                           "hostPID",
+                                           "hostIPC",
+                                           "shareProcessNamespace",
+                                           "securityContext",
+                                           "imagePullSecrets",
+                                           "hostname",
+                                           "subdomain",
+                                           "affinity",
+                                           "schedulerName",
+                                           "tolerations",
+                                           "hostAliases",
+                                           "priorityClassName",
+                                           "priority",
+                                           "dnsConfig",
+                                           "readinessGates",
+                                           "runtimeClassName",
+                                           "enableServiceLinks",
+                                           "preemptionPolicy",
+                                           "overhead",
+                                           "topologySpreadConstraints",
+                                           "setHostnameAsFQDN",
+                                           "os",
+                                           "hostUsers",
+                                           "schedulingGates",
+                                           "resourceClaims",
+                                           NULL};
+static const char *const k8s_env_var[] = {"name", "value", "valueFrom", NULL};
+static const char *const k8s_resources[] = {"limits", "requests", "claims", NULL};
+static const char *const k8s_port[] = {"name",     "hostPort", "containerPort",
+                                       "protocol", "hostIP",   NULL};
+static const char *const k8s_mount[] = {"name",        "readOnly", "recursiveReadOnly",
+                                        "mountPath",   "subPath",  "mountPropagation",
+                                        "subPathExpr", NULL};
+static const char *const k8s_security[] = {
+    "capabilities", "privileged", "seLinuxOptions", "windowsOptions", "runAsUser", "runAsGroup",
+    "runAsNonRoot", "readOnlyRootFilesystem", "allowPrivilegeEscalation", "procMount",
+    "seccompProfile", "appArmorProfile",
+    /* PodSecurityContext's own */
+    "supplementalGroups", "supplementalGroupsPolicy", "fsGroup", "sysctls", "fsGroupChangePolicy",
+    "seLinuxChangePolicy", NULL};
+static const char *const k8s_host_path[] = {"path", "type", NULL};
+static const char *const k8s_pod_template[] = {"metadata", "spec", NULL};
+static const char *const kf_replica_spec[] = {"replicas", "template", "restartPolicy", NULL};
+static const char *const kf_run_policy[] = {"cleanPodPolicy",
+                                            "ttlSecondsAfterFinished",
+                                            "activeDeadlineSeconds",
+                                            "backoffLimit",
+                                            "schedulingPolicy",
+                                            "suspend",
+                                            "managedBy",
+                                            NULL};
+static const char *const kf_scheduling_policy[] = {
+    "minAvailable", "queue", "minResources", "priorityClass", "scheduleTimeoutSeconds", NULL};
+static const char *const kf_object[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+
+/* Refuse the first key of obj that is not in known: "not supported by
+ * gantry" when upstream has it (upstream NULL: any key, as for the open set
+ * of resource names), else "unknown field". */
 static int only_keys(const json_t *obj, const char *path, const char *const *known,
-                     struct gt_err *err)
+                     const char *const *upstream, struct gt_err *err)
 {
     const char *key;
     json_t *v;
     json_object_foreach((json_t *)obj, key, v)
     {
-        if (!in_list(known, key)) {
+        if (in_list(known, key)) {
+            continue;
+        }
+        if (!upstream || in_list(upstream, key)) {
             return unsupported(path, key, err);
         }
+        path_t p;
+        return gt_err_set(err, GT_EINVAL, "%s: unknown field", join(p, path, key));
     }
     return 0;
 }
@@ -152,7 +283,7 @@ static int convert_env(const json_t *env, const char *path, json_t *tmpl, struct
         index_path(p, path, i);
         int rc = want_type(e, JSON_OBJECT, p, err);
         if (rc == 0) {
-            rc = only_keys(e, p, known, err);
+            rc = only_keys(e, p, known, k8s_env_var, err);
         }
         if (rc != 0) {
             return rc;
@@ -168,7 +299,7 @@ static int convert_resources(const json_t *res, const char *path, json_t *tmpl, 
     static const char *const known[] = {"limits", "requests", NULL};
     static const char *const names[] = {GT_RES_NAME_CPU, GT_RES_NAME_MEMORY, GT_RES_NAME_GPU,
                                         GT_RES_NAME_GPU_MILLI, NULL};
-    int rc = only_keys(res, path, known, err);
+    int rc = only_keys(res, path, known, k8s_resources, err);
     if (rc != 0) {
         return rc;
     }
@@ -178,7 +309,7 @@ static int convert_resources(const json_t *res, const char *path, json_t *tmpl, 
         if ((rc = get_typed(res, *k, JSON_OBJECT, path, &map, err)) != 0) {
             return rc;
         }
-        if (map && (rc = only_keys(map, join(p, path, *k), names, err)) != 0) {
+        if (map && (rc = only_keys(map, join(p, path, *k), names, NULL, err)) != 0) {
             return rc;
         }
     }
@@ -199,7 +330,7 @@ static int convert_ports(const json_t *ports, const char *path, json_t *tmpl, st
         index_path(p, path, i);
         int rc = want_type(port, JSON_OBJECT, p, err);
         if (rc == 0) {
-            rc = only_keys(port, p, known, err);
+            rc = only_keys(port, p, known, k8s_port, err);
         }
         if (rc != 0) {
             return rc;
@@ -230,7 +361,7 @@ static int convert_mounts(const json_t *mounts, const char *path, json_t *tmpl, 
         index_path(p, path, i);
         int rc = want_type(m, JSON_OBJECT, p, err);
         if (rc == 0) {
-            rc = only_keys(m, p, known, err);
+            rc = only_keys(m, p, known, k8s_mount, err);
         }
         if (rc != 0) {
             return rc;
@@ -247,7 +378,7 @@ static int convert_security(const json_t *sc, const char *path, json_t *tmpl, st
     static const char *const known[] = {"runAsUser", NULL};
     int rc = want_type(sc, JSON_OBJECT, path, err);
     if (rc == 0) {
-        rc = only_keys(sc, path, known, err);
+        rc = only_keys(sc, path, known, k8s_security, err);
     }
     if (rc == 0) {
         copy_field(tmpl, sc, "runAsUser");
@@ -261,7 +392,7 @@ static int convert_container(const json_t *c, const char *path, json_t *tmpl, st
     static const char *const known[] = {"name",  "image",        "imagePullPolicy", "command",
                                         "args",  "env",          "workingDir",      "resources",
                                         "ports", "volumeMounts", "securityContext", NULL};
-    int rc = only_keys(c, path, known, err);
+    int rc = only_keys(c, path, known, k8s_container, err);
     if (rc != 0) {
         return rc;
     }
@@ -363,7 +494,7 @@ static int convert_volume(const json_t *vol, const char *path, json_t *volumes, 
         return gt_err_set(err, GT_EINVAL, "%s: must have a name and a hostPath", path);
     }
     join(p, path, "hostPath");
-    if ((rc = only_keys(host, p, host_known, err)) != 0) {
+    if ((rc = only_keys(host, p, host_known, k8s_host_path, err)) != 0) {
         return rc;
     }
     const char *type = json_string_value(json_object_get(host, "type"));
@@ -409,7 +540,7 @@ static int convert_pod_spec(const json_t *pod, const char *path, const struct fr
                                         "terminationGracePeriodSeconds", NULL};
     path_t p;
     json_t *containers, *vols, *sc;
-    int rc = only_keys(pod, path, known, err);
+    int rc = only_keys(pod, path, known, k8s_pod_spec, err);
     if (rc == 0) {
         rc = get_typed(pod, "containers", JSON_ARRAY, path, &containers, err);
     }
@@ -461,13 +592,13 @@ static int convert_template(const json_t *in, const char *path, const struct fra
     json_t *meta, *pod;
     int rc = want_type(in, JSON_OBJECT, path, err);
     if (rc == 0) {
-        rc = only_keys(in, path, known, err);
+        rc = only_keys(in, path, known, k8s_pod_template, err);
     }
     if (rc == 0) {
         rc = get_typed(in, "metadata", JSON_OBJECT, path, &meta, err);
     }
     if (rc == 0 && meta) {
-        rc = only_keys(meta, join(p, path, "metadata"), meta_known, err);
+        rc = only_keys(meta, join(p, path, "metadata"), meta_known, k8s_object_meta, err);
     }
     if (rc == 0) {
         rc = get_typed(in, "spec", JSON_OBJECT, path, &pod, err);
@@ -513,7 +644,7 @@ static int convert_replica(const json_t *rs, const char *path, const struct fram
     path_t p;
     int rc = want_type(rs, JSON_OBJECT, path, err);
     if (rc == 0) {
-        rc = only_keys(rs, path, known, err);
+        rc = only_keys(rs, path, known, kf_replica_spec, err);
     }
     if (rc != 0) {
         return rc;
@@ -585,12 +716,13 @@ static int convert_run_policy(const json_t *rp, const char *path, json_t *gspec,
     static const char *const sched_known[] = {"minAvailable", "queue", "priorityClass", NULL};
     path_t p;
     json_t *sp;
-    int rc = only_keys(rp, path, known, err);
+    int rc = only_keys(rp, path, known, kf_run_policy, err);
     if (rc == 0) {
         rc = get_typed(rp, "schedulingPolicy", JSON_OBJECT, path, &sp, err);
     }
     if (rc == 0 && sp) {
-        rc = only_keys(sp, join(p, path, "schedulingPolicy"), sched_known, err);
+        rc = only_keys(sp, join(p, path, "schedulingPolicy"), sched_known, kf_scheduling_policy,
+                       err);
     }
     if (rc != 0) {
         return rc;
@@ -733,7 +865,7 @@ static int convert_spec(const json_t *spec, const struct framework *fw, json_t *
     }
     known[n] = NULL;
     json_t *specs, *rp;
-    int rc = only_keys(spec, "spec", known, err);
+    int rc = only_keys(spec, "spec", known, fw->upstream, err);
     if (rc == 0) {
         rc = check_extras(spec, "spec", err);
     }
@@ -775,7 +907,7 @@ static int convert_metadata(const json_t *md, const struct framework *fw, json_t
                             struct gt_err *err)
 {
     static const char *const known[] = {"name", "namespace", "labels", "annotations", NULL};
-    int rc = only_keys(md, "metadata", known, err);
+    int rc = only_keys(md, "metadata", known, k8s_object_meta, err);
     if (rc != 0) {
         return rc;
     }
@@ -841,7 +973,7 @@ int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *e
     *job_out = NULL;
     int rc = find_framework(in, &fw, err);
     if (rc == 0) {
-        rc = only_keys(in, "", known, err);
+        rc = only_keys(in, "", known, kf_object, err);
     }
     if (rc == 0) {
         rc = get_typed(in, "metadata", JSON_OBJECT, "", &md, err);

@@ -49,6 +49,7 @@ struct gt_cli_config {
     char *server;
     char *token;
     char *project;
+    char *data_dir; /* the local cluster `gantry up` made it for, or NULL */
 };
 
 /* Path of the configuration file: $GANTRY_CONFIG, else
@@ -76,19 +77,34 @@ int gt_cli_config_project(const char *flag_project, char **project, struct gt_er
 
 /* Write the configuration file at path (borrowed) atomically: the parent
  * directory is created (mode 0700) if missing, the JSON
- * {"server": ..., "token": ..., "project": ...} is written to a temporary
- * file of mode 0600 in the same directory, fsync'd, and renamed over path.
- * token and project may be NULL (then omitted). Returns 0 or -errno with err
- * naming the file. */
+ * {"server": ..., "token": ..., "project": ..., "dataDir": ...} is written
+ * to a temporary file of mode 0600 in the same directory, fsync'd, and
+ * renamed over path. token, project and data_dir (the data directory of
+ * the local cluster the file is for) may be NULL (then omitted). Returns 0
+ * or -errno with err naming the file. */
 int gt_cli_config_write(const char *path, const char *server, const char *token,
-                        const char *project, struct gt_err *err);
+                        const char *project, const char *data_dir, struct gt_err *err);
+
+/* Read the configuration file at path (borrowed) alone into cfg (zeroed
+ * first; release with gt_cli_config_fini): no flags, no environment. A
+ * missing file leaves cfg empty. Returns 0, or GT_EBADREQ as
+ * gt_cli_config_resolve. */
+int gt_cli_config_read(const char *path, struct gt_cli_config *cfg, struct gt_err *err);
 
 /* ---- kinds and paths (kinds.c) ---- */
 
 /* Look up a kind as a user types it: the kind name ("Job"), its lower-case
- * singular or plural ("job", "jobs"), or a short name ("dept", "proj", "pc",
- * "no", "ev"); case-insensitive. Returns static data or NULL. */
+ * singular or plural ("job", "jobs"), a short name ("dept", "proj", "pc",
+ * "no", "ev"), a Kubernetes or Kubeflow name for it ("pods", "tfjobs",
+ * "pytorchjobs", "mpijobs"), each also with its group (".gantry.dev", as
+ * `-o name` prints, or ".kubeflow.org"); case-insensitive. Returns static
+ * data or NULL. */
 const struct gt_kind_info *gt_cli_kind_lookup(const char *word);
+
+/* A KIND/NAME argument as `-o name` prints it ("job.gantry.dev/x", or
+ * "job/x"): 1 with *kind_word (new, caller frees) and *name (borrowed from
+ * arg) set; 0 when arg has no '/'; -1 when it is malformed. */
+int gt_cli_kind_ref_split(const char *arg, char **kind_word, const char **name);
 
 /* API path of a kind's collection or object: "/apis/gantry.dev/v1/" then
  * "projects/{project}/" for a project-scoped kind when project is non-NULL,
@@ -153,6 +169,7 @@ void gt_cli_table_clear(struct gt_cli_table *t);
 struct gt_cli_columns_opts {
     bool wide;         /* -o wide: extra columns per kind */
     bool with_project; /* -A on a project-scoped kind: a leading PROJECT column */
+    bool show_labels;  /* --show-labels: a last LABELS column (k=v,... in key order) */
 };
 
 /* Start a table with the headers of kind k (see the per-kind comments in
@@ -229,6 +246,17 @@ int gt_cli_status_error(long http_status, const char *body, size_t len, struct g
  * $HOME/.local/share/gantry; NULL when neither is set. Caller frees. */
 char *gt_cli_up_data_dir(void);
 
+/* Data directory of a local cluster run by root whose tasks' uid cannot
+ * reach the default one (a home directory is often 0700). */
+#define GT_CLI_UP_SYSTEM_DATA_DIR "/var/lib/gantry"
+
+/* Can a process of uid (primary group gid) search every existing
+ * directory on the way to dir (absolute, borrowed), as a task needs to
+ * reach its working directory under the data directory? 0 (always for uid
+ * 0), or GT_EFORBIDDEN with err naming the first directory that bars it
+ * and its mode. Parts not there yet count as reachable. */
+int gt_cli_up_reachable(const char *dir, long uid, long gid, struct gt_err *err);
+
 /* The uid the local user's token maps to (tasks run as it): flag_uid
  * (--uid) when >= 0, else 65534 (nobody) for root, else euid itself. */
 long gt_cli_up_task_uid(long euid, long flag_uid);
@@ -261,7 +289,8 @@ char *gt_cli_up_prometheus_config(const char *gantryd, const char *gantlet);
 struct gt_cli_run_opts {
     const char *name;
     const char *project;
-    const char *image; /* NULL: none */
+    const char *image;   /* NULL: none */
+    const char *workdir; /* template.workingDir (absolute), NULL: the task's own */
     const char *gpus;
     const char *cpu;
     const char *memory;
@@ -294,9 +323,9 @@ int gt_cli_requirements_parse(const char *text, size_t len, json_t **out, struct
 
 /* The exit status `gantry run` ends with for a terminal task (borrowed):
  * 0 for Succeeded; 128+signal when killed by a signal; the exit code's low
- * byte when non-zero; otherwise 1 with msg (len bytes) saying why
- * ("task t ended Failed: NodeLost (...)"). msg is "" unless 1 was chosen
- * that way. */
+ * byte when non-zero; otherwise 1. msg (len bytes) says why ("task t ended
+ * Failed: NodeLost (...)") unless the command failed on its own (reason
+ * Error, no message), when it is "". */
 int gt_cli_task_exit_status(const struct gt_api_task *task, char *msg, size_t len);
 
 /* Name of the task whose log `gantry logs JOB` shows: JOB-<replica> when

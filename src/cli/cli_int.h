@@ -76,13 +76,15 @@ enum gt_cli_task_goal {
 /* Has task (borrowed) reached goal? */
 bool gt_cli_task_reached(const struct gt_api_task *task, enum gt_cli_task_goal goal);
 
-/* Wait by watch until task name in project (borrowed) reaches goal,
- * including a task that does not exist yet. *task gets the Task then,
- * decoded (caller frees with gt_api_task_free). Returns 0; GT_ENOTFOUND
- * when the task is deleted first; or the watch's error (-ECANCELED when
- * interrupted). */
+/* Wait by watch until task name in project (borrowed) reaches goal; with
+ * exists false also a task that does not exist yet, with exists true one
+ * that must exist now (else GT_ENOTFOUND, "task X was deleted"). *task
+ * gets the Task then, decoded (caller frees with gt_api_task_free).
+ * Returns 0; GT_ENOTFOUND when the task is deleted first; or the watch's
+ * error (-ECANCELED when interrupted). */
 int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *name,
-                     enum gt_cli_task_goal goal, struct gt_api_task **task, struct gt_err *err);
+                     enum gt_cli_task_goal goal, bool exists, struct gt_api_task **task,
+                     struct gt_err *err);
 
 /* Copy task name's log (gantryd's log endpoint; which one o says,
  * borrowed) to out as it arrives, flushing each chunk; with o->follow, until
@@ -90,6 +92,82 @@ int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *n
  * error. */
 int gt_cli_task_log_copy(struct gt_cli_client *c, const char *project, const char *name,
                          const struct gt_cli_log_opts *o, FILE *out, struct gt_err *err);
+
+/* ---- manifests of apply -f and delete -f (manifests.c) ---- */
+
+/* One document read and where it came from. */
+struct gt_cli_manifest {
+    json_t *obj;          /* owned; a Kubeflow document is replaced by its Job */
+    const char *file;     /* borrowed from the set's names */
+    size_t index, n_docs; /* its place in its file */
+    int rank;             /* dependency order: lower first */
+    size_t seq;           /* reading order */
+};
+
+/* Every document read, in dependency order once read. */
+struct gt_cli_manifests {
+    struct gt_cli_manifest *docs;
+    size_t n, cap;
+    char **names; /* the files read (owned) */
+    size_t n_names, cap_names;
+};
+
+/* Where one document goes. */
+struct gt_cli_target {
+    const struct gt_kind_info *kind; /* static */
+    const char *name;                /* borrowed from the document */
+    const char *project;             /* NULL for cluster-scoped kinds; borrowed */
+};
+
+enum { GT_CLI_MAX_FILES = 64 };
+
+/* The -f (repeatable, in order, as kubectl) and -R flags of apply and
+ * delete; the paths are borrowed from argv. */
+struct gt_cli_file_flags {
+    const char *files[GT_CLI_MAX_FILES];
+    size_t n_files;
+    bool too_many; /* more than GT_CLI_MAX_FILES -f */
+    bool recursive;
+};
+
+/* Take option opt ('f' with value, or 'R') into f; false for any other. */
+bool gt_cli_file_flag(struct gt_cli_file_flags *f, int opt, const char *value);
+
+/* Read the documents of paths (n_paths, borrowed: files, directories, "-"
+ * for standard input; directories' subdirectories too with recursive) into
+ * m (zeroed first), in dependency order. 0, or an error naming the file
+ * (GT_EBADREQ also when there is no document at all); m is empty then. */
+int gt_cli_manifests_read(struct gt_cli_manifests *m, const char *const *paths, size_t n_paths,
+                          bool recursive, struct gt_err *err);
+/* Free m's documents and names. */
+void gt_cli_manifests_fini(struct gt_cli_manifests *m);
+/* Work out where d goes: a kubeflow.org document converted in place (in
+ * project_flag, else default_project, when it names no namespace;
+ * from_kind, len bytes, gets e.g. "tfjob.kubeflow.org", else ""), then
+ * its kind, name and project (the document's, else project_flag, else
+ * default_project). 0, or GT_EBADREQ/GT_EINVAL with err. */
+int gt_cli_manifest_target(struct gt_cli_manifest *d, const char *project_flag,
+                           const char *default_project, struct gt_cli_target *t, char *from_kind,
+                           size_t len, struct gt_err *err);
+/* Prefix err with which document failed: 'KIND "NAME" (document I of N in
+ * FILE)' (t: what is known of its target, may be all NULL). */
+void gt_cli_manifest_describe_failure(struct gt_err *err, const char *file, size_t index,
+                                      size_t n_docs, const struct gt_cli_target *t);
+
+/* ---- kubectl's JSONPath (jsonpath.c) ---- */
+
+/* The values expr (".a.b[0]", "{.items[*].metadata.name}", borrowed) finds
+ * from root: *out a new JSON array of them (caller json_decref()s; empty
+ * when nothing is there). 0, or GT_EBADREQ with err for a form that is not
+ * supported (filters, slices, ..). */
+int gt_cli_jsonpath_eval(const char *expr, const json_t *root, json_t **out, struct gt_err *err);
+/* v as a template prints it: a string bare, anything else compact JSON. */
+void gt_cli_jsonpath_text(const json_t *v, struct gt_buf *out);
+/* Render a `-o jsonpath=` template (borrowed; text, {EXPR}, {range
+ * EXPR}...{end}, {"literal"}) against root onto out. 0, or GT_EBADREQ
+ * with err naming what does not parse. */
+int gt_cli_jsonpath_render(const char *tmpl, const json_t *root, struct gt_buf *out,
+                           struct gt_err *err);
 
 /* ---- commands (the table in commands.c, helpers in cmdctx.c, handlers in
  * cmd_*.c) ---- */

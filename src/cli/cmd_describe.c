@@ -53,11 +53,18 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
     if (rc != 0) {
         return rc;
     }
-    if (argc - first != 2) {
+    /* KIND NAME, or KIND/NAME as `get -o name` prints it */
+    char *kind_word = NULL;
+    const char *name = argc - first == 2 ? argv[first + 1] : NULL;
+    int split = first < argc ? gt_cli_kind_ref_split(argv[first], &kind_word, &name) : 0;
+    if (split < 0 || argc - first != (split ? 1 : 2)) {
+        free(kind_word);
         return gt_cli_usage_error(
             ctx, cmd, argc - first > 2 ? "too many arguments" : "name a kind and an object");
     }
-    rc = gt_cli_resolve_kind(ctx, cmd, argv[first], project_flag, &kind, &project);
+    rc = gt_cli_resolve_kind(ctx, cmd, kind_word ? kind_word : argv[first], project_flag, &kind,
+                             &project);
+    free(kind_word);
     if (rc != 0) {
         return rc;
     }
@@ -66,7 +73,6 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
     if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
         return gt_cli_fail(ctx, &err);
     }
-    const char *name = argv[first + 1];
     char *path = gt_cli_kind_path(kind, project, name);
     json_t *obj = NULL;
     rc = gt_cli_client_request(client, "GET", path, NULL, &obj, &err);

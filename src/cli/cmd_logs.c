@@ -104,7 +104,7 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
      * run has ended already) */
     if (f.lo.follow && !f.lo.previous) {
         struct gt_api_task *started = NULL;
-        rc = gt_cli_task_wait(client, project, task, GT_CLI_TASK_STARTED, &started, &err);
+        rc = gt_cli_task_wait(client, project, task, GT_CLI_TASK_STARTED, false, &started, &err);
         gt_api_task_free(started);
         if (rc != 0) {
             rc = gt_cli_fail(ctx, &err);

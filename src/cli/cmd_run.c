@@ -1,11 +1,14 @@
 /*
  * `gantry run [--gpus N] [--cpu Q] [--memory Q] [--workers N] [-p PROJECT]
- * [--name NAME] [--image IMG] [--git URL [--revision R]] [--requirements
- * FILE] -- CMD ARGS...`: submit a Job (one task, or with --workers a
+ * [--name NAME] [--image IMG] [--workdir DIR] [--git URL [--revision R]]
+ * [--requirements FILE] -- CMD ARGS...`: submit a Job (one task, or with --workers a
  * PyTorch-style Master and N Workers running the same command), follow the
  * log of its first task (the master) to standard output and exit with that
  * task's exit status (see gt_cli_task_exit_status). --requirements reads
- * the local file and sends its lines as spec.requirements.
+ * the local file and sends its lines as spec.requirements. --workdir is the
+ * tasks' working directory on the node, made absolute here against the
+ * current directory (on a local cluster the node's files are the user's:
+ * `--workdir .` runs the command beside the user's files).
  *
  * Ctrl-C after the submit stops following only: the job keeps running and
  * nothing is deleted. SIGINT is blocked and read from a signalfd that the
@@ -33,11 +36,13 @@ enum {
     OPT_GIT,
     OPT_REVISION,
     OPT_REQUIREMENTS,
+    OPT_WORKDIR,
 };
 
 struct run_flags {
     const char *project;
     const char *requirements_file;
+    const char *workdir;
     bool bad_workers;
     struct gt_cli_run_opts o;
 };
@@ -77,6 +82,9 @@ static int on_run_opt(int opt, const char *value, void *arg)
         break;
     case OPT_REVISION:
         f->o.revision = value;
+        break;
+    case OPT_WORKDIR:
+        f->workdir = value;
         break;
     default:
         GT_ASSERT(opt == OPT_REQUIREMENTS);
@@ -125,15 +133,18 @@ static bool cond_true(const struct gt_api_job *job, const char *type, const char
 
 /* A job watch event: print each new reason the job waits for (its Queued
  * condition's message, as srun's "queued and waiting for resources");
- * 1 once the job has moved on (or is gone). */
+ * 1 once the job has moved on, -ENOENT once it is gone. */
 static int on_job_event(const json_t *event, void *arg)
 {
     struct queue_watch *q = arg;
     static const char *const moved_on[] = {"Running", "Restarting", "Succeeded", "Failed"};
     const char *type = json_string_value(json_object_get(event, "type"));
     const char *msg = NULL;
-    if (!type || !strcmp(type, "DELETED")) {
+    if (!type) {
         return 1;
+    }
+    if (!strcmp(type, "DELETED")) {
+        return -ENOENT;
     }
     struct gt_api_job *job = gt_api_job_new(json_object_get(event, "object"));
     int rc = 0;
@@ -162,6 +173,9 @@ static int wait_queued(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
     int rc;
     while ((rc = gt_cli_client_watch(client, path, on_job_event, &q, err)) == 0) {
     }
+    if (rc == -ENOENT) {
+        rc = gt_err_set(err, GT_ENOTFOUND, "job %s was deleted before it ran", job);
+    }
     free(q.said);
     free(path);
     free(sel_q);
@@ -181,7 +195,7 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
     struct gt_api_task *task = NULL;
     int rc = wait_queued(ctx, client, project, job, &err);
     if (rc == 0) {
-        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_STARTED, &task, &err);
+        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_STARTED, true, &task, &err);
     }
     bool ran = rc == 0 && (task->status.start_time || !gt_cli_task_reached(task, GT_CLI_TASK_DONE));
     if (ran) {
@@ -196,7 +210,7 @@ static int follow_task(struct gt_cli_ctx *ctx, struct gt_cli_client *client, con
     }
     if (rc == 0 && !gt_cli_task_reached(task, GT_CLI_TASK_DONE)) {
         gt_api_task_free(task);
-        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_DONE, &task, &err);
+        rc = gt_cli_task_wait(client, project, name, GT_CLI_TASK_DONE, true, &task, &err);
     }
     if (rc == -ECANCELED) {
         fprintf(ctx->err,
@@ -265,6 +279,7 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         {"git", required_argument, NULL, OPT_GIT},
         {"revision", required_argument, NULL, OPT_REVISION},
         {"requirements", required_argument, NULL, OPT_REQUIREMENTS},
+        {"workdir", required_argument, NULL, OPT_WORKDIR},
         {NULL, 0, NULL, 0},
     };
     struct run_flags f = {0};
@@ -288,13 +303,22 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         return gt_cli_fail(ctx, &err);
     }
     f.o.requirements = reqs;
+    char *workdir = NULL;
+    if (f.workdir && f.workdir[0] != '/' && !(workdir = realpath(f.workdir, NULL))) {
+        json_decref(reqs);
+        gt_err_set(&err, -errno, "--workdir %s: %s", f.workdir, strerror(errno));
+        return gt_cli_fail(ctx, &err);
+    }
+    f.o.workdir = workdir ? workdir : f.workdir;
     const char *project;
     if (gt_cli_ctx_project(ctx, f.project, &project, &err) != 0) {
         json_decref(reqs);
+        free(workdir);
         return gt_cli_fail(ctx, &err);
     }
     if (!project) {
         json_decref(reqs);
+        free(workdir);
         return gt_cli_usage_error(ctx, cmd, "no project: pass -p PROJECT (or run 'gantry up')");
     }
     char *name = f.o.name ? NULL : gt_cli_run_name_new();
@@ -313,6 +337,7 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     }
     json_decref(reqs);
     json_decref(job);
+    free(workdir);
     free(name);
     return rc;
 }

@@ -121,7 +121,8 @@ static int mkdir_p(const char *dir, struct gt_err *err)
         }
         char c = *p;
         *p = '\0';
-        if (mkdir(d, 0700) != 0 && errno != EEXIST) {
+        /* parents others may pass through: tasks run as another uid below */
+        if (mkdir(d, c ? 0711 : 0700) != 0 && errno != EEXIST) {
             rc = gt_err_set(err, -errno, "create %s: %s", d, strerror(errno));
             break;
         }
@@ -334,14 +335,54 @@ static void cluster_fini(struct cluster *cl)
     }
 }
 
-/* Fill the paths under dir (NULL: the default). */
+/* The primary group of uid (its own number when passwd has no entry), as
+ * the agent gives a task. */
+static long primary_gid(long uid)
+{
+    struct passwd *pw = getpwuid((uid_t)uid);
+    return pw ? (long)pw->pw_gid : uid;
+}
+
+/* The data directory up and down work on (new string, or NULL): --data-dir
+ * (absolute or relative); else the one the config file was written for
+ * (the cluster it points at); else the default, or for root whose tasks'
+ * uid (task_uid) cannot reach the default (a 0700 home),
+ * GT_CLI_UP_SYSTEM_DATA_DIR. */
+static char *choose_data_dir(const char *flag, long task_uid)
+{
+    if (flag) {
+        char cwd[PATH_MAX];
+        return flag[0] == '/' || !getcwd(cwd, sizeof(cwd)) ? gt_xstrdup(flag)
+                                                           : gt_xasprintf("%s/%s", cwd, flag);
+    }
+    char *cfg_path = gt_cli_config_path();
+    struct gt_cli_config cfg = {0};
+    if (cfg_path && gt_cli_config_read(cfg_path, &cfg, NULL) == 0 && cfg.data_dir) {
+        char *dir = cfg.data_dir;
+        cfg.data_dir = NULL;
+        gt_cli_config_fini(&cfg);
+        free(cfg_path);
+        return dir;
+    }
+    gt_cli_config_fini(&cfg);
+    free(cfg_path);
+    char *dir = gt_cli_up_data_dir();
+    if (geteuid() == 0 &&
+        (!dir || gt_cli_up_reachable(dir, task_uid, primary_gid(task_uid), NULL) < 0)) {
+        free(dir);
+        dir = gt_xstrdup(GT_CLI_UP_SYSTEM_DATA_DIR);
+    }
+    return dir;
+}
+
+/* Fill the paths under dir (borrowed; NULL: there is none). */
 static int cluster_init(struct cluster *cl, const char *dir, struct gt_err *err)
 {
     *cl = (struct cluster){0};
-    cl->dir = dir ? gt_xstrdup(dir) : gt_cli_up_data_dir();
-    if (!cl->dir) {
+    if (!dir) {
         return gt_err_set(err, GT_EBADREQ, "no data directory: pass --data-dir or set HOME");
     }
+    cl->dir = gt_xstrdup(dir);
     cl->logs = gt_xasprintf("%s/logs", cl->dir);
     cl->tokens = gt_xasprintf("%s/tokens", cl->dir);
     cl->node_token = gt_xasprintf("%s/node-token", cl->dir);
@@ -548,6 +589,21 @@ static int start_prometheus(const struct cluster *cl, const char *listen, struct
     return rc;
 }
 
+/* Say so when the config file at cfg_path points at another local cluster
+ * that still runs: it is about to point at the one in dir instead. */
+static void note_config_takeover(struct gt_cli_ctx *ctx, const char *cfg_path, const char *dir)
+{
+    struct gt_cli_config old = {0};
+    if (gt_cli_config_read(cfg_path, &old, NULL) == 0 && old.data_dir &&
+        strcmp(old.data_dir, dir) != 0 && live_pid(old.data_dir, "gantryd")) {
+        fprintf(ctx->err,
+                "note: %s pointed at the cluster in %s, which is still running (stop it with "
+                "'gantry down --data-dir %s'); it now points at this one\n",
+                cfg_path, old.data_dir, old.data_dir);
+    }
+    gt_cli_config_fini(&old);
+}
+
 int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
 {
     static const struct option long_opts[] = {
@@ -585,7 +641,24 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     char admin[GT_CLI_TOKEN_LEN + 1];
     json_t *node = NULL;
     char host[256] = "localhost";
-    if (cluster_init(&cl, f.data_dir, &err) != 0) {
+    long task_uid = gt_cli_up_task_uid((long)geteuid(), f.uid);
+    char *dir = choose_data_dir(f.data_dir, task_uid);
+    rc = cluster_init(&cl, dir, &err);
+    free(dir);
+    if (rc == 0 && gt_cli_up_reachable(cl.dir, task_uid, primary_gid(task_uid), &err) < 0) {
+        gt_err_prefix(&err,
+                      "data dir %s: tasks run as uid %ld and could not reach their working "
+                      "directories in it",
+                      cl.dir, task_uid);
+        size_t n = strlen(err.msg);
+        snprintf(err.msg + n, sizeof(err.msg) - n,
+                 "; pass --data-dir DIR where that uid can search every directory above DIR "
+                 "(e.g. %s), or --uid",
+                 GT_CLI_UP_SYSTEM_DATA_DIR);
+        rc = err.code;
+    }
+    if (rc != 0) {
+        cluster_fini(&cl);
         return gt_cli_fail(ctx, &err);
     }
     if (live_pid(cl.dir, "gantryd")) {
@@ -625,7 +698,10 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     if (rc == 0 && !cfg_path) {
         rc = gt_err_set(&err, GT_EBADREQ, "no config path: set GANTRY_CONFIG or HOME");
     }
-    rc = rc ? rc : gt_cli_config_write(cfg_path, cl.server, admin, "default", &err);
+    if (rc == 0) {
+        note_config_takeover(ctx, cfg_path, cl.dir);
+    }
+    rc = rc ? rc : gt_cli_config_write(cfg_path, cl.server, admin, "default", cl.dir, &err);
     if (rc == 0) {
         struct gt_cli_client *c = gt_cli_client_new(cl.server, admin);
         rc = ensure_defaults(ctx, c, node, cl.user, &err);
@@ -758,7 +834,11 @@ int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     }
     struct gt_err err = {0};
     struct cluster cl;
-    if (cluster_init(&cl, f.data_dir, &err) != 0) {
+    char *dir = choose_data_dir(f.data_dir, gt_cli_up_task_uid((long)geteuid(), -1));
+    rc = cluster_init(&cl, dir, &err);
+    free(dir);
+    if (rc != 0) {
+        cluster_fini(&cl);
         return gt_cli_fail(ctx, &err);
     }
     pid_t server = live_pid(cl.dir, "gantryd");

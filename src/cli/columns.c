@@ -236,17 +236,10 @@ static char *gpu_text(int64_t milli)
     return s;
 }
 
-static char *job_status(const struct row *r)
-{
-    const struct gt_api_conditions *conds = &JOB(r)->status.conditions;
-    return conds->n ? dup_or_null(conds->v[conds->n - 1].type) : NULL;
-}
-
-/* squeue's REASON: why the job is not running. While Queued, the short
- * reason of the scheduler's message ("Quota: department ...", else the
- * condition's reason unless it is just "Queued"); while Restarting or
- * Failed, the condition's reason (Preempted, Drained, TaskFailed...). */
-static char *job_reason(const struct row *r)
+/* The job's current state: the last condition that is True (a Restarting
+ * condition stays in the list, False, once the job runs again), else the
+ * last one. Borrowed, or NULL when there is none. */
+static const struct gt_api_condition *current_condition(const struct row *r)
 {
     const struct gt_api_conditions *conds = &JOB(r)->status.conditions;
     const struct gt_api_condition *cur = NULL;
@@ -255,6 +248,25 @@ static char *job_reason(const struct row *r)
         if (st && !strcmp(st, "True")) {
             cur = &conds->v[i];
         }
+    }
+    return cur ? cur : conds->n ? &conds->v[conds->n - 1] : NULL;
+}
+
+static char *job_status(const struct row *r)
+{
+    const struct gt_api_condition *cur = current_condition(r);
+    return cur ? dup_or_null(cur->type) : NULL;
+}
+
+/* squeue's REASON: why the job is not running. While Queued, the short
+ * reason of the scheduler's message ("Quota: department ...", else the
+ * condition's reason unless it is just "Queued"); while Restarting or
+ * Failed, the condition's reason (Preempted, Drained, TaskFailed...). */
+static char *job_reason(const struct row *r)
+{
+    const struct gt_api_condition *cur = current_condition(r);
+    if (cur && (!cur->status || strcmp(cur->status, "True"))) {
+        cur = NULL;
     }
     const char *type = cur ? cur->type : NULL;
     const char *reason = cur ? cur->reason : NULL;
@@ -420,6 +432,40 @@ static const struct {
 
 static const struct column project_col = {.header = "PROJECT", .cell = project_cell};
 
+/* --show-labels: "k=v,k2=v2" in key order, as kubectl prints them. */
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static char *labels_cell(const struct row *r)
+{
+    const json_t *labels = gt_json_path(r->json, "metadata.labels");
+    size_t n = json_object_size(labels);
+    if (!n) {
+        return NULL;
+    }
+    const char **keys = gt_xcalloc(n, sizeof(*keys));
+    size_t i = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)labels, k, v)
+    {
+        keys[i++] = k;
+    }
+    qsort(keys, n, sizeof(*keys), by_string);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    for (i = 0; i < n; i++) {
+        const char *val = json_string_value(json_object_get(labels, keys[i]));
+        gt_buf_printf(&b, "%s%s=%s", i ? "," : "", keys[i], val ? val : "");
+    }
+    free(keys);
+    return gt_buf_take(&b);
+}
+
+static const struct column labels_col = {.header = "LABELS", .cell = labels_cell};
+
 /* The columns shown for k under opts, in order, into out[MAX_COLS]. */
 static size_t pick(const struct gt_kind_info *k, const struct gt_cli_columns_opts *opts,
                    const struct column **out)
@@ -434,6 +480,10 @@ static size_t pick(const struct gt_kind_info *k, const struct gt_cli_columns_opt
             GT_ASSERT(n < MAX_COLS);
             out[n++] = c;
         }
+    }
+    if (opts->show_labels) {
+        GT_ASSERT(n < MAX_COLS);
+        out[n++] = &labels_col;
     }
     return n;
 }

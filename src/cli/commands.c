@@ -19,43 +19,57 @@ static int cmd_help(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
 static const struct gt_cli_command commands[] = {
     {
         .name = "apply",
-        .usage = "apply -f FILE|- [-p PROJECT]",
+        .usage = "apply -f FILE|DIR|- [-R] [-p PROJECT]",
         .summary = "Create or update objects from YAML or JSON documents",
-        .options = "  -f, --filename FILE   file to read, - for standard input\n"
+        .options = "  -f, --filename FILE   file to read, - for standard input; a directory:\n"
+                   "                        its .yaml, .yml and .json files in name order\n"
+                   "  -R, --recursive       and those of its subdirectories\n"
                    "  -p, --project NAME    project for documents that name none (default:\n"
                    "                        the config file's \"project\")\n",
         .run = gt_cli_cmd_apply,
     },
     {
         .name = "get",
-        .usage = "get KIND [NAME] [-p PROJECT | -A] [-l SELECTOR] [-o wide|json|yaml|name] [-w]",
+        .usage = "get KIND[,KIND...] [NAME] | KIND/NAME [-p PROJECT | -A] [-l SELECTOR] "
+                 "[-o FORMAT] [--no-headers] [--show-labels] [--sort-by PATH] [-w]",
         .summary = "List objects, or show one",
         .options = "  -p, --project NAME         project (default: the config file's \"project\")\n"
                    "  -A, --all-projects         every project you may read\n"
                    "  -l, --selector SELECTOR    label selector (a=b,c!=d,e in (x,y))\n"
                    "      --field-selector SEL   field selector (spec.nodeName=n1)\n"
-                   "  -o, --output FORMAT        wide, json, yaml or name\n"
+                   "  -o, --output FORMAT        wide, json, yaml, name, jsonpath=TEMPLATE\n"
+                   "                             ({.items[*].metadata.name}, {range ...}{end}),\n"
+                   "                             custom-columns=HEADER:PATH,...\n"
+                   "      --no-headers           tables without their header line\n"
+                   "      --show-labels          a LABELS column\n"
+                   "      --sort-by PATH         list order by a JSONPath ({.metadata.name})\n"
                    "  -w, --watch                after the list, print changes as they happen\n",
         .run = gt_cli_cmd_get,
     },
     {
         .name = "describe",
-        .usage = "describe KIND NAME [-p PROJECT]",
+        .usage = "describe KIND NAME | KIND/NAME [-p PROJECT]",
         .summary = "Show an object in detail, with its events",
         .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
         .run = gt_cli_cmd_describe,
     },
     {
         .name = "delete",
-        .usage = "delete KIND NAME... [-p PROJECT]",
+        .usage = "delete KIND NAME... | KIND/NAME... | KIND --all | -f FILE|DIR [-R] "
+                 "[-p PROJECT]",
         .summary = "Delete objects",
-        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
+        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
+                   "      --all             every object of KIND (in the project)\n"
+                   "  -f, --filename FILE   the objects a manifest names (a directory: its\n"
+                   "                        .yaml, .yml and .json files), - for standard input\n"
+                   "  -R, --recursive       and those of its subdirectories\n",
         .run = gt_cli_cmd_delete,
     },
     {
         .name = "run",
         .usage = "run [--gpus N] [--cpu Q] [--memory Q] [--workers N] [-p PROJECT] [--name NAME] "
-                 "[--image IMG] [--git URL [--revision R]] [--requirements FILE] -- CMD [ARGS...]",
+                 "[--image IMG] [--workdir DIR] [--git URL [--revision R]] [--requirements FILE] "
+                 "-- CMD [ARGS...]",
         .summary = "Run a command as a job, follow its output, exit with its status",
         .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
                    "      --gpus N          whole GPUs (nvidia.com/gpu limit)\n"
@@ -63,6 +77,9 @@ static const struct gt_cli_command commands[] = {
                    "      --memory Q        memory limit (16Gi)\n"
                    "      --name NAME       job name (default: run-<8 hex>)\n"
                    "      --image IMG       container image\n"
+                   "      --workdir DIR     the tasks' working directory on the node (a local\n"
+                   "                        cluster's node is this machine: --workdir . runs\n"
+                   "                        the command beside your files)\n"
                    "      --workers N       distributed: 1 master + N workers, each with "
                    "these limits;\n"
                    "                        the master's output is followed\n"

@@ -4,7 +4,9 @@
  * Each setting is resolved on its own, first match wins: command-line flag,
  * environment ($GANTRY_SERVER, $GANTRY_TOKEN), configuration file. The file
  * is JSON, {"server": "http://127.0.0.1:7070", "token": "...", "project":
- * "default"}, written by `gantry up` through gt_cli_config_write: atomically
+ * "default", "dataDir": "..."}, written by `gantry up` through
+ * gt_cli_config_write (dataDir: the local cluster it points at, which
+ * `gantry down` stops when given no --data-dir): atomically
  * and readable only by its owner, since it holds a credential. "project" is
  * the project of every command given no -p (as kubectl's context
  * namespace); only the file and -p supply it.
@@ -81,6 +83,9 @@ static int load_file(const char *path, struct gt_cli_config *cfg, struct gt_err 
     if (rc == 0) {
         rc = take_field(root, "project", path, &cfg->project, err);
     }
+    if (rc == 0) {
+        rc = take_field(root, "dataDir", path, &cfg->data_dir, err);
+    }
 out:
     json_decref(root);
     return rc;
@@ -94,6 +99,7 @@ int gt_cli_config_resolve(const char *flag_server, const char *flag_token,
     cfg->server = gt_xstrdup(server);
     cfg->token = gt_xstrdup(token);
     cfg->project = NULL;
+    cfg->data_dir = NULL;
     int rc = 0;
     if (!cfg->server || !cfg->token) {
         char *path = gt_cli_config_path();
@@ -120,9 +126,21 @@ void gt_cli_config_fini(struct gt_cli_config *cfg)
     free(cfg->server);
     free(cfg->token);
     free(cfg->project);
+    free(cfg->data_dir);
     cfg->server = NULL;
     cfg->token = NULL;
     cfg->project = NULL;
+    cfg->data_dir = NULL;
+}
+
+int gt_cli_config_read(const char *path, struct gt_cli_config *cfg, struct gt_err *err)
+{
+    *cfg = (struct gt_cli_config){0};
+    int rc = load_file(path, cfg, err);
+    if (rc < 0) {
+        gt_cli_config_fini(cfg);
+    }
+    return rc;
 }
 
 int gt_cli_config_project(const char *flag_project, char **project, struct gt_err *err)
@@ -181,7 +199,7 @@ static int write_all(int fd, const char *data, size_t len)
 }
 
 int gt_cli_config_write(const char *path, const char *server, const char *token,
-                        const char *project, struct gt_err *err)
+                        const char *project, const char *data_dir, struct gt_err *err)
 {
     int rc = make_parents(path, err);
     if (rc < 0) {
@@ -194,6 +212,9 @@ int gt_cli_config_write(const char *path, const char *server, const char *token,
     }
     if (project) {
         json_object_set_new(root, "project", json_string(project));
+    }
+    if (data_dir) {
+        json_object_set_new(root, "dataDir", json_string(data_dir));
     }
     char *text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(root);

@@ -15,23 +15,54 @@
 
 #include "cli/cli.h"
 
-/* Short names, as kubectl has "no" for nodes and "pc" for priorityclasses. */
+/* Short names, as kubectl has "no" for nodes and "pc" for priorityclasses,
+ * and the Kubernetes and Kubeflow names of what gantry holds as its own
+ * kinds (a pod is a Task; TFJobs, PyTorchJobs and MPIJobs are Jobs). A kind
+ * without a row here is still found by its name, singular or plural, as
+ * the api's kinds table gives them. */
 static const struct {
     const char *alias;
     enum gt_kind kind;
 } short_names[] = {
     {"dept", GT_KIND_DEPARTMENT},  {"depts", GT_KIND_DEPARTMENT}, {"proj", GT_KIND_PROJECT},
     {"pc", GT_KIND_PRIORITYCLASS}, {"no", GT_KIND_NODE},          {"ev", GT_KIND_EVENT},
+    {"pod", GT_KIND_TASK},         {"pods", GT_KIND_TASK},        {"po", GT_KIND_TASK},
+    {"tfjob", GT_KIND_JOB},        {"tfjobs", GT_KIND_JOB},       {"pytorchjob", GT_KIND_JOB},
+    {"pytorchjobs", GT_KIND_JOB},  {"mpijob", GT_KIND_JOB},       {"mpijobs", GT_KIND_JOB},
 };
 
 const struct gt_kind_info *gt_cli_kind_lookup(const char *word)
 {
+    /* "job.gantry.dev" (what -o name prints) and "tfjobs.kubeflow.org" too */
+    static const char *const groups[] = {".gantry.dev", ".kubeflow.org"};
+    char bare[64];
+    snprintf(bare, sizeof(bare), "%s", word);
+    for (size_t i = 0; i < GT_ARRAY_LEN(groups); i++) {
+        size_t n = strlen(bare), k = strlen(groups[i]);
+        if (n > k && strcasecmp(bare + n - k, groups[i]) == 0) {
+            bare[n - k] = '\0';
+        }
+    }
     for (size_t i = 0; i < GT_ARRAY_LEN(short_names); i++) {
-        if (strcasecmp(word, short_names[i].alias) == 0) {
+        if (strcasecmp(bare, short_names[i].alias) == 0) {
             return gt_kind_get(short_names[i].kind);
         }
     }
-    return gt_kind_by_name(word);
+    return gt_kind_by_name(bare);
+}
+
+int gt_cli_kind_ref_split(const char *arg, char **kind_word, const char **name)
+{
+    const char *slash = strchr(arg, '/');
+    if (!slash) {
+        return 0;
+    }
+    if (slash == arg || !slash[1] || strchr(slash + 1, '/')) {
+        return -1;
+    }
+    *kind_word = gt_xstrndup(arg, (size_t)(slash - arg));
+    *name = slash + 1;
+    return 1;
 }
 
 char *gt_cli_url_escape(const char *s)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 
@@ -25,6 +26,39 @@ char *gt_cli_up_data_dir(void)
         return gt_xasprintf("%s/.local/share/gantry", v);
     }
     return NULL;
+}
+
+int gt_cli_up_reachable(const char *dir, long uid, long gid, struct gt_err *err)
+{
+    if (uid == 0) {
+        return 0;
+    }
+    char *path = gt_xstrdup(dir);
+    int rc = 0;
+    /* each prefix ending before a '/', then the whole path */
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') {
+            continue;
+        }
+        char c = *p;
+        *p = '\0';
+        struct stat st;
+        if (stat(path, &st) != 0) {
+            break; /* not there yet: made by up, searchable */
+        }
+        mode_t need = (long)st.st_uid == uid ? S_IXUSR : (long)st.st_gid == gid ? S_IXGRP : S_IXOTH;
+        if (S_ISDIR(st.st_mode) && !(st.st_mode & need)) {
+            rc = gt_err_set(err, GT_EFORBIDDEN, "%s is mode %04o (owner uid %ld)", path,
+                            (unsigned)(st.st_mode & 07777), (long)st.st_uid);
+            break;
+        }
+        *p = c;
+        if (!c) {
+            break;
+        }
+    }
+    free(path);
+    return rc;
 }
 
 long gt_cli_up_task_uid(long euid, long flag_uid)

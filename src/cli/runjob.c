@@ -53,6 +53,9 @@ int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct g
     if (o->image) {
         json_object_set_new(tmpl, "image", json_string(o->image));
     }
+    if (o->workdir) {
+        json_object_set_new(tmpl, "workingDir", json_string(o->workdir));
+    }
     json_t *limits = json_object();
     add_limit(limits, GT_RES_NAME_GPU, o->gpus);
     add_limit(limits, "cpu", o->cpu);
@@ -157,17 +160,23 @@ int gt_cli_task_exit_status(const struct gt_api_task *task, char *msg, size_t le
     if (st->phase == GT_TASK_SUCCEEDED) {
         return 0;
     }
+    int code = 1;
     if (st->signal > 0 && st->signal < 128) {
-        return 128 + (int)st->signal;
-    }
-    if (st->exit_code != GT_API_UNSET && st->exit_code != 0) {
+        code = 128 + (int)st->signal;
+    } else if (st->exit_code != GT_API_UNSET && st->exit_code != 0) {
         /* What a shell would see: the low byte of the status. */
         int v = (int)(st->exit_code & 0xff);
-        return v ? v : 1;
+        code = v ? v : 1;
+    }
+    /* the command's own failure speaks for itself; anything else (it did
+     * not start, was stopped, ran out of memory) is said */
+    const char *reason = st->reason;
+    bool own = !st->message && (!reason || !strcmp(reason, "Error"));
+    if (code != 1 && own) {
+        return code;
     }
     /* the phase as the server wrote it, or none */
     const char *phase = json_string_value(gt_json_path(task->o.json, "status.phase"));
-    const char *reason = st->reason;
     const char *why = st->message;
     snprintf(msg, len, "task %s %s%s%s%s%s", name ? name : "?", phase ? "ended " : "did not finish",
              phase ? phase : "", reason ? ": " : "", reason ? reason : "", why && *why ? " (" : "");
@@ -175,7 +184,7 @@ int gt_cli_task_exit_status(const struct gt_api_task *task, char *msg, size_t le
         size_t n = strlen(msg);
         snprintf(msg + n, len - n, "%s)", why);
     }
-    return 1;
+    return code;
 }
 
 /* Is s "<type>-<index>": letters, one '-', digits? */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli/cli_int.h"
+#include "common/jsonutil.h"
 
 struct wait_state {
     enum gt_cli_task_goal goal;
@@ -46,17 +47,50 @@ static int on_task_event(const json_t *event, void *arg)
     return gt_cli_task_reached(w->task, w->goal) ? 1 : 0;
 }
 
+/* The task as it is now (w->task) and its resourceVersion into rv (32
+ * bytes); GT_ENOTFOUND when there is none. */
+static int read_task(struct gt_cli_client *c, const char *project, const char *name,
+                     struct wait_state *w, char *rv, struct gt_err *err)
+{
+    char *path = gt_cli_kind_path(gt_kind_get(GT_KIND_TASK), project, name);
+    json_t *obj = NULL;
+    int rc = gt_cli_client_request(c, "GET", path, NULL, &obj, err);
+    free(path);
+    if (rc == GT_ENOTFOUND) {
+        gt_err_clear(err);
+        gt_err_set(err, GT_ENOTFOUND, "task %s was deleted", name);
+    }
+    if (rc == 0) {
+        const char *v = json_string_value(gt_json_path(obj, "metadata.resourceVersion"));
+        snprintf(rv, 32, "%s", v ? v : "0");
+        w->task = gt_api_task_new(obj);
+    }
+    json_decref(obj);
+    return rc;
+}
+
 int gt_cli_task_wait(struct gt_cli_client *c, const char *project, const char *name,
-                     enum gt_cli_task_goal goal, struct gt_api_task **task, struct gt_err *err)
+                     enum gt_cli_task_goal goal, bool exists, struct gt_api_task **task,
+                     struct gt_err *err)
 {
     *task = NULL;
+    struct wait_state w = {.goal = goal};
+    /* a task that must exist is read first and watched from its version, so
+     * that its deletion (before or after) ends the wait */
+    char rv[32] = "0";
+    int rc = exists ? read_task(c, project, name, &w, rv, err) : 0;
+    if (rc != 0) {
+        return rc;
+    }
+    if (w.task && gt_cli_task_reached(w.task, goal)) {
+        *task = w.task;
+        return 0;
+    }
     const struct gt_kind_info *k = gt_kind_get(GT_KIND_TASK);
     char *coll = gt_cli_kind_path(k, project, NULL);
     char *sel = gt_xasprintf("metadata.name=%s", name);
     char *sel_q = gt_cli_url_escape(sel);
-    char *path = gt_xasprintf("%s?watch=true&resourceVersion=0&fieldSelector=%s", coll, sel_q);
-    struct wait_state w = {.goal = goal};
-    int rc;
+    char *path = gt_xasprintf("%s?watch=true&resourceVersion=%s&fieldSelector=%s", coll, rv, sel_q);
     /* A stream the server ends cleanly (restart, timeout) is started again. */
     while ((rc = gt_cli_client_watch(c, path, on_task_event, &w, err)) == 0) {
     }

@@ -210,7 +210,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* Every write of a Job or Task: hostPath volumes only beneath the
  * cluster's storage roots (gantlet checks again on the node, symlinks
- * included); a Job's create: gt_jobctl_admit. */
+ * included); a Job's create: gt_jobctl_admit; a Job's replace:
+ * gt_jobctl_check_update. */
 static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                       const struct gt_server_user *user, struct gt_err *err)
 {
@@ -224,6 +225,9 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
     int rc = vols ? gt_job_check_volumes(vols, roots->items, roots->n, err) : 0;
     if (rc == 0 && create && t && t->kind == GT_KIND_JOB) {
         rc = gt_jobctl_admit(c, (const struct gt_api_job *)t, user, err);
+    }
+    if (rc == 0 && !create && t && t->kind == GT_KIND_JOB) {
+        rc = gt_jobctl_check_update(c, (const struct gt_api_job *)t, err);
     }
     return rc;
 }
@@ -245,6 +249,55 @@ static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
             json_object_set_new(obj, "status", ds);
         }
     }
+}
+
+struct in_project {
+    const char *prefix; /* "/<plural>/<project>/" */
+    size_t len, n;
+};
+
+static int count_in_project(const char *key, void *val, void *arg)
+{
+    (void)val;
+    struct in_project *p = arg;
+    p->n += strncmp(key, p->prefix, p->len) == 0;
+    return 0;
+}
+
+/* A Project goes only once it holds nothing but Events (which expire):
+ * deleting one with jobs would leave them running in no project, so it is
+ * refused, naming what it still holds. Every project-scoped kind counts,
+ * whatever its table row. */
+static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const char *name,
+                              struct gt_err *err)
+{
+    if (kind != GT_KIND_PROJECT) {
+        return 0;
+    }
+    struct gt_buf held;
+    gt_buf_init(&held);
+    for (int k = 0; k < GT_KIND_COUNT; k++) {
+        const struct gt_kind_info *ki = gt_kind_get((enum gt_kind)k);
+        if (!ki || !ki->namespaced || k == GT_KIND_EVENT) {
+            continue;
+        }
+        char *prefix = gt_xasprintf("/%s/%s/", ki->plural, name);
+        struct in_project p = {.prefix = prefix, .len = strlen(prefix)};
+        gt_strmap_each(&c->objs[k], count_in_project, &p);
+        if (p.n) {
+            gt_buf_printf(&held, "%s%zu %s", held.len ? ", " : "", p.n, ki->plural);
+        }
+        free(prefix);
+    }
+    int rc = 0;
+    if (held.len) {
+        rc = gt_err_set(err, GT_ECONFLICT,
+                        "projects \"%s\" still holds %s: delete them first (gantry get jobs -p "
+                        "%s), then the project",
+                        name, held.data, name);
+    }
+    gt_buf_fini(&held);
+    return rc;
 }
 
 /* Telemetry (scalars, history, job stats) and the ledger (usage). */
@@ -269,6 +322,7 @@ static void metrics_hook(const struct gt_ctl *c, struct gt_buf *out)
 static const struct gt_ctl_hooks hooks = {
     .admit = admit_hook,
     .soft_delete = gt_jobctl_soft_delete,
+    .refuse_delete = refuse_delete_hook,
     .render = render_hook,
     .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT,
     .metrics = metrics_hook,

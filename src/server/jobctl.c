@@ -251,7 +251,8 @@ static void clean_tasks(struct gt_ctl *c, const struct gt_api_job *job, const st
     for (size_t i = 0; i < jt->n; i++) {
         const struct gt_cobj *t = jt->o[i];
         const char *sr = jt->t[i]->spec.has_stop ? jt->t[i]->spec.stop.reason : NULL;
-        bool was_running = sr && (!strcmp(sr, "JobFinished") || !strcmp(sr, "DeadlineExceeded"));
+        bool was_running =
+            sr && (!strcmp(sr, GT_STOP_JOB_FINISHED) || !strcmp(sr, "DeadlineExceeded"));
         if (gt_api_task_phase_terminal(phase_of(jt->t[i])) && !gt_ctl_busy(c, t->key) &&
             (all || was_running)) {
             gt_ctl_write(c, GT_STORE_DELETE, t->key, NULL, t->rev, NULL, NULL);
@@ -370,7 +371,7 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
     }
     if (finished) {
         /* tasks still running at a deadline are stopped as DeadlineExceeded */
-        stop_tasks(c, jt, INT64_MAX, deadline ? "DeadlineExceeded" : "JobFinished");
+        stop_tasks(c, jt, INT64_MAX, deadline ? "DeadlineExceeded" : GT_STOP_JOB_FINISHED);
         clean_tasks(c, job, jt);
     } else if (d.action == GT_JOB_RESTART) {
         stop_tasks(c, jt, d.generation, GT_STOP_RESTARTING);
@@ -404,6 +405,93 @@ int gt_jobctl_admit(struct gt_ctl *c, const struct gt_api_job *job,
 {
     return gt_job_check_run_as(job, user->uid, gt_ctl_project_privileged(c, job->o.meta.project),
                                err);
+}
+
+/* The path of the first place where a and b differ (a leaf, or a member
+ * one side lacks) into out, below prefix; false when they are equal.
+ * Object members are compared in name order, so the answer is stable. */
+static bool first_difference(const json_t *a, const json_t *b, const char *prefix, char *out,
+                             size_t len)
+{
+    if (json_equal(a, b)) {
+        return false;
+    }
+    if (json_is_object(a) && json_is_object(b)) {
+        json_t *keys = json_array();
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)a, k, v)
+        {
+            json_array_append_new(keys, json_string(k));
+        }
+        json_object_foreach((json_t *)b, k, v)
+        {
+            if (!json_object_get(a, k)) {
+                json_array_append_new(keys, json_string(k));
+            }
+        }
+        const char *best = NULL;
+        size_t i;
+        json_array_foreach(keys, i, v)
+        {
+            const char *key = json_string_value(v);
+            if (!json_equal(json_object_get(a, key), json_object_get(b, key)) &&
+                (!best || strcmp(key, best) < 0)) {
+                best = key;
+            }
+        }
+        char sub[GT_API_PATH_MAX];
+        snprintf(sub, sizeof(sub), "%s.%s", prefix, best);
+        bool found =
+            first_difference(json_object_get(a, best), json_object_get(b, best), sub, out, len);
+        json_decref(keys);
+        return found;
+    }
+    if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
+        for (size_t i = 0; i < json_array_size(a); i++) {
+            char sub[GT_API_PATH_MAX];
+            snprintf(sub, sizeof(sub), "%s[%zu]", prefix, i);
+            if (first_difference(json_array_get(a, i), json_array_get(b, i), sub, out, len)) {
+                return true;
+            }
+        }
+    }
+    snprintf(out, len, "%s", prefix);
+    return true;
+}
+
+int gt_jobctl_check_update(struct gt_ctl *c, const struct gt_api_job *job, struct gt_err *err)
+{
+    char *key = gt_xasprintf("/jobs/%s/%s", job->o.meta.project, job->o.meta.name);
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
+    free(key);
+    const struct gt_api_job *was = o ? gt_cobj_job(o) : NULL;
+    if (!was || (!was->status.start_time && !gt_job_finished(was))) {
+        return 0; /* not started: it may still change as a whole */
+    }
+    /* what may change once it runs: its limits in time and restarts */
+    static const char *const mutable_run[] = {"activeDeadlineSeconds", "ttlSecondsAfterFinished",
+                                              "backoffLimit"};
+    json_t *specs[2] = {json_deep_copy(json_object_get(o->obj, "spec")),
+                        json_deep_copy(json_object_get(job->o.json, "spec"))};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *rp = json_object_get(specs[i], "runPolicy");
+        for (size_t k = 0; k < GT_ARRAY_LEN(mutable_run); k++) {
+            json_object_del(rp, mutable_run[k]);
+        }
+    }
+    char path[GT_API_PATH_MAX];
+    int rc = 0;
+    if (first_difference(specs[0], specs[1], "spec", path, sizeof(path))) {
+        rc = gt_err_set(err, GT_EINVAL,
+                        "%s: field is immutable once the job has started (only "
+                        "spec.runPolicy.activeDeadlineSeconds, ttlSecondsAfterFinished and "
+                        "backoffLimit may change); delete the job and create it again",
+                        path);
+    }
+    json_decref(specs[0]);
+    json_decref(specs[1]);
+    return rc;
 }
 
 bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored)

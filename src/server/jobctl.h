@@ -19,6 +19,12 @@ int gt_jobctl_admit(struct gt_ctl *c, const struct gt_api_job *job,
  * stored object, modified in place) into its soft-deleted form and return
  * true; false: delete now. */
 bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
+/* A replace of job (borrowed) against the cached Job it replaces: once that
+ * has started (or finished) only spec.runPolicy's activeDeadlineSeconds,
+ * ttlSecondsAfterFinished and backoffLimit (and metadata) may change, as
+ * Kubernetes keeps a Job's template. 0, or GT_EINVAL with err naming the
+ * first field that differs (in name order). */
+int gt_jobctl_check_update(struct gt_ctl *c, const struct gt_api_job *job, struct gt_err *err);
 /* Mark the jobs whose next step is due by time (deadline, back-off, ttl);
  * every second. Visits only c->timed, not every job. */
 void gt_jobctl_tick(struct gt_ctl *c);

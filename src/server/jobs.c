@@ -240,7 +240,7 @@ enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct 
         return GT_RESTART_NONE;
     }
     const char *reason = task->status.reason;
-    if (reason && !strcmp(reason, GT_STOP_RESTARTING)) {
+    if (reason && (!strcmp(reason, GT_STOP_RESTARTING) || !strcmp(reason, GT_STOP_JOB_FINISHED))) {
         return GT_RESTART_NONE;
     }
     if (reason && !strcmp(reason, "IdleGPU")) {
@@ -321,7 +321,7 @@ static int64_t restart_at(const struct gt_api_job *job, int64_t base_ms)
         return 0;
     }
     int64_t at = time_ms(c->last_transition_time) + 1000;
-    if (c->reason && !strcmp(c->reason, "TaskFailed")) {
+    if (c->reason && (!strcmp(c->reason, "TaskFailed") || !strcmp(c->reason, "ImagePullBackOff"))) {
         at += gt_job_backoff_ms(count_of(job->status.restart_count), base_ms);
     }
     return at;
@@ -349,6 +349,19 @@ static const struct gt_api_replica_spec *replica_spec(const struct gt_api_job *j
     return NULL;
 }
 
+/* The job condition's reason for task t's failure: what it says when the
+ * image could not be pulled (ImagePullFailed, and ImagePullBackOff for the
+ * counted restart that waits its back-off before pulling again), else
+ * TaskFailed. */
+static const char *failure_reason(const struct gt_api_task *t, bool restart)
+{
+    const char *r = t->status.reason;
+    if (r && !strcmp(r, "ImagePullFailed")) {
+        return restart ? "ImagePullBackOff" : "ImagePullFailed";
+    }
+    return "TaskFailed";
+}
+
 /* Judge the current generation's tasks by their restart policies. */
 static void judge_tasks(const struct gt_api_job *job, const struct gt_api_task *const *tasks,
                         size_t n, struct gt_job_decision *d)
@@ -369,7 +382,8 @@ static void judge_tasks(const struct gt_api_job *job, const struct gt_api_task *
     if (worst[GT_RESTART_PERMANENT]) {
         describe_failure(worst[GT_RESTART_PERMANENT], what, sizeof(what));
         d->action = GT_JOB_FAIL;
-        snprintf(d->reason, sizeof(d->reason), "TaskFailed");
+        snprintf(d->reason, sizeof(d->reason), "%s",
+                 failure_reason(worst[GT_RESTART_PERMANENT], false));
         snprintf(d->message, sizeof(d->message), "%s", what);
     } else if (worst[GT_RESTART_RETRY] && restarts >= limit) {
         describe_failure(worst[GT_RESTART_RETRY], what, sizeof(what));
@@ -386,7 +400,8 @@ static void judge_tasks(const struct gt_api_job *job, const struct gt_api_task *
         d->counted = worst[GT_RESTART_RETRY] != NULL;
         d->generation++;
         const char *r = t->status.reason;
-        snprintf(d->reason, sizeof(d->reason), "%s", d->counted || !r ? "TaskFailed" : r);
+        snprintf(d->reason, sizeof(d->reason), "%s",
+                 d->counted || !r ? failure_reason(t, true) : r);
         if (d->counted && limit == GT_API_BACKOFF_UNLIMITED) {
             snprintf(d->message, sizeof(d->message), "%s; restart %lld (no backoffLimit)", what,
                      (long long)restarts + 1);
@@ -547,7 +562,10 @@ static void count_tasks(const struct gt_api_job *job, const struct old_status *o
                 t->lead_succeeded += lead && current;
                 t->workers_succeeded += worker && current;
             } else if (p == GT_TASK_FAILED) {
-                failed++;
+                /* stopped by the job's own end: no failure of its replica
+                 * type (the training operator deletes such pods) */
+                const char *why = tasks[i]->status.reason;
+                failed += !why || strcmp(why, GT_STOP_JOB_FINISHED) != 0;
             } else {
                 active++;
                 t->running += p == GT_TASK_RUNNING && current;

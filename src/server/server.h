@@ -320,6 +320,9 @@ int64_t gt_job_backoff_ms(int64_t n, int64_t base_ms);
 #define GT_LABEL_GENERATION "gantry.dev/generation"
 /* Stop reason of tasks stopped for a gang restart. */
 #define GT_STOP_RESTARTING "Restarting"
+/* spec.stop.reason of a task its job's end stopped (also the reason the
+ * agent reports it with): never a failure of the job or its replica type */
+#define GT_STOP_JOB_FINISHED "JobFinished"
 /* The generation of a task (its GT_LABEL_GENERATION label; 0 if none). */
 int64_t gt_task_generation(const struct gt_api_task *task);
 

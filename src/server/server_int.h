@@ -41,6 +41,11 @@ struct gt_ctl_hooks {
      * stored (modified in place) into its soft-deleted form and return
      * true; false: delete now. */
     bool (*soft_delete)(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
+    /* DELETE of the object name of kind (borrowed): 0 to go ahead, or
+     * GT_ECONFLICT with err saying why it must stay (a Project that still
+     * holds objects). */
+    int (*refuse_delete)(const struct gt_ctl *c, enum gt_kind kind, const char *name,
+                         struct gt_err *err);
     /* Add to obj, a rendered object of a kind in computed_kinds (modified
      * in place), what is computed on reads and never stored. */
     void (*render)(const struct gt_ctl *c, enum gt_kind kind, json_t *obj);

@@ -3,7 +3,8 @@
  * delete and bind (POST tasks/X/binding). Each checks access, validates
  * and decodes the object once, has the controllers admit it through their
  * hooks (struct gt_ctl_hooks: a Job's or Task's hostPath volumes against
- * --storage-root, a Job's runAsUser; a Job's or Task's soft delete), sets
+ * --storage-root, a Job's runAsUser; a Job's or Task's soft delete; the
+ * refusal to delete a Project that still holds objects), sets
  * what the server owns (uid, creationTimestamp, creator, status) and
  * queues one store write; the reply is sent only from the store's done
  * callback, i.e. once the write is durable. A client that went away before
@@ -12,7 +13,9 @@
  *
  * Replace and delete without a client resourceVersion are still written
  * conditionally on the revision that was read (so a status written in
- * between is never lost) and retried a few times on conflict.
+ * between is never lost) and retried a few times on conflict. A replace
+ * that changes nothing writes nothing: it is answered with the stored
+ * object at its revision.
  *
  * A create records no Event (nor does Kubernetes): a Job's Created
  * condition says it, and an Event write per create was a fifth of the
@@ -237,7 +240,11 @@ void gt_write_create(struct gt_req *r)
         return;
     }
     if (rt->kind->namespaced && !gt_server_access_project_department(r->s->access, rt->project)) {
-        gt_req_error(r, GT_ENOTFOUND, "projects \"%s\" not found", rt->project);
+        gt_req_error(r, GT_ENOTFOUND,
+                     "projects \"%s\" not found: create it first (kind: Project with "
+                     "spec.department, e.g. gantry apply -f examples/project.yaml) or name an "
+                     "existing project with -p or metadata.namespace",
+                     rt->project);
         return;
     }
     json_t *md = json_object_get(obj, "metadata");
@@ -429,8 +436,16 @@ static void update_attempt(struct gt_req *r)
     json_decref(r->obj);
     r->obj = NULL;
     int rc = merge_update(r, stored);
+    bool same = rc == 0 && strcmp(r->route.sub, "status") != 0 && json_equal(r->obj, stored);
     json_decref(stored);
-    if (rc == 0) {
+    if (same) {
+        /* nothing to write: answered as stored, its revision kept (what
+         * `gantry apply` reports as "unchanged") */
+        size_t len = 0;
+        free(r->value);
+        r->value = gt_api_encode(r->obj, &len);
+        reply_stored(r, 200, r->value, len, r->stored_rev);
+    } else if (rc == 0) {
         submit(r, GT_STORE_UPDATE, r->stored_rev);
     }
 }
@@ -510,6 +525,12 @@ void gt_write_delete(struct gt_req *r, int64_t expected_rev)
 {
     const struct gt_route *rt = &r->route;
     if (rt->kind->kind != GT_KIND_EVENT && authorize_write(r, GT_VERB_DELETE, NULL, rt->name)) {
+        return;
+    }
+    const struct gt_ctl_hooks *h = r->s->ctl_hooks;
+    struct gt_err err = {0};
+    if (h && h->refuse_delete(r->s->ctl, rt->kind->kind, rt->name, &err)) {
+        gt_req_error_err(r, &err);
         return;
     }
     r->key = gt_route_key(rt->kind, route_project(rt), rt->name);

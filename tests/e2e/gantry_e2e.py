@@ -231,6 +231,49 @@ def seed_tenancy(g, quotas=None, project_spec=None):
         assert st == 201, (st, body)
 
 
+class LocalClusterTest(unittest.TestCase):
+    """Base class: one local cluster per class, started by `gantry up` from the
+    build directory (gantryd and gantlet with 8 fake GPUs) in a temporary
+    directory, with GANTRY_CONFIG there too, so nothing touches HOME.
+    cls.gantry runs the CLI against it; cls.up_args are more flags of `gantry up`."""
+    tmp_prefix = "gantry-up-"
+    up_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        if not (os.access(GANTRYD, os.X_OK) and os.access(os.path.join(BUILD, "gantlet"),
+                                                          os.X_OK)):
+            raise unittest.SkipTest("needs gantryd and gantlet in the build directory")
+        cls.tmp = tempfile.mkdtemp(prefix=cls.tmp_prefix)
+        # Tasks run as another uid (65534 under root) below the data directory.
+        os.chmod(cls.tmp, 0o711)
+        cls.data = os.path.join(cls.tmp, "data")
+        cls.env = dict(os.environ, GANTRY_CONFIG=os.path.join(cls.tmp, "config"),
+                       XDG_DATA_HOME=os.path.join(cls.tmp, "xdg"))
+        cls.env.pop("GANTRY_SERVER", None)
+        cls.env.pop("GANTRY_TOKEN", None)
+        cls.port = free_port()
+        r = cls.gantry("up", "--data-dir", cls.data, "--fake-gpus", "8xA100-80GB",
+                       "--listen", "127.0.0.1:%d" % cls.port, *cls.up_args, timeout=120)
+        if r.returncode != 0:
+            logs = os.path.join(cls.data, "logs")
+            for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:
+                with open(os.path.join(logs, name), errors="replace") as f:
+                    sys.stderr.write("--- %s\n%s\n" % (name, f.read()[-4000:]))
+            cls.gantry("down", "--data-dir", cls.data)
+            raise AssertionError("gantry up failed: %s" % r.stderr)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.gantry("down", "--data-dir", cls.data, timeout=120)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def gantry(cls, *args, timeout=60, cwd=None, stdin=None):
+        return subprocess.run([GANTRY] + list(args), env=cls.env, capture_output=True,
+                              text=True, timeout=timeout, cwd=cwd, input=stdin)
+
+
 class GantrydTest(unittest.TestCase):
     """Base class: self.g is a fresh, started gantryd for each test."""
     gantryd_args = ()

@@ -248,6 +248,21 @@ class Images(AgentTest):
             self.assertEqual((st["phase"], st["reason"]), ("Failed", "ImagePullFailed"), st)
             self.assertIn(cause, st["message"], st)
             self.assertIn(ref, st["message"], st)
+            # skopeo's "Error parsing image name" lead is not what happened
+            self.assertNotIn("Error parsing image name", st["message"], st)
+            # the failed pull is a Warning, and the job says why in its reason
+            ev = wait_for("the Failed event", lambda: self.events(name + "-worker-0").get(
+                "Failed"), timeout=20)
+            self.assertEqual(ev["type"], "Warning", ev)
+
+            def failed():
+                st, job = self.g.request("GET", self.PROJECT + "/jobs/" + name, token="alice")
+                return [c for c in job["status"]["conditions"]
+                        if c["type"] == "Failed" and c["status"] == "True"]
+            self.assertEqual(wait_for("the job to fail", failed, timeout=20)[0]["reason"],
+                             "ImagePullFailed")
+        self.assertIn("cannot reach registry 127.0.0.1:%d" % self.stopped_port,
+                      self.task("noreg-worker-0")["status"]["message"])
         wait_for("no GPU allocated",
                  lambda: self.agent.node()["status"]["allocated"]["gpus"] == [], timeout=20)
 

@@ -274,6 +274,18 @@ static void exit_status(void **state)
     st = gt_task_exit_status(prev, &ex);
     assert_string_equal(json_string_value(json_object_get(st, "reason")), "Preempted");
     json_decref(st);
+    /* stopped because its job finished: exit 0 is a success, a kill is not */
+    snprintf(ex.stop_reason, sizeof(ex.stop_reason), "JobFinished");
+    st = gt_task_exit_status(prev, &ex);
+    assert_string_equal(json_string_value(json_object_get(st, "phase")), "Succeeded");
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "JobFinished");
+    json_decref(st);
+    ex.exit_code = 143;
+    ex.signal = 15;
+    st = gt_task_exit_status(prev, &ex);
+    assert_string_equal(json_string_value(json_object_get(st, "phase")), "Failed");
+    assert_string_equal(json_string_value(json_object_get(st, "reason")), "JobFinished");
+    json_decref(st);
     json_decref(prev);
 }
 

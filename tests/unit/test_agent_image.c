@@ -415,6 +415,15 @@ static void test_tool_message(void **state)
                           "unknown: \\\"quoted\\\"\"\n",
                           buf, sizeof(buf));
     assert_string_equal(buf, "Error reading manifest nope: manifest unknown: \"quoted\"");
+    /* an unreachable registry is said so, not as a name that did not parse */
+    gt_image_tool_message(
+        "time=\"x\" level=fatal msg=\"Error parsing image name \\\"docker://docker.io/a/b:1\\\": "
+        "pinging container registry registry-1.docker.io: Get \\\"https://registry-1.docker.io/"
+        "v2/\\\": dial tcp: lookup registry-1.docker.io: no such host\"\n",
+        buf, sizeof(buf));
+    assert_string_equal(buf, "cannot reach registry registry-1.docker.io: Get "
+                             "\"https://registry-1.docker.io/v2/\": dial tcp: lookup "
+                             "registry-1.docker.io: no such host");
     gt_image_tool_message("first\nsecond line\n\n", buf, sizeof(buf));
     assert_string_equal(buf, "second line");
     gt_image_tool_message("", buf, sizeof(buf));

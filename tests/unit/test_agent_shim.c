@@ -326,12 +326,41 @@ static char *task_log(const struct fixture *fx)
     return text ? text : gt_xstrdup("");
 }
 
+/* The task's log once it holds what (or after 5 s); caller frees. */
+static char *wait_log(const struct fixture *fx, const char *what)
+{
+    char *log = task_log(fx);
+    for (int i = 0; i < 500 && !strstr(log, what); i++) {
+        test_sleep_ms(10);
+        free(log);
+        log = task_log(fx);
+    }
+    return log;
+}
+
+/* Stop the task with a 60 s grace: the init forwards SIGTERM, so a task
+ * without a handler ends of it at once, not when the grace is over. */
+static void stop_ends_of_sigterm(const struct fixture *fx)
+{
+    struct gt_err err = {0};
+    int64_t t0 = gt_mono_ms();
+    assert_int_equal(gt_shim_stop(fx->dir, "Deleted", 60000, &err), 0);
+    struct gt_shim_exit ex;
+    wait_exit(fx, &ex, 10000);
+    assert_true(gt_mono_ms() - t0 < 5000);
+    assert_int_equal(ex.signal, SIGTERM);
+    assert_int_equal(ex.exit_code, 128 + SIGTERM);
+    assert_true(ex.stop_requested);
+    assert_cgroup_gone(fx);
+}
+
 static void test_shim_runs_task(void **state)
 {
     struct fixture *fx = *state;
     int st = run_shim(fx,
                       "[\"sh\",\"-c\",\"echo hi; echo $FOO; id -u; echo $$; hostname; "
-                      "test -z \\\"$HOME\\\" && pwd; exit 3\"]",
+                      "test -z \\\"$HOME\\\" && pwd; tr '\\\\000' ' ' </proc/1/cmdline | "
+                      "cut -d' ' -f1-2; exit 3\"]",
                       ",\"hostname\":\"task-0\",\"namespaces\":" ALL_NS,
                       ",\"memoryBytes\":268435456,\"pidsMax\":64,\"cpuMilli\":1000");
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -344,7 +373,8 @@ static void test_shim_runs_task(void **state)
     assert_string_equal(ex.error, "");
     assert_true(ex.started_at_ms > 0 && ex.finished_at_ms >= ex.started_at_ms);
     char *log = task_log(fx);
-    char *want = gt_xasprintf("hi\nbar\n%d\n1\ntask-0\n%s\n", NOBODY, fx->work);
+    /* the task is PID 2 under the init (PID 1) */
+    char *want = gt_xasprintf("hi\nbar\n%d\n2\ntask-0\n%s\ngantry-shim --init\n", NOBODY, fx->work);
     assert_string_equal(log, want);
     free(want);
     free(log);
@@ -365,15 +395,7 @@ static void test_shim_stop_kills_everything(void **state)
                       "sleep 1000\"]",
                       ",\"stopGracePeriodMs\":60000", "");
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    char *log = NULL;
-    for (int i = 0; i < 500; i++) {
-        free(log);
-        log = task_log(fx);
-        if (strstr(log, "ready")) {
-            break;
-        }
-        test_sleep_ms(10);
-    }
+    char *log = wait_log(fx, "ready");
     assert_string_equal(log, "ready\n");
     free(log);
     struct gt_cgroup cg;
@@ -411,24 +433,45 @@ static void test_shim_stop_kills_everything(void **state)
     gt_cgroup_fini(&cg);
 }
 
+/* The init forwards the stop's SIGTERM: an ordinary script (no handler,
+ * so it would ignore SIGTERM as PID 1) ends at once, not after the grace
+ * period, and reports the signal; orphans are reaped meanwhile. */
+static void test_shim_init_forwards_and_reaps(void **state)
+{
+    struct fixture *fx = *state;
+    int st = run_shim(fx,
+                      "[\"sh\",\"-c\",\"sh -c 'sleep 0.1 &'; sleep 0.5; "
+                      "echo zombies $(cut -d' ' -f3 /proc/[0-9]*/stat | grep -c Z); "
+                      "exec sleep 1000\"]",
+                      ",\"namespaces\":" ALL_NS ",\"stopGracePeriodMs\":60000", "");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char *log = wait_log(fx, "zombies");
+    assert_string_equal(log, "zombies 0\n");
+    free(log);
+    stop_ends_of_sigterm(fx);
+}
+
+/* A stop sent the moment the task has started is not lost while its init
+ * starts: the signal waits, blocked, for the init to forward it. */
+static void test_shim_init_stop_at_start(void **state)
+{
+    struct fixture *fx = *state;
+    int st = run_shim(fx, "[\"sleep\",\"1000\"]",
+                      ",\"namespaces\":" ALL_NS ",\"stopGracePeriodMs\":60000", "");
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    stop_ends_of_sigterm(fx);
+}
+
 static void test_shim_graceful_stop(void **state)
 {
     struct fixture *fx = *state;
-    /* PID 1 of its namespace gets SIGTERM because it handles it */
+    /* the script's own handler runs on the stop's SIGTERM */
     int st = run_shim(fx,
                       "[\"sh\",\"-c\",\"trap 'echo bye; exit 0' TERM; echo up; "
                       "while :; do sleep 0.05; done\"]",
                       ",\"namespaces\":" ALL_NS, "");
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    char *log = NULL;
-    for (int i = 0; i < 500; i++) {
-        free(log);
-        log = task_log(fx);
-        if (strstr(log, "up")) {
-            break;
-        }
-        test_sleep_ms(10);
-    }
+    char *log = wait_log(fx, "up");
     free(log);
     pid_t shim;
     struct gt_err err = {0};
@@ -474,6 +517,11 @@ static void test_shim_start_failures(void **state)
     wait_exit(fx, &ex, 10000);
     assert_int_equal(ex.exit_code, 127);
     assert_non_null(strstr(ex.error, "exec no-such-program-gt: No such file or directory"));
+    /* and the task's log says so too */
+    char *log = task_log(fx);
+    assert_non_null(strstr(log, "gantry: the task did not start: exec no-such-program-gt: No "
+                                "such file or directory\n"));
+    free(log);
     assert_cgroup_gone(fx);
     /* a cwd the task's user cannot enter */
     char *exit_path = gt_xasprintf("%s/exit.json", fx->dir);
@@ -483,7 +531,14 @@ static void test_shim_start_failures(void **state)
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     wait_exit(fx, &ex, 10000);
     assert_int_equal(ex.exit_code, 127);
-    assert_non_null(strstr(ex.error, "chdir"));
+    char *want = gt_xasprintf("chdir %s: Permission denied (uid %d cannot reach the working "
+                              "directory",
+                              fx->work, NOBODY);
+    assert_non_null(strstr(ex.error, want));
+    log = task_log(fx);
+    assert_non_null(strstr(log, want));
+    free(log);
+    free(want);
     /* an unusable spec: the shim exits 1 without reporting and nothing starts */
     unlink(exit_path);
     char *pid_path = gt_xasprintf("%s/shim.pid", fx->dir);
@@ -509,6 +564,8 @@ int main(void)
     const struct CMUnitTest shim[] = {
         cmocka_unit_test_setup_teardown(test_shim_runs_task, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_stop_kills_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shim_init_forwards_and_reaps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shim_init_stop_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_graceful_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shim_start_failures, setup, teardown),

@@ -273,7 +273,13 @@ static const struct bad_case bad_cases[] = {
     {"spec", "nprocPerNode", "\"2\"",
      "spec.nprocPerNode: only \"auto\" is supported by gantry (gantry starts one process per "
      "task)"},
-    {"spec", "tfReplicaSpecs", "{}", "spec.tfReplicaSpecs: not supported by gantry"},
+    {"spec", "tfReplicaSpecs", "{}", "spec.tfReplicaSpecs: unknown field"},
+    /* a misspelt field is unknown, not unsupported */
+    {CTR, "comand", "[\"python3\"]", CTR_PATH ".comand: unknown field"},
+    {POD, "nodeSelecter", "{}", POD ".nodeSelecter: unknown field"},
+    {"spec.runPolicy", "backofLimit", "3", "spec.runPolicy.backofLimit: unknown field"},
+    {"metadata", "lables", "{}", "metadata.lables: unknown field"},
+    {"", "sepc", "{}", "sepc: unknown field"},
     {"spec.runPolicy", "suspend", "true",
      "spec.runPolicy.suspend: not supported by gantry (only false)"},
     {"spec.runPolicy.schedulingPolicy", "minResources", "{\"cpu\":\"1\"}",

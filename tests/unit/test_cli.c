@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "cli/cli.h"
+#include "cli/cli_int.h"
 
 /* 2026-11-29T20:50:44Z in ms since the epoch. */
 #define T0_MS INT64_C(1795985444000)
@@ -188,6 +189,23 @@ static void test_columns_jobs(void **state)
     free(s);
 }
 
+/* STATUS follows the condition that is True now: a job that restarted and
+ * runs again is Running, though Restarting (False) is listed after it. */
+static void test_columns_job_restarted(void **state)
+{
+    (void)state;
+    char *s =
+        render_kind(GT_KIND_JOB, false, false,
+                    "[{\"metadata\":{\"name\":\"r\",\"creationTimestamp\":\"" T0 "\"},"
+                    "\"spec\":{\"replicaSpecs\":{\"Worker\":{\"replicas\":1}}},"
+                    "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"},"
+                    "{\"type\":\"Running\",\"status\":\"True\",\"reason\":\"Running\"},"
+                    "{\"type\":\"Restarting\",\"status\":\"False\",\"reason\":\"TaskFailed\"}]}}]");
+    assert_string_equal(s, "NAME   STATUS    REASON   REPLICAS   AGE\n"
+                           "r      Running   <none>   1          3m10s\n");
+    free(s);
+}
+
 /* An Inadmissible job (the condition before Queued, as gantryd writes
  * it): STATUS stays Queued, REASON names the verdict. */
 static void test_columns_inadmissible(void **state)
@@ -322,20 +340,87 @@ static void test_kind_lookup(void **state)
         const char *word;
         enum gt_kind kind;
     } cases[] = {
-        {"jobs", GT_KIND_JOB},         {"job", GT_KIND_JOB},
-        {"Job", GT_KIND_JOB},          {"JOBS", GT_KIND_JOB},
-        {"pc", GT_KIND_PRIORITYCLASS}, {"priorityclasses", GT_KIND_PRIORITYCLASS},
-        {"no", GT_KIND_NODE},          {"dept", GT_KIND_DEPARTMENT},
-        {"proj", GT_KIND_PROJECT},     {"ev", GT_KIND_EVENT},
+        {"jobs", GT_KIND_JOB},
+        {"job", GT_KIND_JOB},
+        {"Job", GT_KIND_JOB},
+        {"JOBS", GT_KIND_JOB},
+        {"pc", GT_KIND_PRIORITYCLASS},
+        {"priorityclasses", GT_KIND_PRIORITYCLASS},
+        {"no", GT_KIND_NODE},
+        {"dept", GT_KIND_DEPARTMENT},
+        {"proj", GT_KIND_PROJECT},
+        {"ev", GT_KIND_EVENT},
         {"task", GT_KIND_TASK},
+        {"pods", GT_KIND_TASK},
+        {"tfjobs", GT_KIND_JOB},
+        {"pytorchjobs", GT_KIND_JOB},
+        {"mpijobs", GT_KIND_JOB},
+        {"job.gantry.dev", GT_KIND_JOB},
+        {"tfjobs.kubeflow.org", GT_KIND_JOB},
     };
     for (size_t i = 0; i < GT_ARRAY_LEN(cases); i++) {
         const struct gt_kind_info *k = gt_cli_kind_lookup(cases[i].word);
         assert_non_null(k);
         assert_int_equal(k->kind, cases[i].kind);
     }
-    assert_null(gt_cli_kind_lookup("pods"));
+    assert_null(gt_cli_kind_lookup("pets"));
+    assert_null(gt_cli_kind_lookup(".gantry.dev"));
     assert_null(gt_cli_kind_lookup(""));
+    /* KIND/NAME as -o name prints it */
+    char *kw = NULL;
+    const char *name = NULL;
+    assert_int_equal(gt_cli_kind_ref_split("job.gantry.dev/x", &kw, &name), 1);
+    assert_string_equal(kw, "job.gantry.dev");
+    assert_string_equal(name, "x");
+    free(kw);
+    assert_int_equal(gt_cli_kind_ref_split("jobs", &kw, &name), 0);
+    assert_int_equal(gt_cli_kind_ref_split("/x", &kw, &name), -1);
+    assert_int_equal(gt_cli_kind_ref_split("a/b/c", &kw, &name), -1);
+}
+
+/* kubectl's JSONPath as -o jsonpath, custom-columns and --sort-by use it. */
+static void expect_jsonpath(const char *tmpl, const char *json, const char *want)
+{
+    json_t *root = json_of(json);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    struct gt_err err = {0};
+    assert_int_equal(gt_cli_jsonpath_render(tmpl, root, &b, &err), 0);
+    assert_string_equal(b.data ? b.data : "", want);
+    gt_buf_fini(&b);
+    json_decref(root);
+}
+
+static void test_jsonpath(void **state)
+{
+    (void)state;
+    static const char list[] =
+        "{\"items\":[{\"metadata\":{\"name\":\"a\",\"labels\":{\"t\":\"x\"}},\"n\":2},"
+        "{\"metadata\":{\"name\":\"b\"},\"n\":1.5,\"v\":[1,{\"k\":true}]}]}";
+    expect_jsonpath("{.items[*].metadata.name}", list, "a b");
+    expect_jsonpath("{range .items[*]}{.metadata.name}={.n}{\"\\n\"}{end}", list, "a=2\nb=1.5\n");
+    expect_jsonpath("first: {.items[0].metadata.name}, last: {$.items[-1].metadata.name}", list,
+                    "first: a, last: b");
+    expect_jsonpath("{.items[1].v}", list, "[1,{\"k\":true}]");
+    expect_jsonpath("{.items[0].metadata.labels['t']}", list, "x");
+    expect_jsonpath("{.items[5].metadata.name}{.nothing}", list, "");
+    expect_jsonpath("{.items[0].metadata}", list, "{\"name\":\"a\",\"labels\":{\"t\":\"x\"}}");
+    json_t *root = json_of(list);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    struct gt_err err = {0};
+    assert_int_equal(gt_cli_jsonpath_render("{.items[?(@.n>1)]}", root, &b, &err), GT_EBADREQ);
+    assert_non_null(strstr(err.msg, "is not supported"));
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_jsonpath_render("{range .items[*]}x", root, &b, &err), GT_EBADREQ);
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_jsonpath_render("{..name}", root, &b, &err), GT_EBADREQ);
+    json_t *vals = NULL;
+    assert_int_equal(gt_cli_jsonpath_eval(".items[*].n", root, &vals, NULL), 0);
+    assert_int_equal(json_array_size(vals), 2);
+    json_decref(vals);
+    gt_buf_fini(&b);
+    json_decref(root);
 }
 
 static void expect_path(enum gt_kind kind, const char *project, const char *name, const char *want)
@@ -437,7 +522,8 @@ static void test_config_precedence(void **state)
     resolve(NULL, NULL, NULL, NULL);
 
     struct gt_err err = {0};
-    assert_int_equal(gt_cli_config_write(e->path, "http://file:1/", "file-token", NULL, &err), 0);
+    assert_int_equal(gt_cli_config_write(e->path, "http://file:1/", "file-token", NULL, NULL, &err),
+                     0);
     struct stat st;
     assert_int_equal(stat(e->path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0600);
@@ -454,7 +540,8 @@ static void test_config_precedence(void **state)
     resolve(NULL, NULL, "http://file:1", "env-token");
 
     /* Rewriting replaces the file whole. */
-    assert_int_equal(gt_cli_config_write(e->path, "http://new:4", NULL, "research", &err), 0);
+    assert_int_equal(gt_cli_config_write(e->path, "http://new:4", NULL, "research", "/d/x", &err),
+                     0);
     unsetenv("GANTRY_TOKEN");
     resolve(NULL, NULL, "http://new:4", NULL);
 
@@ -466,13 +553,20 @@ static void test_config_precedence(void **state)
     assert_int_equal(gt_cli_config_project("vision", &project, &err), 0);
     assert_string_equal(project, "vision");
     free(project);
+    /* the file alone, with the local cluster it is for */
+    struct gt_cli_config cfg;
+    assert_int_equal(gt_cli_config_read(e->path, &cfg, &err), 0);
+    assert_string_equal(cfg.server, "http://new:4");
+    assert_null(cfg.token);
+    assert_string_equal(cfg.data_dir, "/d/x");
+    gt_cli_config_fini(&cfg);
 }
 
 static void test_config_bad_file(void **state)
 {
     struct cfg_env *e = *state;
     struct gt_err err = {0};
-    assert_int_equal(gt_cli_config_write(e->path, "http://x:1", "t", NULL, &err), 0);
+    assert_int_equal(gt_cli_config_write(e->path, "http://x:1", "t", NULL, NULL, &err), 0);
     FILE *f = fopen(e->path, "w");
     assert_non_null(f);
     fputs("{\"server\": 7}", f);
@@ -711,7 +805,12 @@ static void test_cli_usage_errors(void **state)
     expect_usage_error((const char *[]){"frobnicate", NULL},
                        "error: unknown command \"frobnicate\"");
     expect_usage_error((const char *[]){"get", NULL}, "error: name a kind");
-    expect_usage_error((const char *[]){"get", "pods", NULL}, "error: unknown kind \"pods\"");
+    expect_usage_error((const char *[]){"get", "pets", NULL}, "error: unknown kind \"pets\"");
+    expect_usage_error((const char *[]){"get", "jobs,pets", NULL}, "error: unknown kind \"pets\"");
+    expect_usage_error((const char *[]){"delete", "jobs", "--all", "x", NULL},
+                       "error: --all takes a KIND and no names");
+    expect_usage_error((const char *[]){"delete", "job/x", NULL},
+                       "error: jobs live in projects: pass -p PROJECT");
     expect_usage_error((const char *[]){"get", "jobs", NULL},
                        "error: jobs live in projects: pass -p PROJECT or -A");
     expect_usage_error((const char *[]){"get", "jobs", "-A", "x", NULL},
@@ -917,11 +1016,16 @@ static void test_unreadable_files_exit_1(void **state)
     assert_string_equal(r.out, "");
     run_result_free(&r);
 
-    /* a directory opens but does not read */
-    r = run_cli((const char *[]){"apply", "-f", "/", NULL});
+    /* a directory without manifests */
+    char dir[] = "/tmp/gt-apply-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    r = run_cli((const char *[]){"apply", "-f", dir, NULL});
     assert_int_equal(r.rc, 1);
-    assert_string_equal(r.err, "error: cannot read /: Is a directory\n");
+    char *none = gt_xasprintf("error: no manifests (.yaml, .yml, .json) in %s\n", dir);
+    assert_string_equal(r.err, none);
+    free(none);
     run_result_free(&r);
+    rmdir(dir);
 
     /* run's requirements file: missing, then one byte over its 1 MiB */
     r = run_cli((const char *[]){"run", "-p", "x", "--requirements", "/nonexistent/req.txt", "--",
@@ -997,6 +1101,8 @@ int main(void)
         cmocka_unit_test(test_table_layout),
         cmocka_unit_test(test_table_min_width),
         cmocka_unit_test(test_columns_jobs),
+        cmocka_unit_test(test_columns_job_restarted),
+        cmocka_unit_test(test_jsonpath),
         cmocka_unit_test(test_columns_inadmissible),
         cmocka_unit_test(test_columns_gpus_defaulted),
         cmocka_unit_test(test_columns_cluster_kinds),

@@ -290,7 +290,7 @@ static void test_apply_creates_then_updates(void **state)
     run_result_free(&r);
 }
 
-static void test_apply_stops_at_first_error(void **state)
+static void test_apply_reports_the_failed_document(void **state)
 {
     (void)state;
     static const struct exchange script[] = {
@@ -306,8 +306,7 @@ static void test_apply_stops_at_first_error(void **state)
     assert_int_equal(r.rc, 1);
     assert_string_equal(r.out, "department.gantry.dev/vision configured\n");
     char *want = gt_xasprintf("error: job.gantry.dev \"train\" (document 2 of 2 in %s): "
-                              "spec.replicaSpecs.Worker.replicas: must be >= 1 (the 1 document "
-                              "before it was applied)\n",
+                              "spec.replicaSpecs.Worker.replicas: must be >= 1\n",
                               path);
     assert_string_equal(r.err, want);
     free(want);
@@ -603,10 +602,17 @@ static void test_delete_and_errors(void **state)
 }
 
 #define TASKS "/apis/gantry.dev/v1/projects/detection/tasks"
-#define WATCH_X TASKS "?watch=true&resourceVersion=0&fieldSelector=metadata.name%3Dx-worker-0"
 #define TASK_EVENT(type, status)                                                                   \
     "{\"type\":\"" type "\",\"object\":{\"metadata\":{\"name\":\"x-worker-0\","                    \
     "\"project\":\"detection\"},\"spec\":{},\"status\":" status "}}\n"
+
+/* `run` reads its task, then watches it from the version read */
+#define TASK_X TASKS "/x-worker-0"
+#define TASK_OBJ(rv, status)                                                                       \
+    "{\"metadata\":{\"name\":\"x-worker-0\",\"project\":\"detection\",\"resourceVersion\":\"" rv   \
+    "\"},\"spec\":{},\"status\":" status "}"
+#define WATCH_X_FROM(rv)                                                                           \
+    TASKS "?watch=true&resourceVersion=" rv "&fieldSelector=metadata.name%3Dx-worker-0"
 
 #define WATCH_JOB_X JOBS "?watch=true&resourceVersion=0&fieldSelector=metadata.name%3Dx"
 #define JOB_EVENT(type, conds)                                                                     \
@@ -624,23 +630,23 @@ static void test_run_follows_and_exits_with_task_status(void **state)
 {
     (void)state;
     static const char *const started[] = {
-        TASK_EVENT("ADDED", "{\"phase\":\"Pending\"}"),
         TASK_EVENT("MODIFIED", "{\"phase\":\"Bound\"}"),
         TASK_EVENT("MODIFIED", "{\"phase\":\"Running\",\"startTime\":\"2026-01-01T00:00:00Z\"}"),
         NULL,
     };
     static const char *const log[] = {"0,1 GPU-a,GPU-b\n", "65534\n", NULL};
     static const char *const done[] = {
-        TASK_EVENT("ADDED", "{\"phase\":\"Running\"}"),
         TASK_EVENT("MODIFIED", "{\"phase\":\"Failed\",\"exitCode\":3,\"reason\":\"Error\"}"),
         NULL,
     };
     static const struct exchange script[] = {
         {"POST", JOBS, 201, "{}", NULL},
         {"GET", WATCH_JOB_X, 200, NULL, job_running},
-        {"GET", WATCH_X, 200, NULL, started},
+        {"GET", TASK_X, 200, TASK_OBJ("5", "{\"phase\":\"Pending\"}"), NULL},
+        {"GET", WATCH_X_FROM("5"), 200, NULL, started},
         {"GET", TASKS "/x-worker-0/log?follow=true", 200, NULL, log},
-        {"GET", WATCH_X, 200, NULL, done},
+        {"GET", TASK_X, 200, TASK_OBJ("7", "{\"phase\":\"Running\"}"), NULL},
+        {"GET", WATCH_X_FROM("7"), 200, NULL, done},
     };
     struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
     struct run_result r =
@@ -655,14 +661,51 @@ static void test_run_follows_and_exits_with_task_status(void **state)
     fake_finish(f);
 }
 
+/* A job deleted while `run` waits ends the wait with the reason: before it
+ * ran (the job's watch says DELETED), or while it ran (its task is gone). */
+static void test_run_job_deleted(void **state)
+{
+    (void)state;
+    static const char *const deleted[] = {
+        JOB_EVENT("ADDED", "[" QUEUED("") "]"),
+        JOB_EVENT("DELETED", "[" QUEUED("") "]"),
+        NULL,
+    };
+    static const struct exchange before[] = {
+        {"POST", JOBS, 201, "{}", NULL},
+        {"GET", WATCH_JOB_X, 200, NULL, deleted},
+    };
+    struct fake *f = fake_start(before, GT_ARRAY_LEN(before));
+    struct run_result r =
+        run_cli(f, (const char *[]){"run", "-p", "detection", "--name", "x", "--", "true", NULL});
+    assert_string_equal(r.err, "job.gantry.dev/x created\n"
+                               "error: job x was deleted before it ran\n");
+    assert_int_equal(r.rc, 1);
+    run_result_free(&r);
+    fake_finish(f);
+
+    static const char *const log[] = {"hi\n", NULL};
+    static const struct exchange during[] = {
+        {"POST", JOBS, 201, "{}", NULL},
+        {"GET", WATCH_JOB_X, 200, NULL, job_running},
+        {"GET", TASK_X, 200, TASK_OBJ("5", "{\"phase\":\"Running\",\"startTime\":\"x\"}"), NULL},
+        {"GET", TASKS "/x-worker-0/log?follow=true", 200, NULL, log},
+        {"GET", TASK_X, 404, "{\"kind\":\"Status\",\"code\":404,\"reason\":\"NotFound\"}", NULL},
+    };
+    f = fake_start(during, GT_ARRAY_LEN(during));
+    r = run_cli(f, (const char *[]){"run", "-p", "detection", "--name", "x", "--", "true", NULL});
+    assert_string_equal(r.out, "hi\n");
+    assert_string_equal(r.err, "job.gantry.dev/x created\n"
+                               "error: task x-worker-0 was deleted\n");
+    assert_int_equal(r.rc, 1);
+    run_result_free(&r);
+    fake_finish(f);
+}
+
 static void test_run_task_lost_before_start(void **state)
 {
     (void)state;
     /* Failed while Bound (no startTime): no log is read, exit 1 with why. */
-    static const char *const lost[] = {
-        TASK_EVENT("ADDED", "{\"phase\":\"Failed\",\"reason\":\"NodeLost\"}"),
-        NULL,
-    };
     /* While it waits, each new reason is said once. */
     static const char *const queued[] = {
         JOB_EVENT("ADDED", "[" QUEUED("") "]"),
@@ -675,7 +718,7 @@ static void test_run_task_lost_before_start(void **state)
     static const struct exchange script[] = {
         {"POST", JOBS, 201, "{}", NULL},
         {"GET", WATCH_JOB_X, 200, NULL, queued},
-        {"GET", WATCH_X, 200, NULL, lost},
+        {"GET", TASK_X, 200, TASK_OBJ("5", "{\"phase\":\"Failed\",\"reason\":\"NodeLost\"}"), NULL},
     };
     struct fake *f = fake_start(script, GT_ARRAY_LEN(script));
     struct run_result r =
@@ -861,7 +904,7 @@ int main(void)
     setenv("GANTRY_CONFIG", "/nonexistent/gantry-test-config", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_apply_creates_then_updates),
-        cmocka_unit_test(test_apply_stops_at_first_error),
+        cmocka_unit_test(test_apply_reports_the_failed_document),
         cmocka_unit_test(test_apply_converts_kubeflow),
         cmocka_unit_test(test_apply_rejects_before_sending),
         cmocka_unit_test(test_get_table_json_name),
@@ -872,6 +915,7 @@ int main(void)
         cmocka_unit_test(test_delete_and_errors),
         cmocka_unit_test(test_run_follows_and_exits_with_task_status),
         cmocka_unit_test(test_run_task_lost_before_start),
+        cmocka_unit_test(test_run_job_deleted),
         cmocka_unit_test(test_logs_picks_task),
         cmocka_unit_test(test_cordon_retries_conflict),
         cmocka_unit_test(test_drain_waits_for_tasks),

@@ -181,6 +181,75 @@ static void test_decide_restart(void **state)
     json_decref(job);
 }
 
+/* A worker stopped by its job's end (the chief succeeded) is no failure
+ * of the Worker replicas, whether it exited 0 (Succeeded) or was killed. */
+static void test_job_finished_not_failed(void **state)
+{
+    (void)state;
+    const int64_t t0 = 1700000000000;
+    char ts[32];
+    gt_time_format(t0, ts, sizeof(ts));
+    json_t *job = job_with("Never", json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
+    json_t *tasks[2] = {json_pack("{s:{s:s, s:s, s:{s:s}}, s:{s:s}, s:{s:s, s:s, s:i}}", "metadata",
+                                  "name", "m", "project", "p", "labels", GT_LABEL_GENERATION, "0",
+                                  "spec", "replicaType", "Master", "status", "phase", "Succeeded",
+                                  "reason", "Completed", "exitCode", 0),
+                        failed("Worker", "JobFinished", 143, "0")};
+    struct gt_job_decision d;
+    decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
+    json_t *st = derive_json(job, tasks, 2, &d, NULL, t0 + 1000);
+    json_t *w = gt_json_path(st, "replicaStatuses.Worker");
+    assert_int_equal(json_integer_value(json_object_get(w, "failed")), 0);
+    json_t *m = gt_json_path(st, "replicaStatuses.Master");
+    assert_int_equal(json_integer_value(json_object_get(m, "succeeded")), 1);
+    json_t *c;
+    size_t i;
+    json_array_foreach(json_object_get(st, "conditions"), i, c)
+    {
+        if (!strcmp(json_string_value(json_object_get(c, "status")), "True")) {
+            assert_string_not_equal(json_string_value(json_object_get(c, "type")), "Failed");
+        }
+    }
+    json_decref(st);
+    json_decref(tasks[0]);
+    json_decref(tasks[1]);
+    json_decref(job);
+}
+
+/* A failed pull says so in the job's reason: ImagePullFailed when it ends
+ * the job, ImagePullBackOff for the counted restart that waits its
+ * back-off before the next pull. */
+static void test_image_pull_reasons(void **state)
+{
+    (void)state;
+    const int64_t t0 = 1700000000000;
+    char ts[32];
+    gt_time_format(t0, ts, sizeof(ts));
+    json_t *job = job_with("Never", json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
+    json_t *tasks[2] = {running("Master", "0"), failed("Worker", "ImagePullFailed", 127, "0")};
+    struct gt_job_decision d;
+    decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_FAIL);
+    assert_string_equal(d.reason, "ImagePullFailed");
+    json_decref(job);
+    job = job_with("OnFailure", json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
+    decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RESTART);
+    assert_true(d.counted);
+    assert_string_equal(d.reason, "ImagePullBackOff");
+    json_object_set_new(job, "status", derive_json(job, tasks, 2, &d, NULL, t0 + 1000));
+    /* every task ended: the next pull waits the back-off */
+    json_decref(tasks[0]);
+    tasks[0] = failed("Master", GT_STOP_RESTARTING, 143, "0");
+    decide_json(job, tasks, 2, t0 + 5000, 10000, &d);
+    assert_int_equal(d.action, GT_JOB_RESTART);
+    assert_string_equal(d.reason, "ImagePullBackOff");
+    assert_true(d.wake_ms >= t0 + 1000 + 10000);
+    json_decref(tasks[0]);
+    json_decref(tasks[1]);
+    json_decref(job);
+}
+
 static void test_decide_exit_code_and_ttl(void **state)
 {
     (void)state;
@@ -497,6 +566,8 @@ int main(void)
         cmocka_unit_test(test_verdicts),
         cmocka_unit_test(test_backoff),
         cmocka_unit_test(test_decide_restart),
+        cmocka_unit_test(test_job_finished_not_failed),
+        cmocka_unit_test(test_image_pull_reasons),
         cmocka_unit_test(test_decide_exit_code_and_ttl),
         cmocka_unit_test(test_ports),
         cmocka_unit_test(test_pytorch_env),
