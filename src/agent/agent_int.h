@@ -307,6 +307,7 @@ struct gt_gantlet {
     char tasks_dir[PATH_MAX]; /* RUN/tasks: state directories */
     char data_dir[PATH_MAX];  /* ROOT/tasks: the tasks' directories on disk */
     char venvs_dir[PATH_MAX];
+    char volumes_dir[PATH_MAX];        /* RUN/volumes: Volumes' disk images mounted (volmount.c) */
     char images_dir[PATH_MAX];         /* the image cache */
     char runtime_root[PATH_MAX];       /* the OCI runtime's --root: ROOT/oci */
     struct gt_task_image_params image; /* borrows the two above and cfg */
@@ -344,6 +345,8 @@ const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vo
 /* Load every RUN/tasks/<uid>/ left by an earlier agent; remove each
  * ROOT/tasks/<uid>/ left without its state (after a reboot). */
 void gt_gantlet_tasks_adopt(struct gt_gantlet *g);
+/* Unmount the Volumes' disk images no task here that has not ended uses. */
+void gt_gantlet_volumes_sweep(struct gt_gantlet *g);
 /* Act on one Task from a list or watch, decoded where it arrived (taken:
  * kept as the task's Task, else freed); deleted: it is gone. */
 void gt_gantlet_task_observe(struct gt_gantlet *g, struct gt_api_task *task, bool deleted);
@@ -396,6 +399,12 @@ void gt_gantlet_metrics_render(const struct gt_gantlet *g, struct gt_buf *out);
 
 /* logserve.c: the --listen server (logs, /healthz, /metrics). */
 int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
+/* GET /v1/tasks/{uid}/usage (usage.c), authorized by the caller: the
+ * task's CPU time so far, {"cpuNanoseconds": N} (its cgroup's, from
+ * gt_cgroup_stats; 0 where unknown), and, where known, each
+ * GPU's utilization, "gpus": [{"index", "utilizationPercent"}] (fake GPUs:
+ * --fake-gpu-utilization-dir; NVML: not read yet, so absent). */
+void gt_gantlet_serve_usage(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
 
 /* ---- the container of an image task (oci.c), run by the shim ---- */
 

@@ -385,6 +385,10 @@ static int setup(struct gt_gantlet *g, struct gt_err *err)
     if ((rc = mkdirs(g->venvs_dir)) < 0) {
         return gt_err_set(err, rc, "%s: %s", g->venvs_dir, strerror(-rc));
     }
+    snprintf(g->volumes_dir, sizeof(g->volumes_dir), "%s/volumes", g->cfg->run_dir);
+    if ((rc = mkdirs(g->volumes_dir)) < 0) {
+        return gt_err_set(err, rc, "%s: %s", g->volumes_dir, strerror(-rc));
+    }
     if ((rc = image_setup(g, err)) < 0) {
         return rc;
     }
@@ -426,6 +430,7 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
         goto out;
     }
     gt_gantlet_tasks_adopt(g);
+    gt_gantlet_volumes_sweep(g);
     struct event *sigs[3];
     const int signums[3] = {SIGTERM, SIGINT, SIGCHLD};
     for (int i = 0; i < 3; i++) {

@@ -28,6 +28,7 @@ struct gt_gantlet_config {
     char *name;              /* node name */
     char *listen;            /* ADDR:PORT for logs, /healthz, /metrics */
     char *fake_gpus;         /* NULL: NVML */
+    char *fake_gpu_util_dir; /* DIR/<index>: a fake GPU's utilization in %; NULL: none */
     char *nvml_lib;          /* NULL: GT_NVML_LIBRARY */
     char *fake_gpu_counters; /* NULL: fake GPUs stay idle and healthy */
     int64_t gpu_sample_ms;
@@ -107,6 +108,7 @@ struct gt_task_spec_params {
     const char *cluster_ifname;               /* NULL: no GLOO/NCCL_SOCKET_IFNAME */
     const struct gt_task_image_params *image; /* NULL: images are refused */
     struct gt_gid_cache *gids;                /* NULL: look each uid up */
+    const char *volumes_dir; /* RUN/volumes: Volumes' mount points; NULL: Volumes refused */
 };
 
 /* Build the shim spec of a Task (borrowed) into spec (caller's

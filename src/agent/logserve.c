@@ -1,6 +1,7 @@
 /*
  * gantlet's --listen server (evhttp): GET /v1/tasks/{uid}/log
- * [?follow=true&tailLines=N] for the agent's own bearer token only, plus
+ * [?follow=true&tailLines=N] and GET /v1/tasks/{uid}/usage (usage.c) for
+ * the agent's own bearer token only, plus
  * /healthz and /metrics. A log is the shim's rotated files read oldest
  * first (task.log.K .. task.log.1, task.log); tailLines counts over their
  * concatenation. Following polls every 5 ms after new output, backing off
@@ -274,9 +275,10 @@ static void on_request(struct evhttp_request *req, void *arg)
         serve_metrics(g, req);
         return;
     }
-    char uid[128];
+    char uid[128], what[8] = "";
     int n = 0;
-    if (sscanf(path, "/v1/tasks/%127[^/]/log%n", uid, &n) != 1 || path[n] != '\0') {
+    if (sscanf(path, "/v1/tasks/%127[^/]/%7[a-z]%n", uid, what, &n) != 2 || path[n] != '\0' ||
+        (strcmp(what, "log") != 0 && strcmp(what, "usage") != 0)) {
         evhttp_send_error(req, 404, "not found");
         return;
     }
@@ -287,6 +289,10 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     if (strcmp(auth + 7, g->token) != 0) {
         evhttp_send_error(req, 403, "only the node's token may read logs here");
+        return;
+    }
+    if (!strcmp(what, "usage")) {
+        gt_gantlet_serve_usage(g, req, uid);
         return;
     }
     serve_log(g, req, uid, evhttp_uri_get_query(u));

@@ -408,6 +408,54 @@ static int make_venv_dir(const struct gt_shim_spec *spec, struct gt_err *err)
     return 0;
 }
 
+/* Mount the disk image of every Volume the task uses (gt_volume_attach). */
+static int attach_volumes(struct gt_gantlet *g, const struct gt_api_task *task, struct gt_err *err)
+{
+    const struct gt_api_volumes *vols = &task->spec.volumes;
+    for (size_t i = 0; i < vols->n; i++) {
+        if (!vols->v[i].image) {
+            continue;
+        }
+        int rc =
+            gt_volume_attach(g->volumes_dir, g->cfg->storage_roots.items, g->cfg->storage_roots.n,
+                             vols->v[i].image, vols->v[i].read_only, err);
+        if (rc < 0) {
+            gt_err_prefix(err, "volume %s", vols->v[i].volume);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Does a task of g that has not ended use the image mounted as id? A
+ * task adopted but not seen from gantryd yet might: its mounts stay (a
+ * second mount of the same image would be a second file system on it). */
+static bool image_in_use(const char *id, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    char mnt[PATH_MAX];
+    for (struct gt_ltask *t = g->tasks; t; t = t->next) {
+        if (!t->st.exited && !t->obj) {
+            return true;
+        }
+        for (size_t i = 0; !t->st.exited && t->obj && i < t->obj->spec.volumes.n; i++) {
+            const char *image = t->obj->spec.volumes.v[i].image;
+            if (image) {
+                gt_volume_mountpoint("", image, mnt, sizeof(mnt));
+                if (!strcmp(mnt + 1, id)) {
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
+}
+
+void gt_gantlet_volumes_sweep(struct gt_gantlet *g)
+{
+    gt_volume_sweep(g->volumes_dir, image_in_use, g);
+}
+
 static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
 {
     struct gt_task_spec_params p = {.state_dir = t->dir,
@@ -420,9 +468,14 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
                                     .venv_root = g->venvs_dir,
                                     .cluster_ifname = g->cluster_ifname,
                                     .image = &g->image,
-                                    .gids = &g->gids};
+                                    .gids = &g->gids,
+                                    .volumes_dir = g->volumes_dir};
     struct gt_shim_spec spec;
-    int rc = gt_task_spec_build(t->obj, &p, &spec, err);
+    int rc = attach_volumes(g, t->obj, err);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = gt_task_spec_build(t->obj, &p, &spec, err);
     rc = rc < 0 ? rc : check_volumes(&spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(&spec); /* a failed build left it zeroed */
@@ -597,6 +650,7 @@ static void task_act(struct gt_gantlet *g, struct gt_ltask *t, unsigned a)
     bool can_put = !t->put_in_flight && gt_mono_ms() >= t->retry_at_ms;
     if ((a & GT_TA_REPORT_EXIT) && can_put) {
         report_exit(g, t);
+        gt_gantlet_volumes_sweep(g);
     } else if ((a & GT_TA_REPORT_RUNNING) && can_put) {
         int64_t wait_ms = t->started_mono_ms + RUNNING_REPORT_DELAY_MS - gt_mono_ms();
         if (wait_ms > 0) {

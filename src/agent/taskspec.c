@@ -230,7 +230,8 @@ const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vo
     return NULL;
 }
 
-/* template.volumeMounts joined with spec.volumes, placed beneath the roots. */
+/* template.volumeMounts joined with spec.volumes, placed beneath the roots
+ * (a Volume: at its image's mount point, which the agent makes). */
 static int build_volumes(const struct gt_api_task_spec *ts, const struct gt_task_spec_params *p,
                          struct gt_shim_spec *spec, struct gt_err *err)
 {
@@ -241,19 +242,28 @@ static int build_volumes(const struct gt_api_task_spec *ts, const struct gt_task
         const char *mount_path = m->mount_path;
         const struct gt_api_volume *vol = gt_task_volume_named(&ts->volumes, name);
         const char *host = vol ? vol->host_path : NULL;
-        if (!vol || !host || !mount_path) {
+        if (!vol || !(host || vol->image) || !mount_path || (vol->image && !p->volumes_dir)) {
             return gt_err_set(err, GT_EINVAL, "spec.template.volumeMounts[%zu]: no volume %s", i,
                               name ? name : "(unnamed)");
         }
-        size_t root;
-        const char *rel;
-        if (gt_volume_locate(p->storage_roots, p->n_storage_roots, host, &root, &rel, err) < 0) {
-            gt_err_prefix(err, "volume %s", name);
-            return GT_EFORBIDDEN;
+        struct gt_shim_volume *sv = &spec->volumes[spec->n_volumes];
+        if (vol->image) { /* a Volume: its image's mount point (gt_volume_attach) */
+            char mnt[PATH_MAX];
+            gt_volume_mountpoint(p->volumes_dir, vol->image, mnt, sizeof(mnt));
+            sv->root = gt_xstrdup(mnt);
+            sv->path = gt_xstrdup(".");
+        } else {
+            size_t root;
+            const char *rel;
+            if (gt_volume_locate(p->storage_roots, p->n_storage_roots, host, &root, &rel, err) <
+                0) {
+                gt_err_prefix(err, "volume %s", name);
+                return GT_EFORBIDDEN;
+            }
+            sv->root = gt_xstrdup(p->storage_roots[root]);
+            sv->path = gt_xstrdup(rel);
         }
-        struct gt_shim_volume *sv = &spec->volumes[spec->n_volumes++];
-        sv->root = gt_xstrdup(p->storage_roots[root]);
-        sv->path = gt_xstrdup(rel);
+        spec->n_volumes++;
         sv->mount_path = gt_xstrdup(mount_path);
         sv->read_only = vol->read_only || m->read_only;
     }

@@ -32,6 +32,8 @@ enum gt_kind {
     GT_KIND_JOB,
     GT_KIND_TASK,
     GT_KIND_EVENT,
+    GT_KIND_NOTEBOOK,
+    GT_KIND_VOLUME,
     GT_KIND_COUNT
 };
 
@@ -417,9 +419,15 @@ struct gt_api_effective {
 void gt_api_resources_effective(const struct gt_api_template_resources *r,
                                 struct gt_api_effective *out);
 
+/* One entry of a Job's or Task's spec.volumes: exactly one of host_path
+ * (a directory beneath a storage root) and volume (a Volume of the
+ * project, by name). image: on a bound Task's volume entry only, the
+ * Volume's disk image (its status.path), written at bind by gantryd. */
 struct gt_api_volume {
     const char *name;
     const char *host_path;
+    const char *volume;
+    const char *image;
     bool read_only;
 };
 struct gt_api_volumes GT_API_LIST_OF(struct gt_api_volume);
@@ -676,6 +684,108 @@ struct gt_api_priority_class {
     const char *description;
 };
 
+/* ---- Notebook (schema_notebook.c) ----
+ *
+ * An interactive task with a home volume: the notebook controller runs it
+ * as a one-replica Job named GT_NOTEBOOK_JOB_PREFIX + name (so quota,
+ * priority, the scheduler and the agent treat it as any other), gantryd
+ * proxies /projects/P/notebooks/N/ to it, and the culler stops it when
+ * idle. Names are at most GT_NOTEBOOK_NAME_MAX characters, so that the
+ * task's name ("nb-N-worker-0") is a DNS label. */
+
+#define GT_NOTEBOOK_NAME_MAX 51
+#define GT_NOTEBOOK_JOB_PREFIX "nb-"
+
+/* Notebook phases, in the order of the schema's enum. */
+enum gt_notebook_phase {
+    GT_NB_PENDING, /* also: no phase yet */
+    GT_NB_STARTING,
+    GT_NB_RUNNING,
+    GT_NB_STOPPING,
+    GT_NB_STOPPED,
+    GT_NB_CULLED,
+    GT_NB_FAILED,
+};
+/* The phase's name as the schema spells it ("Pending", ...; static). */
+const char *gt_api_notebook_phase_name(enum gt_notebook_phase p);
+
+/* spec.home: the volume kept across stops, in a Job volume's form
+ * (hostPath beneath a storage root), mounted at mountPath (default: the
+ * hostPath itself), which is also the notebook's HOME and directory. */
+struct gt_api_notebook_home {
+    const char *host_path;
+    const char *mount_path;
+};
+/* spec.idle: culling. enabled defaults to whether the notebook asks for
+ * GPUs; timeout_s GT_API_UNSET: the project's annotation
+ * gantry.dev/notebook-idle-timeout-seconds, else gantryd's
+ * --notebook-idle-timeout. */
+struct gt_api_notebook_idle {
+    bool enabled;
+    int64_t timeout_s;
+};
+struct gt_api_notebook_spec {
+    struct gt_api_template template; /* command optional: Jupyter by default */
+    bool has_home;
+    struct gt_api_notebook_home home;
+    struct gt_api_notebook_idle idle;
+    const char *priority_class;
+    bool stopped; /* Stop (true) and Start (false); the culler sets it */
+};
+struct gt_api_notebook_status {
+    int phase; /* enum gt_notebook_phase */
+    const char *url;
+    const char *task;
+    const char *last_activity_time;
+    const char *last_activity; /* what it was: "http POST /api/contents", "kernel busy", ... */
+    const char *idle_warning_time;
+    struct gt_api_conditions conditions;
+};
+struct gt_api_notebook {
+    struct gt_api_object o;
+    struct gt_api_notebook_spec spec;
+    struct gt_api_notebook_status status;
+};
+/* ---- Volume (volume.c in api: the access modes) ---- */
+
+/* spec.accessMode values, in the schema's enum order. */
+enum gt_volume_access {
+    GT_VOLUME_RWO, /* ReadWriteOnce: one task at a time */
+    GT_VOLUME_ROX, /* ReadOnlyMany: many tasks, every mount read-only */
+    GT_VOLUME_RWX, /* ReadWriteMany: many tasks, read-write */
+};
+/* Volume phases, in the schema's enum order. */
+enum gt_volume_phase {
+    GT_VOLUME_PENDING, /* also: no phase yet */
+    GT_VOLUME_AVAILABLE,
+    GT_VOLUME_FAILED,
+};
+
+struct gt_api_volume_spec {
+    struct gt_api_res capacity; /* capacity.storage: v.v[GT_RES_STORAGE] bytes */
+    int access_mode;            /* enum gt_volume_access */
+    const char *storage_class;  /* NULL: the cluster's default class */
+    bool read_only;             /* a dataset: every mount read-only from now on */
+};
+struct gt_api_volume_status {
+    int phase; /* enum gt_volume_phase */
+    const char *message;
+    const char *storage_class; /* the class it was made in */
+    const char *path;          /* its disk image beneath the class's storage root */
+};
+struct gt_api_volume_obj {
+    struct gt_api_object o;
+    struct gt_api_volume_spec spec;
+    struct gt_api_volume_status status;
+};
+/* The access mode's name as the schema spells it ("ReadWriteOnce", ...; static). */
+const char *gt_api_volume_access_name(enum gt_volume_access a);
+/* May several tasks use a volume of mode a (read_only: spec.readOnly) at
+ * once? Only a ReadWriteOnce volume that is still writable is exclusive. */
+bool gt_api_volume_shared(enum gt_volume_access a, bool read_only);
+/* Is every mount of a volume of mode a (read_only: spec.readOnly) read-only? */
+bool gt_api_volume_mounts_ro(enum gt_volume_access a, bool read_only);
+
 /* Decode obj, a validated object of kind (a reference is taken; obj must
  * not change while the result lives), into a new typed object of that
  * kind's struct (struct gt_api_job for GT_KIND_JOB, ...). Returns NULL only
@@ -697,6 +807,10 @@ struct gt_api_project *gt_api_project_new(json_t *obj);
 void gt_api_project_free(struct gt_api_project *project);
 struct gt_api_priority_class *gt_api_priority_class_new(json_t *obj);
 void gt_api_priority_class_free(struct gt_api_priority_class *pc);
+struct gt_api_notebook *gt_api_notebook_new(json_t *obj);
+void gt_api_notebook_free(struct gt_api_notebook *nb);
+struct gt_api_volume_obj *gt_api_volume_obj_new(json_t *obj);
+void gt_api_volume_obj_free(struct gt_api_volume_obj *vol);
 
 /* Validate and decode in one step at the API edge: gt_api_validate, then
  * gt_api_object_new. obj as there; on error (GT_EINVAL with err as

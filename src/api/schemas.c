@@ -13,53 +13,6 @@
 
 #include "api/api_int.h"
 
-#define STR(n, ...)                                                                                \
-    {                                                                                              \
-        .name = n, .type = GT_F_STRING, __VA_ARGS__                                                \
-    }
-#define INT(n, lo, hi, ...)                                                                        \
-    {                                                                                              \
-        .name = n, .type = GT_F_INT, .min = lo, .max = hi, __VA_ARGS__                             \
-    }
-#define BOOL(n, ...)                                                                               \
-    {                                                                                              \
-        .name = n, .type = GT_F_BOOL, __VA_ARGS__                                                  \
-    }
-#define OBJ(n, s, ...)                                                                             \
-    {                                                                                              \
-        .name = n, .type = GT_F_OBJECT, .schema = &s, __VA_ARGS__                                  \
-    }
-#define LIST(n, e, ...)                                                                            \
-    {                                                                                              \
-        .name = n, .type = GT_F_ARRAY, .elem = &e, __VA_ARGS__                                     \
-    }
-#define RES(n, set, ...)                                                                           \
-    {                                                                                              \
-        .name = n, .type = GT_F_RESOURCES, .resources = set, __VA_ARGS__                           \
-    }
-#define ITEM(s)                                                                                    \
-    {                                                                                              \
-        .name = "item", .type = GT_F_OBJECT, .schema = &s                                          \
-    }
-#define END                                                                                        \
-    {                                                                                              \
-        .name = NULL                                                                               \
-    }
-
-#define REQ .flags = GT_F_REQUIRED
-#define DNS .check = gt_check_dns_label
-#define TIME .max_len = 64, .check = gt_check_time
-#define SHORT .max_len = 256
-#define MESSAGE .max_len = 32768
-#define UID_MAX 4294967294LL /* (uid_t)-1 is "no uid" */
-
-/* Decoding columns: the row is stored at member m of T (struct gt_api_*,
- * api.h); HAS sets a bool member when the object is present; IDX stores an
- * enum string as its index. */
-#define AT(T, m) .out = true, .off = offsetof(struct gt_api_##T, m)
-#define HAS(T, m) .has_out = true, .has = offsetof(struct gt_api_##T, m)
-#define IDX .index = true
-
 static const char *const replica_types[] = {"Master", "Chief", "PS", "Worker", "Evaluator", NULL};
 static const char *const restart_policies[] = {"Never", "OnFailure", "Always", "ExitCode", NULL};
 static const char *const clean_pod_policies[] = {"All", "Running", "None", NULL};
@@ -78,6 +31,23 @@ static const char *const address_types[] = {"InternalIP", "Hostname", "AgentURL"
 static const char *const task_phases[] = {"Pending",   "Bound",  "Running", "Terminating",
                                           "Succeeded", "Failed", NULL};
 static const char *const event_types[] = {"Normal", "Warning", NULL};
+static const char *const access_modes[] = {"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", NULL};
+static const char *const volume_phases[] = {"Pending", "Available", "Failed", NULL};
+
+const char *gt_api_volume_access_name(enum gt_volume_access a)
+{
+    return (size_t)a < GT_ARRAY_LEN(access_modes) - 1 ? access_modes[a] : access_modes[0];
+}
+
+bool gt_api_volume_shared(enum gt_volume_access a, bool read_only)
+{
+    return a != GT_VOLUME_RWO || read_only;
+}
+
+bool gt_api_volume_mounts_ro(enum gt_volume_access a, bool read_only)
+{
+    return a == GT_VOLUME_ROX || read_only;
+}
 
 const char *gt_api_task_phase_name(enum gt_task_phase p)
 {
@@ -172,11 +142,7 @@ static const struct gt_field metadata_fields[] = {STR("name", REQ, DNS, AT(meta,
 static const struct gt_field event_metadata_fields[] = {
     STR("name", REQ, .max_len = 253, .check = check_dns_subdomain), METADATA_REST};
 static const struct gt_schema event_metadata_schema = {event_metadata_fields, NULL, 0};
-static const struct gt_schema metadata_schema = {metadata_fields, NULL, sizeof(struct gt_api_meta)};
-
-#define ROOT_FIELDS                                                                                \
-    STR("apiVersion", REQ), STR("kind", REQ),                                                      \
-        OBJ("metadata", metadata_schema, REQ, AT(object, meta))
+const struct gt_schema gt_api_metadata_schema = {metadata_fields, NULL, sizeof(struct gt_api_meta)};
 
 #define CONDITION_FIELDS                                                                           \
     STR("status", REQ, .enums = cond_statuses, AT(condition, status)),                             \
@@ -189,7 +155,7 @@ static const struct gt_field condition_fields[] = {STR("type", REQ, SHORT, AT(co
                                                    CONDITION_FIELDS, END};
 static const struct gt_schema condition_schema = {condition_fields, NULL,
                                                   sizeof(struct gt_api_condition)};
-static const struct gt_field condition_item = ITEM(condition_schema);
+const struct gt_field gt_api_condition_item = ITEM(condition_schema);
 
 static const struct gt_field job_condition_fields[] = {
     STR("type", REQ, .enums = job_cond_types, AT(condition, type)), CONDITION_FIELDS, END};
@@ -471,7 +437,7 @@ static const struct gt_field node_status_fields[] = {
     RES("capacity", GT_RESF_POOL, AT(node_status, capacity)),
     RES("allocatable", GT_RESF_POOL, AT(node_status, allocatable)),
     LIST("gpus", node_gpu_item, AT(node_status, gpus)),
-    LIST("conditions", condition_item, AT(node_status, conditions)),
+    LIST("conditions", gt_api_condition_item, AT(node_status, conditions)),
     LIST("addresses", address_item, AT(node_status, addresses)),
     STR("lastHeartbeatTime", TIME, AT(node_status, last_heartbeat_time)),
     {.name = "allocated",
@@ -526,7 +492,7 @@ static const struct gt_field template_resources_fields[] = {
 static const struct gt_schema template_resources_schema = {
     template_resources_fields, template_resources_post, sizeof(struct gt_api_template_resources)};
 
-static const struct gt_field template_fields[] = {
+const struct gt_field gt_api_template_fields[] = {
     STR("image", .max_len = 512, .check = gt_check_image, AT(template, image)),
     LIST("command", string_item, AT(template, command)),
     LIST("args", string_item, AT(template, args)),
@@ -539,7 +505,7 @@ static const struct gt_field template_fields[] = {
     INT("terminationGracePeriodSeconds", 0, INT32_MAX, AT(template, grace_period_s)),
     END,
 };
-static const struct gt_schema template_schema = {template_fields, template_post,
+static const struct gt_schema template_schema = {gt_api_template_fields, template_post,
                                                  sizeof(struct gt_api_template)};
 
 /* ---- Job ---- */
@@ -605,14 +571,47 @@ static const struct gt_field source_fields[] = {
 };
 static const struct gt_schema source_schema = {source_fields, NULL, sizeof(struct gt_api_source)};
 
+/* A spec.volumes entry names exactly one source: a hostPath beneath a
+ * storage root or a Volume of the project. */
+static int volume_entry_post(json_t *vol, const char *path, struct gt_err *err)
+{
+    bool host = json_object_get(vol, "hostPath") != NULL;
+    bool named = json_object_get(vol, "volume") != NULL;
+    char sub[GT_API_PATH_MAX];
+    if (host == named) {
+        return gt_err_set(err, GT_EINVAL, "%s: exactly one of hostPath and volume is required",
+                          gt_path_join(sub, sizeof(sub), path, host ? "volume" : "hostPath"));
+    }
+    if (json_object_get(vol, "image") && !named) {
+        return gt_err_set(err, GT_EINVAL, "%s: only with volume",
+                          gt_path_join(sub, sizeof(sub), path, "image"));
+    }
+    return 0;
+}
+
+#define VOLUME_ENTRY_FIELDS                                                                        \
+    STR("name", REQ, DNS, AT(volume, name)),                                                       \
+        STR("hostPath", .check = gt_check_host_path, AT(volume, host_path)),                       \
+        STR("volume", DNS, AT(volume, volume)), BOOL("readOnly", AT(volume, read_only))
+
 static const struct gt_field volume_fields[] = {
-    STR("name", REQ, DNS, AT(volume, name)),
-    STR("hostPath", REQ, .check = gt_check_host_path, AT(volume, host_path)),
-    BOOL("readOnly", AT(volume, read_only)),
+    VOLUME_ENTRY_FIELDS,
+    {.name = "image", .type = GT_F_FORBIDDEN, .why = "set by the server on the job's tasks"},
     END,
 };
-static const struct gt_schema volume_schema = {volume_fields, NULL, sizeof(struct gt_api_volume)};
+static const struct gt_schema volume_schema = {volume_fields, volume_entry_post,
+                                               sizeof(struct gt_api_volume)};
 static const struct gt_field volume_item = ITEM(volume_schema);
+
+/* a Task's entry also carries the Volume's disk image, written at bind */
+static const struct gt_field task_volume_fields[] = {
+    VOLUME_ENTRY_FIELDS,
+    STR("image", .check = gt_check_host_path, AT(volume, image)),
+    END,
+};
+static const struct gt_schema task_volume_schema = {task_volume_fields, volume_entry_post,
+                                                    sizeof(struct gt_api_volume)};
+static const struct gt_field task_volume_item = ITEM(task_volume_schema);
 
 static const struct gt_field tensorboard_fields[] = {
     STR("logDir", REQ, .max_len = 4096, .check = gt_check_log_dir, AT(tensorboard, log_dir)),
@@ -755,7 +754,7 @@ static const struct gt_field task_spec_fields[] = {
      .check = gt_check_requirements,
      AT(task_spec, requirements)},
     OBJ("pip", task_pip_schema, AT(task_spec, pip)),
-    LIST("volumes", volume_item, .max_len = 64, AT(task_spec, volumes)),
+    LIST("volumes", task_volume_item, .max_len = 64, AT(task_spec, volumes)),
     OBJ("tensorboard", tensorboard_schema, AT(task_spec, tensorboard),
         HAS(task_spec, has_tensorboard)),
     END,
@@ -817,11 +816,65 @@ static const struct gt_field event_fields[] = {
 };
 static const struct gt_schema event_schema = {event_fields, NULL, 0};
 
+/* ---- Volume ---- */
+
+/* capacity.storage is required and positive. */
+static int volume_spec_post(json_t *spec, const char *path, struct gt_err *err)
+{
+    char sub[GT_API_PATH_MAX];
+    if (amount_of(json_object_get(spec, "capacity"), GT_RES_NAME_STORAGE) <= 0) {
+        return gt_err_set(err, GT_EINVAL, "%s.storage: required (a size such as 64Mi, above 0)",
+                          gt_path_join(sub, sizeof(sub), path, "capacity"));
+    }
+    return 0;
+}
+
+static const struct gt_field volume_spec_fields[] = {
+    RES("capacity", GT_RESF_STORAGE, REQ, AT(volume_spec, capacity)),
+    STR("accessMode", .flags = GT_F_DEFAULT, .def_str = "ReadWriteOnce", .enums = access_modes, IDX,
+        AT(volume_spec, access_mode)),
+    STR("storageClass", DNS, AT(volume_spec, storage_class)),
+    BOOL("readOnly", .flags = GT_F_DEFAULT, .def_int = 0, AT(volume_spec, read_only)),
+    END,
+};
+static const struct gt_schema volume_spec_schema = {volume_spec_fields, volume_spec_post,
+                                                    sizeof(struct gt_api_volume_spec)};
+
+static const struct gt_field volume_status_fields[] = {
+    STR("phase", .enums = volume_phases, IDX, AT(volume_status, phase)),
+    STR("message", MESSAGE, AT(volume_status, message)),
+    STR("storageClass", DNS, AT(volume_status, storage_class)),
+    STR("path", .max_len = 4096, AT(volume_status, path)),
+    {.name = "usage",
+     .type = GT_F_FORBIDDEN,
+     .why = "computed by the server on reads, never stored"},
+    {.name = "users",
+     .type = GT_F_FORBIDDEN,
+     .why = "computed by the server on reads, never stored"},
+    END,
+};
+static const struct gt_schema volume_status_schema = {volume_status_fields, NULL,
+                                                      sizeof(struct gt_api_volume_status)};
+
+static const struct gt_field volume_kind_fields[] = {
+    ROOT_FIELDS,
+    OBJ("spec", volume_spec_schema, REQ, AT(volume_obj, spec)),
+    OBJ("status", volume_status_schema, AT(volume_obj, status)),
+    END,
+};
+static const struct gt_schema volume_kind_schema = {volume_kind_fields, NULL,
+                                                    sizeof(struct gt_api_volume_obj)};
+
 static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
-    [GT_KIND_DEPARTMENT] = &dept_schema,  [GT_KIND_PROJECT] = &project_schema,
-    [GT_KIND_PRIORITYCLASS] = &pc_schema, [GT_KIND_NODE] = &node_schema,
-    [GT_KIND_JOB] = &job_schema,          [GT_KIND_TASK] = &task_schema,
+    [GT_KIND_DEPARTMENT] = &dept_schema,
+    [GT_KIND_PROJECT] = &project_schema,
+    [GT_KIND_PRIORITYCLASS] = &pc_schema,
+    [GT_KIND_NODE] = &node_schema,
+    [GT_KIND_JOB] = &job_schema,
+    [GT_KIND_TASK] = &task_schema,
     [GT_KIND_EVENT] = &event_schema,
+    [GT_KIND_NOTEBOOK] = &gt_api_notebook_schema,
+    [GT_KIND_VOLUME] = &volume_kind_schema,
 };
 
 const struct gt_schema *gt_kind_schema(enum gt_kind kind)

@@ -286,6 +286,7 @@ char *gt_cli_up_prometheus_config(const char *gantryd, const char *gantlet);
 
 /* What `gantry run` submits. All strings borrowed; gpus, cpu and memory are
  * quantities as typed per replica (NULL: no limit). */
+#define GT_CLI_RUN_VOLUMES_MAX 16
 struct gt_cli_run_opts {
     const char *name;
     const char *project;
@@ -298,7 +299,9 @@ struct gt_cli_run_opts {
     const char *git;            /* spec.source.git, NULL: none */
     const char *revision;       /* spec.source.revision, NULL: the default branch */
     const json_t *requirements; /* spec.requirements (borrowed), NULL: none */
-    int argc;                   /* the command and its arguments, argc >= 1 */
+    const char *volumes[GT_CLI_RUN_VOLUMES_MAX]; /* "NAME:/PATH[:ro]": Volumes to mount */
+    size_t n_volumes;
+    int argc; /* the command and its arguments, argc >= 1 */
     char *const *argv;
 };
 
@@ -308,7 +311,9 @@ char *gt_cli_run_name_new(void);
 /* Build the Job of o: replicaSpecs.Worker with replicas 1, or with
  * o->workers > 0 a PyTorch-style Master (1) and Worker (workers) pair; each
  * restartPolicy Never, template.command = argv, resources.limits from the
- * quantities; spec.source and spec.requirements when given. Validated and
+ * quantities; spec.source and spec.requirements when given; each volume
+ * "NAME:/PATH[:ro]" as spec.volumes[{name: NAME, volume: NAME}] mounted
+ * at PATH (read-only with ":ro") by every replica. Validated and
  * made canonical by gt_api_validate. *job gets a new reference (caller
  * json_decref()s). Returns 0, or gt_api_validate's error (a bad quantity,
  * name, git URL or requirement) with err naming the field. */

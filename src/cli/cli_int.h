@@ -251,11 +251,20 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
 int gt_cli_cmd_delete(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                       char **argv);
 int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
+int gt_cli_cmd_volume(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                      char **argv);
+/* The Volume `gantry volume create` sends (new reference): name in
+ * project (borrowed), spec.capacity.storage size as given, and the
+ * optional storageClass, accessMode (NULL: absent) and readOnly. */
+json_t *gt_cli_volume_manifest(const char *project, const char *name, const char *size,
+                               const char *class_name, const char *access_mode, bool read_only);
 int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
 /* cordon, uncordon and drain (by cmd->name) */
 int gt_cli_cmd_node(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
+int gt_cli_cmd_notebook(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                        char **argv);
 int gt_cli_cmd_top(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
 /* `top jobs` (cmd_usage.c), from gt_cli_cmd_top. */
 int gt_cli_top_jobs(struct gt_cli_ctx *ctx);

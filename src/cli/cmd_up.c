@@ -7,8 +7,10 @@
  * server is and what the node is called. Each up makes fresh tokens
  * (DATA_DIR/tokens for gantryd, DATA_DIR/node-token, the bare node token, for
  * gantlet), waits until the node is Ready, writes the client configuration
- * and creates Department and Project "default" when they are missing. An up
- * that finds gantryd alive and healthy says so and changes nothing.
+ * and creates Department and Project "default" when they are missing. The
+ * cluster has one storage class, "local", whose Volumes' disk images live
+ * in DATA_DIR/volumes (a storage root of the gantlet too). An up that
+ * finds gantryd alive and healthy says so and changes nothing.
  *
  * With --prometheus, up also starts Prometheus (found on PATH) scraping both
  * daemons, with the configuration of docs/metrics.md in
@@ -33,6 +35,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -289,9 +292,11 @@ static int ensure(struct gt_cli_ctx *ctx, struct gt_cli_client *c, enum gt_kind 
 }
 
 /* Department "default" with a quota of the node's allocatable GPUs, CPU
- * and memory; Project "default" with the local user as admin. */
+ * and memory, and of storage what the file system of dir (the data
+ * directory, where the "local" storage class keeps Volumes) has free;
+ * Project "default" with the local user as admin. */
 static int ensure_defaults(struct gt_cli_ctx *ctx, struct gt_cli_client *c, const json_t *node,
-                           const char *user, struct gt_err *err)
+                           const char *user, const char *dir, struct gt_err *err)
 {
     json_t *quota = json_object();
     static const char *const res[] = {GT_RES_NAME_GPU, "cpu", "memory"};
@@ -300,6 +305,13 @@ static int ensure_defaults(struct gt_cli_ctx *ctx, struct gt_cli_client *c, cons
         if (v) {
             json_object_set(quota, res[i], v);
         }
+    }
+    struct statvfs fs;
+    if (statvfs(dir, &fs) == 0) {
+        char free_mi[32];
+        snprintf(free_mi, sizeof(free_mi), "%lluMi",
+                 (unsigned long long)fs.f_bavail * fs.f_frsize >> 20);
+        json_object_set_new(quota, GT_RES_NAME_STORAGE, json_string(free_mi));
     }
     json_t *dept = json_pack("{s:s, s:s, s:{s:s}, s:{s:o, s:[s]}}", "apiVersion", GT_API_VERSION,
                              "kind", "Department", "metadata", "name", "default", "spec", "quota",
@@ -320,15 +332,16 @@ struct cluster {
     char *dir, *logs, *tokens, *node_token, *gantryd_pid, *gantlet_pid, *gantryd_log, *gantlet_log,
         *store, *agent_root, *agent_run, *gantryd, *gantlet;
     char *node, *user, *server, *agent_listen;
+    char *volumes, *volume_class; /* the "local" storage class: DIR/volumes, "local=DIR/volumes" */
 };
 
 static void cluster_fini(struct cluster *cl)
 {
-    char **all[] = {&cl->dir,         &cl->logs,        &cl->tokens,      &cl->node_token,
-                    &cl->gantryd_pid, &cl->gantlet_pid, &cl->gantryd_log, &cl->gantlet_log,
-                    &cl->store,       &cl->agent_root,  &cl->agent_run,   &cl->gantryd,
-                    &cl->gantlet,     &cl->node,        &cl->user,        &cl->server,
-                    &cl->agent_listen};
+    char **all[] = {&cl->dir,          &cl->logs,        &cl->tokens,      &cl->node_token,
+                    &cl->gantryd_pid,  &cl->gantlet_pid, &cl->gantryd_log, &cl->gantlet_log,
+                    &cl->store,        &cl->agent_root,  &cl->agent_run,   &cl->gantryd,
+                    &cl->gantlet,      &cl->node,        &cl->user,        &cl->server,
+                    &cl->agent_listen, &cl->volumes,     &cl->volume_class};
     for (size_t i = 0; i < GT_ARRAY_LEN(all); i++) {
         free(*all[i]);
         *all[i] = NULL;
@@ -394,6 +407,8 @@ static int cluster_init(struct cluster *cl, const char *dir, struct gt_err *err)
     cl->agent_root = gt_xasprintf("%s/agent", cl->dir);
     /* its own, not the machine's /run/gantlet: several local clusters may run */
     cl->agent_run = gt_xasprintf("%s/agent-run", cl->dir);
+    cl->volumes = gt_xasprintf("%s/volumes", cl->dir);
+    cl->volume_class = gt_xasprintf("local=%s", cl->volumes);
     return 0;
 }
 
@@ -510,11 +525,12 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         return rc;
     }
     pid_t server_pid, agent_pid;
-    /* gantryd admits hostPath volumes beneath the same roots the agent mounts from */
-    char *server_argv[8 + 2 * MAX_STORAGE_ROOTS] = {cl->gantryd,      "--data-dir", cl->store,
-                                                    "--token-file",   cl->tokens,   "--listen",
-                                                    (char *)f->listen};
-    size_t n_server = 7;
+    /* gantryd admits hostPath volumes beneath the same roots the agent
+     * mounts from; Volumes' images live in the data directory's volumes/ */
+    char *server_argv[10 + 2 * MAX_STORAGE_ROOTS] = {
+        cl->gantryd, "--data-dir",      cl->store,         "--token-file",  cl->tokens,
+        "--listen",  (char *)f->listen, "--storage-class", cl->volume_class};
+    size_t n_server = 9;
     for (size_t i = 0; i < f->n_storage_roots; i++) {
         server_argv[n_server++] = "--storage-root";
         server_argv[n_server++] = (char *)f->storage_roots[i];
@@ -532,11 +548,11 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         }
         sleep_ms(POLL_MS);
     }
-    char *agent_argv[16 + 2 * MAX_STORAGE_ROOTS] = {
-        cl->gantlet,    "--server",  cl->server,   "--token-file",   cl->node_token,
-        "--name",       cl->node,    "--listen",   cl->agent_listen, "--root",
-        cl->agent_root, "--run-dir", cl->agent_run};
-    size_t n_argv = 13;
+    char *agent_argv[18 + 2 * MAX_STORAGE_ROOTS] = {
+        cl->gantlet,    "--server",  cl->server,    "--token-file",   cl->node_token,
+        "--name",       cl->node,    "--listen",    cl->agent_listen, "--root",
+        cl->agent_root, "--run-dir", cl->agent_run, "--storage-root", cl->volumes};
+    size_t n_argv = 15;
     if (f->fake_gpus) {
         agent_argv[n_argv++] = "--fake-gpus";
         agent_argv[n_argv++] = (char *)f->fake_gpus;
@@ -688,6 +704,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     }
     rc = find_binaries(&cl, &err);
     rc = rc ? rc : mkdir_p(cl.logs, &err);
+    rc = rc ? rc : mkdir_p(cl.volumes, &err);
     /* Tasks run as another uid with working directories under the agent's
      * root in here: others may pass through, not list. */
     if (rc == 0 && chmod(cl.dir, 0711) != 0) {
@@ -704,7 +721,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     rc = rc ? rc : gt_cli_config_write(cfg_path, cl.server, admin, "default", cl.dir, &err);
     if (rc == 0) {
         struct gt_cli_client *c = gt_cli_client_new(cl.server, admin);
-        rc = ensure_defaults(ctx, c, node, cl.user, &err);
+        rc = ensure_defaults(ctx, c, node, cl.user, cl.dir, &err);
         gt_cli_client_free(c);
     }
     if (rc == 0 && f.prometheus) {

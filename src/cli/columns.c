@@ -33,6 +33,7 @@ struct row {
 #define NODE(r) ((const struct gt_api_node *)(r)->o)
 #define JOB(r) ((const struct gt_api_job *)(r)->o)
 #define TASK(r) ((const struct gt_api_task *)(r)->o)
+#define NOTEBOOK(r) ((const struct gt_api_notebook *)(r)->o)
 
 /* A column shows cell(row); for an age column, the age of the timestamp
  * age_of(row) returns; for a department's amount column, the amount of
@@ -106,7 +107,8 @@ static char *dept_amount(const struct row *r, const char *map_path, const char *
     }
 
 /* Per resource: guarantee (QUOTA), LIMIT, USED and BORROWED; GPUs by
- * default, cpu and memory in full with -o wide. */
+ * default, cpu and memory in full with -o wide, and storage's quota and
+ * what its Volumes hold. */
 static const struct column department_cols[] = {
     {.header = "NAME", .cell = name_cell},
     DEPT_COL("GPU QUOTA", "spec.quota", GT_RES_NAME_GPU),
@@ -121,6 +123,8 @@ static const struct column department_cols[] = {
     DEPT_COL("MEMORY LIMIT", "spec.limit", GT_RES_NAME_MEMORY, .wide_only = true),
     DEPT_COL("MEMORY USED", "status.used", GT_RES_NAME_MEMORY, .wide_only = true),
     DEPT_COL("MEMORY BORROWED", "status.borrowed", GT_RES_NAME_MEMORY, .wide_only = true),
+    DEPT_COL("STORAGE", "spec.quota", GT_RES_NAME_STORAGE, .wide_only = true),
+    DEPT_COL("STORAGE USED", "status.used", GT_RES_NAME_STORAGE, .wide_only = true),
     {.header = "AGE", .age_of = created_at},
 };
 
@@ -411,10 +415,101 @@ static char *event_message(const struct row *r)
     return text_at(r->json, "message");
 }
 
+/* ---- volumes ---- */
+
+#define VOL(r) ((const struct gt_api_volume_obj *)(r)->o)
+
+static char *vol_capacity(const struct row *r)
+{
+    return text_at(r->json, "spec.capacity.storage");
+}
+
+static char *vol_usage(const struct row *r)
+{
+    return text_at(r->json, "status.usage");
+}
+
+static char *vol_access(const struct row *r)
+{
+    return gt_xstrdup(gt_api_volume_access_name((enum gt_volume_access)VOL(r)->spec.access_mode));
+}
+
+static char *vol_class(const struct row *r)
+{
+    return dup_or_null(VOL(r)->status.storage_class);
+}
+
+static char *vol_phase(const struct row *r)
+{
+    return text_at(r->json, "status.phase");
+}
+
+static char *vol_read_only(const struct row *r)
+{
+    return gt_xstrdup(VOL(r)->spec.read_only ? "true" : "false");
+}
+
+/* The tasks using it, comma-separated. */
+static char *vol_users(const struct row *r)
+{
+    const json_t *users = gt_json_path(r->json, "status.users");
+    if (json_array_size(users) == 0) {
+        return NULL;
+    }
+    struct gt_buf b;
+    gt_buf_init(&b);
+    size_t i;
+    const json_t *u;
+    json_array_foreach(users, i, u)
+    {
+        gt_buf_printf(&b, "%s%s", i ? "," : "", json_string_value(u));
+    }
+    return gt_buf_take(&b);
+}
+
+static const struct column volume_cols[] = {
+    {.header = "NAME", .cell = name_cell},         {.header = "CAPACITY", .cell = vol_capacity},
+    {.header = "USAGE", .cell = vol_usage},        {.header = "ACCESS", .cell = vol_access},
+    {.header = "READONLY", .cell = vol_read_only}, {.header = "CLASS", .cell = vol_class},
+    {.header = "PHASE", .cell = vol_phase},        {.header = "USERS", .cell = vol_users},
+    {.header = "AGE", .age_of = created_at},
+};
+
 static const struct column event_cols[] = {
     {.header = "LAST SEEN", .age_of = event_last_seen}, {.header = "TYPE", .cell = event_type},
     {.header = "REASON", .cell = event_reason},         {.header = "OBJECT", .cell = event_object},
     {.header = "MESSAGE", .cell = event_message},
+};
+
+/* ---- notebooks ---- */
+
+static char *notebook_phase(const struct row *r)
+{
+    return gt_xstrdup(gt_api_notebook_phase_name(NOTEBOOK(r)->status.phase));
+}
+
+static char *notebook_activity(const struct row *r)
+{
+    return dup_or_null(NOTEBOOK(r)->status.last_activity);
+}
+
+static const char *notebook_activity_at(const struct row *r)
+{
+    return NOTEBOOK(r)->status.last_activity_time;
+}
+
+static char *notebook_url(const struct row *r)
+{
+    return dup_or_null(NOTEBOOK(r)->status.url);
+}
+
+static const struct column notebook_cols[] = {
+    {.header = "NAME", .cell = name_cell},
+    {.header = "PHASE", .cell = notebook_phase},
+    {.header = "LAST ACTIVITY", .age_of = notebook_activity_at},
+    {.header = "WHAT", .cell = notebook_activity},
+    {.header = "URL", .cell = notebook_url, .wide_only = true},
+    {.header = "AGE", .age_of = created_at},
 };
 
 static const struct {
@@ -428,6 +523,8 @@ static const struct {
     [GT_KIND_JOB] = {job_cols, GT_ARRAY_LEN(job_cols)},
     [GT_KIND_TASK] = {task_cols, GT_ARRAY_LEN(task_cols)},
     [GT_KIND_EVENT] = {event_cols, GT_ARRAY_LEN(event_cols)},
+    [GT_KIND_NOTEBOOK] = {notebook_cols, GT_ARRAY_LEN(notebook_cols)},
+    [GT_KIND_VOLUME] = {volume_cols, GT_ARRAY_LEN(volume_cols)},
 };
 
 static const struct column project_col = {.header = "PROJECT", .cell = project_cell};

@@ -43,9 +43,21 @@ static const struct gt_config_opt opts[] = {
      "LOW-HIGH: each node's ports for tasks (MASTER_PORT, TF_CONFIG, template.ports)"},
     {"restart-backoff-ms", GT_CONFIG_INT, OFF(restart_backoff_ms), "10000", 1, 3600000, false,
      "back-off before a job's first restart; doubles per restart up to 30 times this"},
+    {"notebook-idle-timeout", GT_CONFIG_INT, OFF(notebook_idle_timeout_s), "3600", 1, 31536000,
+     false,
+     "seconds without activity after which a notebook with culling on is stopped (Culled); "
+     "projects override it with the annotation gantry.dev/notebook-idle-timeout-seconds"},
+    {"notebook-check-interval-ms", GT_CONFIG_INT, OFF(notebook_check_ms), "30000", 100, 3600000,
+     false, "how often running notebooks are checked for activity"},
+    {"notebook-cpu-idle-milli", GT_CONFIG_INT, OFF(notebook_cpu_idle_milli), "50", 0, 1000000,
+     false, "a notebook's task using more CPU than this (milli-CPU, between checks) is active"},
     {"storage-root", GT_CONFIG_LIST, OFF(storage_roots), NULL, 0, 0, false,
      "a directory Job and Task volumes (hostPath) may come from (repeatable; as the nodes' "
      "gantlet --storage-root); none: hostPath volumes are refused"},
+    {"storage-class", GT_CONFIG_LIST, OFF(storage_classes), NULL, 0, 0, false,
+     "NAME=DIR: a storage class for Volumes, their disk images kept in DIR (repeatable; an "
+     "absolute path, a storage root the nodes' gantlet --storage-root also names); the first "
+     "is the default; none: Volumes are refused"},
     {"image", GT_CONFIG_LIST, OFF(images), NULL, 0, 0, false,
      "NAME=REF: an image offered to clients by GET clusterinfo (repeatable; REF an OCI image "
      "reference); jobs may still name any image"},
@@ -85,6 +97,26 @@ static int check_image_flag(const char *v, struct gt_err *err)
     return 0;
 }
 
+/* One --storage-class NAME=DIR: NAME a DNS label, DIR an absolute path. */
+static int check_storage_class_flag(const char *v, struct gt_err *err)
+{
+    const char *eq = strchr(v, '=');
+    char name[64];
+    if (!eq || eq == v || (size_t)(eq - v) >= sizeof(name)) {
+        return gt_err_set(err, GT_EINVAL, "--storage-class %s: want NAME=DIR", v);
+    }
+    memcpy(name, v, (size_t)(eq - v));
+    name[eq - v] = '\0';
+    struct gt_err e = {0};
+    if (gt_api_check_name(name, &e)) {
+        return gt_err_set(err, GT_EINVAL, "--storage-class %s: NAME %s", v, e.msg);
+    }
+    if (eq[1] != '/') {
+        return gt_err_set(err, GT_EINVAL, "--storage-class %s: DIR must be an absolute path", v);
+    }
+    return 0;
+}
+
 int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *argv,
                            char *const *envp, bool *help, struct gt_err *err)
 {
@@ -102,6 +134,9 @@ int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *
             rc = gt_err_set(err, GT_EINVAL, "--storage-root %s: want an absolute path",
                             cfg->storage_roots.items[i]);
         }
+    }
+    for (size_t i = 0; rc == 0 && !*help && i < cfg->storage_classes.n; i++) {
+        rc = check_storage_class_flag(cfg->storage_classes.items[i], err);
     }
     for (size_t i = 0; rc == 0 && !*help && i < cfg->images.n; i++) {
         rc = check_image_flag(cfg->images.items[i], err);

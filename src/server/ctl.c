@@ -26,10 +26,12 @@
 #include "server/feeder.h"
 #include "server/jobctl.h"
 #include "server/ledger.h"
+#include "server/nbctl.h"
 #include "server/nodes.h"
 #include "server/server_int.h"
 #include "server/statemetrics.h"
 #include "server/telemetry.h"
+#include "server/volctl.h"
 
 static const char marker[] = "";
 #define MARK ((void *)marker)
@@ -71,6 +73,9 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     }
     const struct gt_cobj *now = gt_ctl_get(c, k, ev->key);
     gt_feed_change(c, k, ev->key, old ? old->t : NULL, now ? now->t : NULL);
+    if (k == GT_KIND_VOLUME) {
+        gt_volctl_changed(c, ev->key, old ? old->t : NULL, now ? now->t : NULL);
+    }
     if (k == GT_KIND_JOB) {
         /* our own settled status write needs the model's sync only */
         bool settled = gt_strmap_del(&c->settled, ev->key) != NULL && mine;
@@ -84,6 +89,9 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
         if (now || old) {
             gt_ctl_mark_task_job(c, gt_cobj_task(now ? now : old));
         }
+    }
+    if (now || old) {
+        gt_nbctl_event(c->nb, k, ev->key, now ? now->t : old->t);
     }
     gt_cobj_free(old);
     gt_ctl_kick(c);
@@ -176,6 +184,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
         }
     }
     free_keys(&jobs);
+    gt_nbctl_reconcile(c->nb);
 }
 
 static int retry_job_cb(const char *key, void *val, void *arg)
@@ -200,6 +209,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     gt_jobctl_tick(c);
     gt_telemetry_tick(c->tel, gt_now_ms());
     gt_ledger_tick(c);
+    gt_nbctl_tick(c->nb);
     /* jobs that could not enter the model yet (department or tasks missing) */
     gt_strmap_each(&c->objs[GT_KIND_JOB], retry_job_cb, c);
     c->want_cycle = true;
@@ -210,8 +220,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* Every write of a Job or Task: hostPath volumes only beneath the
  * cluster's storage roots (gantlet checks again on the node, symlinks
- * included); a Job's create: gt_jobctl_admit; a Job's replace:
- * gt_jobctl_check_update. */
+ * included); Volumes and the entries naming them: gt_volctl_admit; a
+ * Job's create: gt_jobctl_admit; a Job's replace: gt_jobctl_check_update;
+ * a Notebook's writes: gt_nbctl_admit. */
 static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                       const struct gt_server_user *user, struct gt_err *err)
 {
@@ -223,17 +234,25 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
         vols = &((const struct gt_api_task *)t)->spec.volumes;
     }
     int rc = vols ? gt_job_check_volumes(vols, roots->items, roots->n, err) : 0;
+    if (rc == 0) {
+        rc = gt_volctl_admit(c, t, create, err);
+    }
     if (rc == 0 && create && t && t->kind == GT_KIND_JOB) {
         rc = gt_jobctl_admit(c, (const struct gt_api_job *)t, user, err);
     }
     if (rc == 0 && !create && t && t->kind == GT_KIND_JOB) {
         rc = gt_jobctl_check_update(c, (const struct gt_api_job *)t, err);
     }
+    if (rc == 0 && t && t->kind == GT_KIND_NOTEBOOK) {
+        rc = gt_nbctl_admit(c, (const struct gt_api_notebook *)t, user, err);
+    }
     return rc;
 }
 
 /* A Node's status.allocated from the cache; a Department's status: used
- * and borrowed as the scheduler counts them. */
+ * and borrowed as the scheduler counts them, used.storage,
+ * borrowed.storage and storage as its Volumes hold it; a Volume's usage
+ * and users. */
 static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
 {
     if (kind == GT_KIND_NODE) {
@@ -246,8 +265,16 @@ static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
     } else if (kind == GT_KIND_DEPARTMENT) {
         json_t *ds = gt_department_status(c->model, gt_obj_name(obj));
         if (ds) {
+            json_t *storage = gt_volctl_department_storage(c, gt_obj_name(obj));
+            json_object_set(json_object_get(ds, "used"), GT_RES_NAME_STORAGE,
+                            json_object_get(storage, "allocated"));
+            json_object_set(json_object_get(ds, "borrowed"), GT_RES_NAME_STORAGE,
+                            json_object_get(storage, "borrowed"));
+            json_object_set_new(ds, "storage", storage);
             json_object_set_new(obj, "status", ds);
         }
+    } else if (kind == GT_KIND_VOLUME) {
+        gt_volctl_render(c, obj);
     }
 }
 
@@ -267,10 +294,13 @@ static int count_in_project(const char *key, void *val, void *arg)
 /* A Project goes only once it holds nothing but Events (which expire):
  * deleting one with jobs would leave them running in no project, so it is
  * refused, naming what it still holds. Every project-scoped kind counts,
- * whatever its table row. */
-static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const char *name,
-                              struct gt_err *err)
+ * whatever its table row. A Volume in use stays: gt_volctl_refuse_delete. */
+static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const char *project,
+                              const char *name, struct gt_err *err)
 {
+    if (kind == GT_KIND_VOLUME) {
+        return gt_volctl_refuse_delete(c, project, name, err);
+    }
     if (kind != GT_KIND_PROJECT) {
         return 0;
     }
@@ -300,6 +330,16 @@ static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const c
     return rc;
 }
 
+static bool proxy_hook(struct gt_ctl *c, struct gt_req *r, const char *path)
+{
+    (void)c;
+    if (!gt_nbproxy_path(path)) {
+        return false;
+    }
+    gt_nbproxy_serve(r, path);
+    return true;
+}
+
 /* Telemetry (scalars, history, job stats) and the ledger (usage). */
 static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *q)
 {
@@ -320,11 +360,14 @@ static void metrics_hook(const struct gt_ctl *c, struct gt_buf *out)
 }
 
 static const struct gt_ctl_hooks hooks = {
+    .proxy = proxy_hook,
     .admit = admit_hook,
     .soft_delete = gt_jobctl_soft_delete,
     .refuse_delete = refuse_delete_hook,
+    .prepare = gt_volctl_prepare,
+    .created = gt_volctl_created,
     .render = render_hook,
-    .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT,
+    .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT | 1u << GT_KIND_VOLUME,
     .metrics = metrics_hook,
     .serve = serve_hook,
 };
@@ -347,8 +390,11 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->timed);
     gt_strmap_init(&c->settled);
     gt_strmap_init(&c->sync_jobs);
+    gt_strmap_init(&c->vol_held);
+    gt_strmap_init(&c->vol_claims);
     c->model = gt_sched_model_new();
     c->tel = gt_telemetry_new();
+    c->nb = gt_nbctl_new(c);
     gt_sched_decisions_init(&c->dec);
     s->metrics.schedule_seconds.bounds = gt_histogram_wait_bounds;
     s->ctl_hooks = &hooks;
@@ -394,6 +440,12 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
     }
     free_keys(&jobs);
     free_keys(&tasks);
+    struct keys nbs = {0};
+    gt_strmap_each(&c->objs[GT_KIND_NOTEBOOK], collect_cb, &nbs);
+    for (size_t i = 0; i < nbs.n; i++) {
+        gt_nbctl_event(c->nb, GT_KIND_NOTEBOOK, nbs.v[i], NULL);
+    }
+    free_keys(&nbs);
     c->want_cycle = true;
     gt_ctl_kick(c);
     gt_log_info("scheduler started", "policy=%s", gt_sched_policy_name(c->policy));
@@ -427,7 +479,9 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->timed, NULL);
     gt_strmap_fini(&c->settled, NULL);
     gt_strmap_fini(&c->sync_jobs, NULL);
+    gt_volctl_fini(c);
     gt_sched_decisions_fini(&c->dec);
+    gt_nbctl_free(c->nb);
     gt_sched_model_free(c->model);
     gt_telemetry_free(c->tel);
     gt_ledger_free(c->ledger);

@@ -24,8 +24,13 @@
 struct gt_watch_stream;
 struct gt_events;
 struct gt_ctl;
+struct gt_nbctl;
 struct gt_req;
 struct evkeyvalq;
+
+/* A create's preparation (struct gt_ctl_hooks.prepare) finished: rc 0 and
+ * the object is ready to store, or the error with err. */
+typedef void (*gt_prepared_fn)(void *arg, int rc, const struct gt_err *err);
 
 /* What the transport (HTTP, routes, auth, watch: write.c, reply.c) asks
  * of the controllers, which register this table in struct gt_server when
@@ -41,15 +46,26 @@ struct gt_ctl_hooks {
      * stored (modified in place) into its soft-deleted form and return
      * true; false: delete now. */
     bool (*soft_delete)(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
-    /* DELETE of the object name of kind (borrowed): 0 to go ahead, or
-     * GT_ECONFLICT with err saying why it must stay (a Project that still
-     * holds objects). */
-    int (*refuse_delete)(const struct gt_ctl *c, enum gt_kind kind, const char *name,
-                         struct gt_err *err);
+    /* DELETE of the object name of kind (borrowed; project: its project
+     * for a project-scoped kind, else NULL): 0 to go ahead, or GT_ECONFLICT
+     * with err saying why it must stay (a Project that still holds
+     * objects, a Volume in use). */
+    int (*refuse_delete)(const struct gt_ctl *c, enum gt_kind kind, const char *project,
+                         const char *name, struct gt_err *err);
+    /* A create of obj (admitted, borrowed until done) at key that needs
+     * work before its store write: 1 and done(arg, ...) runs later on the
+     * loop; 0: none needed; else the error with err (done not called). */
+    int (*prepare)(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
+                   gt_prepared_fn done, void *arg, struct gt_err *err);
+    /* The store write of a prepared create finished with rc. */
+    void (*created)(struct gt_ctl *c, enum gt_kind kind, const char *key, int rc);
     /* Add to obj, a rendered object of a kind in computed_kinds (modified
      * in place), what is computed on reads and never stored. */
     void (*render)(const struct gt_ctl *c, enum gt_kind kind, json_t *obj);
     unsigned computed_kinds; /* bits 1u << enum gt_kind */
+    /* A request a controller serves itself (the notebook proxy, for
+     * /projects/P/notebooks/N/...): true if it took r (and frees it). */
+    bool (*proxy)(struct gt_ctl *c, struct gt_req *r, const char *path);
     /* Append the controllers' own series to a /metrics answer (Prometheus
      * text format). */
     void (*metrics)(const struct gt_ctl *c, struct gt_buf *out);
@@ -108,6 +124,7 @@ struct gt_req {
     int64_t submit_ns;  /* when the store write was queued */
     int retries;
     bool soft_delete; /* DELETE became deletionTimestamp + spec.stop */
+    bool prepared;    /* a create prepared by the controllers (hooks->created runs) */
 };
 
 /* One cached stored object: its JSON and, decoded once when cached, its
@@ -160,14 +177,19 @@ struct gt_ctl {
      * jobs that only the model sync (gt_feed_sync_job) must see */
     struct gt_strmap settled;
     struct gt_strmap sync_jobs;
-    struct event *kick; /* runs once per loop turn when something changed */
-    struct event *tick; /* every second: node lifecycle, a cycle */
+    /* Volume keys -> struct held (volctl.c): creates whose capacity is held
+     * until the cache has the stored Volume */
+    struct gt_strmap vol_held;
+    struct gt_strmap vol_claims; /* writable ReadWriteOnce Volume key -> claiming job key */
+    struct event *kick;          /* runs once per loop turn when something changed */
+    struct event *tick;          /* every second: node lifecycle, a cycle */
     bool want_cycle;
     struct event *cycle_timer;  /* a cycle deferred to keep the gap between cycles */
     int64_t last_cycle_ns;      /* monotonic (gt_now_ns), when the last cycle started */
     int64_t last_cycle_cost_ns; /* how long it took */
     int64_t start_ms;
     struct gt_sched_model *model;
+    struct gt_nbctl *nb; /* the notebook controller (nbctl.c) */
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions dec;
 };
