@@ -31,8 +31,37 @@ struct gt_gpu {
     int64_t memory_bytes; /* total device memory */
     int numa_node;        /* NUMA node of its PCI device, -1 if unknown */
     char group[32];       /* NVLink/PCIe group: "g<N>", N counting from 0 by lowest member */
-    bool healthy;         /* false after a critical Xid */
+    bool healthy;         /* !lost && !xid_failed: offered to the scheduler */
     int minor;            /* /dev/nvidia<minor>; -1 for fake GPUs (no device node) */
+    bool lost;            /* the device stopped answering (or never answered at start) */
+    bool xid_failed;      /* a critical Xid was raised (NVML: until the agent restarts) */
+    uint64_t last_xid;    /* the last Xid seen, 0 none (DCGM_FI_DEV_XID_ERRORS) */
+    uint64_t n_xid;       /* critical Xid events seen since the agent started */
+};
+
+/* Most processes one GPU's sample lists (more are left out and counted). */
+#define GT_GPU_PROCS_MAX 64
+
+/* A process using a GPU: NVML's running compute and graphics processes. */
+struct gt_gpu_proc {
+    pid_t pid;          /* host pid */
+    int64_t used_bytes; /* device memory it holds */
+};
+
+/* One GPU's readings at taken_ms, in DCGM exporter units. A field NVML
+ * does not support on the device reads -1 (the exporter leaves it out). */
+struct gt_gpu_sample {
+    int64_t taken_ms;          /* wall clock; 0: never sampled */
+    int64_t util_pct;          /* DCGM_FI_DEV_GPU_UTIL: % of time a kernel ran */
+    int64_t mem_copy_util_pct; /* DCGM_FI_DEV_MEM_COPY_UTIL: % of time memory was read/written */
+    int64_t fb_used_mib;       /* DCGM_FI_DEV_FB_USED, MiB */
+    int64_t fb_free_mib;       /* DCGM_FI_DEV_FB_FREE, MiB */
+    double power_w;            /* DCGM_FI_DEV_POWER_USAGE, W (-1 unknown) */
+    int64_t temp_c;            /* DCGM_FI_DEV_GPU_TEMP, degrees C */
+    int64_t sm_clock_mhz;      /* DCGM_FI_DEV_SM_CLOCK, MHz */
+    struct gt_gpu_proc procs[GT_GPU_PROCS_MAX];
+    size_t n_procs;
+    size_t n_procs_dropped; /* processes past GT_GPU_PROCS_MAX */
 };
 
 struct gt_gpu_ops;
@@ -42,8 +71,9 @@ struct gt_gpu_ops;
 struct gt_gpu_set {
     struct gt_gpu *gpus; /* n_gpus entries, owned by the set */
     size_t n_gpus;
-    const struct gt_gpu_ops *ops; /* backend that filled the set */
-    void *impl;                   /* backend state (NVML handle), owned by the set */
+    struct gt_gpu_sample *samples; /* n_gpus latest readings (gt_gpu_sample_all), owned */
+    const struct gt_gpu_ops *ops;  /* backend that filled the set */
+    void *impl;                    /* backend state (NVML handle), owned by the set */
 };
 
 /* Discover GPUs through NVML loaded from lib_path (NULL: GT_NVML_LIBRARY).
@@ -66,6 +96,26 @@ int gt_gpu_discover_fake(struct gt_gpu_set *set, const char *spec, const char *n
  * unhealthy (>= 0), or a negative code with err set. Fake GPUs and NVML
  * without event support return 0 at once. */
 int gt_gpu_poll_health(struct gt_gpu_set *set, int timeout_ms, struct gt_err *err);
+
+/* Fake GPUs read their counters and health from files in dir (copied):
+ * DIR/<index>, "key value" lines, any missing key (or file) reading as an
+ * idle healthy device:
+ *   util N | mem_copy_util N | fb_used_mib N | power_w X | temp_c N |
+ *   sm_clock_mhz N   the readings (fb_free_mib is memory minus fb_used_mib)
+ *   process PID MIB  one line per process using the device
+ *   xid N            the last Xid the device raised; a critical one (not an
+ *                    application Xid) makes it Unhealthy until the line goes
+ *   lost 1           the device stops answering: Unhealthy, no readings
+ * A file that cannot be parsed is logged and read as "lost". Call after
+ * gt_gpu_discover_fake; without it fake GPUs stay idle and healthy. */
+void gt_gpu_fake_counters(struct gt_gpu_set *set, const char *dir);
+
+/* Read every GPU's counters into samples[i] and update its health:
+ * NVML's queued critical-Xid events are taken first, then a device whose
+ * readings fail is lost and one that answers again is found (its Xid state
+ * stays). Returns how many GPUs changed health (0..n_gpus). Never fails:
+ * a device that cannot be read is what it reports. */
+size_t gt_gpu_sample_all(struct gt_gpu_set *set);
 
 /* Release everything discovery allocated (NVML is shut down and unloaded).
  * Safe on a zeroed or already-finished set. */

@@ -14,8 +14,15 @@ struct gt_gpu_ops {
     int (*discover)(struct gt_gpu_set *set, const char *arg, const char *node_name,
                     struct gt_err *err);
     int (*poll_health)(struct gt_gpu_set *set, int timeout_ms, struct gt_err *err);
+    /* read GPU i's counters into out (zeroed by the caller); may update its
+     * Xid fields; negative when the device does not answer */
+    int (*sample)(struct gt_gpu_set *set, size_t i, struct gt_gpu_sample *out);
     void (*fini)(struct gt_gpu_set *set);
 };
+
+/* Is Xid a critical one? Not for the Xids applications cause (13, 31, 43,
+ * 45, 68, 109: the NVIDIA k8s device plugin's list), nor 0 (none). */
+bool gt_gpu_xid_critical(uint64_t xid);
 
 extern const struct gt_gpu_ops gt_gpu_nvml_ops;
 extern const struct gt_gpu_ops gt_gpu_fake_ops;
@@ -283,6 +290,8 @@ struct gt_ltask {
     int events_posted; /* lines of DIR/events posted as Events */
     bool events_done;  /* DIR/events is complete and posted */
     bool quiet;        /* ended and reported: off the active list until its Task object changes */
+    int64_t gpu_active_ms; /* last sample with one of its GPUs above 0 % (monotonic); 0 none */
+    bool idle_warned;      /* its IdleGPU Event is posted */
     struct gt_ltask *act_prev, *act_next; /* the active list (not quiet) */
 };
 
@@ -323,7 +332,7 @@ struct gt_gantlet {
     bool listing;
     bool stopping;
     int backoff_ms;
-    struct event *heartbeat_ev, *poll_ev, *rewatch_ev;
+    struct event *heartbeat_ev, *poll_ev, *rewatch_ev, *gpu_ev;
 };
 
 /* The cluster registry (registry.c). From GET clusterinfo's body info
@@ -373,6 +382,30 @@ void gt_gantlet_tasks_free(struct gt_gantlet *g);
 
 /* image_events.c: post the new lines of a task's DIR/events as Events. */
 void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t);
+/* POST an Event of type ("Normal", "Warning") about t (borrowed): on its
+ * Task, or with kind "Job" on its Job. Named after the object and a hash
+ * of t's uid and reason, so one reason is posted once per task run (a
+ * repeat is refused with 409, which is fine). Fire and forget. */
+void gt_gantlet_event_post(struct gt_gantlet *g, const struct gt_ltask *t, const char *kind,
+                           const char *type, const char *reason, const char *message);
+
+/* gpuwatch.c: one GPU sample (gt_gpu_sample_all), then act on what
+ * changed: health (Events on the tasks holding the GPU, a task on a lost
+ * GPU stopped with reason GPULost) and idle GPUs (IdleGPU Warning on the
+ * Job after --idle-gpu-seconds at 0 %). Runs every --gpu-sample-ms.
+ * Returns true when a GPU changed health: the caller writes the Node
+ * status now. */
+bool gt_gantlet_gpus_tick(struct gt_gantlet *g);
+/* The milli-share of GPU gpu (matched by index and UUID) that task t holds
+ * while it lives: 1000 for a whole GPU, 0 when it holds none of it or has
+ * exited. */
+int64_t gt_gantlet_task_gpu_milli(const struct gt_ltask *t, const struct gt_gpu *gpu);
+/* metrics.c: the node's /metrics (Prometheus text format 0.0.4) appended
+ * to out: per GPU under dcgm-exporter's names with the holders' labels,
+ * GPU memory per process, per task cgroup under cAdvisor's names
+ * (docs/metrics.md lists every series). Reads the last GPU sample and the
+ * tasks' cgroups now. */
+void gt_gantlet_metrics_render(const struct gt_gantlet *g, struct gt_buf *out);
 
 /* logserve.c: the --listen server (logs, /healthz, /metrics). */
 int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);

@@ -258,6 +258,17 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     gt_gantlet_tasks_poll(arg);
 }
 
+static void on_gpu_sample(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct gt_gantlet *g = arg;
+    /* at once: the scheduler stops (or starts again) offering that GPU */
+    if (gt_gantlet_gpus_tick(g) && g->registered) {
+        sync_now(g);
+    }
+}
+
 static void on_telemetry(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -355,6 +366,20 @@ static void discover_gpus(struct gt_gantlet *g)
     } else if (gt_gpu_discover_nvml(&g->gpus, g->cfg->nvml_lib, &err) < 0) {
         gt_log_info("no GPUs: NVML unavailable", "err=\"%s\"", err.msg);
     }
+    if (g->cfg->fake_gpu_counters && !g->cfg->fake_gpus) {
+        gt_log_warn("--fake-gpu-counters without --fake-gpus: ignored", "dir=%s",
+                    g->cfg->fake_gpu_counters);
+    } else if (g->cfg->fake_gpu_counters) {
+        gt_gpu_fake_counters(&g->gpus, g->cfg->fake_gpu_counters);
+    }
+    /* the first sample: a GPU failing already is registered Unhealthy */
+    gt_gpu_sample_all(&g->gpus);
+    for (size_t i = 0; i < g->gpus.n_gpus; i++) {
+        if (!g->gpus.gpus[i].healthy) {
+            gt_log_warn("GPU unhealthy at start", "gpu=%d uuid=%s", g->gpus.gpus[i].index,
+                        g->gpus.gpus[i].uuid);
+        }
+    }
 }
 
 static int setup(struct gt_gantlet *g, struct gt_err *err)
@@ -429,11 +454,14 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
     g->heartbeat_ev = event_new(g->base, -1, EV_PERSIST, on_heartbeat, g);
     g->poll_ev = event_new(g->base, -1, EV_PERSIST, on_poll, g);
     g->rewatch_ev = evtimer_new(g->base, on_rewatch, g);
+    g->gpu_ev = event_new(g->base, -1, EV_PERSIST, on_gpu_sample, g);
     g->tel_ev = event_new(g->base, -1, EV_PERSIST, on_telemetry, g);
     struct timeval hb = {cfg->heartbeat_s, 0}, poll = {0, POLL_MS * 1000},
                    tel = {TELEMETRY_MS / 1000, TELEMETRY_MS % 1000 * 1000};
+    struct timeval sample = {cfg->gpu_sample_ms / 1000, (cfg->gpu_sample_ms % 1000) * 1000};
     event_add(g->heartbeat_ev, &hb);
     event_add(g->poll_ev, &poll);
+    event_add(g->gpu_ev, &sample);
     event_add(g->tel_ev, &tel);
     gt_log_info("gantlet started", "node=%s server=%s listen=%s root=%s", cfg->name, cfg->server,
                 g->agent_url, cfg->root);
@@ -447,6 +475,7 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
     event_free(g->heartbeat_ev);
     event_free(g->poll_ev);
     event_free(g->rewatch_ev);
+    event_free(g->gpu_ev);
     event_free(g->tel_ev);
 out:
     if (g->http) {

@@ -30,9 +30,12 @@ struct gt_gantlet_config {
     char *fake_gpus;         /* NULL: NVML */
     char *fake_gpu_util_dir; /* DIR/<index>: a fake GPU's utilization in %; NULL: none */
     char *nvml_lib;          /* NULL: GT_NVML_LIBRARY */
-    char *root;              /* data root: ROOT/tasks/<uid>/ (logs, working dirs), venvs, images */
-    char *run_dir;           /* runtime state: RUN/tasks/<uid>/ (the shims' files) */
-    char *shim;              /* NULL: gantry-shim next to the gantlet binary */
+    char *fake_gpu_counters; /* NULL: fake GPUs stay idle and healthy */
+    int64_t gpu_sample_ms;
+    int64_t idle_gpu_s; /* 0: no IdleGPU Events */
+    char *root;         /* data root: ROOT/tasks/<uid>/ (logs, working dirs), venvs, images */
+    char *run_dir;      /* runtime state: RUN/tasks/<uid>/ (the shims' files) */
+    char *shim;         /* NULL: gantry-shim next to the gantlet binary */
     struct gt_config_list storage_roots;       /* allowed volume roots, owned */
     char *cluster_interface;                   /* NULL: the interface owning the --listen address */
     char *image_dir;                           /* NULL: ROOT/images */

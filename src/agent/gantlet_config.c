@@ -23,6 +23,13 @@ static const struct gt_config_opt opts[] = {
      "ADDR:PORT serving task logs, /healthz and /metrics"},
     {"fake-gpus", GT_CONFIG_STR, OFF(fake_gpus), NULL, 0, 0, false,
      "declare fake GPUs, e.g. 8xA100-80GB:groups=4+4, instead of NVML"},
+    {"fake-gpu-counters", GT_CONFIG_STR, OFF(fake_gpu_counters), NULL, 0, 0, false,
+     "directory of the fake GPUs' readings and health: a file per GPU index (docs/metrics.md)"},
+    {"gpu-sample-ms", GT_CONFIG_INT, OFF(gpu_sample_ms), "1000", 50, 60000, false,
+     "milliseconds between GPU samples (readings, processes, health), on the agent's loop"},
+    {"idle-gpu-seconds", GT_CONFIG_INT, OFF(idle_gpu_s), "0", 0, 604800, false,
+     "a task whose GPUs all read 0 % utilisation this long gets a Warning Event IdleGPU "
+     "(0: never)"},
     {"fake-gpu-utilization-dir", GT_CONFIG_STR, OFF(fake_gpu_util_dir), NULL, 0, 0, false,
      "with --fake-gpus: DIR/<index> holds fake GPU <index>'s utilization in percent (absent: "
      "0), as GET /v1/tasks/{uid}/usage reports it"},

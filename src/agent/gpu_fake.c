@@ -4,6 +4,10 @@
  * the devices look real: stable UUIDs derived from the node name and index
  * (FNV-1a, formatted 8-4-4-4-12), memory from the model's "-<N>GB" suffix in
  * GiB, one NUMA node per group. Fake GPUs have no device node (minor -1).
+ *
+ * Their readings and health come from a counters directory when one is set
+ * (gt_gpu_fake_counters: one small file per GPU that tests write); the set's
+ * impl then owns a copy of the directory's path.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -12,6 +16,8 @@
 #include <string.h>
 
 #include "agent/agent_int.h"
+
+#define COUNTERS_MAX_BYTES 8192
 
 #define MAX_FAKE_GPUS 256
 #define MAX_MEMORY_GB (1 << 20)
@@ -164,7 +170,109 @@ static int fake_discover(struct gt_gpu_set *set, const char *spec, const char *n
     return 0;
 }
 
+void gt_gpu_fake_counters(struct gt_gpu_set *set, const char *dir)
+{
+    if (set->ops != &gt_gpu_fake_ops) {
+        return;
+    }
+    free(set->impl);
+    set->impl = gt_xstrdup(dir);
+}
+
+/* One "key value" line of a counters file into s, *lost, *xid; -1 when malformed. */
+static int counter_line(const char *line, struct gt_gpu_sample *s, bool *lost, uint64_t *xid)
+{
+    char key[32];
+    long long a = 0, b = 0;
+    double x = 0;
+    int n = 0;
+    if (sscanf(line, "%31s %n", key, &n) != 1) {
+        return 0; /* a blank line */
+    }
+    const char *v = line + n;
+    if (!strcmp(key, "process")) {
+        if (sscanf(v, "%lld %lld", &a, &b) != 2 || a <= 0 || b < 0) {
+            return -1;
+        }
+        if (s->n_procs == GT_GPU_PROCS_MAX) {
+            s->n_procs_dropped++;
+        } else {
+            s->procs[s->n_procs++] = (struct gt_gpu_proc){(pid_t)a, (int64_t)b << 20};
+        }
+        return 0;
+    }
+    if (!strcmp(key, "power_w")) {
+        return sscanf(v, "%lf", &x) == 1 && x >= 0 ? (s->power_w = x, 0) : -1;
+    }
+    if (sscanf(v, "%lld", &a) != 1 || a < 0) {
+        return -1;
+    }
+    if (!strcmp(key, "util")) {
+        s->util_pct = a;
+    } else if (!strcmp(key, "mem_copy_util")) {
+        s->mem_copy_util_pct = a;
+    } else if (!strcmp(key, "fb_used_mib")) {
+        s->fb_used_mib = a;
+    } else if (!strcmp(key, "temp_c")) {
+        s->temp_c = a;
+    } else if (!strcmp(key, "sm_clock_mhz")) {
+        s->sm_clock_mhz = a;
+    } else if (!strcmp(key, "xid")) {
+        *xid = (uint64_t)a;
+    } else if (!strcmp(key, "lost")) {
+        *lost = a != 0;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int fake_sample(struct gt_gpu_set *set, size_t i, struct gt_gpu_sample *s)
+{
+    struct gt_gpu *gpu = &set->gpus[i];
+    int64_t mem_mib = gpu->memory_bytes >> 20;
+    char *text = NULL;
+    size_t len;
+    bool lost = false;
+    uint64_t xid = 0;
+    if (set->impl) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof(path), "%s/%d", (const char *)set->impl, gpu->index);
+        if (gt_file_read(path, COUNTERS_MAX_BYTES, &text, &len, NULL) < 0) {
+            text = NULL; /* no file: an idle device */
+        }
+    }
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) {
+            *next++ = '\0';
+        }
+        if (counter_line(line, s, &lost, &xid) < 0) {
+            gt_log_warn("bad fake GPU counters line; the GPU reads as lost", "gpu=%d line=\"%s\"",
+                        gpu->index, line);
+            lost = true;
+            break;
+        }
+    }
+    free(text);
+    if (xid != gpu->last_xid) {
+        gpu->n_xid += gt_gpu_xid_critical(xid);
+        gpu->last_xid = xid;
+    }
+    gpu->xid_failed = gt_gpu_xid_critical(xid);
+    s->fb_free_mib = s->fb_used_mib < mem_mib ? mem_mib - s->fb_used_mib : 0;
+    return lost ? -ENODEV : 0;
+}
+
+static void fake_fini(struct gt_gpu_set *set)
+{
+    free(set->impl);
+    set->impl = NULL;
+}
+
 const struct gt_gpu_ops gt_gpu_fake_ops = {
     .name = "fake",
     .discover = fake_discover,
+    .sample = fake_sample,
+    .fini = fake_fini,
 };

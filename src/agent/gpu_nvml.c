@@ -11,9 +11,14 @@
  *
  * Grouping: two GPUs share a group when their common PCIe ancestor is at most
  * a PCIe switch (NVML_TOPOLOGY_MULTIPLE) or when they reach the same NvLink
- * endpoint (the peer GPU, or an NVSwitch on HGX boards). Health: GPUs start
- * healthy; a critical Xid event (other than application errors, which the
- * NVIDIA device plugin also ignores) marks the GPU unhealthy for good.
+ * endpoint (the peer GPU, or an NVSwitch on HGX boards). Health: a GPU that
+ * cannot be described at discovery is listed lost (index, and what could be
+ * read) rather than dropped with the others; a critical Xid event (other
+ * than application errors, which the NVIDIA device plugin also ignores)
+ * marks the GPU failed for good; a device whose memory information cannot
+ * be read when sampled (NVML_ERROR_GPU_IS_LOST and the like) is lost until
+ * it answers again. Samples read the fields dcgm-exporter's default
+ * counters take from NVML, and the running compute processes.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,7 +33,12 @@
 /* ---- from nvml.h ---- */
 typedef int nvmlReturn_t; /* enum nvmlReturn_enum; NVML_SUCCESS is 0 */
 #define NVML_SUCCESS 0
+#define NVML_ERROR_NOT_SUPPORTED 3
+#define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_TIMEOUT 10
+#define NVML_VALUE_NOT_AVAILABLE 0xFFFFFFFFFFFFFFFFULL
+#define NVML_TEMPERATURE_GPU 0 /* nvmlTemperatureSensors_t */
+#define NVML_CLOCK_SM 1        /* nvmlClockType_t */
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
 typedef struct nvmlMemory_st {
@@ -52,6 +62,16 @@ typedef struct nvmlEventData_st {
     unsigned int gpuInstanceId;
     unsigned int computeInstanceId;
 } nvmlEventData_t;
+typedef struct nvmlUtilization_st {
+    unsigned int gpu;    /* % of the sample period a kernel ran */
+    unsigned int memory; /* % of the sample period memory was read or written */
+} nvmlUtilization_t;
+typedef struct nvmlProcessInfo_st { /* nvmlProcessInfo_t of the _v3 (and _v2) calls */
+    unsigned int pid;
+    unsigned long long usedGpuMemory; /* bytes, or NVML_VALUE_NOT_AVAILABLE */
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
 #define NVML_TOPOLOGY_MULTIPLE 20 /* nvmlGpuTopologyLevel_t: INTERNAL 0, SINGLE 10, MULTIPLE 20 */
 #define NVML_FEATURE_ENABLED 1    /* nvmlEnableState_t */
 #define NVML_NVLINK_MAX_LINKS 18
@@ -80,6 +100,11 @@ struct nvml {
     nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
     nvmlReturn_t (*event_set_wait)(nvmlEventSet_t, nvmlEventData_t *, unsigned int);
     nvmlReturn_t (*event_set_free)(nvmlEventSet_t);
+    nvmlReturn_t (*get_utilization)(nvmlDevice_t, nvmlUtilization_t *);
+    nvmlReturn_t (*get_power)(nvmlDevice_t, unsigned int *); /* mW */
+    nvmlReturn_t (*get_temperature)(nvmlDevice_t, int, unsigned int *);
+    nvmlReturn_t (*get_clock)(nvmlDevice_t, int, unsigned int *);
+    nvmlReturn_t (*get_processes)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
     bool inited;
     nvmlDevice_t *devs;
     nvmlEventSet_t events; /* NULL when no GPU could register */
@@ -108,10 +133,13 @@ static const struct {
     {"nvmlDeviceRegisterEvents", NULL, offsetof(struct nvml, register_events), false},
     {"nvmlEventSetWait_v2", NULL, offsetof(struct nvml, event_set_wait), false},
     {"nvmlEventSetFree", NULL, offsetof(struct nvml, event_set_free), false},
+    {"nvmlDeviceGetUtilizationRates", NULL, offsetof(struct nvml, get_utilization), false},
+    {"nvmlDeviceGetPowerUsage", NULL, offsetof(struct nvml, get_power), false},
+    {"nvmlDeviceGetTemperature", NULL, offsetof(struct nvml, get_temperature), false},
+    {"nvmlDeviceGetClockInfo", NULL, offsetof(struct nvml, get_clock), false},
+    {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
+     offsetof(struct nvml, get_processes), false},
 };
-
-/* Xids caused by applications, not the GPU (the NVIDIA k8s device plugin's list). */
-static const unsigned long long app_xids[] = {13, 31, 43, 45, 68, 109};
 
 static int load(struct nvml *nv, const char *lib_path, struct gt_err *err)
 {
@@ -193,6 +221,29 @@ static int describe(struct nvml *nv, unsigned int i, struct gt_gpu *gpu, nvmlPci
     return 0;
 }
 
+/* GPU i could not be described: list it lost, with what is known, a UUID
+ * naming its index when NVML gave none, and a bus id of its own so that it
+ * groups alone. Its handle is dropped: it is never sampled. */
+static void describe_lost(struct nvml *nv, unsigned int i, struct gt_gpu *gpu, nvmlPciInfo_t *pci,
+                          const char *why)
+{
+    gt_log_warn("GPU cannot be described; listed Unhealthy", "gpu=%u err=\"%s\"", i, why);
+    nv->devs[i] = NULL;
+    gpu->index = (int)i;
+    if (!gpu->uuid[0]) {
+        snprintf(gpu->uuid, sizeof(gpu->uuid), "GPU-unavailable-%u", i);
+    }
+    if (!gpu->model[0]) {
+        snprintf(gpu->model, sizeof(gpu->model), "unknown");
+    }
+    memset(pci, 0, sizeof(*pci));
+    snprintf(pci->busId, sizeof(pci->busId), "unavailable-%u", i);
+    gpu->numa_node = -1;
+    gpu->minor = -1;
+    gpu->lost = true;
+    gpu->healthy = false;
+}
+
 /* Index of bus id among the GPUs' and the endpoints seen so far; adds it. */
 static int endpoint_of(char (*ids)[32], size_t *n_ids, const char *bus_id)
 {
@@ -219,9 +270,12 @@ static void group(struct nvml *nv, struct gt_gpu *gpus, size_t n, const nvmlPciI
         endpoint_of(ids, &n_ids, pcis[i].busId);
     }
     for (size_t i = 0; i < n; i++) {
+        if (!nv->devs[i]) {
+            continue; /* lost at discovery: alone */
+        }
         for (size_t j = i + 1; j < n; j++) {
             int level;
-            if (nv->get_ancestor(nv->devs[i], nv->devs[j], &level) == NVML_SUCCESS &&
+            if (nv->devs[j] && nv->get_ancestor(nv->devs[i], nv->devs[j], &level) == NVML_SUCCESS &&
                 level <= NVML_TOPOLOGY_MULTIPLE) {
                 gt_gpu_uf_union(parent, (int)i, (int)j);
             }
@@ -255,8 +309,8 @@ static void register_events(struct nvml *nv, size_t n)
     }
     size_t registered = 0;
     for (size_t i = 0; i < n; i++) {
-        if (nv->register_events(nv->devs[i], nvmlEventTypeXidCriticalError, nv->events) ==
-            NVML_SUCCESS) {
+        if (nv->devs[i] && nv->register_events(nv->devs[i], nvmlEventTypeXidCriticalError,
+                                               nv->events) == NVML_SUCCESS) {
             registered++;
         }
     }
@@ -291,26 +345,17 @@ static int nvml_discover(struct gt_gpu_set *set, const char *lib_path, const cha
     nv->devs = gt_xcalloc(count, sizeof(*nv->devs));
     set->gpus = gt_xcalloc(count, sizeof(*set->gpus));
     nvmlPciInfo_t *pcis = gt_xcalloc(count, sizeof(*pcis));
-    for (unsigned int i = 0; i < count && rc == 0; i++) {
-        rc = describe(nv, i, &set->gpus[i], &pcis[i], err);
-    }
-    if (rc == 0) {
-        set->n_gpus = count;
-        group(nv, set->gpus, count, pcis);
-        register_events(nv, count);
-    }
-    free(pcis);
-    return rc;
-}
-
-static bool is_app_xid(unsigned long long xid)
-{
-    for (size_t i = 0; i < GT_ARRAY_LEN(app_xids); i++) {
-        if (app_xids[i] == xid) {
-            return true;
+    for (unsigned int i = 0; i < count; i++) {
+        struct gt_err derr = {0};
+        if (describe(nv, i, &set->gpus[i], &pcis[i], &derr) < 0) {
+            describe_lost(nv, i, &set->gpus[i], &pcis[i], derr.msg);
         }
     }
-    return false;
+    set->n_gpus = count;
+    group(nv, set->gpus, count, pcis);
+    register_events(nv, count);
+    free(pcis);
+    return 0;
 }
 
 static int nvml_poll_health(struct gt_gpu_set *set, int timeout_ms, struct gt_err *err)
@@ -332,18 +377,85 @@ static int nvml_poll_health(struct gt_gpu_set *set, int timeout_ms, struct gt_er
             return marked > 0 ? marked : nvml_fail(nv, r, "nvmlEventSetWait_v2", -1, err);
         }
         wait_ms = 0; /* drain what is queued without waiting again */
-        if (ev.eventType != nvmlEventTypeXidCriticalError || is_app_xid(ev.eventData)) {
+        if (ev.eventType != nvmlEventTypeXidCriticalError) {
             continue;
         }
         for (size_t i = 0; i < set->n_gpus; i++) {
-            if (nv->devs[i] == ev.device && set->gpus[i].healthy) {
-                set->gpus[i].healthy = false;
-                gt_log_warn("GPU unhealthy", "gpu=%zu uuid=%s xid=%llu", i, set->gpus[i].uuid,
-                            ev.eventData);
+            struct gt_gpu *g = &set->gpus[i];
+            if (!nv->devs[i] || nv->devs[i] != ev.device) {
+                continue;
+            }
+            g->last_xid = ev.eventData;
+            if (!gt_gpu_xid_critical(ev.eventData)) {
+                continue;
+            }
+            g->n_xid++;
+            if (!g->xid_failed) {
+                g->xid_failed = true;
+                gt_log_warn("GPU unhealthy", "gpu=%zu uuid=%s xid=%llu", i, g->uuid, ev.eventData);
                 marked++;
             }
         }
     }
+}
+
+/* A reading NVML does not support on this device is -1. */
+static int64_t reading(nvmlReturn_t r, unsigned int v)
+{
+    return r == NVML_SUCCESS ? (int64_t)v : -1;
+}
+
+static void sample_processes(struct nvml *nv, nvmlDevice_t dev, struct gt_gpu_sample *s)
+{
+    nvmlProcessInfo_t small[GT_GPU_PROCS_MAX], *procs = small;
+    unsigned int n = GT_GPU_PROCS_MAX;
+    nvmlReturn_t r = nv->get_processes(dev, &n, procs);
+    if (r == NVML_ERROR_INSUFFICIENT_SIZE && n > GT_GPU_PROCS_MAX && n < 65536) {
+        procs = gt_xcalloc(n + 16, sizeof(*procs));
+        n += 16;
+        r = nv->get_processes(dev, &n, procs);
+    }
+    for (unsigned int k = 0; r == NVML_SUCCESS && k < n; k++) {
+        if (s->n_procs == GT_GPU_PROCS_MAX) {
+            s->n_procs_dropped++;
+            continue;
+        }
+        unsigned long long used = procs[k].usedGpuMemory;
+        s->procs[s->n_procs++] = (struct gt_gpu_proc){
+            (pid_t)procs[k].pid,
+            used == NVML_VALUE_NOT_AVAILABLE || used > INT64_MAX ? 0 : (int64_t)used};
+    }
+    if (procs != small) {
+        free(procs);
+    }
+}
+
+static int nvml_sample(struct gt_gpu_set *set, size_t i, struct gt_gpu_sample *s)
+{
+    struct nvml *nv = set->impl;
+    nvmlDevice_t dev = nv ? nv->devs[i] : NULL;
+    nvmlMemory_t mem;
+    if (!dev || nv->get_memory(dev, &mem) != NVML_SUCCESS) {
+        return -ENODEV;
+    }
+    s->fb_used_mib = (int64_t)(mem.used >> 20);
+    s->fb_free_mib = (int64_t)(mem.free >> 20);
+    nvmlUtilization_t u = {0, 0};
+    nvmlReturn_t r = nv->get_utilization ? nv->get_utilization(dev, &u) : NVML_ERROR_NOT_SUPPORTED;
+    s->util_pct = reading(r, u.gpu);
+    s->mem_copy_util_pct = reading(r, u.memory);
+    unsigned int v = 0;
+    r = nv->get_power ? nv->get_power(dev, &v) : NVML_ERROR_NOT_SUPPORTED;
+    s->power_w = r == NVML_SUCCESS ? v / 1000.0 : -1;
+    r = nv->get_temperature ? nv->get_temperature(dev, NVML_TEMPERATURE_GPU, &v)
+                            : NVML_ERROR_NOT_SUPPORTED;
+    s->temp_c = reading(r, v);
+    r = nv->get_clock ? nv->get_clock(dev, NVML_CLOCK_SM, &v) : NVML_ERROR_NOT_SUPPORTED;
+    s->sm_clock_mhz = reading(r, v);
+    if (nv->get_processes) {
+        sample_processes(nv, dev, s);
+    }
+    return 0;
 }
 
 static void nvml_fini(struct gt_gpu_set *set)
@@ -370,5 +482,6 @@ const struct gt_gpu_ops gt_gpu_nvml_ops = {
     .name = "nvml",
     .discover = nvml_discover,
     .poll_health = nvml_poll_health,
+    .sample = nvml_sample,
     .fini = nvml_fini,
 };

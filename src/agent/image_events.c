@@ -25,31 +25,32 @@ static void post_done(int status, json_t *body, void *arg)
     }
 }
 
-static void post_event(struct gt_gantlet *g, const struct gt_ltask *t, const char *reason,
-                       const char *message)
+void gt_gantlet_event_post(struct gt_gantlet *g, const struct gt_ltask *t, const char *kind,
+                           const char *type, const char *reason, const char *message)
 {
-    /* as the kubelet's: a failed pull and its back-off are warnings */
-    const char *type =
-        !strcmp(reason, "Failed") || !strcmp(reason, "BackOff") ? "Warning" : "Normal";
     char key[256], hex[65], ts[32];
+    bool job = !strcmp(kind, "Job") && t->obj && t->obj->spec.job;
+    const char *name = job ? t->obj->spec.job : t->name;
     int n = snprintf(key, sizeof(key), "%s/%s", t->uid, reason);
     gt_sha256_hex(key, (size_t)n, hex);
     hex[16] = '\0';
-    char *name = gt_xasprintf("%s.%s", t->name, hex);
+    char *ev_name = gt_xasprintf("%s.%s", name, hex);
     gt_time_format(gt_now_ms(), ts, sizeof(ts));
     json_t *ev =
-        json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:i, s:s, "
-                  "s:s, s:{s:s}}",
-                  "apiVersion", GT_API_VERSION, "kind", "Event", "metadata", "name", name,
-                  "involvedObject", "kind", "Task", "name", t->name, "project", t->project, "uid",
-                  t->uid, "reason", reason, "message", message, "type", type, "count", 1,
+        json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:i, s:s, s:s, s:{s:s}}",
+                  "apiVersion", GT_API_VERSION, "kind", "Event", "metadata", "name", ev_name,
+                  "involvedObject", "kind", job ? "Job" : "Task", "name", name, "project",
+                  t->project, "reason", reason, "message", message, "type", type, "count", 1,
                   "firstTimestamp", ts, "lastTimestamp", ts, "source", "component", "gantlet");
+    if (ev && !job) {
+        json_object_set_new(json_object_get(ev, "involvedObject"), "uid", json_string(t->uid));
+    }
     if (ev) {
         gt_apic_request(g->api, EVHTTP_REQ_POST, GT_API_GROUP_PREFIX "/events", ev, post_done,
                         NULL);
     }
     json_decref(ev);
-    free(name);
+    free(ev_name);
 }
 
 void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t)
@@ -80,7 +81,9 @@ void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t)
             char *tab = strchr(p, '\t');
             if (tab && line >= t->events_posted) {
                 *tab = '\0';
-                post_event(g, t, p, tab + 1);
+                /* as the kubelet's: a failed pull and its back-off are warnings */
+                bool warn = !strcmp(p, "Failed") || !strcmp(p, "BackOff");
+                gt_gantlet_event_post(g, t, "Task", warn ? "Warning" : "Normal", p, tab + 1);
                 t->events_posted = line + 1;
             }
             line++;

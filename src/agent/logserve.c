@@ -239,22 +239,12 @@ static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const ch
 
 static void serve_metrics(struct gt_gantlet *g, struct evhttp_request *req)
 {
-    int running, used;
-    gt_gantlet_tasks_count(g, &running, &used);
-    int unhealthy = 0;
-    for (size_t i = 0; i < g->gpus.n_gpus; i++) {
-        unhealthy += !g->gpus.gpus[i].healthy;
-    }
-    int free_gpus = (int)g->gpus.n_gpus - used - unhealthy;
+    struct gt_buf text;
+    gt_buf_init(&text);
+    gt_gantlet_metrics_render(g, &text);
     struct evbuffer *b = evbuffer_new();
-    evbuffer_add_printf(b,
-                        "# TYPE gantlet_tasks_running gauge\ngantlet_tasks_running %d\n"
-                        "# TYPE gantlet_task_starts_total counter\ngantlet_task_starts_total "
-                        "%lld\n# TYPE gantlet_gpus gauge\ngantlet_gpus{state=\"free\"} %d\n"
-                        "gantlet_gpus{state=\"allocated\"} %d\n"
-                        "gantlet_gpus{state=\"unhealthy\"} %d\n",
-                        running, (long long)g->starts_total, free_gpus > 0 ? free_gpus : 0, used,
-                        unhealthy);
+    evbuffer_add(b, text.data, text.len);
+    gt_buf_fini(&text);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       "text/plain; version=0.0.4");
     evhttp_send_reply(req, 200, "OK", b);

@@ -578,6 +578,7 @@ struct gt_api_task_spec {
     int64_t priority;
     const char *department;
     bool privileged;
+    bool stop_idle_gpu; /* the project's stopIdleGPUJobs: the agent stops it when idle */
     bool has_source;
     struct gt_api_source source;
     const json_t *requirements; /* borrowed, or NULL */
@@ -684,6 +685,7 @@ struct gt_api_project_spec {
     bool has_hard;
     struct gt_api_res hard;
     bool allow_privileged;
+    bool stop_idle_gpu_jobs; /* stop a job whose GPUs idle (the agent's IdleGPU) */
 };
 
 struct gt_api_project {

@@ -371,6 +371,8 @@ static const struct gt_field project_spec_fields[] = {
     RES("hard", GT_RESF_POOL, AT(project_spec, hard), HAS(project_spec, has_hard)),
     BOOL("allowPrivileged", .flags = GT_F_DEFAULT, .def_int = 0,
          AT(project_spec, allow_privileged)),
+    BOOL("stopIdleGPUJobs", .flags = GT_F_DEFAULT, .def_int = 0,
+         AT(project_spec, stop_idle_gpu_jobs)),
     END,
 };
 static const struct gt_schema project_spec_schema = {project_spec_fields, NULL,
@@ -773,6 +775,7 @@ static const struct gt_field task_spec_fields[] = {
     INT("priority", INT32_MIN, INT32_MAX, AT(task_spec, priority)),
     STR("department", DNS, AT(task_spec, department)),
     BOOL("privileged", .flags = GT_F_DEFAULT, .def_int = 0, AT(task_spec, privileged)),
+    BOOL("stopIdleGPU", .flags = GT_F_DEFAULT, .def_int = 0, AT(task_spec, stop_idle_gpu)),
     OBJ("source", source_schema, AT(task_spec, source), HAS(task_spec, has_source)),
     {.name = "requirements",
      .type = GT_F_ANY,

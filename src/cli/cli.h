@@ -282,6 +282,12 @@ char *gt_cli_up_token_file(const char *admin_token, const char *user, long uid,
  * Caller frees. */
 char *gt_cli_up_node_name(const char *hostname);
 
+/* Prometheus's configuration scraping gantryd at gantryd and gantlet at
+ * gantlet (ADDR:PORT each, borrowed): the one docs/metrics.md documents,
+ * honor_labels so gantry's job label stays, model_name renamed to
+ * dcgm-exporter's modelName. Caller frees. */
+char *gt_cli_up_prometheus_config(const char *gantryd, const char *gantlet);
+
 /* ---- run and logs, without the network (runjob.c) ---- */
 
 /* What `gantry run` submits. All strings borrowed; gpus, cpu and memory are

@@ -12,6 +12,11 @@
  * in DATA_DIR/volumes (a storage root of the gantlet too). An up that
  * finds gantryd alive and healthy says so and changes nothing.
  *
+ * With --prometheus, up also starts Prometheus (found on PATH) scraping both
+ * daemons, with the configuration of docs/metrics.md in
+ * DATA_DIR/prometheus.yml, its data in DATA_DIR/prometheus, its pid in
+ * DATA_DIR/prometheus.pid; down stops it first.
+ *
  * down stops the tasks first, through the API: it deletes every Bound or
  * Running task on the node (their jobs end Failed, reason Killed) and waits
  * up to STOP_TASKS_S for the agent to record their exits, so no task process
@@ -44,6 +49,7 @@ enum {
     OPT_UID,
     OPT_LISTEN,
     OPT_STORAGE_ROOT,
+    OPT_PROMETHEUS,
     MAX_STORAGE_ROOTS = 8,
     START_S = 15,
     READY_S = 60,
@@ -53,11 +59,13 @@ enum {
 };
 
 #define DEFAULT_LISTEN "127.0.0.1:8443"
+#define DEFAULT_PROMETHEUS "127.0.0.1:9090"
 
 struct up_flags {
     const char *data_dir;
     const char *fake_gpus;
     const char *listen;
+    const char *prometheus;                       /* ADDR:PORT, NULL: no Prometheus */
     const char *storage_roots[MAX_STORAGE_ROOTS]; /* borrowed from argv */
     size_t n_storage_roots;
     long uid;
@@ -78,6 +86,9 @@ static int on_up_opt(int opt, const char *value, void *arg)
         break;
     case OPT_LISTEN:
         f->listen = value;
+        break;
+    case OPT_PROMETHEUS:
+        f->prometheus = value ? value : DEFAULT_PROMETHEUS;
         break;
     case OPT_STORAGE_ROOT:
         if (f->n_storage_roots == MAX_STORAGE_ROOTS) {
@@ -526,6 +537,41 @@ out:
     return rc;
 }
 
+/* Prometheus at listen scraping the cluster, with its configuration and
+ * data in the data directory. */
+static int start_prometheus(const struct cluster *cl, const char *listen, struct gt_err *err)
+{
+    const char *server = cl->server + strlen("http://");
+    char *conf = gt_cli_up_prometheus_config(server, cl->agent_listen);
+    char *conf_path = gt_xasprintf("%s/prometheus.yml", cl->dir);
+    char *data = gt_xasprintf("%s/prometheus", cl->dir);
+    char *log = gt_xasprintf("%s/prometheus.log", cl->logs);
+    char *pid_path = gt_xasprintf("%s/prometheus.pid", cl->dir);
+    char *a_conf = gt_xasprintf("--config.file=%s", conf_path);
+    char *a_data = gt_xasprintf("--storage.tsdb.path=%s", data);
+    char *a_listen = gt_xasprintf("--web.listen-address=%s", listen);
+    char *argv[] = {"prometheus", a_conf, a_data, a_listen, NULL};
+    pid_t pid;
+    int rc = gt_cli_up_write_private(conf_path, conf, err);
+    rc = rc ? rc : mkdir_p(data, err);
+    rc = rc ? rc : gt_cli_up_spawn(argv, log, pid_path, &pid, err);
+    if (rc == 0) {
+        sleep_ms(300); /* a missing binary or a taken port ends it at once */
+        if (child_gone(pid)) {
+            rc = gt_err_set(err, GT_EINTERNAL, "prometheus did not start; see %s", log);
+        }
+    }
+    free(conf);
+    free(conf_path);
+    free(data);
+    free(log);
+    free(pid_path);
+    free(a_conf);
+    free(a_data);
+    free(a_listen);
+    return rc;
+}
+
 /* Say so when the config file at cfg_path points at another local cluster
  * that still runs: it is about to point at the one in dir instead. */
 static void note_config_takeover(struct gt_cli_ctx *ctx, const char *cfg_path, const char *dir)
@@ -549,6 +595,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
         {"uid", required_argument, NULL, OPT_UID},
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"storage-root", required_argument, NULL, OPT_STORAGE_ROOT},
+        {"prometheus", optional_argument, NULL, OPT_PROMETHEUS},
         {NULL, 0, NULL, 0},
     };
     struct up_flags f = {.uid = -1, .listen = DEFAULT_LISTEN};
@@ -643,6 +690,13 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
         struct gt_cli_client *c = gt_cli_client_new(cl.server, admin);
         rc = ensure_defaults(ctx, c, node, cl.user, cl.dir, &err);
         gt_cli_client_free(c);
+    }
+    if (rc == 0 && f.prometheus) {
+        rc = start_prometheus(&cl, f.prometheus, &err);
+        if (rc == 0) {
+            fprintf(ctx->err, "prometheus at http://%s scrapes gantryd and gantlet\n",
+                    f.prometheus);
+        }
     }
     if (rc == 0) {
         fprintf(ctx->err,
@@ -781,6 +835,7 @@ int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     if (server && agent && url && node && token) {
         stop_tasks(ctx, url, token, node);
     }
+    stop_daemon(ctx, cl.dir, "prometheus");
     stop_daemon(ctx, cl.dir, "gantlet");
     stop_daemon(ctx, cl.dir, "registry");
     stop_daemon(ctx, cl.dir, "gantryd");

@@ -177,7 +177,7 @@ static const struct gt_cli_command commands[] = {
     {
         .name = "up",
         .usage = "up [--data-dir DIR] [--fake-gpus SPEC] [--uid N] [--listen ADDR:PORT] "
-                 "[--storage-root DIR]...",
+                 "[--storage-root DIR]... [--prometheus[=ADDR:PORT]]",
         .summary = "Start a one-machine cluster (gantryd and gantlet) in the background",
         .options = "      --data-dir DIR       store, tokens, pids, logs (default "
                    "$XDG_DATA_HOME/gantry,\n"
@@ -189,7 +189,11 @@ static const struct gt_cli_command commands[] = {
                    "gantlet\n"
                    "                           listens on the next port\n"
                    "      --storage-root DIR   a directory volumes (hostPath) may come from; "
-                   "repeatable\n",
+                   "repeatable\n"
+                   "      --prometheus[=ADDR:PORT]  also run Prometheus (default "
+                   "127.0.0.1:9090)\n"
+                   "                           scraping gantryd and gantlet "
+                   "(docs/metrics.md)\n",
         .run = gt_cli_cmd_up,
     },
     {

@@ -97,6 +97,28 @@ char *gt_cli_up_token_file(const char *admin_token, const char *user, long uid,
                         admin_token, user, uid, node_token, node, NOBODY_UID);
 }
 
+char *gt_cli_up_prometheus_config(const char *gantryd, const char *gantlet)
+{
+    return gt_xasprintf("global:\n"
+                        "  scrape_interval: 5s\n"
+                        "scrape_configs:\n"
+                        "  - job_name: gantryd\n"
+                        "    honor_labels: true\n"
+                        "    static_configs:\n"
+                        "      - targets: [\"%s\"]\n"
+                        "  - job_name: gantlet\n"
+                        "    honor_labels: true\n"
+                        "    static_configs:\n"
+                        "      - targets: [\"%s\"]\n"
+                        "    metric_relabel_configs:\n"
+                        "      - source_labels: [model_name]\n"
+                        "        regex: \"(.+)\"\n"
+                        "        target_label: modelName\n"
+                        "      - regex: model_name\n"
+                        "        action: labeldrop\n",
+                        gantryd, gantlet);
+}
+
 char *gt_cli_up_node_name(const char *hostname)
 {
     struct gt_buf b;

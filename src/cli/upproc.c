@@ -27,7 +27,7 @@ int gt_cli_up_write_private(const char *path, const char *text, struct gt_err *e
     return 0;
 }
 
-/* Start argv[0] as a daemon in its own session, stdin /dev/null, stdout and
+/* Start argv[0] (searched in PATH without a '/') as a daemon in its own session, stdin /dev/null, stdout and
  * stderr appended to log_path; its pid goes to pid_path. */
 int gt_cli_up_spawn(char *const *argv, const char *log_path, const char *pid_path, pid_t *pid,
                     struct gt_err *err)
@@ -47,7 +47,7 @@ int gt_cli_up_spawn(char *const *argv, const char *log_path, const char *pid_pat
         if (setsid() < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
             _exit(127);
         }
-        execv(argv[0], argv);
+        execvp(argv[0], argv);
         static const char msg[] = "gantry up: exec failed\n";
         (void)!write(2, msg, sizeof(msg) - 1);
         _exit(127);

@@ -143,6 +143,16 @@ void gt_buf_base64(struct gt_buf *b, const void *data, size_t len, bool url);
 /* Take ownership of the data (caller frees); b is left empty. */
 char *gt_buf_take(struct gt_buf *b);
 
+/* The Prometheus text format (0.0.4), for the /metrics of gantryd and
+ * gantlet (prom.c): a family's "# HELP" and "# TYPE" lines; a label
+ * name="value" (preceded by ',' unless first) with the value's backslash,
+ * quote and newline escaped (value NULL: empty). */
+void gt_prom_family(struct gt_buf *b, const char *name, const char *type, const char *help);
+void gt_prom_label(struct gt_buf *b, const char *name, const char *value, bool first);
+/* One sample line: name{labels} value, labels a prepared "a=\"x\",b=\"y\""
+ * list; integral values are written as integers, others with %.15g. */
+void gt_prom_sample(struct gt_buf *b, const char *name, const char *labels, double value);
+
 /* ---- growable arrays ----
  * The one growth rule for arrays that grow by appending: once need elements
  * no longer fit, the capacity becomes first_cap (the first allocation; size

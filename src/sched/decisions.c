@@ -60,12 +60,25 @@ void gt_sched_decisions_add_bind(struct gt_sched_decisions *d, const struct gt_s
     memcpy(b->gpus, task->gpus, task->n_gpus * sizeof(*b->gpus));
 }
 
+const char *gt_sched_preempt_kind_str(enum gt_sched_preempt_kind kind)
+{
+    switch (kind) {
+    case GT_SCHED_PREEMPT_RECLAIM:
+        return "Reclaim";
+    case GT_SCHED_PREEMPT_PRIORITY:
+        return "Priority";
+    case GT_SCHED_PREEMPT_POLICY:
+        break;
+    }
+    return "Policy";
+}
+
 void gt_sched_decisions_add_preempt(struct gt_sched_decisions *d, const struct gt_sched_task *task,
-                                    char *reason)
+                                    enum gt_sched_preempt_kind kind, char *reason)
 {
     GT_VEC_RESERVE(d->preempts, d->cap_preempts, d->n_preempts + 1, 16);
     d->preempts[d->n_preempts++] =
-        (struct gt_sched_preempt){.task_id = gt_xstrdup(task->id), .reason = reason};
+        (struct gt_sched_preempt){.task_id = gt_xstrdup(task->id), .reason = reason, .kind = kind};
 }
 
 void gt_sched_decisions_add_reserve(struct gt_sched_decisions *d, const struct gt_sched_job *job)

@@ -9,9 +9,9 @@
 
 /* Append a bind for task (strings and shares are copied). */
 void gt_sched_decisions_add_bind(struct gt_sched_decisions *d, const struct gt_sched_task *task);
-/* Append a preemption of task; reason is taken. */
+/* Append a preemption of task of kind; reason is taken. */
 void gt_sched_decisions_add_preempt(struct gt_sched_decisions *d, const struct gt_sched_task *task,
-                                    char *reason);
+                                    enum gt_sched_preempt_kind kind, char *reason);
 /* Append job's reservation, one entry per node (copied). */
 void gt_sched_decisions_add_reserve(struct gt_sched_decisions *d, const struct gt_sched_job *job);
 /* Append a wait reason; message is taken (freed by reset/fini). */

@@ -508,10 +508,13 @@ static void reserve(struct attempt *a, struct gt_sched_task **tasks, size_t n_ta
     a->job->resv = r;
 }
 
-/* Why victim is preempted for a's job (taken by the caller). */
+/* Why victim is preempted for a's job (taken by the caller), and its kind. */
 static char *victim_reason(const struct attempt *a, const struct gt_sched_job *victim,
-                           const struct gt_sched_policy *policy)
+                           const struct gt_sched_policy *policy, enum gt_sched_preempt_kind *kind)
 {
+    *kind = victim->dept != a->job->dept          ? GT_SCHED_PREEMPT_RECLAIM
+            : victim->priority < a->job->priority ? GT_SCHED_PREEMPT_PRIORITY
+                                                  : GT_SCHED_PREEMPT_POLICY;
     if (victim->dept != a->job->dept) {
         return gt_xasprintf("reclaimed: department %s needs its guarantee for job %s; "
                             "department %s is above its own",
@@ -538,7 +541,9 @@ static void add_preempts(struct attempt *a, const struct gt_sched_policy *policy
             }
             t->evicting = true;
             victim->dept->n_evicting++;
-            gt_sched_decisions_add_preempt(out, t, victim_reason(a, victim, policy));
+            enum gt_sched_preempt_kind kind;
+            char *why = victim_reason(a, victim, policy, &kind);
+            gt_sched_decisions_add_preempt(out, t, kind, why);
         }
     }
 }

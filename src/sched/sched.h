@@ -338,9 +338,19 @@ struct gt_sched_bind {
     size_t n_gpus;
 };
 
+/* Why a task is preempted, for counting (its reason says more). */
+enum gt_sched_preempt_kind {
+    GT_SCHED_PREEMPT_RECLAIM,  /* another department takes back its guarantee */
+    GT_SCHED_PREEMPT_PRIORITY, /* a higher-priority job of its own department */
+    GT_SCHED_PREEMPT_POLICY,   /* the policy prefers a job with less work left */
+};
+/* The kind's name in metrics ("Reclaim", "Priority", "Policy"; static). */
+const char *gt_sched_preempt_kind_str(enum gt_sched_preempt_kind kind);
+
 struct gt_sched_preempt {
     char *task_id;
     char *reason; /* human text, e.g. which job needs the room */
+    enum gt_sched_preempt_kind kind;
 };
 
 /* A job holds these GPUs of one node until its victims exit (one entry per

@@ -57,6 +57,12 @@ bool gt_ctl_project_privileged(const struct gt_ctl *c, const char *project)
     return p && p->spec.allow_privileged;
 }
 
+bool gt_ctl_project_stop_idle(const struct gt_ctl *c, const char *project)
+{
+    const struct gt_api_project *p = project_obj(c, project);
+    return p && p->spec.stop_idle_gpu_jobs;
+}
+
 const char *gt_ctl_project_department(const struct gt_ctl *c, const char *project)
 {
     const struct gt_api_project *p = project_obj(c, project);

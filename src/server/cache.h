@@ -49,8 +49,10 @@ int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t 
  * and uses obj for that event instead of parsing the stored text, so obj
  * must equal what was stored and must not change afterwards. c NULL: no-op. */
 void gt_ctl_written(struct gt_ctl *c, enum gt_kind kind, const char *key, int64_t rev, json_t *obj);
-/* The project's allowPrivileged and department (borrowed, may be NULL). */
+/* The project's allowPrivileged, stopIdleGPUJobs and department (borrowed,
+ * may be NULL). */
 bool gt_ctl_project_privileged(const struct gt_ctl *c, const char *project);
+bool gt_ctl_project_stop_idle(const struct gt_ctl *c, const char *project);
 const char *gt_ctl_project_department(const struct gt_ctl *c, const char *project);
 
 #endif

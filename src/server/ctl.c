@@ -30,6 +30,7 @@
 #include "server/nbctl.h"
 #include "server/nodes.h"
 #include "server/server_int.h"
+#include "server/statemetrics.h"
 #include "server/telemetry.h"
 #include "server/volctl.h"
 
@@ -355,6 +356,14 @@ static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const str
     }
 }
 
+/* The controllers' /metrics series: the scheduler's (feeder.c), then the
+ * state of the cached objects (statemetrics.c). */
+static void metrics_hook(const struct gt_ctl *c, struct gt_buf *out)
+{
+    gt_feed_metrics(c, out);
+    gt_ctl_render_metrics(c, out);
+}
+
 static const struct gt_ctl_hooks hooks = {
     .proxy = proxy_hook,
     .admit = admit_hook,
@@ -364,7 +373,7 @@ static const struct gt_ctl_hooks hooks = {
     .created = gt_volctl_created,
     .render = render_hook,
     .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT | 1u << GT_KIND_VOLUME,
-    .metrics = gt_feed_metrics,
+    .metrics = metrics_hook,
     .serve = serve_hook,
 };
 
@@ -393,6 +402,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     c->tel = gt_telemetry_new();
     c->nb = gt_nbctl_new(c);
     gt_sched_decisions_init(&c->dec);
+    s->metrics.schedule_seconds.bounds = gt_histogram_wait_bounds;
     s->ctl_hooks = &hooks;
     return c;
 }

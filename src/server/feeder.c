@@ -559,10 +559,18 @@ static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b,
     struct bind_ctx *bc = gt_xcalloc(1, sizeof(*bc));
     bc->task_id = gt_xstrdup(b->task_id);
     bc->node = gt_xstrdup(b->node);
+    int64_t created_ms;
     if (gt_ctl_write(c, GT_STORE_UPDATE, key, t, o->rev, bind_done, bc)) {
         bind_done(c, GT_ESTORE, bc);
     } else {
         c->s->metrics.binds++;
+        if (task->o.meta.creation_timestamp &&
+            gt_time_parse(task->o.meta.creation_timestamp, &created_ms) == 0) {
+            /* creationTimestamp has whole seconds: up to 1 s more than the wait */
+            int64_t waited_ms = gt_now_ms() - created_ms;
+            gt_histogram_observe(&c->s->metrics.schedule_seconds,
+                                 waited_ms > 0 ? (double)waited_ms / 1000 : 0);
+        }
     }
     json_decref(t);
     free(key);
@@ -600,7 +608,7 @@ static void apply_preempt(struct gt_ctl *c, const struct gt_sched_preempt *p)
     char *key = gt_xasprintf("/tasks/%s", p->task_id);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
     if (o && gt_feed_stop_task(c, o, "Preempted", p->reason ? p->reason : "preempted") == 0) {
-        c->s->metrics.preemptions++;
+        c->s->metrics.preemptions[p->kind]++;
     }
     free(key);
 }

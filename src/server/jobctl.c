@@ -157,6 +157,7 @@ static size_t create_tasks(struct gt_ctl *c, const struct gt_cobj *jo, int64_t g
     struct gt_job_task_opts opts = {.department = gt_ctl_project_department(c, project),
                                     .priority = job_priority(c, job),
                                     .privileged = gt_ctl_project_privileged(c, project),
+                                    .stop_idle_gpu = gt_ctl_project_stop_idle(c, project),
                                     .generation = generation,
                                     .pip_index_url = c->s->cfg->pip_index_url,
                                     .pip_find_links = c->s->cfg->pip_find_links};

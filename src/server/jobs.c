@@ -180,6 +180,9 @@ json_t *gt_job_build_tasks(const struct gt_api_job *job, const struct gt_job_tas
             json_object_set_nocheck(spec, "template", json_object_get(rs, "template"));
             json_object_set_new_nocheck(spec, "priority", json_integer(opts->priority));
             json_object_set_new_nocheck(spec, "privileged", json_boolean(opts->privileged));
+            if (opts->stop_idle_gpu) {
+                json_object_set_new_nocheck(spec, "stopIdleGPU", json_true());
+            }
             if (opts->department) {
                 json_object_set_new(spec, "department", json_string(opts->department));
             }
@@ -226,7 +229,8 @@ json_t *gt_task_with_stop(const struct gt_api_task *task, const char *reason,
 
 /* ---- restart policies ---- */
 
-static const char *const requeue_reasons[] = {"Preempted", "NodeLost", "Drained"};
+/* Ends that are not the job's doing: its GPU lost (the agent's GPULost) counts as its node. */
+static const char *const requeue_reasons[] = {"Preempted", "NodeLost", "Drained", "GPULost"};
 
 enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct gt_api_task *task)
 {
@@ -236,6 +240,9 @@ enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct 
     const char *reason = task->status.reason;
     if (reason && (!strcmp(reason, GT_STOP_RESTARTING) || !strcmp(reason, GT_STOP_JOB_FINISHED))) {
         return GT_RESTART_NONE;
+    }
+    if (reason && !strcmp(reason, "IdleGPU")) {
+        return GT_RESTART_PERMANENT; /* its project stops idle jobs: whatever the policy */
     }
     for (size_t i = 0; reason && i < GT_ARRAY_LEN(requeue_reasons); i++) {
         if (!strcmp(reason, requeue_reasons[i])) {

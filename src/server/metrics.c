@@ -9,14 +9,17 @@
 
 const double gt_histogram_bounds[GT_HIST_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                                      0.05,   0.1,   0.25,   0.5,   1,    2.5};
+const double gt_histogram_wait_bounds[GT_HIST_BUCKETS] = {0.01, 0.05, 0.1, 0.25, 0.5, 1,
+                                                          2.5,  5,    10,  30,   60,  300};
 
 static const char *const verb_names[GT_MV_COUNT] = {"GET",    "LIST",   "WATCH", "CREATE",
                                                     "UPDATE", "DELETE", "OTHER"};
 
 void gt_histogram_observe(struct gt_histogram *h, double seconds)
 {
+    const double *bounds = h->bounds ? h->bounds : gt_histogram_bounds;
     size_t i = 0;
-    while (i < GT_HIST_BUCKETS && seconds > gt_histogram_bounds[i]) {
+    while (i < GT_HIST_BUCKETS && seconds > bounds[i]) {
         i++;
     }
     h->counts[i]++;
@@ -42,15 +45,15 @@ void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int htt
     gt_histogram_observe(&m->request_seconds, seconds);
 }
 
-static void render_hist(struct gt_buf *out, const char *name, const char *help,
-                        const struct gt_histogram *h)
+void gt_metrics_render_histogram(struct gt_buf *out, const char *name, const char *help,
+                                 const struct gt_histogram *h)
 {
+    const double *bounds = h->bounds ? h->bounds : gt_histogram_bounds;
     gt_buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     uint64_t cum = 0;
     for (size_t i = 0; i < GT_HIST_BUCKETS; i++) {
         cum += h->counts[i];
-        gt_buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, gt_histogram_bounds[i],
-                      (unsigned long long)cum);
+        gt_buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
     }
     cum += h->counts[GT_HIST_BUCKETS];
     gt_buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
@@ -69,10 +72,11 @@ void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out)
             }
         }
     }
-    render_hist(out, "gantry_http_request_duration_seconds",
-                "HTTP request latency (watch: until the stream starts).", &m->request_seconds);
-    render_hist(out, "gantry_store_commit_duration_seconds",
-                "Store write latency from submit to durable.", &m->commit_seconds);
+    gt_metrics_render_histogram(out, "gantry_http_request_duration_seconds",
+                                "HTTP request latency (watch: until the stream starts).",
+                                &m->request_seconds);
+    gt_metrics_render_histogram(out, "gantry_store_commit_duration_seconds",
+                                "Store write latency from submit to durable.", &m->commit_seconds);
     gt_buf_puts(out, "# HELP gantry_objects Stored objects by kind.\n"
                      "# TYPE gantry_objects gauge\n");
     for (int k = 0; k < GT_KIND_COUNT; k++) {
@@ -82,21 +86,31 @@ void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out)
                           (long long)m->objects[k]);
         }
     }
-    render_hist(out, "gantry_scheduler_cycle_duration_seconds",
-                "Scheduler cycle latency, deciding and queueing its writes.", &m->cycle_seconds);
+    gt_metrics_render_histogram(out, "gantry_scheduler_cycle_duration_seconds",
+                                "Scheduler cycle latency, deciding and queueing its writes.",
+                                &m->cycle_seconds);
+    gt_metrics_render_histogram(out, "gantry_scheduling_latency_seconds",
+                                "Task creation to its bind by the scheduler.",
+                                &m->schedule_seconds);
     gt_buf_printf(out,
                   "# HELP gantry_scheduler_binds_total Tasks bound by the scheduler.\n"
                   "# TYPE gantry_scheduler_binds_total counter\n"
                   "gantry_scheduler_binds_total %llu\n"
-                  "# HELP gantry_scheduler_preemptions_total Tasks stopped to make room.\n"
-                  "# TYPE gantry_scheduler_preemptions_total counter\n"
-                  "gantry_scheduler_preemptions_total %llu\n"
+                  "# HELP gantry_scheduler_preemptions_total Tasks stopped to make room, by "
+                  "reason.\n"
+                  "# TYPE gantry_scheduler_preemptions_total counter\n",
+                  (unsigned long long)m->binds);
+    for (int k = 0; k < 3; k++) {
+        gt_buf_printf(out, "gantry_scheduler_preemptions_total{reason=\"%s\"} %llu\n",
+                      gt_sched_preempt_kind_str((enum gt_sched_preempt_kind)k),
+                      (unsigned long long)m->preemptions[k]);
+    }
+    gt_buf_printf(out,
                   "# HELP gantry_jobs_pending Jobs waiting after the last cycle, by reason.\n"
                   "# TYPE gantry_jobs_pending gauge\n"
                   "gantry_jobs_pending{reason=\"Quota\"} %lld\n"
                   "gantry_jobs_pending{reason=\"Unschedulable\"} %lld\n"
                   "gantry_jobs_pending{reason=\"Inadmissible\"} %lld\n",
-                  (unsigned long long)m->binds, (unsigned long long)m->preemptions,
                   (long long)m->jobs_pending[GT_SCHED_WAIT_QUOTA],
                   (long long)m->jobs_pending[GT_SCHED_WAIT_UNSCHEDULABLE],
                   (long long)m->jobs_pending[GT_SCHED_WAIT_INADMISSIBLE]);

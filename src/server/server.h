@@ -218,9 +218,12 @@ struct gt_histogram {
     uint64_t counts[GT_HIST_BUCKETS + 1]; /* last: +Inf */
     double sum;
     uint64_t n;
+    const double *bounds; /* GT_HIST_BUCKETS upper bounds; NULL: gt_histogram_bounds */
 };
 /* Seconds upper bounds of the buckets (Prometheus client defaults, plus small ones). */
 extern const double gt_histogram_bounds[GT_HIST_BUCKETS];
+/* Bounds for waits of seconds to minutes (scheduling latency). */
+extern const double gt_histogram_wait_bounds[GT_HIST_BUCKETS];
 void gt_histogram_observe(struct gt_histogram *h, double seconds);
 
 #define GT_METRICS_CODES 16
@@ -240,15 +243,20 @@ struct gt_metrics {
     struct gt_histogram request_seconds;
     struct gt_histogram commit_seconds;
     int64_t objects[GT_KIND_COUNT];
-    struct gt_histogram cycle_seconds; /* scheduler cycles */
-    uint64_t binds, preemptions;       /* scheduler decisions applied */
-    int64_t jobs_pending[3];           /* waiting jobs by gt_sched_wait_reason, last cycle */
+    struct gt_histogram cycle_seconds;    /* scheduler cycles */
+    struct gt_histogram schedule_seconds; /* a task's creation to its bind (wait bounds) */
+    uint64_t binds;                       /* scheduler decisions applied */
+    uint64_t preemptions[3];              /* by enum gt_sched_preempt_kind */
+    int64_t jobs_pending[3];              /* waiting jobs by gt_sched_wait_reason, last cycle */
 };
 /* Count a finished request. */
 void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int http_code,
                         double seconds);
 /* Append the Prometheus text exposition of m to out. */
 void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out);
+/* Append one histogram family (name, help: static text) to out. */
+void gt_metrics_render_histogram(struct gt_buf *out, const char *name, const char *help,
+                                 const struct gt_histogram *h);
 
 /* ---- controllers' pure parts (jobs.c, nodeinfo.c) ----
  * Inputs are validated objects (borrowed); returned JSON is the caller's. */
@@ -291,6 +299,7 @@ struct gt_job_task_opts {
     const char *department;     /* the project's department, may be NULL */
     int32_t priority;           /* the job's priority class value */
     bool privileged;            /* the project's allowPrivileged */
+    bool stop_idle_gpu;         /* the project's stopIdleGPUJobs */
     int64_t generation;         /* the job's restart generation (GT_LABEL_GENERATION) */
     const char *pip_index_url;  /* cluster pip configuration (may be NULL): spec.pip of */
     const char *pip_find_links; /* the tasks of a job with requirements */
@@ -304,10 +313,10 @@ json_t *gt_job_build_tasks(const struct gt_api_job *job, const struct gt_job_tas
 bool gt_job_finished(const struct gt_api_job *job);
 /* Restart policies. What a failed task means for its job: NONE (nothing
  * the job acts on: a success, or a stop the job controller asked for),
- * PERMANENT (the job fails), RETRY (restart the gang, counted toward
- * backoffLimit), REQUEUE (restart without counting: Preempted, NodeLost,
- * Drained). policy is the replica type's restartPolicy (NULL: Never);
- * ExitCode retries exit codes 128-255 and fails on any other. */
+ * PERMANENT (the job fails; also for reason IdleGPU, whatever the policy), RETRY (restart the gang,
+ * counted toward backoffLimit), REQUEUE (restart without counting: Preempted, NodeLost, Drained,
+ * GPULost). policy is the replica type's restartPolicy (NULL: Never); ExitCode retries exit codes
+ * 128-255 and fails on any other. */
 enum gt_restart_verdict {
     GT_RESTART_NONE,
     GT_RESTART_PERMANENT,

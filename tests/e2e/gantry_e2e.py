@@ -235,8 +235,9 @@ class LocalClusterTest(unittest.TestCase):
     """Base class: one local cluster per class, started by `gantry up` from the
     build directory (gantryd and gantlet with 8 fake GPUs) in a temporary
     directory, with GANTRY_CONFIG there too, so nothing touches HOME.
-    cls.gantry runs the CLI against it."""
+    cls.gantry runs the CLI against it; cls.up_args are more flags of `gantry up`."""
     tmp_prefix = "gantry-up-"
+    up_args = ()
 
     @classmethod
     def setUpClass(cls):
@@ -253,7 +254,7 @@ class LocalClusterTest(unittest.TestCase):
         cls.env.pop("GANTRY_TOKEN", None)
         cls.port = free_port()
         r = cls.gantry("up", "--data-dir", cls.data, "--fake-gpus", "8xA100-80GB",
-                       "--listen", "127.0.0.1:%d" % cls.port, timeout=120)
+                       "--listen", "127.0.0.1:%d" % cls.port, *cls.up_args, timeout=120)
         if r.returncode != 0:
             logs = os.path.join(cls.data, "logs")
             for name in sorted(os.listdir(logs)) if os.path.isdir(logs) else []:

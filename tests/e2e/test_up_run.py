@@ -1,7 +1,8 @@
 """`gantry up`, `gantry run`, `gantry logs` and `gantry down` end to end.
 
 A local cluster (gantryd and gantlet with 8 fake GPUs, started by `gantry
-up` from the build directory) in a temporary data directory, with
+up` from the build directory, with `--prometheus` a Prometheus scraping
+both) in a temporary data directory, with
 GANTRY_CONFIG in a temporary directory too, so nothing touches HOME.
 """
 import json
@@ -13,11 +14,17 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gantry_e2e import GANTRY, LocalClusterTest  # noqa: E402
+from gantry_e2e import GANTRY, LocalClusterTest, free_port  # noqa: E402
 from gantry_e2e import main  # noqa: E402
 
 
 class UpRunDown(LocalClusterTest):
+    @classmethod
+    def setUpClass(cls):
+        cls.prom_port = free_port()
+        cls.up_args = ("--prometheus=127.0.0.1:%d" % cls.prom_port,)
+        super().setUpClass()
+
     def node(self):
         r = self.gantry("get", "nodes", "-o", "json")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -85,9 +92,30 @@ class UpRunDown(LocalClusterTest):
         images = os.listdir(os.path.join(self.data, "volumes", "default"))
         self.assertEqual(len(images), 1, images)
 
+    def test_5_prometheus_scrapes_both(self):
+        import urllib.parse
+        import urllib.request
+
+        def up():
+            q = urllib.parse.quote("up == 1")
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/query?query=%s"
+                                            % (self.prom_port, q), timeout=5) as r:
+                    res = json.loads(r.read())["data"]["result"]
+            except OSError:
+                return None
+            jobs = sorted(x["metric"]["job"] for x in res)
+            return jobs if jobs == ["gantlet", "gantryd"] else None
+        deadline = time.time() + 60
+        while not up() and time.time() < deadline:
+            time.sleep(0.5)
+        self.assertEqual(up(), ["gantlet", "gantryd"])
+        with open(os.path.join(self.data, "prometheus.yml")) as f:
+            self.assertIn('targets: ["127.0.0.1:%d"]' % self.port, f.read())
+
     def test_9_down_stops_everything(self):
         pids = []
-        for name in ("gantryd", "gantlet"):
+        for name in ("gantryd", "gantlet", "prometheus"):
             with open(os.path.join(self.data, name + ".pid")) as f:
                 pids.append(int(f.read()))
         proc = subprocess.Popen([GANTRY, "run", "--name", "sleeper", "--", "sleep", "300"],

@@ -72,6 +72,62 @@ static void test_fake_groups_and_stable_uuids(void **state)
     gt_gpu_set_fini(&a);
 }
 
+/* Fake GPUs read their counters, processes, Xids and loss from a file per GPU. */
+static void test_fake_counters(void **state)
+{
+    (void)state;
+    struct gt_gpu_set set;
+    struct gt_err err = {0};
+    char *dir = test_tmpdir("fakegpu");
+    assert_int_equal(gt_gpu_discover_fake(&set, "3xA100-80GB", "node-a", &err), 0);
+    gt_gpu_fake_counters(&set, dir);
+    test_write_file(dir, "0",
+                    "util 37\nmem_copy_util 5\nfb_used_mib 2048\npower_w 212.5\ntemp_c 55\n"
+                    "sm_clock_mhz 1410\nprocess 100 1024\nprocess 101 512\n");
+    test_write_file(dir, "2", "lost 1\n");
+    /* failing before the first sample: listed Unhealthy, the others healthy */
+    assert_int_equal(gt_gpu_sample_all(&set), 1);
+    const struct gt_gpu_sample *s = &set.samples[0];
+    assert_int_equal(s->util_pct, 37);
+    assert_int_equal(s->mem_copy_util_pct, 5);
+    assert_int_equal(s->fb_used_mib, 2048);
+    assert_int_equal(s->fb_free_mib, 80 * 1024 - 2048);
+    assert_true(s->power_w > 212.4 && s->power_w < 212.6);
+    assert_int_equal(s->temp_c, 55);
+    assert_int_equal(s->sm_clock_mhz, 1410);
+    assert_int_equal(s->n_procs, 2);
+    assert_int_equal(s->procs[1].pid, 101);
+    assert_int_equal(s->procs[1].used_bytes, 512LL << 20);
+    assert_int_equal(set.samples[1].util_pct, 0); /* no file: idle */
+    assert_int_equal(set.samples[1].fb_free_mib, 80 * 1024);
+    assert_true(set.gpus[0].healthy && set.gpus[1].healthy);
+    assert_false(set.gpus[2].healthy);
+    /* an application Xid is recorded, a critical one fails the GPU */
+    test_write_file(dir, "1", "xid 13\n");
+    assert_int_equal(gt_gpu_sample_all(&set), 0);
+    assert_int_equal(set.gpus[1].last_xid, 13);
+    assert_int_equal(set.gpus[1].n_xid, 0);
+    test_write_file(dir, "1", "xid 79\n");
+    assert_int_equal(gt_gpu_sample_all(&set), 1);
+    assert_false(set.gpus[1].healthy);
+    assert_int_equal(set.gpus[1].n_xid, 1);
+    assert_int_equal(gt_gpu_sample_all(&set), 0);
+    assert_int_equal(set.gpus[1].n_xid, 1); /* the same event, not another */
+    /* both recover */
+    test_write_file(dir, "1", "");
+    test_write_file(dir, "2", "util 3\n");
+    assert_int_equal(gt_gpu_sample_all(&set), 2);
+    assert_true(set.gpus[1].healthy && set.gpus[2].healthy);
+    assert_int_equal(set.samples[2].util_pct, 3);
+    /* a file it cannot parse reads as lost */
+    test_write_file(dir, "0", "util many\n");
+    assert_int_equal(gt_gpu_sample_all(&set), 1);
+    assert_false(set.gpus[0].healthy);
+    gt_gpu_set_fini(&set);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_fake_bad_specs(void **state)
 {
     (void)state;
@@ -202,7 +258,6 @@ static void test_nvml_failures(void **state)
     } cases[] = {
         {"init_fail", "nvmlInit_v2 failed: Fake Error (9)"},
         {"count_fail", "nvmlDeviceGetCount_v2 failed: Unknown Error (999)"},
-        {"uuid_fail", "nvmlDeviceGetUUID(GPU 1) failed: Unknown Error (999)"},
     };
     for (size_t i = 0; i < GT_ARRAY_LEN(cases); i++) {
         struct gt_gpu_set set;
@@ -218,6 +273,78 @@ static void test_nvml_failures(void **state)
     }
 }
 
+/* A GPU that cannot be described at discovery is listed Unhealthy, not
+ * dropped with the healthy one. */
+static void test_nvml_failing_gpu_listed_unhealthy(void **state)
+{
+    struct gt_gpu_set set;
+    struct gt_err err = {0};
+    assert_int_equal(discover_mode(*state, "uuid_fail", &set, &err), 0);
+    assert_int_equal(set.n_gpus, 2);
+    assert_true(set.gpus[0].healthy);
+    assert_string_equal(set.gpus[0].uuid, "GPU-fa4e0000-0000-0000-0000-000000000000");
+    assert_false(set.gpus[1].healthy);
+    assert_true(set.gpus[1].lost);
+    assert_int_equal(set.gpus[1].index, 1);
+    assert_string_equal(set.gpus[1].uuid, "GPU-unavailable-1");
+    assert_string_not_equal(set.gpus[0].group, set.gpus[1].group);
+    /* it is never sampled, and stays lost */
+    assert_int_equal(gt_gpu_sample_all(&set), 0);
+    assert_false(set.gpus[1].healthy);
+    assert_int_equal(set.samples[1].taken_ms, 0);
+    assert_int_equal(set.samples[0].util_pct, 40);
+    gt_gpu_set_fini(&set);
+}
+
+static void test_nvml_sample_readings(void **state)
+{
+    struct gt_gpu_set set;
+    struct gt_err err = {0};
+    assert_int_equal(discover_mode(*state, "ok", &set, &err), 0);
+    assert_int_equal(gt_gpu_sample_all(&set), 0);
+    for (int i = 0; i < 2; i++) {
+        const struct gt_gpu_sample *s = &set.samples[i];
+        assert_true(s->taken_ms > 0);
+        assert_int_equal(s->util_pct, 40 + i);
+        assert_int_equal(s->mem_copy_util_pct, 10 + i);
+        assert_int_equal(s->fb_used_mib, 1024);
+        assert_int_equal(s->fb_free_mib, 80 * 1024 - 1024);
+        assert_true(s->power_w > 250.49 && s->power_w < 250.51);
+        assert_int_equal(s->temp_c, 60 + i);
+        assert_int_equal(s->sm_clock_mhz, 1410);
+    }
+    /* GPU 0's processes, read again after NVML asked for a larger buffer */
+    assert_int_equal(set.samples[0].n_procs, 2);
+    assert_int_equal(set.samples[0].procs[0].pid, 4242);
+    assert_int_equal(set.samples[0].procs[0].used_bytes, 1LL << 30);
+    assert_int_equal(set.samples[0].procs[1].pid, getpid());
+    assert_int_equal(set.samples[0].procs[1].used_bytes, 512LL << 20);
+    assert_int_equal(set.samples[1].n_procs, 0);
+    gt_gpu_set_fini(&set);
+}
+
+/* A device that stops answering is Unhealthy at the next sample, the other
+ * stays healthy, and it is Healthy again once it answers. */
+static void test_nvml_lost_and_recovered(void **state)
+{
+    struct gt_gpu_set set;
+    struct gt_err err = {0};
+    assert_int_equal(discover_mode(*state, "ok", &set, &err), 0);
+    assert_int_equal(gt_gpu_sample_all(&set), 0);
+    setenv("FAKE_NVML_LOST", "1", 1);
+    assert_int_equal(gt_gpu_sample_all(&set), 1);
+    assert_true(set.gpus[0].healthy);
+    assert_false(set.gpus[1].healthy);
+    assert_true(set.gpus[1].lost);
+    assert_int_equal(set.samples[1].taken_ms, 0);
+    assert_int_equal(gt_gpu_sample_all(&set), 0);
+    unsetenv("FAKE_NVML_LOST");
+    assert_int_equal(gt_gpu_sample_all(&set), 1);
+    assert_true(set.gpus[1].healthy);
+    assert_int_equal(set.samples[1].util_pct, 41);
+    gt_gpu_set_fini(&set);
+}
+
 static void test_nvml_xid_marks_unhealthy(void **state)
 {
     struct gt_gpu_set set;
@@ -227,7 +354,14 @@ static void test_nvml_xid_marks_unhealthy(void **state)
     assert_int_equal(gt_gpu_poll_health(&set, 10, &err), 1);
     assert_true(set.gpus[0].healthy);
     assert_false(set.gpus[1].healthy);
+    assert_int_equal(set.gpus[0].last_xid, 13);
+    assert_int_equal(set.gpus[0].n_xid, 0);
+    assert_int_equal(set.gpus[1].last_xid, 79);
+    assert_int_equal(set.gpus[1].n_xid, 1);
     assert_int_equal(gt_gpu_poll_health(&set, 10, &err), 0);
+    /* a failed GPU stays Unhealthy though it answers */
+    assert_int_equal(gt_gpu_sample_all(&set), 0);
+    assert_false(set.gpus[1].healthy);
     gt_gpu_set_fini(&set);
 }
 
@@ -255,11 +389,15 @@ int main(void)
         cmocka_unit_test(test_fake_default_group),
         cmocka_unit_test(test_fake_groups_and_stable_uuids),
         cmocka_unit_test(test_fake_bad_specs),
+        cmocka_unit_test(test_fake_counters),
     };
     const struct CMUnitTest nvml[] = {
         cmocka_unit_test(test_nvml_ok),
         cmocka_unit_test(test_nvml_pcie_groups),
         cmocka_unit_test(test_nvml_failures),
+        cmocka_unit_test(test_nvml_failing_gpu_listed_unhealthy),
+        cmocka_unit_test(test_nvml_sample_readings),
+        cmocka_unit_test(test_nvml_lost_and_recovered),
         cmocka_unit_test(test_nvml_xid_marks_unhealthy),
         cmocka_unit_test(test_nvml_missing_library),
     };

@@ -426,6 +426,35 @@ static void test_up_tokens_and_uid(void **state)
     assert_int_equal(gt_cli_up_task_uid(1000, 0), 0);
 }
 
+/* `gantry up --prometheus` writes the scrape configuration docs/metrics.md
+ * documents (the yaml block after its scrape-config marker), byte for byte. */
+static void test_up_prometheus_config_is_documented(void **state)
+{
+    (void)state;
+    char *src = gt_xstrdup(__FILE__);
+    *strrchr(src, '/') = '\0';
+    char *path = gt_xasprintf("%s/../../docs/metrics.md", src);
+    char *doc;
+    size_t len;
+    struct gt_err err = {0};
+    if (gt_file_read(path, 1 << 20, &doc, &len, &err) < 0) {
+        fail_msg("%s", err.msg);
+    }
+    const char *mark = strstr(doc, "<!-- scrape-config -->\n```yaml\n");
+    assert_non_null(mark);
+    const char *start = strchr(strchr(mark, '\n') + 1, '\n') + 1;
+    const char *end = strstr(start, "```\n");
+    assert_non_null(end);
+    char *conf = gt_cli_up_prometheus_config("GANTRYD_ADDR", "GANTLET_ADDR");
+    char *block = gt_xstrndup(start, (size_t)(end - start));
+    assert_string_equal(conf, block);
+    free(block);
+    free(conf);
+    free(doc);
+    free(path);
+    free(src);
+}
+
 /* Whether the tasks' uid can reach a data directory: each directory on the
  * way is checked by owner, group or others; parts not made yet pass. */
 static void test_up_reachable(void **state)
@@ -504,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_up_tokens_and_uid),
         cmocka_unit_test(test_up_reachable),
         cmocka_unit_test(test_up_node_name_and_data_dir),
+        cmocka_unit_test(test_up_prometheus_config_is_documented),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,8 @@ static void test_verdicts(void **state)
     json_t *t2 = failed("Worker", "Error", 2, "0");
     json_t *pre = failed("Worker", "Preempted", 143, "0");
     json_t *lost = failed("Worker", "NodeLost", 0, "0");
+    json_t *gpu_lost = failed("Worker", "GPULost", 137, "0");
+    json_t *idle = failed("Worker", "IdleGPU", 137, "0");
     json_t *rst = failed("Worker", GT_STOP_RESTARTING, 143, "0");
     assert_int_equal(verdict_json("Never", t1), GT_RESTART_PERMANENT);
     assert_int_equal(verdict_json(NULL, t1), GT_RESTART_PERMANENT);
@@ -44,6 +46,8 @@ static void test_verdicts(void **state)
     assert_int_equal(verdict_json("ExitCode", t1), GT_RESTART_PERMANENT);
     assert_int_equal(verdict_json("Never", pre), GT_RESTART_REQUEUE);
     assert_int_equal(verdict_json("ExitCode", lost), GT_RESTART_REQUEUE);
+    assert_int_equal(verdict_json("Never", gpu_lost), GT_RESTART_REQUEUE);
+    assert_int_equal(verdict_json("OnFailure", idle), GT_RESTART_PERMANENT);
     assert_int_equal(verdict_json("OnFailure", rst), GT_RESTART_NONE);
     json_t *ok = json_pack("{s:{s:s}}", "status", "phase", "Succeeded");
     assert_int_equal(verdict_json("Always", ok), GT_RESTART_NONE);
@@ -53,6 +57,8 @@ static void test_verdicts(void **state)
     json_decref(t2);
     json_decref(pre);
     json_decref(lost);
+    json_decref(gpu_lost);
+    json_decref(idle);
     json_decref(rst);
 }
 

@@ -9,11 +9,17 @@
  *   uuid_fail   nvmlDeviceGetUUID fails for GPU 1
  *   xid         like ok, and one critical Xid (79) on GPU 1 plus an
  *               application Xid (13) on GPU 0 are queued
+ * Readings (every mode): GPU i reports utilisation 40+i %, memory copy
+ * utilisation 10+i %, 1 GiB used, 250.5 W, 60+i C, SM clock 1410 MHz; GPU 0
+ * runs two compute processes (pid 4242 with 1 GiB, and the caller's own
+ * pid with 512 MiB). FAKE_NVML_LOST=<index> makes that GPU stop answering
+ * (NVML_ERROR_GPU_IS_LOST from its memory information) until unset.
  * Types follow nvml.h as the agent declares them; only what it calls exists.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int nvmlReturn_t;
 typedef struct {
@@ -24,6 +30,14 @@ typedef struct {
     unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
     char busId[32];
 } nvmlPciInfo_t;
+typedef struct {
+    unsigned int gpu, memory;
+} nvmlUtilization_t;
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
 typedef struct {
     void *device;
     unsigned long long eventType, eventData;
@@ -103,11 +117,66 @@ nvmlReturn_t nvmlDeviceGetName(void *dev, char *buf, unsigned int len)
     return 0;
 }
 
+static int lost(void *dev)
+{
+    const char *l = getenv("FAKE_NVML_LOST");
+    return l && *l && strtol(l, NULL, 10) == index_of(dev);
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(void *dev, nvmlMemory_t *m)
 {
+    if (lost(dev)) {
+        return 15; /* NVML_ERROR_GPU_IS_LOST */
+    }
     m->total = (80ULL << 30) + (unsigned long long)index_of(dev);
-    m->free = m->total;
-    m->used = 0;
+    m->used = 1ULL << 30;
+    m->free = m->total - m->used;
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(void *dev, nvmlUtilization_t *u)
+{
+    u->gpu = 40 + (unsigned)index_of(dev);
+    u->memory = 10 + (unsigned)index_of(dev);
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(void *dev, unsigned int *mw)
+{
+    (void)dev;
+    *mw = 250500;
+    return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(void *dev, int sensor, unsigned int *c)
+{
+    *c = 60 + (unsigned)index_of(dev);
+    return sensor == 0 ? 0 : 2; /* NVML_ERROR_INVALID_ARGUMENT */
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(void *dev, int type, unsigned int *mhz)
+{
+    (void)dev;
+    *mhz = 1410;
+    return type == 1 ? 0 : 3;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(void *dev, unsigned int *n,
+                                                     nvmlProcessInfo_t *p)
+{
+    unsigned int have = index_of(dev) == 0 ? 2 : 0;
+    if (*n < have) {
+        *n = have;
+        return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    }
+    *n = have;
+    if (have) {
+        memset(p, 0, 2 * sizeof(*p));
+        p[0].pid = 4242;
+        p[0].usedGpuMemory = 1ULL << 30;
+        p[1].pid = (unsigned)getpid();
+        p[1].usedGpuMemory = 512ULL << 20;
+    }
     return 0;
 }
 
