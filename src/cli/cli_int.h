@@ -286,8 +286,9 @@ int gt_cli_get_images(struct gt_cli_ctx *ctx, struct gt_cli_client *client, cons
 
 /* Write text to path, mode 0600. 0 or -errno with err. */
 int gt_cli_up_write_private(const char *path, const char *text, struct gt_err *err);
-/* Start argv[0] as a daemon in its own session, stdin /dev/null, stdout and
- * stderr appended to log_path; its pid into *pid and pid_path. */
+/* Start argv[0] (searched in PATH when it has no '/') as a daemon in its
+ * own session, stdin /dev/null, stdout and stderr appended to log_path;
+ * its pid into *pid and pid_path. */
 int gt_cli_up_spawn(char *const *argv, const char *log_path, const char *pid_path, pid_t *pid,
                     struct gt_err *err);
 

@@ -27,8 +27,9 @@ int gt_cli_up_write_private(const char *path, const char *text, struct gt_err *e
     return 0;
 }
 
-/* Start argv[0] (searched in PATH without a '/') as a daemon in its own session, stdin /dev/null, stdout and
- * stderr appended to log_path; its pid goes to pid_path. */
+/* Start argv[0] (searched in PATH when it has no '/') as a daemon in its
+ * own session, stdin /dev/null, stdout and stderr appended to log_path;
+ * its pid goes to pid_path. */
 int gt_cli_up_spawn(char *const *argv, const char *log_path, const char *pid_path, pid_t *pid,
                     struct gt_err *err)
 {
