@@ -400,6 +400,13 @@ bool gt_gantlet_gpus_tick(struct gt_gantlet *g);
  * while it lives: 1000 for a whole GPU, 0 when it holds none of it or has
  * exited. */
 int64_t gt_gantlet_task_gpu_milli(const struct gt_ltask *t, const struct gt_gpu *gpu);
+/* The task whose cgroup ("/gantry/<uid>" in /proc/PID/cgroup) holds host
+ * pid, or NULL (borrowed from g). */
+const struct gt_ltask *gt_gantlet_task_of_pid(const struct gt_gantlet *g, pid_t pid);
+/* The device memory in bytes of t's processes in the last GPU samples
+ * (NVML's running processes; fake GPUs: their "process" lines), summed
+ * over the node's GPUs; -1 when none of its processes shows. */
+int64_t gt_gantlet_task_gpu_memory(const struct gt_gantlet *g, const struct gt_ltask *t);
 /* metrics.c: the node's /metrics (Prometheus text format 0.0.4) appended
  * to out: per GPU under dcgm-exporter's names with the holders' labels,
  * GPU memory per process, per task cgroup under cAdvisor's names
@@ -412,8 +419,8 @@ int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
 /* GET /v1/tasks/{uid}/usage (usage.c), authorized by the caller: the
  * task's CPU time so far, {"cpuNanoseconds": N} (its cgroup's, from
  * gt_cgroup_stats; 0 where unknown), and, where known, each
- * GPU's utilization, "gpus": [{"index", "utilizationPercent"}] (fake GPUs:
- * --fake-gpu-utilization-dir; NVML: not read yet, so absent). */
+ * GPU of the task's, "gpus": [{"index", "utilizationPercent"}] from the
+ * last GPU sample (NVML, or --fake-gpu-counters' util lines). */
 void gt_gantlet_serve_usage(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
 
 /* ---- the container of an image task (oci.c), run by the shim ---- */

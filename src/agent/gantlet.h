@@ -28,7 +28,6 @@ struct gt_gantlet_config {
     char *name;              /* node name */
     char *listen;            /* ADDR:PORT for logs, /healthz, /metrics */
     char *fake_gpus;         /* NULL: NVML */
-    char *fake_gpu_util_dir; /* DIR/<index>: a fake GPU's utilization in %; NULL: none */
     char *nvml_lib;          /* NULL: GT_NVML_LIBRARY */
     char *fake_gpu_counters; /* NULL: fake GPUs stay idle and healthy */
     int64_t gpu_sample_ms;

@@ -30,9 +30,6 @@ static const struct gt_config_opt opts[] = {
     {"idle-gpu-seconds", GT_CONFIG_INT, OFF(idle_gpu_s), "0", 0, 604800, false,
      "a task whose GPUs all read 0 % utilisation this long gets a Warning Event IdleGPU "
      "(0: never)"},
-    {"fake-gpu-utilization-dir", GT_CONFIG_STR, OFF(fake_gpu_util_dir), NULL, 0, 0, false,
-     "with --fake-gpus: DIR/<index> holds fake GPU <index>'s utilization in percent (absent: "
-     "0), as GET /v1/tasks/{uid}/usage reports it"},
     {"nvml-library", GT_CONFIG_STR, OFF(nvml_lib), GT_NVML_LIBRARY, 0, 0, false,
      "NVML library to dlopen"},
     {"root", GT_CONFIG_STR, OFF(root), "/var/lib/gantlet", 0, 0, false,

@@ -12,6 +12,7 @@
  * the Project's stopIdleGPUJobs). The daemon
  * writes the Node status when the tick says a GPU changed health.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,40 @@ int64_t gt_gantlet_task_gpu_milli(const struct gt_ltask *t, const struct gt_gpu 
         }
     }
     return 0;
+}
+
+const struct gt_ltask *gt_gantlet_task_of_pid(const struct gt_gantlet *g, pid_t pid)
+{
+    char path[64], *text;
+    size_t len;
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+    if (gt_file_read(path, 16384, &text, &len, NULL) < 0) {
+        return NULL;
+    }
+    const struct gt_ltask *t = NULL;
+    for (const char *p = strstr(text, "/gantry/"); p && !t; p = strstr(p + 1, "/gantry/")) {
+        char uid[128];
+        if (sscanf(p + 8, "%127[^/\n]", uid) == 1) {
+            t = gt_gantlet_task_find(g, uid);
+        }
+    }
+    free(text);
+    return t;
+}
+
+int64_t gt_gantlet_task_gpu_memory(const struct gt_gantlet *g, const struct gt_ltask *t)
+{
+    const struct gt_gpu_set *set = &g->gpus;
+    int64_t sum = -1;
+    for (size_t i = 0; i < set->n_gpus; i++) {
+        const struct gt_gpu_sample *s = &set->samples[i];
+        for (size_t k = 0; k < s->n_procs; k++) {
+            if (gt_gantlet_task_of_pid(g, s->procs[k].pid) == t) {
+                sum = (sum < 0 ? 0 : sum) + s->procs[k].used_bytes;
+            }
+        }
+    }
+    return sum;
 }
 
 /* Ask t's shim to stop it, reported with reason. */

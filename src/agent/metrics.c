@@ -174,26 +174,6 @@ static void render_gpus(struct gt_buf *out, const struct gt_gantlet *g, struct h
     }
 }
 
-/* The task whose cgroup ("/gantry/<uid>" in /proc/PID/cgroup) holds pid, or NULL. */
-static const struct gt_ltask *task_of_pid(const struct gt_gantlet *g, pid_t pid)
-{
-    char path[64], *text;
-    size_t len;
-    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-    if (gt_file_read(path, 16384, &text, &len, NULL) < 0) {
-        return NULL;
-    }
-    const struct gt_ltask *t = NULL;
-    for (const char *p = strstr(text, "/gantry/"); p && !t; p = strstr(p + 1, "/gantry/")) {
-        char uid[128];
-        if (sscanf(p + 8, "%127[^/\n]", uid) == 1) {
-            t = gt_gantlet_task_find(g, uid);
-        }
-    }
-    free(text);
-    return t;
-}
-
 static void render_processes(struct gt_buf *out, const struct gt_gantlet *g)
 {
     const struct gt_gpu_set *set = &g->gpus;
@@ -206,7 +186,7 @@ static void render_processes(struct gt_buf *out, const struct gt_gantlet *g)
             gt_buf_puts(out, "gantry_gpu_process_memory_bytes{");
             put_gpu(out, g, &set->gpus[i]);
             gt_buf_printf(out, ",pid=\"%d\"", (int)s->procs[k].pid);
-            put_holder(out, task_of_pid(g, s->procs[k].pid));
+            put_holder(out, gt_gantlet_task_of_pid(g, s->procs[k].pid));
             gt_buf_printf(out, "} %lld\n", (long long)s->procs[k].used_bytes);
         }
     }

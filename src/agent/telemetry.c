@@ -225,6 +225,28 @@ static struct ltel *tel_get(struct gt_gantlet *g, const struct gt_ltask *lt)
 /* The report entry of one task (new reference), or NULL when there is
  * nothing to say. live: it runs, so its cgroup is sampled. At most
  * TEL_SEND_MAX of its scalars and *budget (decreased) go; the rest wait. */
+/* e's gpuUtil (mean util_pct over lt's GPUs in their last sample) and
+ * gpuMemoryBytes (its processes' device memory), where known. */
+static void put_gpu_usage(const struct gt_gantlet *g, const struct gt_ltask *lt, json_t *e)
+{
+    const struct gt_gpu_set *set = &g->gpus;
+    int64_t sum = 0, n = 0;
+    for (size_t i = 0; i < set->n_gpus; i++) {
+        const struct gt_gpu_sample *s = &set->samples[i];
+        if (gt_gantlet_task_gpu_milli(lt, &set->gpus[i]) > 0 && s->taken_ms && s->util_pct >= 0) {
+            sum += s->util_pct;
+            n++;
+        }
+    }
+    if (n) {
+        json_object_set_new(e, "gpuUtil", json_real((double)sum / (double)n));
+    }
+    int64_t mem = gt_gantlet_task_gpu_memory(g, lt);
+    if (mem >= 0) {
+        json_object_set_new(e, "gpuMemoryBytes", json_integer(mem));
+    }
+}
+
 static json_t *task_entry(struct gt_gantlet *g, const struct gt_ltask *lt, struct ltel *t,
                           bool live, int64_t now_ms, size_t *budget)
 {
@@ -253,6 +275,9 @@ static json_t *task_entry(struct gt_gantlet *g, const struct gt_ltask *lt, struc
             json_object_set_new(e, "memoryBytes", json_integer(u.memory_working_set_bytes));
         }
     }
+    if (live) {
+        put_gpu_usage(g, lt, e);
+    }
     size_t n = json_array_size(t->pending);
     size_t k = n < TEL_SEND_MAX ? n : TEL_SEND_MAX;
     k = k < *budget ? k : *budget;
@@ -265,7 +290,7 @@ static json_t *task_entry(struct gt_gantlet *g, const struct gt_ltask *lt, struc
         t->pending = rest;
         *budget -= k;
         json_object_set_new(e, "scalars", sent);
-    } else if (!json_object_get(e, "memoryBytes") && !json_object_get(e, "cpuMilli")) {
+    } else if (json_object_size(e) == 3) { /* uid, project and name: no figure */
         json_decref(e);
         return NULL;
     }

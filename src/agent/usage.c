@@ -1,36 +1,15 @@
 /*
  * A task's use of the node, for gantryd's notebook culler: the CPU time of
  * its cgroup (gt_cgroup_stats, as cAdvisor reads it) and the node's GPUs'
- * utilization; the reader takes differences between samples. Fake GPUs read
- * their utilization from --fake-gpu-utilization-dir/<index> (an integer
- * percent, absent: 0), which tests drive; NVML's utilization is not read
- * here yet, so real GPUs report none.
+ * utilization of the GPUs it holds in their last sample (NVML's, or fake
+ * GPUs' util lines from --fake-gpu-counters); the reader takes differences
+ * between samples.
  */
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 
 #include "agent/agent_int.h"
-
-/* A fake GPU's utilization in percent from DIR/<index>: 0 when absent. */
-static int fake_util(const char *dir, int index)
-{
-    char path[512], buf[32];
-    snprintf(path, sizeof(path), "%s/%d", dir, index);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return 0;
-    }
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    long v = strtol(buf, NULL, 10);
-    return v < 0 ? 0 : v > 100 ? 100 : (int)v;
-}
 
 void gt_gantlet_serve_usage(struct gt_gantlet *g, struct evhttp_request *req, const char *uid)
 {
@@ -45,14 +24,18 @@ void gt_gantlet_serve_usage(struct gt_gantlet *g, struct evhttp_request *req, co
     }
     struct evbuffer *b = evbuffer_new();
     evbuffer_add_printf(b, "{\"cpuNanoseconds\":%lld", (long long)cpu_ns);
-    const char *dir = g->cfg->fake_gpu_util_dir;
-    if (dir && g->cfg->fake_gpus) {
-        evbuffer_add_printf(b, ",\"gpus\":[");
-        for (size_t i = 0; i < g->gpus.n_gpus; i++) {
-            int index = g->gpus.gpus[i].index;
-            evbuffer_add_printf(b, "%s{\"index\":%d,\"utilizationPercent\":%d}", i ? "," : "",
-                                index, fake_util(dir, index));
+    const struct gt_ltask *t = gt_gantlet_task_find(g, uid);
+    const struct gt_gpu_set *set = &g->gpus;
+    size_t n = 0;
+    for (size_t i = 0; t && i < set->n_gpus; i++) {
+        const struct gt_gpu_sample *s = &set->samples[i];
+        if (gt_gantlet_task_gpu_milli(t, &set->gpus[i]) > 0 && s->taken_ms && s->util_pct >= 0) {
+            evbuffer_add_printf(b, "%s{\"index\":%d,\"utilizationPercent\":%lld}",
+                                n++ ? "," : ",\"gpus\":[", set->gpus[i].index,
+                                (long long)s->util_pct);
         }
+    }
+    if (n) {
         evbuffer_add_printf(b, "]");
     }
     evbuffer_add_printf(b, "}");

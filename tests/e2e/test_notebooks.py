@@ -43,9 +43,9 @@ class NotebookTest(AgentTest):
             "Project", "proj-b", spec={"department": "dept-a",
                                        "members": [{"user": "dave", "role": "member"}]}))
         self.assertEqual(st, 201, body)
-        self.gpu_util = tempfile.mkdtemp(prefix="gantry-nb-gpu-util-")
+        self.gpu_counters = tempfile.mkdtemp(prefix="gantry-nb-gpus-")
         self.agent = self.gantlet(fake_gpus="2xA100-80GB", extra_args=[
-            "--storage-root", STORAGE, "--fake-gpu-utilization-dir", self.gpu_util])
+            "--storage-root", STORAGE, "--fake-gpu-counters", self.gpu_counters])
 
     # ---- helpers ----
 
@@ -385,8 +385,8 @@ class TestNotebookCulling(NotebookTest):
 
     def set_gpu_util(self, percent):
         for i in (0, 1):
-            with open(os.path.join(self.gpu_util, str(i)), "w") as f:
-                f.write("%d\n" % percent)
+            with open(os.path.join(self.gpu_counters, str(i)), "w") as f:
+                f.write("util %d\n" % percent)
 
     def test_d_busy_gpu_without_traffic_is_not_culled(self):
         self.running("gpu")

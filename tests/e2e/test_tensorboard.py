@@ -6,12 +6,15 @@ directory) writes loss and accuracy as TensorBoard event files
 (examples/pytorch-digits/tfevents.py) while it runs: each point appears in
 GET jobs/J/scalars within 2 s of its wall time, `gantry scalars` prints the
 latest per tag, the job's utilisation history and `gantry top jobs` show
-its cpu and memory from its cgroup, and spec.tensorboard.server is
+its cpu and memory from its cgroup and the gpu utilisation its fake GPU's
+counter file says (--fake-gpu-counters), and spec.tensorboard.server is
 accepted (the node has no tensorboard; gantlet says so in its log). A
 logDir outside the working directory and every volume is refused by the
 agent (logged), never read.
 """
 import os
+import shutil
+import tempfile
 import time
 
 from gantry_e2e import API, SOURCE, AgentTest, main, obj, wait_for
@@ -48,12 +51,16 @@ class TensorBoardTest(AgentTest):
         return name + "-worker-0"
 
     def test_live_scalars_and_history(self):
-        a = self.gantlet()
+        counters = tempfile.mkdtemp(prefix="gantry-tb-gpus-")
+        self.addCleanup(shutil.rmtree, counters, True)
+        with open(os.path.join(counters, "0"), "w") as f:
+            f.write("util 42\n")
+        a = self.gantlet(extra_args=["--fake-gpu-counters", counters])
         task = self.post_job("tb", WRITER, {"logDir": "tb", "server": True})
         self.wait_phase(task, "Running", timeout=30)
         seen = {}  # (tag, step) -> when first seen here
         history = top = None
-        cpu_max = 0
+        cpu_max = gpu_util = 0
         deadline = time.time() + 60
         while time.time() < deadline and len(seen) < 2 * STEPS:
             st, body = self.g.request("GET", self.PROJECT + "/jobs/tb/scalars", token="alice")
@@ -64,6 +71,7 @@ class TensorBoardTest(AgentTest):
                     seen.setdefault((s["tag"], step), (now, wall))
             st, h = self.g.request("GET", self.PROJECT + "/jobs/tb/history", token="alice")
             cpu_max = max(cpu_max, (h.get("current") or {}).get("cpuMilli", 0))
+            gpu_util = max(gpu_util, (h.get("current") or {}).get("gpuUtil", 0))
             if history is None:
                 if st == 200 and h.get("current") and h["current"]["memoryBytes"] > 0:
                     history = h
@@ -89,6 +97,7 @@ class TensorBoardTest(AgentTest):
         # the writer spins between points: up to one CPU (its limit), less on a busy machine
         self.assertGreater(cpu_max, 50, history)
         self.assertEqual(history["current"]["gpuMilli"], 1000)
+        self.assertEqual(gpu_util, 42, history)
         self.assertIn("tb", top)
         self.assertIn("proj-a", top)
         wait_for("the 10 s history bucket", lambda: self.g.request(
