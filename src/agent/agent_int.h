@@ -403,6 +403,10 @@ int64_t gt_gantlet_task_gpu_milli(const struct gt_ltask *t, const struct gt_gpu 
 /* The task whose cgroup ("/gantry/<uid>" in /proc/PID/cgroup) holds host
  * pid, or NULL (borrowed from g). */
 const struct gt_ltask *gt_gantlet_task_of_pid(const struct gt_gantlet *g, pid_t pid);
+/* The utilization in percent of the node's GPU i (an index into g->gpus)
+ * in its last sample, when t holds it; -1 when t does not, or the GPU has
+ * no reading (never sampled, lost, or unsupported). */
+int64_t gt_gantlet_task_gpu_util(const struct gt_gantlet *g, const struct gt_ltask *t, size_t i);
 /* The device memory in bytes of t's processes in the last GPU samples
  * (NVML's running processes; fake GPUs: their "process" lines), summed
  * over the node's GPUs; -1 when none of its processes shows. */

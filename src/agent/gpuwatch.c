@@ -52,6 +52,15 @@ const struct gt_ltask *gt_gantlet_task_of_pid(const struct gt_gantlet *g, pid_t 
     return t;
 }
 
+int64_t gt_gantlet_task_gpu_util(const struct gt_gantlet *g, const struct gt_ltask *t, size_t i)
+{
+    const struct gt_gpu_sample *s = &g->gpus.samples[i];
+    if (gt_gantlet_task_gpu_milli(t, &g->gpus.gpus[i]) == 0 || !s->taken_ms) {
+        return -1;
+    }
+    return s->util_pct;
+}
+
 int64_t gt_gantlet_task_gpu_memory(const struct gt_gantlet *g, const struct gt_ltask *t)
 {
     const struct gt_gpu_set *set = &g->gpus;

@@ -229,12 +229,11 @@ static struct ltel *tel_get(struct gt_gantlet *g, const struct gt_ltask *lt)
  * gpuMemoryBytes (its processes' device memory), where known. */
 static void put_gpu_usage(const struct gt_gantlet *g, const struct gt_ltask *lt, json_t *e)
 {
-    const struct gt_gpu_set *set = &g->gpus;
     int64_t sum = 0, n = 0;
-    for (size_t i = 0; i < set->n_gpus; i++) {
-        const struct gt_gpu_sample *s = &set->samples[i];
-        if (gt_gantlet_task_gpu_milli(lt, &set->gpus[i]) > 0 && s->taken_ms && s->util_pct >= 0) {
-            sum += s->util_pct;
+    for (size_t i = 0; i < g->gpus.n_gpus; i++) {
+        int64_t util = gt_gantlet_task_gpu_util(g, lt, i);
+        if (util >= 0) {
+            sum += util;
             n++;
         }
     }

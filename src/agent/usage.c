@@ -25,14 +25,12 @@ void gt_gantlet_serve_usage(struct gt_gantlet *g, struct evhttp_request *req, co
     struct evbuffer *b = evbuffer_new();
     evbuffer_add_printf(b, "{\"cpuNanoseconds\":%lld", (long long)cpu_ns);
     const struct gt_ltask *t = gt_gantlet_task_find(g, uid);
-    const struct gt_gpu_set *set = &g->gpus;
     size_t n = 0;
-    for (size_t i = 0; t && i < set->n_gpus; i++) {
-        const struct gt_gpu_sample *s = &set->samples[i];
-        if (gt_gantlet_task_gpu_milli(t, &set->gpus[i]) > 0 && s->taken_ms && s->util_pct >= 0) {
+    for (size_t i = 0; t && i < g->gpus.n_gpus; i++) {
+        int64_t util = gt_gantlet_task_gpu_util(g, t, i);
+        if (util >= 0) {
             evbuffer_add_printf(b, "%s{\"index\":%d,\"utilizationPercent\":%lld}",
-                                n++ ? "," : ",\"gpus\":[", set->gpus[i].index,
-                                (long long)s->util_pct);
+                                n++ ? "," : ",\"gpus\":[", g->gpus.gpus[i].index, (long long)util);
         }
     }
     if (n) {
