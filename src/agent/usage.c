@@ -21,6 +21,7 @@ void gt_gantlet_serve_usage(struct gt_gantlet *g, struct evhttp_request *req, co
         struct gt_cgroup_stats st;
         gt_cgroup_stats(&cg, &st);
         cpu_ns = st.cpu_usage_ns > 0 ? st.cpu_usage_ns : 0;
+        gt_cgroup_fini(&cg);
     }
     struct evbuffer *b = evbuffer_new();
     evbuffer_add_printf(b, "{\"cpuNanoseconds\":%lld", (long long)cpu_ns);
