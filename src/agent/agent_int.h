@@ -361,8 +361,12 @@ void gt_gantlet_tasks_free(struct gt_gantlet *g);
 /* image_events.c: post the new lines of a task's DIR/events as Events. */
 void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t);
 
-/* logserve.c: the --listen server (logs, /healthz, /metrics). */
+/* logserve.c: the --listen server (logs, exec, /healthz, /metrics). */
 int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
+/* exec.c: POST /v1/tasks/{uid}/exec of req (authorised already): run the
+ * body's command inside task uid and answer its output and exit code.
+ * Replies itself, now or once the command has ended. */
+void gt_gantlet_exec_serve(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
 
 /* ---- the container of an image task (oci.c), run by the shim ---- */
 

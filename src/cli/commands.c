@@ -103,6 +103,13 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_logs,
     },
     {
+        .name = "exec",
+        .usage = "exec TASK [-p PROJECT] -- CMD [ARGS...]",
+        .summary = "Run a command inside a running task; exit with its exit code",
+        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
+        .run = gt_cli_cmd_exec,
+    },
+    {
         .name = "cordon",
         .usage = "cordon NODE",
         .summary = "Mark a node unschedulable: no new tasks are bound to it (admins)",

@@ -422,6 +422,14 @@ static void serve_api(struct gt_req *r, enum evhttp_cmd_type cmd, const char *pa
         serve_ctl(r, cmd, q);
         return;
     }
+    if (!strcmp(rt->sub, "exec")) {
+        if (cmd == EVHTTP_REQ_POST) {
+            gt_logproxy_exec(r);
+        } else {
+            method_not_allowed(r, path);
+        }
+        return;
+    }
     if (!strcmp(rt->sub, "log")) {
         if (cmd == EVHTTP_REQ_GET) {
             gt_logproxy_serve(r, q);

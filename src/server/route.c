@@ -85,6 +85,10 @@ static int set_sub(struct gt_route *r, const char *s, size_t len)
         memcpy(r->sub, "log", 4);
         return 0;
     }
+    if (seg_is(s, len, "exec") && r->kind->kind == GT_KIND_TASK) {
+        memcpy(r->sub, "exec", 5);
+        return 0;
+    }
     /* served by the controllers (telemetry.c) */
     static const struct {
         const char *sub;

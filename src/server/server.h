@@ -153,7 +153,7 @@ struct gt_route {
     bool all_projects; /* project-scoped kind listed without a project */
     char project[64];  /* "" when none */
     char name[GT_ROUTE_NAME_MAX + 1];
-    char sub[16]; /* "", "status", "binding", "log" (tasks), "scalars", "history" (jobs),
+    char sub[16]; /* "", "status", "binding", "log", "exec" (tasks), "scalars", "history" (jobs),
                    * "telemetry" (nodes) */
 };
 
