@@ -92,8 +92,8 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "logs",
-        .usage = "logs JOB [--replica TYPE-INDEX] [-f] [--tail N] [--previous] [-p PROJECT]",
-        .summary = "Print the log of one of a job's tasks",
+        .usage = "logs JOB|TASK [--replica TYPE-INDEX] [-f] [--tail N] [--previous] [-p PROJECT]",
+        .summary = "Print the log of one of a job's tasks, or of a task",
         .options = "  -p, --project NAME      project (default: the config file's \"project\")\n"
                    "      --replica TYPE-N    which task (worker-1); default master-0, else "
                    "worker-0\n"
