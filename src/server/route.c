@@ -170,6 +170,7 @@ int gt_route_parse(const char *path, struct gt_route *r, struct gt_err *err)
         {GT_API_GROUP_PREFIX "/usage", GT_ROUTE_USAGE},
         {GT_API_GROUP_PREFIX "/usagerecords", GT_ROUTE_USAGE_RECORDS},
         {GT_API_GROUP_PREFIX "/jobstats", GT_ROUTE_JOB_STATS},
+        {"/version", GT_ROUTE_VERSION},
     };
     memset(r, 0, sizeof(*r));
     for (size_t i = 0; i < GT_ARRAY_LEN(fixed); i++) {
