@@ -367,6 +367,12 @@ int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
  * body's command inside task uid and answer its output and exit code.
  * Replies itself, now or once the command has ended. */
 void gt_gantlet_exec_serve(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
+/* GET /v1/tasks/{uid}/usage (usage.c), authorized by the caller: the
+ * task's CPU time so far, {"cpuNanoseconds": N} (its cgroup's, from
+ * gt_cgroup_stats; 0 where unknown), and, where known, each
+ * GPU's utilization, "gpus": [{"index", "utilizationPercent"}] (fake GPUs:
+ * --fake-gpu-utilization-dir; NVML: not read yet, so absent). */
+void gt_gantlet_serve_usage(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
 
 /* ---- the container of an image task (oci.c), run by the shim ---- */
 

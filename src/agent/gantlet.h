@@ -23,15 +23,16 @@
 /* ---- configuration (gantlet_config.c): one declarative table ---- */
 
 struct gt_gantlet_config {
-    char *server;     /* gantryd base URL, "http://host:port" */
-    char *token_file; /* the agent's token: first line, bare or token,user,uid,"groups" */
-    char *name;       /* node name */
-    char *listen;     /* ADDR:PORT for logs, /healthz, /metrics */
-    char *fake_gpus;  /* NULL: NVML */
-    char *nvml_lib;   /* NULL: GT_NVML_LIBRARY */
-    char *root;       /* data root: ROOT/tasks/<uid>/ (logs, working dirs), venvs, images */
-    char *run_dir;    /* runtime state: RUN/tasks/<uid>/ (the shims' files) */
-    char *shim;       /* NULL: gantry-shim next to the gantlet binary */
+    char *server;            /* gantryd base URL, "http://host:port" */
+    char *token_file;        /* the agent's token: first line, bare or token,user,uid,"groups" */
+    char *name;              /* node name */
+    char *listen;            /* ADDR:PORT for logs, /healthz, /metrics */
+    char *fake_gpus;         /* NULL: NVML */
+    char *fake_gpu_util_dir; /* DIR/<index>: a fake GPU's utilization in %; NULL: none */
+    char *nvml_lib;          /* NULL: GT_NVML_LIBRARY */
+    char *root;              /* data root: ROOT/tasks/<uid>/ (logs, working dirs), venvs, images */
+    char *run_dir;           /* runtime state: RUN/tasks/<uid>/ (the shims' files) */
+    char *shim;              /* NULL: gantry-shim next to the gantlet binary */
     struct gt_config_list storage_roots;       /* allowed volume roots, owned */
     char *cluster_interface;                   /* NULL: the interface owning the --listen address */
     char *image_dir;                           /* NULL: ROOT/images */

@@ -23,6 +23,9 @@ static const struct gt_config_opt opts[] = {
      "ADDR:PORT serving task logs, /healthz and /metrics"},
     {"fake-gpus", GT_CONFIG_STR, OFF(fake_gpus), NULL, 0, 0, false,
      "declare fake GPUs, e.g. 8xA100-80GB:groups=4+4, instead of NVML"},
+    {"fake-gpu-utilization-dir", GT_CONFIG_STR, OFF(fake_gpu_util_dir), NULL, 0, 0, false,
+     "with --fake-gpus: DIR/<index> holds fake GPU <index>'s utilization in percent (absent: "
+     "0), as GET /v1/tasks/{uid}/usage reports it"},
     {"nvml-library", GT_CONFIG_STR, OFF(nvml_lib), GT_NVML_LIBRARY, 0, 0, false,
      "NVML library to dlopen"},
     {"root", GT_CONFIG_STR, OFF(root), "/var/lib/gantlet", 0, 0, false,

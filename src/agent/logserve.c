@@ -1,10 +1,12 @@
 /*
  * gantlet's --listen server (evhttp): GET /v1/tasks/{uid}/log
- * [?follow=true&tailLines=N] and POST /v1/tasks/{uid}/exec (exec.c) for the
- * agent's own bearer token only, plus /healthz and /metrics. A log is the shim's rotated files read
- * oldest first (task.log.K .. task.log.1, task.log); tailLines counts over their concatenation.
- * Following polls every 5 ms after new output, backing off to every 100 ms while the log is quiet,
- * opens task.log once the shim has created it (a follow may start before the task), moves to the
+ * [?follow=true&tailLines=N], GET /v1/tasks/{uid}/usage (usage.c) and POST
+ * /v1/tasks/{uid}/exec (exec.c) for the agent's own bearer token only, plus
+ * /healthz and /metrics. A log is the shim's rotated files read oldest
+ * first (task.log.K .. task.log.1, task.log); tailLines counts over their
+ * concatenation. Following polls every 5 ms after new output, backing off
+ * to every 100 ms while the log is quiet, opens task.log once the
+ * shim has created it (a follow may start before the task), moves to the
  * new task.log when the shim rotates, and ends once the file is drained
  * after exit.json exists or the agent has dropped the task (its state
  * directory goes with it, so exit.json would never show). Each stream owns
@@ -280,14 +282,14 @@ static void on_request(struct evhttp_request *req, void *arg)
         serve_metrics(g, req);
         return;
     }
-    char uid[128], sub[8];
+    char uid[128], what[8] = "";
     int n = 0;
-    if (sscanf(path, "/v1/tasks/%127[^/]/%7[a-z]%n", uid, sub, &n) != 2 || path[n] != '\0' ||
-        (strcmp(sub, "log") && strcmp(sub, "exec"))) {
+    if (sscanf(path, "/v1/tasks/%127[^/]/%7[a-z]%n", uid, what, &n) != 2 || path[n] != '\0' ||
+        (strcmp(what, "log") != 0 && strcmp(what, "usage") != 0 && strcmp(what, "exec") != 0)) {
         evhttp_send_error(req, 404, "not found");
         return;
     }
-    bool exec = !strcmp(sub, "exec");
+    bool exec = !strcmp(what, "exec");
     if (cmd != (exec ? EVHTTP_REQ_POST : EVHTTP_REQ_GET)) {
         evhttp_send_error(req, 405, exec ? "only POST" : "only GET");
         return;
@@ -303,6 +305,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     if (exec) {
         gt_gantlet_exec_serve(g, req, uid);
+    } else if (!strcmp(what, "usage")) {
+        gt_gantlet_serve_usage(g, req, uid);
     } else {
         serve_log(g, req, uid, evhttp_uri_get_query(u));
     }

@@ -34,6 +34,7 @@ enum gt_kind {
     GT_KIND_JOB,
     GT_KIND_TASK,
     GT_KIND_EVENT,
+    GT_KIND_NOTEBOOK,
     GT_KIND_COUNT
 };
 
@@ -676,6 +677,69 @@ struct gt_api_priority_class {
     const char *description;
 };
 
+/* ---- Notebook (schema_notebook.c) ----
+ *
+ * An interactive task with a home volume: the notebook controller runs it
+ * as a one-replica Job named GT_NOTEBOOK_JOB_PREFIX + name (so quota,
+ * priority, the scheduler and the agent treat it as any other), gantryd
+ * proxies /projects/P/notebooks/N/ to it, and the culler stops it when
+ * idle. Names are at most GT_NOTEBOOK_NAME_MAX characters, so that the
+ * task's name ("nb-N-worker-0") is a DNS label. */
+
+#define GT_NOTEBOOK_NAME_MAX 51
+#define GT_NOTEBOOK_JOB_PREFIX "nb-"
+
+/* Notebook phases, in the order of the schema's enum. */
+enum gt_notebook_phase {
+    GT_NB_PENDING, /* also: no phase yet */
+    GT_NB_STARTING,
+    GT_NB_RUNNING,
+    GT_NB_STOPPING,
+    GT_NB_STOPPED,
+    GT_NB_CULLED,
+    GT_NB_FAILED,
+};
+/* The phase's name as the schema spells it ("Pending", ...; static). */
+const char *gt_api_notebook_phase_name(enum gt_notebook_phase p);
+
+/* spec.home: the volume kept across stops, in a Job volume's form
+ * (hostPath beneath a storage root), mounted at mountPath (default: the
+ * hostPath itself), which is also the notebook's HOME and directory. */
+struct gt_api_notebook_home {
+    const char *host_path;
+    const char *mount_path;
+};
+/* spec.idle: culling. enabled defaults to whether the notebook asks for
+ * GPUs; timeout_s GT_API_UNSET: the project's annotation
+ * gantry.dev/notebook-idle-timeout-seconds, else gantryd's
+ * --notebook-idle-timeout. */
+struct gt_api_notebook_idle {
+    bool enabled;
+    int64_t timeout_s;
+};
+struct gt_api_notebook_spec {
+    struct gt_api_template template; /* command optional: Jupyter by default */
+    bool has_home;
+    struct gt_api_notebook_home home;
+    struct gt_api_notebook_idle idle;
+    const char *priority_class;
+    bool stopped; /* Stop (true) and Start (false); the culler sets it */
+};
+struct gt_api_notebook_status {
+    int phase; /* enum gt_notebook_phase */
+    const char *url;
+    const char *task;
+    const char *last_activity_time;
+    const char *last_activity; /* what it was: "http POST /api/contents", "kernel busy", ... */
+    const char *idle_warning_time;
+    struct gt_api_conditions conditions;
+};
+struct gt_api_notebook {
+    struct gt_api_object o;
+    struct gt_api_notebook_spec spec;
+    struct gt_api_notebook_status status;
+};
+
 /* Decode obj, a validated object of kind (a reference is taken; obj must
  * not change while the result lives), into a new typed object of that
  * kind's struct (struct gt_api_job for GT_KIND_JOB, ...). Returns NULL only
@@ -697,6 +761,8 @@ struct gt_api_project *gt_api_project_new(json_t *obj);
 void gt_api_project_free(struct gt_api_project *project);
 struct gt_api_priority_class *gt_api_priority_class_new(json_t *obj);
 void gt_api_priority_class_free(struct gt_api_priority_class *pc);
+struct gt_api_notebook *gt_api_notebook_new(json_t *obj);
+void gt_api_notebook_free(struct gt_api_notebook *nb);
 
 /* Validate and decode in one step at the API edge: gt_api_validate, then
  * gt_api_object_new. obj as there; on error (GT_EINVAL with err as

@@ -5,6 +5,8 @@
 #ifndef GT_API_INT_H
 #define GT_API_INT_H
 
+#include <stddef.h>
+
 #include "api/api.h"
 
 /* Resource names a resource map may hold: GT_RESF_* (api.h). */
@@ -21,5 +23,70 @@ int gt_resource_amount(const char *name, const json_t *v, int64_t *out);
 
 /* The schema tables (schemas.c): the root schema of each kind. */
 const struct gt_schema *gt_kind_schema(enum gt_kind kind);
+
+/* Rows shared with the kinds kept in their own files: metadata, the container
+ * template's fields (without its image-or-command rule, which a kind
+ * whose controller supplies the command does not apply), a conditions
+ * list item, and each such kind's root schema. Constant tables, never
+ * written. */
+extern const struct gt_schema gt_api_metadata_schema;
+extern const struct gt_field gt_api_template_fields[];
+extern const struct gt_field gt_api_condition_item;
+extern const struct gt_schema gt_api_notebook_schema; /* schema_notebook.c */
+
+/* ---- how the schema tables are written (schemas.c and the kinds' own
+ * files): one macro per row type, AT/HAS/IDX for the decoding columns ---- */
+
+#define STR(n, ...)                                                                                \
+    {                                                                                              \
+        .name = n, .type = GT_F_STRING, __VA_ARGS__                                                \
+    }
+#define INT(n, lo, hi, ...)                                                                        \
+    {                                                                                              \
+        .name = n, .type = GT_F_INT, .min = lo, .max = hi, __VA_ARGS__                             \
+    }
+#define BOOL(n, ...)                                                                               \
+    {                                                                                              \
+        .name = n, .type = GT_F_BOOL, __VA_ARGS__                                                  \
+    }
+#define OBJ(n, s, ...)                                                                             \
+    {                                                                                              \
+        .name = n, .type = GT_F_OBJECT, .schema = &s, __VA_ARGS__                                  \
+    }
+#define LIST(n, e, ...)                                                                            \
+    {                                                                                              \
+        .name = n, .type = GT_F_ARRAY, .elem = &e, __VA_ARGS__                                     \
+    }
+#define RES(n, set, ...)                                                                           \
+    {                                                                                              \
+        .name = n, .type = GT_F_RESOURCES, .resources = set, __VA_ARGS__                           \
+    }
+#define ITEM(s)                                                                                    \
+    {                                                                                              \
+        .name = "item", .type = GT_F_OBJECT, .schema = &s                                          \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        .name = NULL                                                                               \
+    }
+
+#define REQ .flags = GT_F_REQUIRED
+#define DNS .check = gt_check_dns_label
+#define TIME .max_len = 64, .check = gt_check_time
+#define SHORT .max_len = 256
+#define MESSAGE .max_len = 32768
+#define UID_MAX 4294967294LL /* (uid_t)-1 is "no uid" */
+
+/* Decoding columns: the row is stored at member m of T (struct gt_api_*,
+ * api.h); HAS sets a bool member when the object is present; IDX stores an
+ * enum string as its index. */
+#define AT(T, m) .out = true, .off = offsetof(struct gt_api_##T, m)
+#define HAS(T, m) .has_out = true, .has = offsetof(struct gt_api_##T, m)
+#define IDX .index = true
+
+/* The first rows of every kind's root schema. */
+#define ROOT_FIELDS                                                                                \
+    STR("apiVersion", REQ), STR("kind", REQ),                                                      \
+        OBJ("metadata", gt_api_metadata_schema, REQ, AT(object, meta))
 
 #endif

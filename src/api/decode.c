@@ -280,6 +280,7 @@ TYPED(node, gt_api_node, GT_KIND_NODE)
 TYPED(department, gt_api_department, GT_KIND_DEPARTMENT)
 TYPED(project, gt_api_project, GT_KIND_PROJECT)
 TYPED(priority_class, gt_api_priority_class, GT_KIND_PRIORITYCLASS)
+TYPED(notebook, gt_api_notebook, GT_KIND_NOTEBOOK)
 
 /* ---- conditions and effective resources ---- */
 

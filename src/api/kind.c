@@ -18,6 +18,7 @@ static const struct gt_kind_info kinds[GT_KIND_COUNT] = {
     {GT_KIND_JOB, "Job", "jobs", true},
     {GT_KIND_TASK, "Task", "tasks", true},
     {GT_KIND_EVENT, "Event", "events", false},
+    {GT_KIND_NOTEBOOK, "Notebook", "notebooks", true},
 };
 
 const struct gt_kind_info *gt_kind_get(enum gt_kind kind)

@@ -13,53 +13,6 @@
 
 #include "api/api_int.h"
 
-#define STR(n, ...)                                                                                \
-    {                                                                                              \
-        .name = n, .type = GT_F_STRING, __VA_ARGS__                                                \
-    }
-#define INT(n, lo, hi, ...)                                                                        \
-    {                                                                                              \
-        .name = n, .type = GT_F_INT, .min = lo, .max = hi, __VA_ARGS__                             \
-    }
-#define BOOL(n, ...)                                                                               \
-    {                                                                                              \
-        .name = n, .type = GT_F_BOOL, __VA_ARGS__                                                  \
-    }
-#define OBJ(n, s, ...)                                                                             \
-    {                                                                                              \
-        .name = n, .type = GT_F_OBJECT, .schema = &s, __VA_ARGS__                                  \
-    }
-#define LIST(n, e, ...)                                                                            \
-    {                                                                                              \
-        .name = n, .type = GT_F_ARRAY, .elem = &e, __VA_ARGS__                                     \
-    }
-#define RES(n, set, ...)                                                                           \
-    {                                                                                              \
-        .name = n, .type = GT_F_RESOURCES, .resources = set, __VA_ARGS__                           \
-    }
-#define ITEM(s)                                                                                    \
-    {                                                                                              \
-        .name = "item", .type = GT_F_OBJECT, .schema = &s                                          \
-    }
-#define END                                                                                        \
-    {                                                                                              \
-        .name = NULL                                                                               \
-    }
-
-#define REQ .flags = GT_F_REQUIRED
-#define DNS .check = gt_check_dns_label
-#define TIME .max_len = 64, .check = gt_check_time
-#define SHORT .max_len = 256
-#define MESSAGE .max_len = 32768
-#define UID_MAX 4294967294LL /* (uid_t)-1 is "no uid" */
-
-/* Decoding columns: the row is stored at member m of T (struct gt_api_*,
- * api.h); HAS sets a bool member when the object is present; IDX stores an
- * enum string as its index. */
-#define AT(T, m) .out = true, .off = offsetof(struct gt_api_##T, m)
-#define HAS(T, m) .has_out = true, .has = offsetof(struct gt_api_##T, m)
-#define IDX .index = true
-
 static const char *const replica_types[] = {"Master", "Chief", "PS", "Worker", "Evaluator", NULL};
 static const char *const restart_policies[] = {"Never", "OnFailure", "Always", "ExitCode", NULL};
 static const char *const clean_pod_policies[] = {"All", "Running", "None", NULL};
@@ -172,11 +125,7 @@ static const struct gt_field metadata_fields[] = {STR("name", REQ, DNS, AT(meta,
 static const struct gt_field event_metadata_fields[] = {
     STR("name", REQ, .max_len = 253, .check = check_dns_subdomain), METADATA_REST};
 static const struct gt_schema event_metadata_schema = {event_metadata_fields, NULL, 0};
-static const struct gt_schema metadata_schema = {metadata_fields, NULL, sizeof(struct gt_api_meta)};
-
-#define ROOT_FIELDS                                                                                \
-    STR("apiVersion", REQ), STR("kind", REQ),                                                      \
-        OBJ("metadata", metadata_schema, REQ, AT(object, meta))
+const struct gt_schema gt_api_metadata_schema = {metadata_fields, NULL, sizeof(struct gt_api_meta)};
 
 #define CONDITION_FIELDS                                                                           \
     STR("status", REQ, .enums = cond_statuses, AT(condition, status)),                             \
@@ -189,7 +138,7 @@ static const struct gt_field condition_fields[] = {STR("type", REQ, SHORT, AT(co
                                                    CONDITION_FIELDS, END};
 static const struct gt_schema condition_schema = {condition_fields, NULL,
                                                   sizeof(struct gt_api_condition)};
-static const struct gt_field condition_item = ITEM(condition_schema);
+const struct gt_field gt_api_condition_item = ITEM(condition_schema);
 
 static const struct gt_field job_condition_fields[] = {
     STR("type", REQ, .enums = job_cond_types, AT(condition, type)), CONDITION_FIELDS, END};
@@ -469,7 +418,7 @@ static const struct gt_field node_status_fields[] = {
     RES("capacity", GT_RESF_POOL, AT(node_status, capacity)),
     RES("allocatable", GT_RESF_POOL, AT(node_status, allocatable)),
     LIST("gpus", node_gpu_item, AT(node_status, gpus)),
-    LIST("conditions", condition_item, AT(node_status, conditions)),
+    LIST("conditions", gt_api_condition_item, AT(node_status, conditions)),
     LIST("addresses", address_item, AT(node_status, addresses)),
     STR("lastHeartbeatTime", TIME, AT(node_status, last_heartbeat_time)),
     {.name = "allocated",
@@ -524,7 +473,7 @@ static const struct gt_field template_resources_fields[] = {
 static const struct gt_schema template_resources_schema = {
     template_resources_fields, template_resources_post, sizeof(struct gt_api_template_resources)};
 
-static const struct gt_field template_fields[] = {
+const struct gt_field gt_api_template_fields[] = {
     STR("image", .max_len = 512, .check = gt_check_image, AT(template, image)),
     LIST("command", string_item, AT(template, command)),
     LIST("args", string_item, AT(template, args)),
@@ -537,7 +486,7 @@ static const struct gt_field template_fields[] = {
     INT("terminationGracePeriodSeconds", 0, INT32_MAX, AT(template, grace_period_s)),
     END,
 };
-static const struct gt_schema template_schema = {template_fields, template_post,
+static const struct gt_schema template_schema = {gt_api_template_fields, template_post,
                                                  sizeof(struct gt_api_template)};
 
 /* ---- Job ---- */
@@ -818,7 +767,7 @@ static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
     [GT_KIND_DEPARTMENT] = &dept_schema,  [GT_KIND_PROJECT] = &project_schema,
     [GT_KIND_PRIORITYCLASS] = &pc_schema, [GT_KIND_NODE] = &node_schema,
     [GT_KIND_JOB] = &job_schema,          [GT_KIND_TASK] = &task_schema,
-    [GT_KIND_EVENT] = &event_schema,
+    [GT_KIND_EVENT] = &event_schema,      [GT_KIND_NOTEBOOK] = &gt_api_notebook_schema,
 };
 
 const struct gt_schema *gt_kind_schema(enum gt_kind kind)

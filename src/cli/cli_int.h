@@ -260,6 +260,8 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
 /* cordon, uncordon and drain (by cmd->name) */
 int gt_cli_cmd_node(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
+int gt_cli_cmd_notebook(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                        char **argv);
 int gt_cli_cmd_top(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
 /* `top jobs` (cmd_usage.c), from gt_cli_cmd_top. */
 int gt_cli_top_jobs(struct gt_cli_ctx *ctx);

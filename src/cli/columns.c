@@ -33,6 +33,7 @@ struct row {
 #define NODE(r) ((const struct gt_api_node *)(r)->o)
 #define JOB(r) ((const struct gt_api_job *)(r)->o)
 #define TASK(r) ((const struct gt_api_task *)(r)->o)
+#define NOTEBOOK(r) ((const struct gt_api_notebook *)(r)->o)
 
 /* A column shows cell(row); for an age column, the age of the timestamp
  * age_of(row) returns; for a department's amount column, the amount of
@@ -417,6 +418,37 @@ static const struct column event_cols[] = {
     {.header = "MESSAGE", .cell = event_message},
 };
 
+/* ---- notebooks ---- */
+
+static char *notebook_phase(const struct row *r)
+{
+    return gt_xstrdup(gt_api_notebook_phase_name(NOTEBOOK(r)->status.phase));
+}
+
+static char *notebook_activity(const struct row *r)
+{
+    return dup_or_null(NOTEBOOK(r)->status.last_activity);
+}
+
+static const char *notebook_activity_at(const struct row *r)
+{
+    return NOTEBOOK(r)->status.last_activity_time;
+}
+
+static char *notebook_url(const struct row *r)
+{
+    return dup_or_null(NOTEBOOK(r)->status.url);
+}
+
+static const struct column notebook_cols[] = {
+    {.header = "NAME", .cell = name_cell},
+    {.header = "PHASE", .cell = notebook_phase},
+    {.header = "LAST ACTIVITY", .age_of = notebook_activity_at},
+    {.header = "WHAT", .cell = notebook_activity},
+    {.header = "URL", .cell = notebook_url, .wide_only = true},
+    {.header = "AGE", .age_of = created_at},
+};
+
 static const struct {
     const struct column *cols;
     size_t n;
@@ -428,6 +460,7 @@ static const struct {
     [GT_KIND_JOB] = {job_cols, GT_ARRAY_LEN(job_cols)},
     [GT_KIND_TASK] = {task_cols, GT_ARRAY_LEN(task_cols)},
     [GT_KIND_EVENT] = {event_cols, GT_ARRAY_LEN(event_cols)},
+    [GT_KIND_NOTEBOOK] = {notebook_cols, GT_ARRAY_LEN(notebook_cols)},
 };
 
 static const struct column project_col = {.header = "PROJECT", .cell = project_cell};

@@ -112,6 +112,18 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_exec,
     },
     {
+        .name = "notebook",
+        .usage = "notebook create|open|stop|start|delete NAME [flags]",
+        .summary = "Manage Jupyter notebooks: create, print the URL to open, stop (GPUs freed, "
+                   "home kept), start, delete",
+        .options = "  -p, --project NAME      project (default: the config file's \"project\")\n"
+                   "      --gpus N            create: GPUs (nvidia.com/gpu)\n"
+                   "      --cpu Q, --memory Q create: CPU and memory limits\n"
+                   "      --image IMG         create: an image (default: the node's Jupyter)\n"
+                   "      --home HOSTPATH     create: the home volume, beneath a storage root\n",
+        .run = gt_cli_cmd_notebook,
+    },
+    {
         .name = "cordon",
         .usage = "cordon NODE",
         .summary = "Mark a node unschedulable: no new tasks are bound to it (admins)",

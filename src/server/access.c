@@ -287,7 +287,8 @@ int gt_server_authorize(const struct gt_server_access *a, const struct gt_server
         ok = project_object_may(a, user->name, req);
         break;
     case GT_KIND_JOB:
-    case GT_KIND_TASK: {
+    case GT_KIND_TASK:
+    case GT_KIND_NOTEBOOK: {
         enum role role = project_role(a, user->name, req->project);
         ok = req->verb == GT_VERB_READ ? role != ROLE_NONE : role >= ROLE_MEMBER;
         break;

@@ -6,6 +6,7 @@
  * as bound now or in this plan: a gang binds in one cycle, so the master's
  * port is known to every worker.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,34 @@ static const char *node_ip(const struct gt_ctl *c, const char *node)
     return o ? gt_api_node_address(gt_cobj_node(o), "InternalIP") : NULL;
 }
 
+/* GANTRY_PORT_<NAME> (upper case, '-' as '_') for each port of the
+ * template's ports as allocated in entry: how a server in the task (a
+ * notebook's Jupyter) learns the port it was given. */
+static void port_env(const struct gt_api_template *tmpl, struct gt_bind_plan_entry *entry)
+{
+    size_t i;
+    json_t *p;
+    json_array_foreach(entry->ports, i, p)
+    {
+        if (i >= tmpl->ports.n) {
+            break; /* the rest is the "gantry" port */
+        }
+        const char *name = json_string_value(json_object_get(p, "name"));
+        char var[96] = "GANTRY_PORT_", value[16];
+        size_t k = strlen(var);
+        for (; name && *name && k + 1 < sizeof(var); name++) {
+            var[k++] = *name == '-' ? '_' : (char)toupper((unsigned char)*name);
+        }
+        var[k] = '\0';
+        snprintf(value, sizeof(value), "%lld",
+                 (long long)json_integer_value(json_object_get(p, "port")));
+        if (!entry->env) {
+            entry->env = json_array();
+        }
+        json_array_append_new(entry->env, json_pack("{s:s, s:s}", "name", var, "value", value));
+    }
+}
+
 /* Fill entry (the plan of one bound task) with its env and hosts, from
  * its job's replicas as bound now or in this plan. */
 static void plan_env(const struct gt_ctl *c, const struct gt_bind_plan *plan,
@@ -142,6 +171,7 @@ static void plan_env(const struct gt_ctl *c, const struct gt_bind_plan *plan,
     entry->env = gt_jobenv_env(jname, project, fw, m, n, self);
     entry->hosts = gt_jobenv_hosts(jname, project, m, n);
     free(m);
+    port_env(&task->spec.template, entry);
 }
 
 void gt_bind_plan_build(struct gt_ctl *c, const struct gt_sched_bind *binds, size_t n,

@@ -145,15 +145,19 @@ static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
     free(w);
 }
 
+/* The kind whose objects live under key's first segment ("/jobs/p/n"). */
 static enum gt_kind kind_of_key(const char *key)
 {
-    if (!strncmp(key, "/tasks/", 7)) {
-        return GT_KIND_TASK;
+    char plural[32];
+    const char *end = strchr(key + 1, '/');
+    size_t n = end ? (size_t)(end - key - 1) : 0;
+    const struct gt_kind_info *k = NULL;
+    if (n > 0 && n < sizeof(plural)) {
+        memcpy(plural, key + 1, n);
+        plural[n] = '\0';
+        k = gt_kind_by_plural(plural);
     }
-    if (!strncmp(key, "/jobs/", 6)) {
-        return GT_KIND_JOB;
-    }
-    return !strncmp(key, "/nodes/", 7) ? GT_KIND_NODE : GT_KIND_EVENT;
+    return k ? k->kind : GT_KIND_EVENT;
 }
 
 int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t *obj,

@@ -43,6 +43,14 @@ static const struct gt_config_opt opts[] = {
      "LOW-HIGH: each node's ports for tasks (MASTER_PORT, TF_CONFIG, template.ports)"},
     {"restart-backoff-ms", GT_CONFIG_INT, OFF(restart_backoff_ms), "10000", 1, 3600000, false,
      "back-off before a job's first restart; doubles per restart up to 30 times this"},
+    {"notebook-idle-timeout", GT_CONFIG_INT, OFF(notebook_idle_timeout_s), "3600", 1, 31536000,
+     false,
+     "seconds without activity after which a notebook with culling on is stopped (Culled); "
+     "projects override it with the annotation gantry.dev/notebook-idle-timeout-seconds"},
+    {"notebook-check-interval-ms", GT_CONFIG_INT, OFF(notebook_check_ms), "30000", 100, 3600000,
+     false, "how often running notebooks are checked for activity"},
+    {"notebook-cpu-idle-milli", GT_CONFIG_INT, OFF(notebook_cpu_idle_milli), "50", 0, 1000000,
+     false, "a notebook's task using more CPU than this (milli-CPU, between checks) is active"},
     {"storage-root", GT_CONFIG_LIST, OFF(storage_roots), NULL, 0, 0, false,
      "a directory Job and Task volumes (hostPath) may come from (repeatable; as the nodes' "
      "gantlet --storage-root); none: hostPath volumes are refused"},

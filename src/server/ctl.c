@@ -26,6 +26,7 @@
 #include "server/feeder.h"
 #include "server/jobctl.h"
 #include "server/ledger.h"
+#include "server/nbctl.h"
 #include "server/nodes.h"
 #include "server/server_int.h"
 #include "server/telemetry.h"
@@ -83,6 +84,9 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
         if (now || old) {
             gt_ctl_mark_task_job(c, gt_cobj_task(now ? now : old));
         }
+    }
+    if (now || old) {
+        gt_nbctl_event(c->nb, k, ev->key, now ? now->t : old->t);
     }
     gt_cobj_free(old);
     gt_ctl_kick(c);
@@ -175,6 +179,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
         }
     }
     free_keys(&jobs);
+    gt_nbctl_reconcile(c->nb);
 }
 
 static int retry_job_cb(const char *key, void *val, void *arg)
@@ -199,6 +204,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     gt_jobctl_tick(c);
     gt_telemetry_tick(c->tel, gt_now_ms());
     gt_ledger_tick(c);
+    gt_nbctl_tick(c->nb);
     /* jobs that could not enter the model yet (department or tasks missing) */
     gt_strmap_each(&c->objs[GT_KIND_JOB], retry_job_cb, c);
     c->want_cycle = true;
@@ -210,7 +216,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 /* Every write of a Job or Task: hostPath volumes only beneath the
  * cluster's storage roots (gantlet checks again on the node, symlinks
  * included); a Job's create: gt_jobctl_admit; a Job's replace:
- * gt_jobctl_check_update. */
+ * gt_jobctl_check_update; a Notebook's writes: gt_nbctl_admit. */
 static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                       const struct gt_server_user *user, struct gt_err *err)
 {
@@ -227,6 +233,9 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
     }
     if (rc == 0 && !create && t && t->kind == GT_KIND_JOB) {
         rc = gt_jobctl_check_update(c, (const struct gt_api_job *)t, err);
+    }
+    if (rc == 0 && t && t->kind == GT_KIND_NOTEBOOK) {
+        rc = gt_nbctl_admit(c, (const struct gt_api_notebook *)t, user, err);
     }
     return rc;
 }
@@ -299,6 +308,16 @@ static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const c
     return rc;
 }
 
+static bool proxy_hook(struct gt_ctl *c, struct gt_req *r, const char *path)
+{
+    (void)c;
+    if (!gt_nbproxy_path(path)) {
+        return false;
+    }
+    gt_nbproxy_serve(r, path);
+    return true;
+}
+
 /* Telemetry (scalars, history, job stats) and the ledger (usage). */
 static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *q)
 {
@@ -311,6 +330,7 @@ static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const str
 }
 
 static const struct gt_ctl_hooks hooks = {
+    .proxy = proxy_hook,
     .admit = admit_hook,
     .soft_delete = gt_jobctl_soft_delete,
     .refuse_delete = refuse_delete_hook,
@@ -340,6 +360,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->sync_jobs);
     c->model = gt_sched_model_new();
     c->tel = gt_telemetry_new();
+    c->nb = gt_nbctl_new(c);
     gt_sched_decisions_init(&c->dec);
     s->ctl_hooks = &hooks;
     return c;
@@ -384,6 +405,12 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
     }
     free_keys(&jobs);
     free_keys(&tasks);
+    struct keys nbs = {0};
+    gt_strmap_each(&c->objs[GT_KIND_NOTEBOOK], collect_cb, &nbs);
+    for (size_t i = 0; i < nbs.n; i++) {
+        gt_nbctl_event(c->nb, GT_KIND_NOTEBOOK, nbs.v[i], NULL);
+    }
+    free_keys(&nbs);
     c->want_cycle = true;
     gt_ctl_kick(c);
     gt_log_info("scheduler started", "policy=%s", gt_sched_policy_name(c->policy));
@@ -418,6 +445,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->settled, NULL);
     gt_strmap_fini(&c->sync_jobs, NULL);
     gt_sched_decisions_fini(&c->dec);
+    gt_nbctl_free(c->nb);
     gt_sched_model_free(c->model);
     gt_telemetry_free(c->tel);
     gt_ledger_free(c->ledger);

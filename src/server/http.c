@@ -552,6 +552,9 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
         gt_req_error(r, GT_ESTORE, "gantryd is shutting down");
         return;
     }
+    if (s->ctl_hooks && s->ctl_hooks->proxy && s->ctl_hooks->proxy(s->ctl, r, path)) {
+        return;
+    }
     if (gt_ui_path(path)) {
         gt_ui_serve(r, cmd, path);
         return;

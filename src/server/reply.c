@@ -27,7 +27,7 @@ void gt_req_free(struct gt_req *r)
     free(r);
 }
 
-static const char *method_name(enum evhttp_cmd_type cmd)
+const char *gt_http_method_name(enum evhttp_cmd_type cmd)
 {
     switch (cmd) {
     case EVHTTP_REQ_GET:
@@ -61,7 +61,7 @@ void gt_req_reply_as(struct gt_req *r, int http_code, const char *ctype, const c
     double secs = (double)(gt_now_ns() - r->start_ns) / 1e9;
     gt_metrics_request(&r->s->metrics, r->mverb, http_code, secs);
     gt_log_debug("request", "method=%s path=%s code=%d user=%s duration_ms=%.3f",
-                 method_name(evhttp_request_get_command(req)), evhttp_request_get_uri(req),
+                 gt_http_method_name(evhttp_request_get_command(req)), evhttp_request_get_uri(req),
                  http_code, r->user ? r->user->name : "-", secs * 1000);
     gt_req_free(r);
 }

@@ -6,6 +6,8 @@
 
 #include "server/server_int.h"
 
+/* The method's name ("GET", ... "PATCH"; static), "OTHER" for the rest. */
+const char *gt_http_method_name(enum evhttp_cmd_type cmd);
 /* Finish r with a Status error; code is a GT_E* code. Frees r. */
 void gt_req_error(struct gt_req *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -36,6 +36,9 @@ struct gt_server_config {
     int64_t node_grace_s;       /* --node-grace SECONDS without heartbeat: node lost */
     char *port_range;           /* --port-range LOW-HIGH: ports handed to tasks per node */
     int64_t restart_backoff_ms; /* --restart-backoff-ms: first restart back-off (doubles) */
+    int64_t notebook_idle_timeout_s;     /* --notebook-idle-timeout SECONDS: cluster default */
+    int64_t notebook_check_ms;           /* --notebook-check-interval-ms: culler period */
+    int64_t notebook_cpu_idle_milli;     /* --notebook-cpu-idle-milli: CPU use that is activity */
     struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
     struct gt_config_list images;        /* --image NAME=REF...: images offered to clients */
     char *pip_index_url;  /* --pip-index-url URL: tasks' requirements index; NULL: pip's */

@@ -24,6 +24,7 @@
 struct gt_watch_stream;
 struct gt_events;
 struct gt_ctl;
+struct gt_nbctl;
 struct gt_req;
 struct evkeyvalq;
 
@@ -50,6 +51,9 @@ struct gt_ctl_hooks {
      * in place), what is computed on reads and never stored. */
     void (*render)(const struct gt_ctl *c, enum gt_kind kind, json_t *obj);
     unsigned computed_kinds; /* bits 1u << enum gt_kind */
+    /* A request a controller serves itself (the notebook proxy, for
+     * /projects/P/notebooks/N/...): true if it took r (and frees it). */
+    bool (*proxy)(struct gt_ctl *c, struct gt_req *r, const char *path);
     /* Append the controllers' own series to a /metrics answer (Prometheus
      * text format). */
     void (*metrics)(const struct gt_ctl *c, struct gt_buf *out);
@@ -168,6 +172,7 @@ struct gt_ctl {
     int64_t last_cycle_cost_ns; /* how long it took */
     int64_t start_ms;
     struct gt_sched_model *model;
+    struct gt_nbctl *nb; /* the notebook controller (nbctl.c) */
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions dec;
 };

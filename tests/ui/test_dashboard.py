@@ -122,6 +122,7 @@ def main():
         with open(env_file, "w") as f:
             json.dump({"url": g.url, "bulkUrl": big.url, "bulkJobs": N_BULK + 1,
                        "tokens": {k: v[0] for k, v in TOKENS.items()},
+                       "uids": {k: v[2] for k, v in TOKENS.items()},
                        "repo": make_repo(tmp), "storage": storage, "image": IMAGE, "shots": shots,
                        "chromium": CHROMIUM,
                        "example": os.path.join(SOURCE, "examples", "pytorch-digits")}, f)

@@ -78,11 +78,17 @@ static const char event_json[] =
     "\"involvedObject\":{\"kind\":\"Job\",\"name\":\"mnist\",\"project\":\"vision\"},"
     "\"reason\":\"Queued\",\"message\":\"waiting for quota\"}";
 
+static const char notebook_json[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Notebook\","
+    "\"metadata\":{\"name\":\"explore\",\"project\":\"vision\"},"
+    "\"spec\":{\"template\":{\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}},"
+    "\"home\":{\"hostPath\":\"/srv/home/alice\"}}}";
+
 static const char *const examples[GT_KIND_COUNT] = {
     [GT_KIND_DEPARTMENT] = dept_json,  [GT_KIND_PROJECT] = project_json,
     [GT_KIND_PRIORITYCLASS] = pc_json, [GT_KIND_NODE] = node_json,
     [GT_KIND_JOB] = job_json,          [GT_KIND_TASK] = task_json,
-    [GT_KIND_EVENT] = event_json,
+    [GT_KIND_EVENT] = event_json,      [GT_KIND_NOTEBOOK] = notebook_json,
 };
 
 static json_t *parse(const char *text)
@@ -136,6 +142,45 @@ static void test_examples_valid_and_idempotent(void **state)
         free(twice);
         json_decref(v);
     }
+}
+
+/* Notebook defaults: culling on with GPUs, the home mounted at its own
+ * path, a command optional; names leave room for the task's. */
+static void test_notebook_defaults(void **state)
+{
+    (void)state;
+    json_t *v = valid(GT_KIND_NOTEBOOK);
+    assert_true(json_is_true(gt_json_path(v, "spec.idle.enabled")));
+    assert_false(json_is_true(gt_json_path(v, "spec.stopped")));
+    assert_path_str(v, "spec.home.mountPath", "/srv/home/alice");
+    struct gt_api_notebook *nb = gt_api_notebook_new(v);
+    assert_true(nb->spec.has_home);
+    assert_true(nb->spec.idle.enabled);
+    assert_true(nb->spec.idle.timeout_s == GT_API_UNSET);
+    assert_int_equal(nb->status.phase, GT_NB_PENDING);
+    gt_api_notebook_free(nb);
+    json_decref(v);
+
+    v = parse("{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Notebook\","
+              "\"metadata\":{\"name\":\"cpu\",\"project\":\"p\"},\"spec\":{}}");
+    struct gt_err err = {0};
+    assert_int_equal(gt_api_validate(GT_KIND_NOTEBOOK, v, &err), 0);
+    assert_false(json_is_true(gt_json_path(v, "spec.idle.enabled")));
+    json_decref(v);
+
+    v = parse("{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Notebook\","
+              "\"metadata\":{\"name\":\"a123456789b123456789c123456789d123456789e123456789fg\","
+              "\"project\":\"p\"}}");
+    assert_int_equal(gt_api_validate(GT_KIND_NOTEBOOK, v, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "metadata.name: at most 51"));
+    json_decref(v);
+
+    v = parse("{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Notebook\","
+              "\"metadata\":{\"name\":\"n\",\"project\":\"p\"},"
+              "\"spec\":{\"home\":{\"hostPath\":\"relative\"}}}");
+    assert_int_equal(gt_api_validate(GT_KIND_NOTEBOOK, v, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "spec.home.hostPath"));
+    json_decref(v);
 }
 
 static void test_canonical_department(void **state)
@@ -609,6 +654,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_examples_valid_and_idempotent),
+        cmocka_unit_test(test_notebook_defaults),
         cmocka_unit_test(test_canonical_department),
         cmocka_unit_test(test_canonical_job),
         cmocka_unit_test(test_canonical_others),

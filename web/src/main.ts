@@ -11,6 +11,7 @@ import { eventsPage } from "./pages/events";
 import { jobPage } from "./pages/job";
 import { jobsPage } from "./pages/jobs";
 import { newJobPage } from "./pages/newjob";
+import { notebooksPage } from "./pages/notebooks";
 import { projectsPage } from "./pages/projects";
 import { queuePage } from "./pages/queue";
 import { usagePage } from "./pages/usage";
@@ -25,6 +26,7 @@ const PAGES: { route: string; title: string; page: Page; nav: boolean }[] = [
   { route: "jobs", title: "Jobs", page: jobsPage, nav: true },
   { route: "job", title: "Job", page: jobPage, nav: false },
   { route: "new", title: "New training job", page: newJobPage, nav: true },
+  { route: "notebooks", title: "Notebooks", page: notebooksPage, nav: true },
   { route: "events", title: "Events", page: eventsPage, nav: true },
   { route: "usage", title: "Usage", page: usagePage, nav: true },
 ];

@@ -3,7 +3,7 @@
 // started. Each flow is a user's task done through the page; axe-core
 // checks every page (no serious or critical violations) and a screenshot
 // of each page is saved. Usage: node dashboard.test.mjs ENV.json
-import { readFileSync } from "node:fs";
+import { chownSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -369,6 +369,47 @@ flow(`page through ${env.bulkJobs} jobs`, async () => {
   await page.context().close();
 });
 
+flow("create a notebook, open Jupyter through the proxy, stop and start it", async () => {
+  const home = join(env.storage, "ui-nb-home");
+  mkdirSync(home, { recursive: true });
+  chownSync(home, env.uids.bob, env.uids.bob);
+  const page = await session(env.tokens.bob);
+  await page.goto(`${env.url}/#/notebooks`);
+  await page.waitForSelector("form.new-notebook");
+  await page.selectOption("form.new-notebook select[name=project]", "proj-a");
+  await page.fill("form.new-notebook input[name=name]", "ui-nb");
+  await page.fill("form.new-notebook input[name=gpus]", "1");
+  await page.fill("form.new-notebook input[name=home]", home);
+  await page.click("button:has-text('Create notebook')");
+  const row = "table.notebooks tr:has-text('ui-nb')";
+  await page.waitForSelector(`${row} .badge:has-text('Running')`, { timeout: 40000 });
+  await page.waitForSelector(`${row} .idle:has-text('idle')`, { timeout: 40000 });
+  await check(page, "notebooks");
+  // Open: the Jupyter page loads through gantryd's proxy (the link's token becomes a cookie)
+  const href = await page.getAttribute(`${row} a:has-text('Open')`, "href");
+  assert(href.startsWith("/projects/proj-a/notebooks/ui-nb/"), `Open goes through the proxy: ${href}`);
+  const jp = await page.context().newPage();
+  open.add(jp);
+  await until("Jupyter's tree page through the proxy", async () => {
+    await jp.goto(env.url + href);
+    return (await jp.title()).includes("Home Page") && jp.url().includes("/projects/proj-a/notebooks/ui-nb/tree");
+  }, 40000, 500);
+  await jp.waitForSelector("#notebook_list");
+  assert(!(await jp.content()).includes(env.tokens.bob), "the page holds no token");
+  await jp.screenshot({ path: join(env.shots, "notebook-jupyter.png") });
+  await jp.close();
+  // Stop frees the GPU; Start brings it back on the same home
+  await page.click("button[aria-label='Stop ui-nb']");
+  await page.waitForSelector(`${row} .badge:has-text('Stopped')`, { timeout: 40000 });
+  const held = async () => (await api("GET", "/nodes/n1")).body.status.allocated.gpus
+    .concat((await api("GET", "/nodes/n2")).body.status.allocated.gpus)
+    .filter((g) => (g.task ?? "").includes("nb-ui-nb"));
+  await until("the notebook's GPU free", async () => (await held()).length === 0);
+  await page.click("button[aria-label='Start ui-nb']");
+  await page.waitForSelector(`${row} .badge:has-text('Running')`, { timeout: 40000 });
+  await page.context().close();
+});
+
 flow("a job's training curves and utilisation are plotted live; usage shows the ledger", async () => {
   // the job writes TensorBoard event files (the example's writer) into its working directory
   const script = [
@@ -413,7 +454,7 @@ flow("a job's training curves and utilisation are plotted live; usage shows the 
 
 flow("every page fits 375 px", async () => {
   const page = await session(env.tokens.admin, env.url, { width: 375, height: 800 });
-  for (const p of ["cluster", "departments", "jobs", "new", "job/proj-a/ui-train", "queue", "projects", "events", "usage"]) {
+  for (const p of ["cluster", "departments", "jobs", "new", "job/proj-a/ui-train", "queue", "projects", "events", "usage", "notebooks"]) {
     await page.goto(`${env.url}/#/${p}`);
     await page.waitForSelector("main h1");
     await page.waitForTimeout(300);
