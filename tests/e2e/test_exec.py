@@ -66,6 +66,10 @@ class Exec(AgentTest):
         with open("/proc/%d/cgroup" % pid) as f:
             self.assertEqual("\n".join(lines[5:]) + "\n", f.read())
         self.assertEqual(p.stderr, "")
+        # describe node lists the running task
+        out = self.g.cli("describe", "node", "n1").stdout
+        self.assertIn("Non-terminated Tasks: (1 in total)", out)
+        self.assertRegex(out, r"\n  proj-a +%s +Running\n" % t)
 
     def test_output_and_exit_code(self):
         t, _, _ = self.running_task("codes")
