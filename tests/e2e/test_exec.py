@@ -9,7 +9,9 @@ Checks:
 - its stdout and stderr come back apart and gantry exits with its code;
   a missing program exits 127;
 - a project member may exec, a viewer gets 403 (API and CLI);
-- a task that has ended answers 409, a bad body 400.
+- a task that has ended answers 409, a bad body 400;
+- `gantry describe node n1` lists the running task among its
+  non-terminated tasks.
 """
 import os
 
