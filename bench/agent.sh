@@ -133,13 +133,7 @@ def main():
     g = E.Gantryd(("--log-level", "warn")).start()
     agent = None
     try:
-        for path, o in ((API + "/departments", E.obj("Department", "bench", spec={
-                "quota": {"nvidia.com/gpu": 8, "cpu": "1000", "memory": "4Ti"}})),
-                        (API + "/projects", E.obj("Project", "bench", spec={
-                            "department": "bench",
-                            "members": [{"user": "alice", "role": "admin"}]}))):
-            st, body = g.request("POST", path, o)
-            assert st == 201, (st, body)
+        E.bench_tenancy(g)
         agent = E.Gantlet(g, fake_gpus="8xA100-80GB", heartbeat_s=10,
                           extra_args=("--log-level", "warn")).start()
         ph = E.Phases(g)

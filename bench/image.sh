@@ -79,13 +79,7 @@ def main():
         TI.build_image(tmp, port)
         ref = "127.0.0.1:%d/tools/busybox:1.0" % port
         g = E.Gantryd(("--log-level", "warn")).start()
-        for path, o in ((API + "/departments", E.obj("Department", "bench", spec={
-                "quota": {"nvidia.com/gpu": 8, "cpu": "1000", "memory": "4Ti"}})),
-                        (API + "/projects", E.obj("Project", "bench", spec={
-                            "department": "bench",
-                            "members": [{"user": "alice", "role": "admin"}]}))):
-            st, body = g.request("POST", path, o)
-            assert st == 201, (st, body)
+        E.bench_tenancy(g)
         agent = E.Gantlet(g, fake_gpus="2xA100-80GB", heartbeat_s=10, extra_args=(
             "--log-level", "warn", "--insecure-registry", "127.0.0.1:%d" % port)).start()
         ph = E.Phases(g)

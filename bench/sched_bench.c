@@ -10,6 +10,13 @@
  *
  * Usage: sched_bench NODES PREEMPT(0|1) SEED; prints one line:
  * tasks_per_s cycle_ms_p99 frag_pct mem_kb_per_1k_pending binds preempts
+ *
+ * sched_bench NODES 0 SEED POLICY PENDING_JOBS measures instead what one
+ * cycle costs when little changed (issue 22): PENDING_JOBS jobs wait on a
+ * full cluster and each of COST_CYCLES cycles follows one arrival or one
+ * completion; prints the p99 cycle time in ms, wall-clock and the
+ * thread's CPU time (which other processes on a shared machine do not
+ * inflate).
  */
 #include <malloc.h>
 #include <stdint.h>
@@ -25,6 +32,7 @@
 #ifndef TIMED_CYCLES
 #define TIMED_CYCLES 200
 #endif
+#define COST_CYCLES 1000
 
 struct job {
     int n_tasks, gpus;
@@ -41,17 +49,23 @@ static uint64_t rnd(void)
     return rng_state * 2685821657736338717ULL;
 }
 
-static double now_s(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double now_s(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
 }
 
 static struct job *jobs;
 static size_t n_jobs, cap_jobs;
 static int *running; /* indices of running jobs */
 static size_t n_running, running_tasks, pending_tasks;
+static size_t n_done; /* jobs ended for good */
 
 /* A Philly-like job: mostly 1 GPU; some 2, 4, 8 and 16/32-GPU gangs of
  * 8-GPU tasks. */
@@ -147,6 +161,7 @@ static void end_job(struct gt_sched_model *m, size_t slot, bool requeue)
             abort();
         }
         j->live = false;
+        n_done++;
     }
     running_del(idx);
 }
@@ -157,15 +172,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv)
+/* A model of n_nodes 8-GPU nodes in three departments and three priority
+ * classes (the top one preempts if preempt), pre-filled to 70 % with
+ * randomly placed running tasks. */
+static struct gt_sched_model *setup(int n_nodes, bool preempt)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: sched_bench NODES PREEMPT SEED\n");
-        return 2;
-    }
-    int n_nodes = (int)strtol(argv[1], NULL, 10);
-    bool preempt = strtol(argv[2], NULL, 10) != 0;
-    rng_state = strtoull(argv[3], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;
     struct gt_sched_model *m = gt_sched_model_new();
     gt_sched_model_set_seed(m, rng_state);
     enum gt_sched_preemption pol = preempt ? GT_SCHED_PREEMPT_LOWER : GT_SCHED_PREEMPT_NEVER;
@@ -199,9 +210,6 @@ int main(int argc, char **argv)
         gt_sched_node_add(m, &ns, NULL);
     }
     running = gt_xcalloc((size_t)n_nodes * 8 + 1, sizeof(*running));
-    struct gt_sched_decisions d;
-    gt_sched_decisions_init(&d);
-    struct gt_sched_cycle_opts opts = {.max_waits = 100};
     /* Prefill to 70 % with randomly placed tasks, bound directly (the
      * bench picks random nodes with room; no cycle, so setup is fast). */
     uint8_t *node_free = gt_xcalloc((size_t)n_nodes, sizeof(*node_free));
@@ -255,6 +263,17 @@ int main(int argc, char **argv)
         running_add(idx);
     }
     free(node_free);
+    return m;
+}
+
+/* The throughput run: 100,000 pending tasks topped up by arrivals, 1 % of
+ * running tasks ending per cycle; prints the usage line's six figures. */
+static void throughput(struct gt_sched_model *m, int n_nodes, bool preempt)
+{
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    struct gt_sched_cycle_opts opts = {.max_waits = 100};
+    int64_t now = 0;
     /* Top up to 100,000 pending, measuring the memory it takes. */
     struct mallinfo2 mi0 = mallinfo2();
     size_t p0 = pending_tasks;
@@ -332,6 +351,70 @@ int main(int argc, char **argv)
            free_all ? 100.0 * (double)free_frag / (double)free_all : 0.0, mem_kb_per_1k, binds,
            preempts);
     gt_sched_decisions_fini(&d);
+}
+
+/* The cycle-cost run: arrivals until PENDING jobs wait and no cycle binds
+ * any more (the cluster is full), then COST_CYCLES cycles with gantryd's
+ * options (every wait counted, changed ones reported), each after one
+ * model change: an arrival while fewer than PENDING jobs wait, else the
+ * completion of a random running job. Prints the p99 cycle time in ms,
+ * wall-clock and thread CPU time. */
+static void cycle_cost(struct gt_sched_model *m, const char *policy_name, size_t pending)
+{
+    const struct gt_sched_policy *policy = gt_sched_policy_by_name(policy_name);
+    if (!policy) {
+        fprintf(stderr, "sched_bench: unknown policy %s\n", policy_name);
+        exit(2);
+    }
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    const struct gt_sched_cycle_opts opts = {.max_waits = SIZE_MAX, .changed_waits_only = true};
+    int64_t now = 0;
+    size_t bound = 1;
+    while (bound > 0 || n_jobs - n_done - n_running < pending) {
+        while (n_jobs - n_done - n_running < pending) {
+            add_job(m, now, false);
+        }
+        now += 1000;
+        gt_sched_cycle_ex(m, now, policy, &opts, &d);
+        note_binds(&d);
+        bound = d.n_binds;
+    }
+    double cycle_ms[COST_CYCLES], cpu_ms[COST_CYCLES];
+    for (int c = 0; c < COST_CYCLES; c++) {
+        now += 1000;
+        if (n_jobs - n_done - n_running < pending || n_running == 0) {
+            add_job(m, now, false);
+        } else {
+            end_job(m, rnd() % n_running, false);
+        }
+        double t0 = now_s(), c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+        gt_sched_cycle_ex(m, now, policy, &opts, &d);
+        cycle_ms[c] = (now_s() - t0) * 1000;
+        cpu_ms[c] = (clock_s(CLOCK_THREAD_CPUTIME_ID) - c0) * 1000;
+        note_binds(&d);
+    }
+    qsort(cycle_ms, COST_CYCLES, sizeof(double), cmp_double);
+    qsort(cpu_ms, COST_CYCLES, sizeof(double), cmp_double);
+    printf("%.3f %.3f\n", cycle_ms[COST_CYCLES * 99 / 100], cpu_ms[COST_CYCLES * 99 / 100]);
+    gt_sched_decisions_fini(&d);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4 && argc != 6) {
+        fprintf(stderr, "usage: sched_bench NODES PREEMPT SEED [POLICY PENDING_JOBS]\n");
+        return 2;
+    }
+    int n_nodes = (int)strtol(argv[1], NULL, 10);
+    bool preempt = strtol(argv[2], NULL, 10) != 0;
+    rng_state = strtoull(argv[3], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;
+    struct gt_sched_model *m = setup(n_nodes, preempt);
+    if (argc == 6) {
+        cycle_cost(m, argv[4], (size_t)strtoul(argv[5], NULL, 10));
+    } else {
+        throughput(m, n_nodes, preempt);
+    }
     gt_sched_model_free(m);
     free(running);
     free(jobs);

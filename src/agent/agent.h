@@ -199,4 +199,19 @@ int gt_volume_open(const char *root, const char *rel, int *fd, struct gt_err *er
 /* The same open, async-signal-safe: the fd, or -1 with errno (EXDEV: escape). */
 int gt_volume_open_raw(const char *root, const char *rel);
 
+/* ---- Volumes' disk images (volmount.c) ---- */
+
+/* Where image (a Volume's disk image, borrowed) is mounted on this node:
+ * volumes_dir/<its file name without ".img">, into buf. */
+void gt_volume_mountpoint(const char *volumes_dir, const char *image, char *buf, size_t len);
+/* Loop-mount image (beneath one of roots, opened as gt_volume_open does,
+ * a regular file) at its mount point unless it is mounted there already;
+ * read_only: mounted read-only (datasets). 0, GT_EFORBIDDEN (not beneath
+ * a root, or not a file) or GT_EINTERNAL with mount's message. */
+int gt_volume_attach(const char *volumes_dir, char *const *roots, size_t n_roots, const char *image,
+                     bool read_only, struct gt_err *err);
+/* Unmount (lazily) and remove every mount point in volumes_dir for which
+ * in_use(name, arg) is false. */
+void gt_volume_sweep(const char *volumes_dir, bool (*in_use)(const char *id, void *arg), void *arg);
+
 #endif

@@ -298,9 +298,13 @@ struct gt_gantlet {
     char tasks_dir[PATH_MAX]; /* RUN/tasks: state directories */
     char data_dir[PATH_MAX];  /* ROOT/tasks: the tasks' directories on disk */
     char venvs_dir[PATH_MAX];
+    char volumes_dir[PATH_MAX];        /* RUN/volumes: Volumes' disk images mounted (volmount.c) */
+    char caches_dir[PATH_MAX];         /* ROOT/caches: rootless tasks' per-user caches */
     char images_dir[PATH_MAX];         /* the image cache */
     char runtime_root[PATH_MAX];       /* the OCI runtime's --root: ROOT/oci */
     struct gt_task_image_params image; /* borrows the two above and cfg */
+    char **insecure;                   /* cfg's insecure registries + the cluster's; or NULL */
+    char registry_auth[PATH_MAX];      /* ROOT/registry-auth.json once written */
     char cluster_ifname[64];           /* "" when unknown */
     char shim[PATH_MAX];
     char agent_url[300];
@@ -322,6 +326,13 @@ struct gt_gantlet {
     struct event *heartbeat_ev, *poll_ev, *rewatch_ev;
 };
 
+/* The cluster registry (registry.c). From GET clusterinfo's body info
+ * (borrowed): its "registry" joins the insecure registries and, without
+ * --registry-auth-file, gets an auth file with this node's token for
+ * skopeo. 0 or -errno with err. */
+int gt_agent_registry_apply(struct gt_gantlet *g, const json_t *info, struct gt_err *err);
+/* Free what gt_agent_registry_apply allocated. */
+void gt_agent_registry_free(struct gt_gantlet *g);
 /* telemetry.c: each running task's cpu, memory and new TensorBoard
  * scalars, sent to gantryd in one report per round (about once a second). */
 void gt_gantlet_telemetry_poll(struct gt_gantlet *g);
@@ -335,6 +346,8 @@ const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vo
 /* Load every RUN/tasks/<uid>/ left by an earlier agent; remove each
  * ROOT/tasks/<uid>/ left without its state (after a reboot). */
 void gt_gantlet_tasks_adopt(struct gt_gantlet *g);
+/* Unmount the Volumes' disk images no task here that has not ended uses. */
+void gt_gantlet_volumes_sweep(struct gt_gantlet *g);
 /* Act on one Task from a list or watch, decoded where it arrived (taken:
  * kept as the task's Task, else freed); deleted: it is gone. */
 void gt_gantlet_task_observe(struct gt_gantlet *g, struct gt_api_task *task, bool deleted);

@@ -191,6 +191,19 @@ static void list_start(struct gt_gantlet *g)
     free(path);
 }
 
+/* What the cluster offers nodes (the registry), then the task list. An
+ * older gantryd without clusterinfo, or a failure, leaves the image
+ * settings as the flags made them. */
+static void clusterinfo_done(int status, json_t *body, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    struct gt_err err = {0};
+    if (status == 200 && gt_agent_registry_apply(g, body, &err) < 0) {
+        gt_log_warn("cannot use the cluster registry", "err=\"%s\"", err.msg);
+    }
+    list_start(g);
+}
+
 static void register_done(int status, json_t *body, void *arg)
 {
     struct gt_gantlet *g = arg;
@@ -198,7 +211,7 @@ static void register_done(int status, json_t *body, void *arg)
         g->registered = true;
         g->backoff_ms = 0;
         gt_log_info("node registered", "node=%s gpus=%zu", g->cfg->name, g->gpus.n_gpus);
-        list_start(g);
+        gt_apic_request(g->api, EVHTTP_REQ_GET, API "/clusterinfo", NULL, clusterinfo_done, g);
         return;
     }
     gt_log_warn("cannot register the node", "status=%d message=\"%s\"", status,
@@ -357,8 +370,13 @@ static int setup(struct gt_gantlet *g, struct gt_err *err)
         return gt_err_set(err, rc, "%s or %s: %s", g->tasks_dir, g->data_dir, strerror(-rc));
     }
     snprintf(g->venvs_dir, sizeof(g->venvs_dir), "%s/venvs", g->cfg->root);
-    if ((rc = mkdirs(g->venvs_dir)) < 0) {
-        return gt_err_set(err, rc, "%s: %s", g->venvs_dir, strerror(-rc));
+    snprintf(g->caches_dir, sizeof(g->caches_dir), "%s/caches", g->cfg->root);
+    if ((rc = mkdirs(g->venvs_dir)) < 0 || (rc = mkdirs(g->caches_dir)) < 0) {
+        return gt_err_set(err, rc, "%s or %s: %s", g->venvs_dir, g->caches_dir, strerror(-rc));
+    }
+    snprintf(g->volumes_dir, sizeof(g->volumes_dir), "%s/volumes", g->cfg->run_dir);
+    if ((rc = mkdirs(g->volumes_dir)) < 0) {
+        return gt_err_set(err, rc, "%s: %s", g->volumes_dir, strerror(-rc));
     }
     if ((rc = image_setup(g, err)) < 0) {
         return rc;
@@ -401,6 +419,7 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
         goto out;
     }
     gt_gantlet_tasks_adopt(g);
+    gt_gantlet_volumes_sweep(g);
     struct event *sigs[3];
     const int signums[3] = {SIGTERM, SIGINT, SIGCHLD};
     for (int i = 0; i < 3; i++) {
@@ -442,6 +461,7 @@ out:
     gt_gpu_set_fini(&g->gpus);
     gt_gid_cache_fini(&g->gids);
     free(g->token);
+    gt_agent_registry_free(g);
     free(g);
     return status;
 }

@@ -102,9 +102,11 @@ struct gt_task_spec_params {
     char *const *storage_roots; /* allowed volume roots (borrowed) */
     size_t n_storage_roots;
     const char *venv_root;                    /* ROOT/venvs; NULL: requirements are refused */
+    const char *cache_root;                   /* ROOT/caches; NULL: no GANTRY_CACHE_DIR */
     const char *cluster_ifname;               /* NULL: no GLOO/NCCL_SOCKET_IFNAME */
     const struct gt_task_image_params *image; /* NULL: images are refused */
     struct gt_gid_cache *gids;                /* NULL: look each uid up */
+    const char *volumes_dir; /* RUN/volumes: Volumes' mount points; NULL: Volumes refused */
 };
 
 /* Build the shim spec of a Task (borrowed) into spec (caller's
@@ -123,6 +125,11 @@ struct gt_task_spec_params {
  * storage root (reason VolumeDenied), else GT_EINVAL, with err saying why. */
 int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec_params *p,
                        struct gt_shim_spec *spec, struct gt_err *err);
+/* A rootless task's (hostUsers: false) per-node cache, CACHE_ROOT/<uid>,
+ * kept across its user's tasks (buildah's layer store) and named to it by
+ * GANTRY_CACHE_DIR; the agent makes it (mode 0700, the user's). NULL when
+ * the spec has no user namespace or cache_root is NULL; caller frees. */
+char *gt_task_cache_dir(const char *cache_root, const struct gt_shim_spec *spec);
 
 /* The image part of a Task's shim spec (template.image set): spec->image
  * from the template's image, command, args and workingDir and the node's

@@ -70,6 +70,7 @@ enum stage {
     ST_SETGROUPS,
     ST_SETGID,
     ST_SETUID,
+    ST_USERNS,
     ST_NO_NEW_PRIVS,
     ST_INIT,
     ST_CHDIR,
@@ -88,6 +89,7 @@ static const char *const stage_names[] = {
     [ST_SETGROUPS] = "setgroups",
     [ST_SETGID] = "setgid",
     [ST_SETUID] = "setuid",
+    [ST_USERNS] = "make the user namespace",
     [ST_NO_NEW_PRIVS] = "no_new_privs",
     [ST_INIT] = "start the task's init",
     [ST_CHDIR] = "chdir",
@@ -112,6 +114,7 @@ struct shim {
     int status;         /* wait status of the task */
     int64_t kill_at_ms; /* monotonic; -1 when no stop is pending */
     int prep_rd_fd;     /* the preparer's failure report; -1 when none */
+    int term_fd;        /* the task's termination log (spec.termination_log); -1 when none */
     int init_rd_fd;     /* the init's report of the main process's wait status; -1: none */
     bool *vol_is_dir;   /* per volume: a directory (else a file) */
     struct gt_shim_exit ex;
@@ -233,6 +236,77 @@ static void child_mounts(const struct gt_shim_spec *spec, const struct child_fds
     }
 }
 
+/* Write "0 ID 1" to /proc/PID/FILE; 0 or an errno. */
+static int write_id_map(pid_t pid, const char *file, unsigned id)
+{
+    char path[64], line[32];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+    int n = snprintf(line, sizeof(line), "0 %u 1\n", id);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int e = fd < 0 || write(fd, line, (size_t)n) != n ? errno : 0;
+    if (fd >= 0) {
+        close(fd);
+    }
+    return e;
+}
+
+/* A user namespace whose uid and gid 0 are the task's own ids needs its
+ * maps written by a process privileged in the parent namespace (only that
+ * one may leave setgroups allowed, which buildah and other tools that switch
+ * users inside need), while the shim itself is suspended until the task
+ * execs. So the child, still root, forks this helper (a raw fork: no atfork
+ * handlers in the shared memory) before it drops its privileges; the helper
+ * waits on go until the child has unshared, writes its maps, reports an
+ * errno (0) on done and exits. Returns the helper's pid, or -errno. */
+static pid_t userns_helper(const struct gt_shim_spec *spec, int go[2], int done[2])
+{
+    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(done, O_CLOEXEC) < 0) {
+        return -errno;
+    }
+    pid_t pid = (pid_t)syscall(SYS_fork);
+    if (pid < 0) {
+        return -errno;
+    }
+    if (pid > 0) {
+        close(go[0]);
+        close(done[1]);
+        return pid;
+    }
+    char c;
+    int e = read(go[0], &c, 1) == 1 ? 0 : EPIPE;
+    pid_t parent = getppid();
+    e = e ? e : write_id_map(parent, "uid_map", spec->uid);
+    e = e ? e : write_id_map(parent, "gid_map", spec->gid);
+    if (write(done[1], &e, sizeof(e)) != (ssize_t)sizeof(e)) {
+        _exit(1);
+    }
+    _exit(0);
+}
+
+/* The child's side, after it dropped to the task's ids: unshare, let the
+ * helper map, reap it, and leave no supplementary group behind (the host's
+ * are unmapped inside). 0 or an errno. */
+static int child_userns(pid_t helper, int go[2], int done[2])
+{
+    int e = unshare(CLONE_NEWUSER) < 0 ? errno : 0;
+    if (write(go[1], "g", 1) != 1 && !e) {
+        e = errno;
+    }
+    close(go[1]);
+    int he = EPIPE;
+    if (read(done[0], &he, sizeof(he)) != (ssize_t)sizeof(he)) {
+        he = EPIPE;
+    }
+    close(done[0]);
+    while (waitpid(helper, NULL, 0) < 0 && errno == EINTR) {
+    }
+    e = e ? e : he;
+    if (!e && setgroups(0, NULL) < 0) {
+        e = errno;
+    }
+    return e;
+}
+
 /* In PID 1 of the task's namespace: fork the main process (a raw clone,
  * so that nothing of libc's state in the shared memory is touched), which
  * returns here to go on as the task in a process group of its own; this
@@ -307,6 +381,14 @@ static int child_run(void *arg)
     }
     signal(SIGPIPE, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    int ns_go[2] = {-1, -1}, ns_done[2] = {-1, -1};
+    pid_t helper = -1;
+    if (spec->namespaces & GT_NS_USER) {
+        helper = userns_helper(spec, ns_go, ns_done);
+        if (helper < 0) {
+            child_fail(fds, ST_USERNS, -helper);
+        }
+    }
     if (setgroups(spec->n_groups, spec->groups) < 0) {
         child_fail(fds, ST_SETGROUPS, errno);
     }
@@ -315,6 +397,12 @@ static int child_run(void *arg)
     }
     if (setuid(spec->uid) < 0) {
         child_fail(fds, ST_SETUID, errno);
+    }
+    if ((spec->namespaces & GT_NS_USER) && helper >= 0) {
+        int e = child_userns(helper, ns_go, ns_done);
+        if (e) {
+            child_fail(fds, ST_USERNS, e);
+        }
     }
     if (!spec->privileged && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
         child_fail(fds, ST_NO_NEW_PRIVS, errno);
@@ -762,6 +850,38 @@ static void read_prep_report(struct shim *s)
     }
 }
 
+/* The termination log, made afresh as root and given to the task's ids; the
+ * shim keeps its own descriptor, so whatever the task later puts at that
+ * path (a link to a file it could not read) is never what the shim reads. */
+static int open_termination_log(struct shim *s, struct gt_err *err)
+{
+    const char *path = s->spec.termination_log;
+    if (unlink(path) < 0 && errno != ENOENT) {
+        return gt_err_set(err, -errno, "unlink %s: %s", path, strerror(errno));
+    }
+    s->term_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (s->term_fd < 0 || fchown(s->term_fd, s->spec.uid, s->spec.gid) < 0) {
+        return gt_err_set(err, -errno, "termination log %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
+/* The task's termination message (its first 1 KiB, trailing white space
+ * trimmed) as the exit's message, unless its start failed with one. */
+static void read_termination_log(struct shim *s)
+{
+    char buf[sizeof(s->ex.error)];
+    ssize_t n = pread(s->term_fd, buf, sizeof(buf) - 1, 0);
+    close_fd(&s->term_fd);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r')) {
+        n--;
+    }
+    if (n > 0 && !s->ex.error[0]) {
+        buf[n] = '\0';
+        snprintf(s->ex.error, sizeof(s->ex.error), "%s", buf);
+    }
+}
+
 /* Record the end: exit.json (fsynced), after the cgroup is empty and gone. */
 static void finish(struct shim *s)
 {
@@ -772,6 +892,9 @@ static void finish(struct shim *s)
     }
     if (s->prep_rd_fd >= 0) {
         read_prep_report(s);
+    }
+    if (s->term_fd >= 0) {
+        read_termination_log(s);
     }
     int main_status;
     if (s->init_rd_fd >= 0 && s->exited &&
@@ -899,6 +1022,7 @@ static int prepare_and_start(struct shim *s, struct gt_err *err)
                           err);
     rc = rc < 0 ? rc : check_volumes(s, err);
     rc = rc < 0 || !s->spec.n_hosts ? rc : write_hosts(s, err);
+    rc = rc < 0 || !s->spec.termination_log ? rc : open_termination_log(s, err);
     if (rc == 0 && s->spec.image) {
         return start_container(s, err);
     }
@@ -916,6 +1040,7 @@ static _Noreturn void run_detached(struct shim *s)
     s->cg.oom_fd = -1;
     s->cg.oom_ctl_fd = -1;
     s->prep_rd_fd = -1;
+    s->term_fd = -1;
     s->init_rd_fd = -1;
     s->img.use_fd = -1;
     prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -28,10 +28,16 @@
  *    "groups": [1000],                         supplementary groups (default none)
  *    "privileged": false,
  *    "hostname": "job-worker-0",               UTS namespace hostname
- *    "namespaces": ["pid", "mount", "uts", "ipc"], default none; pid needs mount
+ *    "namespaces": ["pid", "mount", "uts", "ipc", "user"], default none; pid needs
+ *                                              mount; "user": the task runs as uid and
+ *                                              gid 0 of a user namespace that maps
+ *                                              only its own uid and gid (rootless)
  *    "cgroup": {"path": "gantry/<task-uid>", "cpuMilli": 0, "memoryBytes": 0,
  *               "pidsMax": 0, "gpuMinors": [0, 1]},  0 = no limit
  *    "log": {"dir": "/abs/dir", "maxBytes": 0, "keepFiles": 3},
+ *    "terminationLog": "/abs/file",            made by the shim for the task's ids;
+ *                                              its first 1 KiB is the exit's "error"
+ *                                              (the task's status.message)
  *    "dataDir": "/abs/dir",                    the task's own directory on disk for
  *                                              an image's rootfs/ and ovl/ (default
  *                                              the state directory)

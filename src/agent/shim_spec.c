@@ -21,7 +21,7 @@
 
 #define MAX_SPEC_BYTES (1 << 20)
 
-static const char *const ns_names[] = {"pid", "mount", "uts", "ipc", NULL};
+static const char *const ns_names[] = {"pid", "mount", "uts", "ipc", "user", NULL};
 static const char *const runtimes[] = {"runc", "crun", NULL};
 
 bool gt_shim_host_valid(const char *hostname, const char *ip)
@@ -194,6 +194,7 @@ static const struct gt_schema spec_schema = {
         ROW_LIST("volumes", 0, 64, volume_obj),
         ROW_LIST("hosts", 0, 4096, host_obj),
         ROW_OBJ("image", 0, image_schema),
+        ROW_STR("terminationLog", 0, gt_check_abs_path),
         {0}}};
 
 static unsigned ns_bits(const json_t *names)
@@ -324,17 +325,17 @@ static void decode(json_t *root, struct gt_shim_spec *spec)
 {
     json_t *argv = NULL, *env = NULL, *groups = NULL, *ns = NULL, *cg, *log, *src = NULL;
     json_t *req = NULL, *pip = NULL, *vols = NULL, *hosts = NULL, *image = NULL;
-    const char *cwd, *hostname = NULL, *venv = NULL, *data = NULL;
+    const char *cwd, *hostname = NULL, *venv = NULL, *data = NULL, *term = NULL;
     json_int_t uid, gid, grace;
     int priv;
     json_unpack(root,
                 "{s?o, s?o, s:s, s:I, s:I, s?o, s:b, s?s, s?o, s:o, s:o, s:I, s?o, s?o, s?o, s?s, "
-                "s?s, s?o, s?o, s?o}",
+                "s?s, s?o, s?o, s?o, s?s}",
                 "argv", &argv, "env", &env, "cwd", &cwd, "uid", &uid, "gid", &gid, "groups",
                 &groups, "privileged", &priv, "hostname", &hostname, "namespaces", &ns, "cgroup",
                 &cg, "log", &log, "stopGracePeriodMs", &grace, "source", &src, "requirements", &req,
                 "pip", &pip, "venvDir", &venv, "dataDir", &data, "volumes", &vols, "hosts", &hosts,
-                "image", &image);
+                "image", &image, "terminationLog", &term);
     spec->argv = strv_new(argv, &spec->n_argv);
     spec->env = strv_new(env, &spec->n_env);
     spec->cwd = gt_xstrdup(cwd);
@@ -357,6 +358,7 @@ static void decode(json_t *root, struct gt_shim_spec *spec)
     spec->data_dir = dup_or_null(data);
     decode_mounts(vols, hosts, spec);
     spec->image = image ? image_new(image) : NULL;
+    spec->termination_log = dup_or_null(term);
 }
 
 /* The rules between fields, on the decoded spec. */
@@ -376,6 +378,11 @@ static int check_spec(const struct gt_shim_spec *s, struct gt_err *err)
     }
     if ((s->namespaces & GT_NS_PID) && !(s->namespaces & GT_NS_MOUNT)) {
         return gt_err_set(err, GT_EINVAL, "namespaces: pid needs mount (for a fresh /proc)");
+    }
+    if ((s->namespaces & GT_NS_USER) && (s->privileged || s->image)) {
+        return gt_err_set(
+            err, GT_EINVAL,
+            "namespaces: user is for unprivileged host tasks (not privileged, no image)");
     }
     if (s->hostname && !(s->namespaces & GT_NS_UTS)) {
         return gt_err_set(err, GT_EINVAL, "hostname: needs the uts namespace");
@@ -469,6 +476,9 @@ static void prep_to_json(const struct gt_shim_spec *spec, json_t *root)
             json_object_set_new(pip, "indexUrl", json_string(spec->pip_index_url));
         }
         json_object_set_new(root, "pip", pip);
+    }
+    if (spec->termination_log) {
+        json_object_set_new(root, "terminationLog", json_string(spec->termination_log));
     }
     if (spec->venv_dir) {
         json_object_set_new(root, "venvDir", json_string(spec->venv_dir));
@@ -568,6 +578,7 @@ void gt_shim_spec_fini(struct gt_shim_spec *spec)
     free(spec->pip_find_links);
     free(spec->pip_index_url);
     free(spec->venv_dir);
+    free(spec->termination_log);
     free(spec->data_dir);
     for (size_t i = 0; spec->volumes && i < spec->n_volumes; i++) {
         free(spec->volumes[i].root);

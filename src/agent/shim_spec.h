@@ -17,6 +17,7 @@ enum gt_shim_ns {
     GT_NS_MOUNT = 1 << 1,
     GT_NS_UTS = 1 << 2,
     GT_NS_IPC = 1 << 3,
+    GT_NS_USER = 1 << 4, /* the task is uid/gid 0 of a user namespace mapping only its own ids */
 };
 
 /* A volume of a spec: root/path (path relative, "." for root) at mount_path. */
@@ -86,6 +87,9 @@ struct gt_shim_spec {
     struct gt_shim_host *hosts;
     size_t n_hosts;
     struct gt_shim_image *image; /* NULL: a host task */
+    /* a file the shim creates for the task (owned by it) whose first 1 KiB
+     * becomes the exit's message; NULL: none */
+    char *termination_log;
 };
 
 /* How a task ended, as exit.json records it. */

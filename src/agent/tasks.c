@@ -394,18 +394,67 @@ static int check_volumes(const struct gt_shim_spec *spec, struct gt_err *err)
     return 0;
 }
 
-/* The task user's own venv directory, VENVS/<uid> (mode 0700): a cached
- * environment is only ever used by the user who built it. */
-static int make_venv_dir(const struct gt_shim_spec *spec, struct gt_err *err)
+/* A directory of the task user's own (mode 0700): its venvs, VENVS/<uid>
+ * (a cached environment is only ever used by the user who built it), and a
+ * rootless task's cache, CACHES/<uid>. NULL dir: nothing to make. */
+static int make_user_dir(const struct gt_shim_spec *spec, const char *dir, struct gt_err *err)
 {
-    if (!spec->venv_dir) {
+    if (!dir) {
         return 0;
     }
-    if ((mkdir(spec->venv_dir, 0700) < 0 && errno != EEXIST) ||
-        chown(spec->venv_dir, spec->uid, spec->gid) < 0 || chmod(spec->venv_dir, 0700) < 0) {
-        return gt_err_set(err, -errno, "venv directory %s: %s", spec->venv_dir, strerror(errno));
+    if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || chown(dir, spec->uid, spec->gid) < 0 ||
+        chmod(dir, 0700) < 0) {
+        return gt_err_set(err, -errno, "directory %s: %s", dir, strerror(errno));
     }
     return 0;
+}
+
+/* Mount the disk image of every Volume the task uses (gt_volume_attach). */
+static int attach_volumes(struct gt_gantlet *g, const struct gt_api_task *task, struct gt_err *err)
+{
+    const struct gt_api_volumes *vols = &task->spec.volumes;
+    for (size_t i = 0; i < vols->n; i++) {
+        if (!vols->v[i].image) {
+            continue;
+        }
+        int rc =
+            gt_volume_attach(g->volumes_dir, g->cfg->storage_roots.items, g->cfg->storage_roots.n,
+                             vols->v[i].image, vols->v[i].read_only, err);
+        if (rc < 0) {
+            gt_err_prefix(err, "volume %s", vols->v[i].volume);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+/* Does a task of g that has not ended use the image mounted as id? A
+ * task adopted but not seen from gantryd yet might: its mounts stay (a
+ * second mount of the same image would be a second file system on it). */
+static bool image_in_use(const char *id, void *arg)
+{
+    struct gt_gantlet *g = arg;
+    char mnt[PATH_MAX];
+    for (struct gt_ltask *t = g->tasks; t; t = t->next) {
+        if (!t->st.exited && !t->obj) {
+            return true;
+        }
+        for (size_t i = 0; !t->st.exited && t->obj && i < t->obj->spec.volumes.n; i++) {
+            const char *image = t->obj->spec.volumes.v[i].image;
+            if (image) {
+                gt_volume_mountpoint("", image, mnt, sizeof(mnt));
+                if (!strcmp(mnt + 1, id)) {
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
+}
+
+void gt_gantlet_volumes_sweep(struct gt_gantlet *g)
+{
+    gt_volume_sweep(g->volumes_dir, image_in_use, g);
 }
 
 static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
@@ -418,17 +467,26 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
                                     .storage_roots = g->cfg->storage_roots.items,
                                     .n_storage_roots = g->cfg->storage_roots.n,
                                     .venv_root = g->venvs_dir,
+                                    .cache_root = g->caches_dir,
                                     .cluster_ifname = g->cluster_ifname,
                                     .image = &g->image,
-                                    .gids = &g->gids};
+                                    .gids = &g->gids,
+                                    .volumes_dir = g->volumes_dir};
     struct gt_shim_spec spec;
-    int rc = gt_task_spec_build(t->obj, &p, &spec, err);
+    int rc = attach_volumes(g, t->obj, err);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = gt_task_spec_build(t->obj, &p, &spec, err);
     rc = rc < 0 ? rc : check_volumes(&spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(&spec); /* a failed build left it zeroed */
         return rc;
     }
-    rc = make_venv_dir(&spec, err);
+    char *cache = gt_task_cache_dir(g->caches_dir, &spec);
+    rc = make_user_dir(&spec, spec.venv_dir, err);
+    rc = rc < 0 ? rc : make_user_dir(&spec, cache, err);
+    free(cache);
     if (rc == 0 && !t->obj->spec.template.working_dir) {
         if ((mkdir(spec.cwd, 0700) < 0 && errno != EEXIST) ||
             chown(spec.cwd, spec.uid, spec.gid) < 0) {
@@ -597,6 +655,7 @@ static void task_act(struct gt_gantlet *g, struct gt_ltask *t, unsigned a)
     bool can_put = !t->put_in_flight && gt_mono_ms() >= t->retry_at_ms;
     if ((a & GT_TA_REPORT_EXIT) && can_put) {
         report_exit(g, t);
+        gt_gantlet_volumes_sweep(g);
     } else if ((a & GT_TA_REPORT_RUNNING) && can_put) {
         int64_t wait_ms = t->started_mono_ms + RUNNING_REPORT_DELAY_MS - gt_mono_ms();
         if (wait_ms > 0) {

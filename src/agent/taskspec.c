@@ -53,7 +53,17 @@ static void build_argv(const struct gt_api_template *tmpl, struct gt_shim_spec *
     spec->n_argv = sv.n;
 }
 
-static void build_env(const struct gt_api_task *task, const char *ifname, struct gt_shim_spec *spec)
+char *gt_task_cache_dir(const char *cache_root, const struct gt_shim_spec *spec)
+{
+    if (!cache_root || !(spec->namespaces & GT_NS_USER)) {
+        return NULL;
+    }
+    return gt_xasprintf("%s/%u", cache_root, (unsigned)spec->uid);
+}
+
+/* The task's environment; spec's uid, namespaces and termination log are set. */
+static void build_env(const struct gt_api_task *task, const char *ifname, const char *cache_root,
+                      struct gt_shim_spec *spec)
 {
     const struct gt_api_task_spec *ts = &task->spec;
     struct strvec sv = {0};
@@ -89,6 +99,14 @@ static void build_env(const struct gt_api_task *task, const char *ifname, struct
     strvec_push(&sv,
                 gt_xasprintf("GANTRY_REPLICA_TYPE=%s", ts->replica_type ? ts->replica_type : ""));
     strvec_push(&sv, gt_xasprintf("GANTRY_REPLICA_INDEX=%lld", (long long)index));
+    if (spec->termination_log) {
+        strvec_push(&sv, gt_xasprintf("GANTRY_TERMINATION_LOG=%s", spec->termination_log));
+    }
+    char *cache = gt_task_cache_dir(cache_root, spec);
+    if (cache) {
+        strvec_push(&sv, gt_xasprintf("GANTRY_CACHE_DIR=%s", cache));
+        free(cache);
+    }
     if (ifname && *ifname) {
         strvec_push(&sv, gt_xasprintf("GLOO_SOCKET_IFNAME=%s", ifname));
         strvec_push(&sv, gt_xasprintf("NCCL_SOCKET_IFNAME=%s", ifname));
@@ -230,7 +248,8 @@ const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vo
     return NULL;
 }
 
-/* template.volumeMounts joined with spec.volumes, placed beneath the roots. */
+/* template.volumeMounts joined with spec.volumes, placed beneath the roots
+ * (a Volume: at its image's mount point, which the agent makes). */
 static int build_volumes(const struct gt_api_task_spec *ts, const struct gt_task_spec_params *p,
                          struct gt_shim_spec *spec, struct gt_err *err)
 {
@@ -241,19 +260,28 @@ static int build_volumes(const struct gt_api_task_spec *ts, const struct gt_task
         const char *mount_path = m->mount_path;
         const struct gt_api_volume *vol = gt_task_volume_named(&ts->volumes, name);
         const char *host = vol ? vol->host_path : NULL;
-        if (!vol || !host || !mount_path) {
+        if (!vol || !(host || vol->image) || !mount_path || (vol->image && !p->volumes_dir)) {
             return gt_err_set(err, GT_EINVAL, "spec.template.volumeMounts[%zu]: no volume %s", i,
                               name ? name : "(unnamed)");
         }
-        size_t root;
-        const char *rel;
-        if (gt_volume_locate(p->storage_roots, p->n_storage_roots, host, &root, &rel, err) < 0) {
-            gt_err_prefix(err, "volume %s", name);
-            return GT_EFORBIDDEN;
+        struct gt_shim_volume *sv = &spec->volumes[spec->n_volumes];
+        if (vol->image) { /* a Volume: its image's mount point (gt_volume_attach) */
+            char mnt[PATH_MAX];
+            gt_volume_mountpoint(p->volumes_dir, vol->image, mnt, sizeof(mnt));
+            sv->root = gt_xstrdup(mnt);
+            sv->path = gt_xstrdup(".");
+        } else {
+            size_t root;
+            const char *rel;
+            if (gt_volume_locate(p->storage_roots, p->n_storage_roots, host, &root, &rel, err) <
+                0) {
+                gt_err_prefix(err, "volume %s", name);
+                return GT_EFORBIDDEN;
+            }
+            sv->root = gt_xstrdup(p->storage_roots[root]);
+            sv->path = gt_xstrdup(rel);
         }
-        struct gt_shim_volume *sv = &spec->volumes[spec->n_volumes++];
-        sv->root = gt_xstrdup(p->storage_roots[root]);
-        sv->path = gt_xstrdup(rel);
+        spec->n_volumes++;
         sv->mount_path = gt_xstrdup(mount_path);
         sv->read_only = vol->read_only || m->read_only;
     }
@@ -325,8 +353,14 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
         gt_shim_spec_fini(spec);
         return gt_err_set(err, GT_EINVAL, "spec.template.command: required");
     }
-    build_env(task, p->cluster_ifname, spec);
+    const char *data = p->data_dir ? p->data_dir : p->state_dir;
+    if (tmpl->termination_policy == GT_API_TERMINATION_FILE && !tmpl->image) {
+        spec->termination_log = gt_xasprintf("%s/termination-log", data);
+    }
+    spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC |
+                       (tmpl->has_host_users && !tmpl->host_users ? GT_NS_USER : 0);
     int rc = build_user(task, p, spec, err);
+    build_env(task, p->cluster_ifname, p->cache_root, spec);
     build_limits(task, p, spec);
     rc = rc < 0 ? rc : build_prep(&task->spec, p, spec, err);
     rc = rc < 0 ? rc : build_volumes(&task->spec, p, spec, err);
@@ -337,10 +371,8 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
         return rc;
     }
     const char *wd = tmpl->working_dir;
-    const char *data = p->data_dir ? p->data_dir : p->state_dir;
     spec->cwd = wd ? gt_xstrdup(wd) : gt_xasprintf("%s/work", data);
     spec->hostname = gt_xstrdup(task->o.meta.name);
-    spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC;
     spec->cgroup_path = gt_xasprintf("gantry/%s", uid);
     spec->log_dir = gt_xstrdup(data);
     spec->data_dir = p->data_dir ? gt_xstrdup(p->data_dir) : NULL;

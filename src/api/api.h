@@ -35,6 +35,8 @@ enum gt_kind {
     GT_KIND_TASK,
     GT_KIND_EVENT,
     GT_KIND_NOTEBOOK,
+    GT_KIND_VOLUME,
+    GT_KIND_IMAGEBUILD,
     GT_KIND_COUNT
 };
 
@@ -251,6 +253,8 @@ gt_check_fn gt_check_digits;
 gt_check_fn gt_check_time;
 gt_check_fn gt_check_abs_path;
 gt_check_fn gt_check_host_path;
+gt_check_fn gt_check_rel_path;
+gt_check_fn gt_check_image_name;
 /* spec.tensorboard.logDir: a path, relative (to the task's working
  * directory) or absolute (beneath a volume mount), without ".." */
 gt_check_fn gt_check_log_dir;
@@ -391,6 +395,9 @@ struct gt_api_template_resources {
     struct gt_api_res requests;
     struct gt_api_res limits;
 };
+/* terminationMessagePolicy, by index */
+enum { GT_API_TERMINATION_NONE, GT_API_TERMINATION_FILE };
+
 struct gt_api_template {
     const char *image;
     GT_API_LIST(const char *) command;
@@ -402,6 +409,15 @@ struct gt_api_template {
     GT_API_LIST(struct gt_api_mount) volume_mounts;
     int64_t run_as_user;    /* GT_API_UNSET: the creator's uid */
     int64_t grace_period_s; /* terminationGracePeriodSeconds; GT_API_UNSET: 30 */
+    /* hostUsers (as in a Kubernetes pod spec): false runs the task as uid 0
+     * of a user namespace that maps only its own uid and gid (rootless
+     * tools such as buildah); absent or true: the host's ids */
+    bool host_users;
+    bool has_host_users;
+    /* terminationMessagePolicy "File": the task may write a message of at
+     * most 1 KiB to the file $GANTRY_TERMINATION_LOG names, which becomes
+     * its status.message when it ends */
+    int termination_policy; /* GT_API_TERMINATION_* */
 };
 
 /* What a container gets of each resource, after defaulting: the request
@@ -420,9 +436,15 @@ struct gt_api_effective {
 void gt_api_resources_effective(const struct gt_api_template_resources *r,
                                 struct gt_api_effective *out);
 
+/* One entry of a Job's or Task's spec.volumes: exactly one of host_path
+ * (a directory beneath a storage root) and volume (a Volume of the
+ * project, by name). image: on a bound Task's volume entry only, the
+ * Volume's disk image (its status.path), written at bind by gantryd. */
 struct gt_api_volume {
     const char *name;
     const char *host_path;
+    const char *volume;
+    const char *image;
     bool read_only;
 };
 struct gt_api_volumes GT_API_LIST_OF(struct gt_api_volume);
@@ -739,6 +761,86 @@ struct gt_api_notebook {
     struct gt_api_notebook_spec spec;
     struct gt_api_notebook_status status;
 };
+/* ---- Volume (volume.c in api: the access modes) ---- */
+
+/* spec.accessMode values, in the schema's enum order. */
+enum gt_volume_access {
+    GT_VOLUME_RWO, /* ReadWriteOnce: one task at a time */
+    GT_VOLUME_ROX, /* ReadOnlyMany: many tasks, every mount read-only */
+    GT_VOLUME_RWX, /* ReadWriteMany: many tasks, read-write */
+};
+/* Volume phases, in the schema's enum order. */
+enum gt_volume_phase {
+    GT_VOLUME_PENDING, /* also: no phase yet */
+    GT_VOLUME_AVAILABLE,
+    GT_VOLUME_FAILED,
+};
+
+struct gt_api_volume_spec {
+    struct gt_api_res capacity; /* capacity.storage: v.v[GT_RES_STORAGE] bytes */
+    int access_mode;            /* enum gt_volume_access */
+    const char *storage_class;  /* NULL: the cluster's default class */
+    bool read_only;             /* a dataset: every mount read-only from now on */
+};
+struct gt_api_volume_status {
+    int phase; /* enum gt_volume_phase */
+    const char *message;
+    const char *storage_class; /* the class it was made in */
+    const char *path;          /* its disk image beneath the class's storage root */
+};
+struct gt_api_volume_obj {
+    struct gt_api_object o;
+    struct gt_api_volume_spec spec;
+    struct gt_api_volume_status status;
+};
+/* The access mode's name as the schema spells it ("ReadWriteOnce", ...; static). */
+const char *gt_api_volume_access_name(enum gt_volume_access a);
+/* May several tasks use a volume of mode a (read_only: spec.readOnly) at
+ * once? Only a ReadWriteOnce volume that is still writable is exclusive. */
+bool gt_api_volume_shared(enum gt_volume_access a, bool read_only);
+/* Is every mount of a volume of mode a (read_only: spec.readOnly) read-only? */
+bool gt_api_volume_mounts_ro(enum gt_volume_access a, bool read_only);
+
+/* ---- ImageBuild: a Dockerfile built by buildah in a Task, pushed to the
+ * cluster registry as REGISTRY/PROJECT/spec.image ---- */
+
+struct gt_api_imagebuild_spec {
+    const char *dockerfile;      /* inline Dockerfile text, or NULL */
+    const char *dockerfile_path; /* path in the source (relative); default "Dockerfile" */
+    struct gt_api_source source; /* the build context's git source */
+    bool has_source;
+    const char *context; /* directory in the source (relative); default "." */
+    GT_API_LIST(struct gt_api_env) build_args;
+    const char *image; /* "NAME:TAG" inside the project's repositories */
+    struct gt_api_template_resources resources;
+};
+
+enum gt_build_phase {
+    GT_BUILD_PENDING,
+    GT_BUILD_RUNNING,
+    GT_BUILD_SUCCEEDED,
+    GT_BUILD_FAILED,
+};
+
+struct gt_api_imagebuild_status {
+    int phase; /* enum gt_build_phase */
+    const char *reason;
+    const char *message;
+    const char *image;  /* the full reference pushed */
+    const char *digest; /* "sha256:..." of the pushed manifest */
+    const char *node_name;
+    const char *start_time;
+    const char *completion_time;
+    int64_t build_duration_ms; /* buildah bud + push in the task */
+};
+
+struct gt_api_imagebuild {
+    struct gt_api_object o;
+    struct gt_api_imagebuild_spec spec;
+    struct gt_api_imagebuild_status status;
+};
+/* The name of an ImageBuild phase ("Pending", ...). */
+const char *gt_api_build_phase_name(enum gt_build_phase p);
 
 /* Decode obj, a validated object of kind (a reference is taken; obj must
  * not change while the result lives), into a new typed object of that
@@ -763,6 +865,8 @@ struct gt_api_priority_class *gt_api_priority_class_new(json_t *obj);
 void gt_api_priority_class_free(struct gt_api_priority_class *pc);
 struct gt_api_notebook *gt_api_notebook_new(json_t *obj);
 void gt_api_notebook_free(struct gt_api_notebook *nb);
+struct gt_api_volume_obj *gt_api_volume_obj_new(json_t *obj);
+void gt_api_volume_obj_free(struct gt_api_volume_obj *vol);
 
 /* Validate and decode in one step at the API edge: gt_api_validate, then
  * gt_api_object_new. obj as there; on error (GT_EINVAL with err as

@@ -172,6 +172,22 @@ static int no_dotdot(const json_t *v, struct gt_err *err)
     return 0;
 }
 
+/* A path inside a checkout: relative, no ".." component, no control
+ * characters. */
+int gt_check_rel_path(const json_t *v, struct gt_err *err)
+{
+    const char *s = json_string_value(v);
+    for (const char *p = s; *p; p++) {
+        if ((unsigned char)*p < ' ' || *p == 0x7f) {
+            return gt_err_set(err, GT_EINVAL, "must not contain control characters");
+        }
+    }
+    if (!*s || s[0] == '/') {
+        return gt_err_set(err, GT_EINVAL, "must be a relative path");
+    }
+    return no_dotdot(v, err);
+}
+
 int gt_check_host_path(const json_t *v, struct gt_err *err)
 {
     int rc = gt_check_abs_path(v, err);
@@ -232,6 +248,30 @@ int gt_check_image(const json_t *v, struct gt_err *err)
     if (!ok || strstr(s, "//") || strchr(s, '@') != strrchr(s, '@')) {
         return gt_err_set(err, GT_EINVAL,
                           "must be an OCI image reference ([registry/]name[:tag][@digest])");
+    }
+    return 0;
+}
+
+/* NAME:TAG inside a project's repositories, as the distribution spec
+ * names them: NAME lowercase components of [a-z0-9] joined by single
+ * "._-" or "/" separators, TAG [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}. */
+int gt_check_image_name(const json_t *v, struct gt_err *err)
+{
+    const char *s = json_string_value(v);
+    const char *colon = strrchr(s, ':');
+    bool ok = colon && colon > s && strlen(colon + 1) >= 1 && strlen(colon + 1) <= 128 &&
+              colon[1] != '.' && colon[1] != '-';
+    for (const char *p = s; ok && p < colon; p++) {
+        ok = is_lower_alnum(*p) || (strchr("._-/", *p) && p > s && is_lower_alnum(p[-1]) &&
+                                    p + 1 < colon && is_lower_alnum(p[1]));
+    }
+    for (const char *p = colon ? colon + 1 : s; ok && *p; p++) {
+        ok = is_alnum(*p) || strchr("_.-", *p);
+    }
+    if (!ok) {
+        return gt_err_set(err, GT_EINVAL,
+                          "must be NAME:TAG (NAME lowercase letters, digits and ._-/ "
+                          "separators; TAG up to 128 of letters, digits and _.-)");
     }
     return 0;
 }

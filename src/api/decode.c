@@ -220,7 +220,8 @@ void gt_schema_decode(const struct gt_schema *s, const json_t *obj, void *out,
         const json_t *v = obj ? json_object_get(obj, f->name) : NULL;
         decode_value(f, v, (char *)out + f->off, mem);
         if (f->has_out) {
-            *((bool *)((char *)out + f->has)) = json_is_object(v);
+            *((bool *)((char *)out + f->has)) =
+                f->type == GT_F_OBJECT ? json_is_object(v) : v != NULL;
         }
     }
 }
@@ -281,6 +282,7 @@ TYPED(department, gt_api_department, GT_KIND_DEPARTMENT)
 TYPED(project, gt_api_project, GT_KIND_PROJECT)
 TYPED(priority_class, gt_api_priority_class, GT_KIND_PRIORITYCLASS)
 TYPED(notebook, gt_api_notebook, GT_KIND_NOTEBOOK)
+TYPED(volume_obj, gt_api_volume_obj, GT_KIND_VOLUME)
 
 /* ---- conditions and effective resources ---- */
 

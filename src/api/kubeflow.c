@@ -466,10 +466,54 @@ static int pick_container(const json_t *containers, const char *path, const char
 
 /* ---- pod volumes, merged into the job's spec.volumes ---- */
 
+/* A pod hostPath volume (host, at path "...hostPath") as gantry's
+ * {hostPath: "<path>"} into out. */
+static int convert_host_path(const json_t *host, const char *path, json_t *out, struct gt_err *err)
+{
+    static const char *const host_known[] = {"path", "type", NULL};
+    int rc = only_keys(host, path, host_known, k8s_host_path, err);
+    if (rc != 0) {
+        return rc;
+    }
+    const char *type = json_string_value(json_object_get(host, "type"));
+    if (json_object_get(host, "type") && (!type || (*type && strcmp(type, "Directory") != 0))) {
+        path_t q;
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: only \"Directory\" is supported by gantry (the path must exist)",
+                          join(q, path, "type"));
+    }
+    json_t *hp = json_object_get(host, "path");
+    if (hp) { /* gantry's field is spec.volumes[].hostPath, a string */
+        json_object_set(out, "hostPath", hp);
+    }
+    return 0;
+}
+
+/* A pod persistentVolumeClaim volume (pvc, at path
+ * "...persistentVolumeClaim") as gantry's {volume: claimName, readOnly}
+ * into out: the claim is a Volume of the job's project, by name. */
+static int convert_claim(const json_t *pvc, const char *path, json_t *out, struct gt_err *err)
+{
+    /* every field of PersistentVolumeClaimVolumeSource is taken */
+    static const char *const pvc_known[] = {"claimName", "readOnly", NULL};
+    int rc = only_keys(pvc, path, pvc_known, pvc_known, err);
+    if (rc != 0) {
+        return rc;
+    }
+    json_t *claim = json_object_get(pvc, "claimName");
+    if (!json_is_string(claim)) {
+        path_t q;
+        return gt_err_set(err, GT_EINVAL, "%s: required (the name of a Volume of the project)",
+                          join(q, path, "claimName"));
+    }
+    json_object_set(out, "volume", claim);
+    copy_field(out, pvc, "readOnly");
+    return 0;
+}
+
 static int convert_volume(const json_t *vol, const char *path, json_t *volumes, struct gt_err *err)
 {
-    static const char *const known[] = {"name", "hostPath", NULL};
-    static const char *const host_known[] = {"path", "type", NULL};
+    static const char *const known[] = {"name", "hostPath", "persistentVolumeClaim", NULL};
     path_t p;
     int rc = want_type(vol, JSON_OBJECT, path, err);
     if (rc != 0) {
@@ -481,36 +525,29 @@ static int convert_volume(const json_t *vol, const char *path, json_t *volumes, 
     {
         if (!in_list(known, key)) {
             return gt_err_set(err, GT_EINVAL,
-                              "%s: not supported by gantry (only hostPath volumes are)",
+                              "%s: not supported by gantry (only hostPath and "
+                              "persistentVolumeClaim volumes are)",
                               join(p, path, key));
         }
     }
     json_t *name = json_object_get(vol, "name");
-    json_t *host;
-    if ((rc = get_typed(vol, "hostPath", JSON_OBJECT, path, &host, err)) != 0) {
+    json_t *host, *pvc;
+    if ((rc = get_typed(vol, "hostPath", JSON_OBJECT, path, &host, err)) != 0 ||
+        (rc = get_typed(vol, "persistentVolumeClaim", JSON_OBJECT, path, &pvc, err)) != 0) {
         return rc;
     }
-    if (!json_is_string(name) || !host) {
-        return gt_err_set(err, GT_EINVAL, "%s: must have a name and a hostPath", path);
-    }
-    join(p, path, "hostPath");
-    if ((rc = only_keys(host, p, host_known, k8s_host_path, err)) != 0) {
-        return rc;
-    }
-    const char *type = json_string_value(json_object_get(host, "type"));
-    if (json_object_get(host, "type") && (!type || (*type && strcmp(type, "Directory") != 0))) {
-        path_t q;
+    if (!json_is_string(name) || !host == !pvc) {
         return gt_err_set(err, GT_EINVAL,
-                          "%s: only \"Directory\" is supported by gantry (the path must exist)",
-                          join(q, p, "type"));
+                          "%s: must have a name and one of hostPath and persistentVolumeClaim",
+                          path);
     }
     json_t *out = json_object();
     json_object_set(out, "name", name);
-    copy_field(out, host, "path");
-    json_t *hp = json_object_get(out, "path");
-    if (hp) { /* gantry's field is spec.volumes[].hostPath, a string */
-        json_object_set(out, "hostPath", hp);
-        json_object_del(out, "path");
+    rc = host ? convert_host_path(host, join(p, path, "hostPath"), out, err)
+              : convert_claim(pvc, join(p, path, "persistentVolumeClaim"), out, err);
+    if (rc != 0) {
+        json_decref(out);
+        return rc;
     }
     size_t i;
     json_t *have;

@@ -31,6 +31,25 @@ static const char *const address_types[] = {"InternalIP", "Hostname", "AgentURL"
 static const char *const task_phases[] = {"Pending",   "Bound",  "Running", "Terminating",
                                           "Succeeded", "Failed", NULL};
 static const char *const event_types[] = {"Normal", "Warning", NULL};
+/* "None" is gantry's default (no file); Kubernetes' File as the one other */
+static const char *const termination_policies[] = {"None", "File", NULL};
+static const char *const access_modes[] = {"ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", NULL};
+static const char *const volume_phases[] = {"Pending", "Available", "Failed", NULL};
+
+const char *gt_api_volume_access_name(enum gt_volume_access a)
+{
+    return (size_t)a < GT_ARRAY_LEN(access_modes) - 1 ? access_modes[a] : access_modes[0];
+}
+
+bool gt_api_volume_shared(enum gt_volume_access a, bool read_only)
+{
+    return a != GT_VOLUME_RWO || read_only;
+}
+
+bool gt_api_volume_mounts_ro(enum gt_volume_access a, bool read_only)
+{
+    return a == GT_VOLUME_ROX || read_only;
+}
 
 const char *gt_api_task_phase_name(enum gt_task_phase p)
 {
@@ -227,6 +246,12 @@ static int template_post(json_t *tmpl, const char *path, struct gt_err *err)
         char sub[GT_API_PATH_MAX];
         return gt_err_set(err, GT_EINVAL, "%s: required (non-empty) when there is no image",
                           gt_path_join(sub, sizeof(sub), path, "command"));
+    }
+    /* an image task's user namespace is the OCI runtime's business */
+    if (json_object_get(tmpl, "image") && json_is_false(json_object_get(tmpl, "hostUsers"))) {
+        char sub[GT_API_PATH_MAX];
+        return gt_err_set(err, GT_EINVAL, "%s: false is for tasks without an image",
+                          gt_path_join(sub, sizeof(sub), path, "hostUsers"));
     }
     return 0;
 }
@@ -484,6 +509,9 @@ const struct gt_field gt_api_template_fields[] = {
     LIST("volumeMounts", mount_item, AT(template, volume_mounts)),
     INT("runAsUser", 0, UID_MAX, AT(template, run_as_user)),
     INT("terminationGracePeriodSeconds", 0, INT32_MAX, AT(template, grace_period_s)),
+    BOOL("hostUsers", AT(template, host_users), HAS(template, has_host_users)),
+    STR("terminationMessagePolicy", .enums = termination_policies, IDX,
+        AT(template, termination_policy)),
     END,
 };
 static const struct gt_schema template_schema = {gt_api_template_fields, template_post,
@@ -552,14 +580,47 @@ static const struct gt_field source_fields[] = {
 };
 static const struct gt_schema source_schema = {source_fields, NULL, sizeof(struct gt_api_source)};
 
+/* A spec.volumes entry names exactly one source: a hostPath beneath a
+ * storage root or a Volume of the project. */
+static int volume_entry_post(json_t *vol, const char *path, struct gt_err *err)
+{
+    bool host = json_object_get(vol, "hostPath") != NULL;
+    bool named = json_object_get(vol, "volume") != NULL;
+    char sub[GT_API_PATH_MAX];
+    if (host == named) {
+        return gt_err_set(err, GT_EINVAL, "%s: exactly one of hostPath and volume is required",
+                          gt_path_join(sub, sizeof(sub), path, host ? "volume" : "hostPath"));
+    }
+    if (json_object_get(vol, "image") && !named) {
+        return gt_err_set(err, GT_EINVAL, "%s: only with volume",
+                          gt_path_join(sub, sizeof(sub), path, "image"));
+    }
+    return 0;
+}
+
+#define VOLUME_ENTRY_FIELDS                                                                        \
+    STR("name", REQ, DNS, AT(volume, name)),                                                       \
+        STR("hostPath", .check = gt_check_host_path, AT(volume, host_path)),                       \
+        STR("volume", DNS, AT(volume, volume)), BOOL("readOnly", AT(volume, read_only))
+
 static const struct gt_field volume_fields[] = {
-    STR("name", REQ, DNS, AT(volume, name)),
-    STR("hostPath", REQ, .check = gt_check_host_path, AT(volume, host_path)),
-    BOOL("readOnly", AT(volume, read_only)),
+    VOLUME_ENTRY_FIELDS,
+    {.name = "image", .type = GT_F_FORBIDDEN, .why = "set by the server on the job's tasks"},
     END,
 };
-static const struct gt_schema volume_schema = {volume_fields, NULL, sizeof(struct gt_api_volume)};
+static const struct gt_schema volume_schema = {volume_fields, volume_entry_post,
+                                               sizeof(struct gt_api_volume)};
 static const struct gt_field volume_item = ITEM(volume_schema);
+
+/* a Task's entry also carries the Volume's disk image, written at bind */
+static const struct gt_field task_volume_fields[] = {
+    VOLUME_ENTRY_FIELDS,
+    STR("image", .check = gt_check_host_path, AT(volume, image)),
+    END,
+};
+static const struct gt_schema task_volume_schema = {task_volume_fields, volume_entry_post,
+                                                    sizeof(struct gt_api_volume)};
+static const struct gt_field task_volume_item = ITEM(task_volume_schema);
 
 static const struct gt_field tensorboard_fields[] = {
     STR("logDir", REQ, .max_len = 4096, .check = gt_check_log_dir, AT(tensorboard, log_dir)),
@@ -701,7 +762,7 @@ static const struct gt_field task_spec_fields[] = {
      .check = gt_check_requirements,
      AT(task_spec, requirements)},
     OBJ("pip", task_pip_schema, AT(task_spec, pip)),
-    LIST("volumes", volume_item, .max_len = 64, AT(task_spec, volumes)),
+    LIST("volumes", task_volume_item, .max_len = 64, AT(task_spec, volumes)),
     OBJ("tensorboard", tensorboard_schema, AT(task_spec, tensorboard),
         HAS(task_spec, has_tensorboard)),
     END,
@@ -733,6 +794,73 @@ static const struct gt_field task_fields[] = {
 };
 static const struct gt_schema task_schema = {task_fields, NULL, sizeof(struct gt_api_task)};
 
+/* ---- ImageBuild ---- */
+
+static const char *const build_phases[] = {"Pending", "Running", "Succeeded", "Failed", NULL};
+
+const char *gt_api_build_phase_name(enum gt_build_phase p)
+{
+    return (size_t)p < GT_ARRAY_LEN(build_phases) - 1 ? build_phases[p] : "Unknown";
+}
+
+/* A Dockerfile inline or a path in the source, never both; a path or a
+ * context needs the source. */
+static int imagebuild_spec_post(json_t *obj, const char *path, struct gt_err *err)
+{
+    bool inline_df = json_object_get(obj, "dockerfile") != NULL;
+    bool has_path = json_object_get(obj, "dockerfilePath") != NULL;
+    bool has_src = json_object_get(obj, "source") != NULL;
+    if (inline_df && has_path) {
+        return gt_err_set(err, GT_EINVAL, "%s.dockerfilePath: not with an inline dockerfile", path);
+    }
+    if (!inline_df && !has_src) {
+        return gt_err_set(err, GT_EINVAL, "%s.dockerfile: required (or source with dockerfilePath)",
+                          path);
+    }
+    if (json_object_get(obj, "context") && !has_src) {
+        return gt_err_set(err, GT_EINVAL, "%s.context: needs source", path);
+    }
+    return 0;
+}
+
+static const struct gt_field imagebuild_spec_fields[] = {
+    STR("dockerfile", .max_len = 65536, AT(imagebuild_spec, dockerfile)),
+    STR("dockerfilePath", .max_len = 1024, .check = gt_check_rel_path,
+        AT(imagebuild_spec, dockerfile_path)),
+    OBJ("source", source_schema, AT(imagebuild_spec, source), HAS(imagebuild_spec, has_source)),
+    STR("context", .max_len = 1024, .check = gt_check_rel_path, AT(imagebuild_spec, context)),
+    LIST("buildArgs", env_item, .max_len = 256, AT(imagebuild_spec, build_args)),
+    STR("image", REQ, .max_len = 256, .check = gt_check_image_name, AT(imagebuild_spec, image)),
+    OBJ("resources", template_resources_schema, AT(imagebuild_spec, resources)),
+    END,
+};
+static const struct gt_schema imagebuild_spec_schema = {
+    imagebuild_spec_fields, imagebuild_spec_post, sizeof(struct gt_api_imagebuild_spec)};
+
+static const struct gt_field imagebuild_status_fields[] = {
+    STR("phase", .enums = build_phases, IDX, AT(imagebuild_status, phase)),
+    STR("reason", SHORT, AT(imagebuild_status, reason)),
+    STR("message", MESSAGE, AT(imagebuild_status, message)),
+    STR("image", .max_len = 512, AT(imagebuild_status, image)),
+    STR("digest", SHORT, AT(imagebuild_status, digest)),
+    STR("nodeName", DNS, AT(imagebuild_status, node_name)),
+    STR("startTime", TIME, AT(imagebuild_status, start_time)),
+    STR("completionTime", TIME, AT(imagebuild_status, completion_time)),
+    INT("buildDurationMs", 0, INT64_MAX, AT(imagebuild_status, build_duration_ms)),
+    END,
+};
+static const struct gt_schema imagebuild_status_schema = {imagebuild_status_fields, NULL,
+                                                          sizeof(struct gt_api_imagebuild_status)};
+
+static const struct gt_field imagebuild_fields[] = {
+    ROOT_FIELDS,
+    OBJ("spec", imagebuild_spec_schema, REQ, AT(imagebuild, spec)),
+    OBJ("status", imagebuild_status_schema, AT(imagebuild, status)),
+    END,
+};
+static const struct gt_schema imagebuild_schema = {imagebuild_fields, NULL,
+                                                   sizeof(struct gt_api_imagebuild)};
+
 /* ---- Event: fields at the top level, as core/v1 Event has them ---- */
 
 static const struct gt_field involved_fields[] = {
@@ -763,11 +891,66 @@ static const struct gt_field event_fields[] = {
 };
 static const struct gt_schema event_schema = {event_fields, NULL, 0};
 
+/* ---- Volume ---- */
+
+/* capacity.storage is required and positive. */
+static int volume_spec_post(json_t *spec, const char *path, struct gt_err *err)
+{
+    char sub[GT_API_PATH_MAX];
+    if (amount_of(json_object_get(spec, "capacity"), GT_RES_NAME_STORAGE) <= 0) {
+        return gt_err_set(err, GT_EINVAL, "%s.storage: required (a size such as 64Mi, above 0)",
+                          gt_path_join(sub, sizeof(sub), path, "capacity"));
+    }
+    return 0;
+}
+
+static const struct gt_field volume_spec_fields[] = {
+    RES("capacity", GT_RESF_STORAGE, REQ, AT(volume_spec, capacity)),
+    STR("accessMode", .flags = GT_F_DEFAULT, .def_str = "ReadWriteOnce", .enums = access_modes, IDX,
+        AT(volume_spec, access_mode)),
+    STR("storageClass", DNS, AT(volume_spec, storage_class)),
+    BOOL("readOnly", .flags = GT_F_DEFAULT, .def_int = 0, AT(volume_spec, read_only)),
+    END,
+};
+static const struct gt_schema volume_spec_schema = {volume_spec_fields, volume_spec_post,
+                                                    sizeof(struct gt_api_volume_spec)};
+
+static const struct gt_field volume_status_fields[] = {
+    STR("phase", .enums = volume_phases, IDX, AT(volume_status, phase)),
+    STR("message", MESSAGE, AT(volume_status, message)),
+    STR("storageClass", DNS, AT(volume_status, storage_class)),
+    STR("path", .max_len = 4096, AT(volume_status, path)),
+    {.name = "usage",
+     .type = GT_F_FORBIDDEN,
+     .why = "computed by the server on reads, never stored"},
+    {.name = "users",
+     .type = GT_F_FORBIDDEN,
+     .why = "computed by the server on reads, never stored"},
+    END,
+};
+static const struct gt_schema volume_status_schema = {volume_status_fields, NULL,
+                                                      sizeof(struct gt_api_volume_status)};
+
+static const struct gt_field volume_kind_fields[] = {
+    ROOT_FIELDS,
+    OBJ("spec", volume_spec_schema, REQ, AT(volume_obj, spec)),
+    OBJ("status", volume_status_schema, AT(volume_obj, status)),
+    END,
+};
+static const struct gt_schema volume_kind_schema = {volume_kind_fields, NULL,
+                                                    sizeof(struct gt_api_volume_obj)};
+
 static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
-    [GT_KIND_DEPARTMENT] = &dept_schema,  [GT_KIND_PROJECT] = &project_schema,
-    [GT_KIND_PRIORITYCLASS] = &pc_schema, [GT_KIND_NODE] = &node_schema,
-    [GT_KIND_JOB] = &job_schema,          [GT_KIND_TASK] = &task_schema,
-    [GT_KIND_EVENT] = &event_schema,      [GT_KIND_NOTEBOOK] = &gt_api_notebook_schema,
+    [GT_KIND_DEPARTMENT] = &dept_schema,
+    [GT_KIND_PROJECT] = &project_schema,
+    [GT_KIND_PRIORITYCLASS] = &pc_schema,
+    [GT_KIND_NODE] = &node_schema,
+    [GT_KIND_JOB] = &job_schema,
+    [GT_KIND_TASK] = &task_schema,
+    [GT_KIND_EVENT] = &event_schema,
+    [GT_KIND_NOTEBOOK] = &gt_api_notebook_schema,
+    [GT_KIND_VOLUME] = &volume_kind_schema,
+    [GT_KIND_IMAGEBUILD] = &imagebuild_schema,
 };
 
 const struct gt_schema *gt_kind_schema(enum gt_kind kind)

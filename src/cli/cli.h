@@ -268,6 +268,12 @@ void gt_cli_up_token_new(char out[GT_CLI_TOKEN_LEN + 1]);
 /* gantryd's token file (kube static-token lines): the admin token for user
  * with uid in group gantry:admins, and the node token as user
  * "system:node:<node>" (uid 65534) in group gantry:nodes. Caller frees. */
+/* docker-registry's configuration for gantry up: filesystem storage at
+ * data_root, listening on addr (HOST:PORT), token authentication with
+ * realm (gantryd's registry/token URL), service "gantry-registry", issuer
+ * "gantryd", trusting the certificate file cert (new string). */
+char *gt_cli_up_registry_config(const char *data_root, const char *addr, const char *realm,
+                                const char *cert);
 char *gt_cli_up_token_file(const char *admin_token, const char *user, long uid,
                            const char *node_token, const char *node);
 
@@ -280,6 +286,7 @@ char *gt_cli_up_node_name(const char *hostname);
 
 /* What `gantry run` submits. All strings borrowed; gpus, cpu and memory are
  * quantities as typed per replica (NULL: no limit). */
+#define GT_CLI_RUN_VOLUMES_MAX 16
 struct gt_cli_run_opts {
     const char *name;
     const char *project;
@@ -292,7 +299,9 @@ struct gt_cli_run_opts {
     const char *git;            /* spec.source.git, NULL: none */
     const char *revision;       /* spec.source.revision, NULL: the default branch */
     const json_t *requirements; /* spec.requirements (borrowed), NULL: none */
-    int argc;                   /* the command and its arguments, argc >= 1 */
+    const char *volumes[GT_CLI_RUN_VOLUMES_MAX]; /* "NAME:/PATH[:ro]": Volumes to mount */
+    size_t n_volumes;
+    int argc; /* the command and its arguments, argc >= 1 */
     char *const *argv;
 };
 
@@ -302,7 +311,9 @@ char *gt_cli_run_name_new(void);
 /* Build the Job of o: replicaSpecs.Worker with replicas 1, or with
  * o->workers > 0 a PyTorch-style Master (1) and Worker (workers) pair; each
  * restartPolicy Never, template.command = argv, resources.limits from the
- * quantities; spec.source and spec.requirements when given. Validated and
+ * quantities; spec.source and spec.requirements when given; each volume
+ * "NAME:/PATH[:ro]" as spec.volumes[{name: NAME, volume: NAME}] mounted
+ * at PATH (read-only with ":ro") by every replica. Validated and
  * made canonical by gt_api_validate. *job gets a new reference (caller
  * json_decref()s). Returns 0, or gt_api_validate's error (a bad quantity,
  * name, git URL or requirement) with err naming the field. */

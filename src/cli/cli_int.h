@@ -255,6 +255,13 @@ int gt_cli_cmd_version(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd,
                        char **argv);
 int gt_cli_cmd_exec(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
+int gt_cli_cmd_volume(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                      char **argv);
+/* The Volume `gantry volume create` sends (new reference): name in
+ * project (borrowed), spec.capacity.storage size as given, and the
+ * optional storageClass, accessMode (NULL: absent) and readOnly. */
+json_t *gt_cli_volume_manifest(const char *project, const char *name, const char *size,
+                               const char *class_name, const char *access_mode, bool read_only);
 int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
 /* cordon, uncordon and drain (by cmd->name) */
@@ -272,5 +279,32 @@ int gt_cli_cmd_report(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, 
 int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
 int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
+
+/* `gantry get images` (cmd_images.c): official images and the Succeeded
+ * ImageBuilds of project (NULL: every readable project) as a table on
+ * ctx->out. 0 or the request's error. */
+int gt_cli_get_images(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const char *project,
+                      struct gt_err *err);
+
+/* ---- gantry up's processes (cmd_up.c, upregistry.c) ---- */
+
+/* Write text to path, mode 0600. 0 or -errno with err. */
+int gt_cli_up_write_private(const char *path, const char *text, struct gt_err *err);
+/* Start argv[0] as a daemon in its own session, stdin /dev/null, stdout and
+ * stderr appended to log_path; its pid into *pid and pid_path. */
+int gt_cli_up_spawn(char *const *argv, const char *log_path, const char *pid_path, pid_t *pid,
+                    struct gt_err *err);
+
+/* Where gantry up's cluster registry lives (all borrowed). */
+struct gt_cli_up_registry {
+    const char *dir;    /* DATA_DIR */
+    const char *logs;   /* DATA_DIR/logs */
+    const char *addr;   /* HOST:PORT it listens on */
+    const char *server; /* gantryd's URL, the token realm's base */
+    char **key_out;     /* gets gantryd's --registry-key path (caller frees) */
+};
+/* Start the registry (upregistry.c). GT_ENOTFOUND, err untouched, when
+ * docker-registry or openssl is not on PATH; else 0 or the error. */
+int gt_cli_up_registry_start(const struct gt_cli_up_registry *r, struct gt_err *err);
 
 #endif

@@ -432,6 +432,22 @@ static int list_and_print(struct printer *p, struct gt_cli_client *client, const
     return rc;
 }
 
+/* `get images`: the catalogue (cmd_images.c); only -p and -A apply. */
+static int get_images(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd,
+                      const struct get_opts *o, int n_pos)
+{
+    if (n_pos != 1 || o->watch || o->output_arg || o->label_selector || o->field_selector ||
+        o->sort_by) {
+        return gt_cli_usage_error(ctx, cmd, "get images takes only -p PROJECT or -A");
+    }
+    struct gt_err err = {0};
+    struct gt_cli_client *client;
+    if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
+    }
+    return gt_cli_get_images(ctx, client, o->project, &err) == 0 ? 0 : gt_cli_fail(ctx, &err);
+}
+
 /* List (or show name of) one kind, in project (NULL: all projects, or a
  * cluster-scoped kind), and print it; with --watch keep printing its
  * changes. */
@@ -516,6 +532,9 @@ int gt_cli_cmd_get(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     int n_pos = argc - first;
     if (n_pos < 1 || n_pos > 2) {
         return gt_cli_usage_error(ctx, cmd, n_pos < 1 ? "name a kind" : "too many arguments");
+    }
+    if (!strcmp(argv[first], "images") || !strcmp(argv[first], "image")) {
+        return get_images(ctx, cmd, &o, n_pos);
     }
     /* KIND NAME, or KIND/NAME as -o name prints it */
     char *kind_word = NULL;

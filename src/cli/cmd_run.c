@@ -36,6 +36,7 @@ enum {
     OPT_GIT,
     OPT_REVISION,
     OPT_REQUIREMENTS,
+    OPT_VOLUME,
     OPT_WORKDIR,
 };
 
@@ -44,6 +45,7 @@ struct run_flags {
     const char *requirements_file;
     const char *workdir;
     bool bad_workers;
+    bool too_many_volumes;
     struct gt_cli_run_opts o;
 };
 
@@ -82,6 +84,13 @@ static int on_run_opt(int opt, const char *value, void *arg)
         break;
     case OPT_REVISION:
         f->o.revision = value;
+        break;
+    case OPT_VOLUME:
+        if (f->o.n_volumes == GT_CLI_RUN_VOLUMES_MAX) {
+            f->too_many_volumes = true;
+        } else {
+            f->o.volumes[f->o.n_volumes++] = value;
+        }
         break;
     case OPT_WORKDIR:
         f->workdir = value;
@@ -279,6 +288,7 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
         {"git", required_argument, NULL, OPT_GIT},
         {"revision", required_argument, NULL, OPT_REVISION},
         {"requirements", required_argument, NULL, OPT_REQUIREMENTS},
+        {"volume", required_argument, NULL, OPT_VOLUME},
         {"workdir", required_argument, NULL, OPT_WORKDIR},
         {NULL, 0, NULL, 0},
     };
@@ -293,6 +303,9 @@ int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     }
     if (f.bad_workers) {
         return gt_cli_usage_error(ctx, cmd, "--workers: want a number of workers from 1 to 4096");
+    }
+    if (f.too_many_volumes) {
+        return gt_cli_usage_error(ctx, cmd, "--volume: at most %d", GT_CLI_RUN_VOLUMES_MAX);
     }
     if (f.o.revision && !f.o.git) {
         return gt_cli_usage_error(ctx, cmd, "--revision needs --git URL");

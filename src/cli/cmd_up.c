@@ -2,13 +2,15 @@
  * `gantry up` and `gantry down`: a one-machine cluster in the background.
  *
  * up starts gantryd and one gantlet (both found next to the gantry binary)
- * as daemons in their own sessions, logs in DATA_DIR/logs/, pids in
- * DATA_DIR/{gantryd,gantlet}.pid, and DATA_DIR/up.json saying where the
- * server is and what the node is called. Each up makes fresh tokens
+ * and the cluster registry (upregistry.c) as daemons in their own sessions,
+ * logs in DATA_DIR/logs/, pids in DATA_DIR/{gantryd,gantlet,registry}.pid, and DATA_DIR/up.json
+ * saying where the server is and what the node is called. Each up makes fresh tokens
  * (DATA_DIR/tokens for gantryd, DATA_DIR/node-token, the bare node token, for
  * gantlet), waits until the node is Ready, writes the client configuration
- * and creates Department and Project "default" when they are missing. An up
- * that finds gantryd alive and healthy says so and changes nothing.
+ * and creates Department and Project "default" when they are missing. The
+ * cluster has one storage class, "local", whose Volumes' disk images live
+ * in DATA_DIR/volumes (a storage root of the gantlet too). An up that
+ * finds gantryd alive and healthy says so and changes nothing.
  *
  * down stops the tasks first, through the API: it deletes every Bound or
  * Running task on the node (their jobs end Failed, reason Killed) and waits
@@ -28,6 +30,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -124,22 +127,6 @@ static int mkdir_p(const char *dir, struct gt_err *err)
     return rc;
 }
 
-/* Write text to path, mode 0600, replacing it. */
-static int write_private(const char *path, const char *text, struct gt_err *err)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    size_t len = strlen(text);
-    if (fd < 0 || fchmod(fd, 0600) != 0 || write(fd, text, len) != (ssize_t)len) {
-        int e = errno;
-        if (fd >= 0) {
-            close(fd);
-        }
-        return gt_err_set(err, -e, "write %s: %s", path, strerror(e));
-    }
-    close(fd);
-    return 0;
-}
-
 /* The pid in dir/name.pid if that process is alive, else 0. */
 static pid_t live_pid(const char *dir, const char *name)
 {
@@ -164,43 +151,6 @@ static json_t *read_state(const char *dir)
     json_t *state = json_load_file(path, 0, NULL);
     free(path);
     return state;
-}
-
-/* Start argv[0] as a daemon in its own session, stdin /dev/null, stdout and
- * stderr appended to log_path; its pid goes to pid_path. */
-static int spawn(char *const *argv, const char *log_path, const char *pid_path, pid_t *pid,
-                 struct gt_err *err)
-{
-    int log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (log_fd < 0 || null_fd < 0) {
-        int e = errno;
-        if (log_fd >= 0) {
-            close(log_fd);
-        }
-        return gt_err_set(err, -e, "open %s: %s", log_path, strerror(e));
-    }
-    fflush(NULL);
-    pid_t p = fork();
-    if (p == 0) {
-        if (setsid() < 0 || dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0) {
-            _exit(127);
-        }
-        execv(argv[0], argv);
-        static const char msg[] = "gantry up: exec failed\n";
-        (void)!write(2, msg, sizeof(msg) - 1);
-        _exit(127);
-    }
-    int e = errno;
-    close(log_fd);
-    close(null_fd);
-    if (p < 0) {
-        return gt_err_set(err, -e, "fork: %s", strerror(e));
-    }
-    *pid = p;
-    char text[32];
-    snprintf(text, sizeof(text), "%ld\n", (long)p);
-    return write_private(pid_path, text, err);
 }
 
 /* Has our child pid exited? Reaps it. */
@@ -278,9 +228,11 @@ static int ensure(struct gt_cli_ctx *ctx, struct gt_cli_client *c, enum gt_kind 
 }
 
 /* Department "default" with a quota of the node's allocatable GPUs, CPU
- * and memory; Project "default" with the local user as admin. */
+ * and memory, and of storage what the file system of dir (the data
+ * directory, where the "local" storage class keeps Volumes) has free;
+ * Project "default" with the local user as admin. */
 static int ensure_defaults(struct gt_cli_ctx *ctx, struct gt_cli_client *c, const json_t *node,
-                           const char *user, struct gt_err *err)
+                           const char *user, const char *dir, struct gt_err *err)
 {
     json_t *quota = json_object();
     static const char *const res[] = {GT_RES_NAME_GPU, "cpu", "memory"};
@@ -289,6 +241,13 @@ static int ensure_defaults(struct gt_cli_ctx *ctx, struct gt_cli_client *c, cons
         if (v) {
             json_object_set(quota, res[i], v);
         }
+    }
+    struct statvfs fs;
+    if (statvfs(dir, &fs) == 0) {
+        char free_mi[32];
+        snprintf(free_mi, sizeof(free_mi), "%lluMi",
+                 (unsigned long long)fs.f_bavail * fs.f_frsize >> 20);
+        json_object_set_new(quota, GT_RES_NAME_STORAGE, json_string(free_mi));
     }
     json_t *dept = json_pack("{s:s, s:s, s:{s:s}, s:{s:o, s:[s]}}", "apiVersion", GT_API_VERSION,
                              "kind", "Department", "metadata", "name", "default", "spec", "quota",
@@ -309,15 +268,18 @@ struct cluster {
     char *dir, *logs, *tokens, *node_token, *gantryd_pid, *gantlet_pid, *gantryd_log, *gantlet_log,
         *store, *agent_root, *agent_run, *gantryd, *gantlet;
     char *node, *user, *server, *agent_listen;
+    char *registry, *registry_key; /* HOST:PORT and gantryd's key; NULL: no registry */
+    char *volumes, *volume_class;  /* the "local" storage class: DIR/volumes, "local=DIR/volumes" */
 };
 
 static void cluster_fini(struct cluster *cl)
 {
-    char **all[] = {&cl->dir,         &cl->logs,        &cl->tokens,      &cl->node_token,
-                    &cl->gantryd_pid, &cl->gantlet_pid, &cl->gantryd_log, &cl->gantlet_log,
-                    &cl->store,       &cl->agent_root,  &cl->agent_run,   &cl->gantryd,
-                    &cl->gantlet,     &cl->node,        &cl->user,        &cl->server,
-                    &cl->agent_listen};
+    char **all[] = {&cl->dir,          &cl->logs,        &cl->tokens,       &cl->node_token,
+                    &cl->gantryd_pid,  &cl->gantlet_pid, &cl->gantryd_log,  &cl->gantlet_log,
+                    &cl->store,        &cl->agent_root,  &cl->agent_run,    &cl->gantryd,
+                    &cl->gantlet,      &cl->node,        &cl->user,         &cl->server,
+                    &cl->agent_listen, &cl->registry,    &cl->registry_key, &cl->volumes,
+                    &cl->volume_class};
     for (size_t i = 0; i < GT_ARRAY_LEN(all); i++) {
         free(*all[i]);
         *all[i] = NULL;
@@ -383,6 +345,8 @@ static int cluster_init(struct cluster *cl, const char *dir, struct gt_err *err)
     cl->agent_root = gt_xasprintf("%s/agent", cl->dir);
     /* its own, not the machine's /run/gantlet: several local clusters may run */
     cl->agent_run = gt_xasprintf("%s/agent-run", cl->dir);
+    cl->volumes = gt_xasprintf("%s/volumes", cl->dir);
+    cl->volume_class = gt_xasprintf("local=%s", cl->volumes);
     return 0;
 }
 
@@ -483,9 +447,9 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
     json_t *state = json_pack("{s:s, s:s}", "server", cl->server, "node", cl->node);
     char *state_text = json_dumps(state, JSON_INDENT(2));
     char *state_path = gt_xasprintf("%s/up.json", cl->dir);
-    int rc = write_private(cl->tokens, tokens, err);
-    rc = rc ? rc : write_private(cl->node_token, node_tok_line, err);
-    rc = rc ? rc : write_private(state_path, state_text, err);
+    int rc = gt_cli_up_write_private(cl->tokens, tokens, err);
+    rc = rc ? rc : gt_cli_up_write_private(cl->node_token, node_tok_line, err);
+    rc = rc ? rc : gt_cli_up_write_private(state_path, state_text, err);
     free(tokens);
     free(node_tok_line);
     free(state_text);
@@ -499,16 +463,35 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         return rc;
     }
     pid_t server_pid, agent_pid;
-    /* gantryd admits hostPath volumes beneath the same roots the agent mounts from */
-    char *server_argv[8 + 2 * MAX_STORAGE_ROOTS] = {cl->gantryd,      "--data-dir", cl->store,
-                                                    "--token-file",   cl->tokens,   "--listen",
-                                                    (char *)f->listen};
-    size_t n_server = 7;
+    /* gantryd admits hostPath volumes beneath the same roots the agent
+     * mounts from; Volumes' images live in the data directory's volumes/ */
+    char *server_argv[14 + 2 * MAX_STORAGE_ROOTS] = {
+        cl->gantryd, "--data-dir",      cl->store,         "--token-file",  cl->tokens,
+        "--listen",  (char *)f->listen, "--storage-class", cl->volume_class};
+    size_t n_server = 9;
+    cl->registry = agent_port(f->listen);
+    struct gt_cli_up_registry reg = {.dir = cl->dir,
+                                     .logs = cl->logs,
+                                     .addr = cl->registry,
+                                     .server = cl->server,
+                                     .key_out = &cl->registry_key};
+    rc = cl->registry ? gt_cli_up_registry_start(&reg, err) : GT_ENOTFOUND;
+    if (rc == 0) {
+        server_argv[n_server++] = "--registry";
+        server_argv[n_server++] = cl->registry;
+        server_argv[n_server++] = "--registry-key";
+        server_argv[n_server++] = cl->registry_key;
+    } else if (rc == GT_ENOTFOUND) {
+        free(cl->registry);
+        cl->registry = NULL;
+    } else {
+        return rc;
+    }
     for (size_t i = 0; i < f->n_storage_roots; i++) {
         server_argv[n_server++] = "--storage-root";
         server_argv[n_server++] = (char *)f->storage_roots[i];
     }
-    rc = spawn(server_argv, cl->gantryd_log, cl->gantryd_pid, &server_pid, err);
+    rc = gt_cli_up_spawn(server_argv, cl->gantryd_log, cl->gantryd_pid, &server_pid, err);
     if (rc < 0) {
         return rc;
     }
@@ -521,11 +504,11 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         }
         sleep_ms(POLL_MS);
     }
-    char *agent_argv[16 + 2 * MAX_STORAGE_ROOTS] = {
-        cl->gantlet,    "--server",  cl->server,   "--token-file",   cl->node_token,
-        "--name",       cl->node,    "--listen",   cl->agent_listen, "--root",
-        cl->agent_root, "--run-dir", cl->agent_run};
-    size_t n_argv = 13;
+    char *agent_argv[18 + 2 * MAX_STORAGE_ROOTS] = {
+        cl->gantlet,    "--server",  cl->server,    "--token-file",   cl->node_token,
+        "--name",       cl->node,    "--listen",    cl->agent_listen, "--root",
+        cl->agent_root, "--run-dir", cl->agent_run, "--storage-root", cl->volumes};
+    size_t n_argv = 15;
     if (f->fake_gpus) {
         agent_argv[n_argv++] = "--fake-gpus";
         agent_argv[n_argv++] = (char *)f->fake_gpus;
@@ -534,7 +517,7 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         agent_argv[n_argv++] = "--storage-root";
         agent_argv[n_argv++] = (char *)f->storage_roots[i];
     }
-    rc = spawn(agent_argv, cl->gantlet_log, cl->gantlet_pid, &agent_pid, err);
+    rc = gt_cli_up_spawn(agent_argv, cl->gantlet_log, cl->gantlet_pid, &agent_pid, err);
     if (rc == 0) {
         rc = wait_node_ready(c, cl->node, agent_pid, node, cl->gantlet_log, err);
     }
@@ -641,6 +624,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     }
     rc = find_binaries(&cl, &err);
     rc = rc ? rc : mkdir_p(cl.logs, &err);
+    rc = rc ? rc : mkdir_p(cl.volumes, &err);
     /* Tasks run as another uid with working directories under the agent's
      * root in here: others may pass through, not list. */
     if (rc == 0 && chmod(cl.dir, 0711) != 0) {
@@ -657,14 +641,15 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     rc = rc ? rc : gt_cli_config_write(cfg_path, cl.server, admin, "default", cl.dir, &err);
     if (rc == 0) {
         struct gt_cli_client *c = gt_cli_client_new(cl.server, admin);
-        rc = ensure_defaults(ctx, c, node, cl.user, &err);
+        rc = ensure_defaults(ctx, c, node, cl.user, cl.dir, &err);
         gt_cli_client_free(c);
     }
     if (rc == 0) {
         fprintf(ctx->err,
-                "gantry is up: server %s, node %s, data dir %s\n"
+                "gantry is up: server %s, node %s, data dir %s, registry %s\n"
                 "config written to %s (project \"default\"); stop with 'gantry down'\n",
-                cl.server, cl.node, cl.dir, cfg_path);
+                cl.server, cl.node, cl.dir,
+                cl.registry ? cl.registry : "none (docker-registry or openssl missing)", cfg_path);
     }
     free(cfg_path);
     json_decref(node);
@@ -797,6 +782,7 @@ int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
         stop_tasks(ctx, url, token, node);
     }
     stop_daemon(ctx, cl.dir, "gantlet");
+    stop_daemon(ctx, cl.dir, "registry");
     stop_daemon(ctx, cl.dir, "gantryd");
     if (!server && !agent) {
         fprintf(ctx->err, "gantry is not running (data dir %s)\n", cl.dir);

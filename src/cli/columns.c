@@ -107,7 +107,8 @@ static char *dept_amount(const struct row *r, const char *map_path, const char *
     }
 
 /* Per resource: guarantee (QUOTA), LIMIT, USED and BORROWED; GPUs by
- * default, cpu and memory in full with -o wide. */
+ * default, cpu and memory in full with -o wide, and storage's quota and
+ * what its Volumes hold. */
 static const struct column department_cols[] = {
     {.header = "NAME", .cell = name_cell},
     DEPT_COL("GPU QUOTA", "spec.quota", GT_RES_NAME_GPU),
@@ -122,6 +123,8 @@ static const struct column department_cols[] = {
     DEPT_COL("MEMORY LIMIT", "spec.limit", GT_RES_NAME_MEMORY, .wide_only = true),
     DEPT_COL("MEMORY USED", "status.used", GT_RES_NAME_MEMORY, .wide_only = true),
     DEPT_COL("MEMORY BORROWED", "status.borrowed", GT_RES_NAME_MEMORY, .wide_only = true),
+    DEPT_COL("STORAGE", "spec.quota", GT_RES_NAME_STORAGE, .wide_only = true),
+    DEPT_COL("STORAGE USED", "status.used", GT_RES_NAME_STORAGE, .wide_only = true),
     {.header = "AGE", .age_of = created_at},
 };
 
@@ -412,6 +415,66 @@ static char *event_message(const struct row *r)
     return text_at(r->json, "message");
 }
 
+/* ---- volumes ---- */
+
+#define VOL(r) ((const struct gt_api_volume_obj *)(r)->o)
+
+static char *vol_capacity(const struct row *r)
+{
+    return text_at(r->json, "spec.capacity.storage");
+}
+
+static char *vol_usage(const struct row *r)
+{
+    return text_at(r->json, "status.usage");
+}
+
+static char *vol_access(const struct row *r)
+{
+    return gt_xstrdup(gt_api_volume_access_name((enum gt_volume_access)VOL(r)->spec.access_mode));
+}
+
+static char *vol_class(const struct row *r)
+{
+    return dup_or_null(VOL(r)->status.storage_class);
+}
+
+static char *vol_phase(const struct row *r)
+{
+    return text_at(r->json, "status.phase");
+}
+
+static char *vol_read_only(const struct row *r)
+{
+    return gt_xstrdup(VOL(r)->spec.read_only ? "true" : "false");
+}
+
+/* The tasks using it, comma-separated. */
+static char *vol_users(const struct row *r)
+{
+    const json_t *users = gt_json_path(r->json, "status.users");
+    if (json_array_size(users) == 0) {
+        return NULL;
+    }
+    struct gt_buf b;
+    gt_buf_init(&b);
+    size_t i;
+    const json_t *u;
+    json_array_foreach(users, i, u)
+    {
+        gt_buf_printf(&b, "%s%s", i ? "," : "", json_string_value(u));
+    }
+    return gt_buf_take(&b);
+}
+
+static const struct column volume_cols[] = {
+    {.header = "NAME", .cell = name_cell},         {.header = "CAPACITY", .cell = vol_capacity},
+    {.header = "USAGE", .cell = vol_usage},        {.header = "ACCESS", .cell = vol_access},
+    {.header = "READONLY", .cell = vol_read_only}, {.header = "CLASS", .cell = vol_class},
+    {.header = "PHASE", .cell = vol_phase},        {.header = "USERS", .cell = vol_users},
+    {.header = "AGE", .age_of = created_at},
+};
+
 static const struct column event_cols[] = {
     {.header = "LAST SEEN", .age_of = event_last_seen}, {.header = "TYPE", .cell = event_type},
     {.header = "REASON", .cell = event_reason},         {.header = "OBJECT", .cell = event_object},
@@ -449,6 +512,37 @@ static const struct column notebook_cols[] = {
     {.header = "AGE", .age_of = created_at},
 };
 
+/* ---- image builds ---- */
+
+static char *build_phase(const struct row *r)
+{
+    return text_at(r->json, "status.phase");
+}
+
+static char *build_image(const struct row *r)
+{
+    return text_at(r->json, "status.image");
+}
+
+static char *build_reason(const struct row *r)
+{
+    return text_at(r->json, "status.reason");
+}
+
+static char *build_digest(const struct row *r)
+{
+    return text_at(r->json, "status.digest");
+}
+
+static const struct column imagebuild_cols[] = {
+    {.header = "NAME", .cell = name_cell},
+    {.header = "PHASE", .cell = build_phase},
+    {.header = "IMAGE", .cell = build_image},
+    {.header = "REASON", .cell = build_reason},
+    {.header = "DIGEST", .cell = build_digest, .wide_only = true},
+    {.header = "AGE", .age_of = created_at},
+};
+
 static const struct {
     const struct column *cols;
     size_t n;
@@ -461,6 +555,8 @@ static const struct {
     [GT_KIND_TASK] = {task_cols, GT_ARRAY_LEN(task_cols)},
     [GT_KIND_EVENT] = {event_cols, GT_ARRAY_LEN(event_cols)},
     [GT_KIND_NOTEBOOK] = {notebook_cols, GT_ARRAY_LEN(notebook_cols)},
+    [GT_KIND_VOLUME] = {volume_cols, GT_ARRAY_LEN(volume_cols)},
+    [GT_KIND_IMAGEBUILD] = {imagebuild_cols, GT_ARRAY_LEN(imagebuild_cols)},
 };
 
 static const struct column project_col = {.header = "PROJECT", .cell = project_cell};

@@ -71,7 +71,7 @@ static const struct gt_cli_command commands[] = {
         .name = "run",
         .usage = "run [--gpus N] [--cpu Q] [--memory Q] [--workers N] [-p PROJECT] [--name NAME] "
                  "[--image IMG] [--workdir DIR] [--git URL [--revision R]] [--requirements FILE] "
-                 "-- CMD [ARGS...]",
+                 "[--volume NAME:/PATH[:ro]]... -- CMD [ARGS...]",
         .summary = "Run a command as a job, follow its output, exit with its status",
         .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
                    "      --gpus N          whole GPUs (nvidia.com/gpu limit)\n"
@@ -89,6 +89,8 @@ static const struct gt_cli_command commands[] = {
                    "      --revision R      its branch, tag or commit (default: default branch)\n"
                    "      --requirements F  pip requirements file (read here, installed on the "
                    "node)\n"
+                   "      --volume V        mount Volume NAME at /PATH (\":ro\": read-only); "
+                   "repeatable\n"
                    "Ctrl-C stops following; the job keeps running.\n",
         .run = gt_cli_cmd_run,
     },
@@ -122,6 +124,19 @@ static const struct gt_cli_command commands[] = {
                    "      --image IMG         create: an image (default: the node's Jupyter)\n"
                    "      --home HOSTPATH     create: the home volume, beneath a storage root\n",
         .run = gt_cli_cmd_notebook,
+    },
+    {
+        .name = "volume",
+        .usage = "volume create NAME --size SIZE [--class CLASS] [--access-mode MODE] "
+                 "[--read-only] [-p PROJECT]",
+        .summary = "Create a Volume: a disk of SIZE (64Mi) that jobs mount by name",
+        .options = "  -p, --project NAME     project (default: the config file's \"project\")\n"
+                   "      --size SIZE        capacity, counted against the storage quota\n"
+                   "      --class CLASS      storage class (default: the cluster's first)\n"
+                   "      --access-mode MODE ReadWriteOnce (default), ReadOnlyMany or "
+                   "ReadWriteMany\n"
+                   "      --read-only        a dataset: every mount read-only\n",
+        .run = gt_cli_cmd_volume,
     },
     {
         .name = "cordon",
@@ -222,7 +237,7 @@ static const char global_help[] =
     "~/.config/gantry/config: JSON {\"server\": URL, \"token\": TOKEN}.\n"
     "`gantry up` writes it, with \"project\": \"default\" for run and logs.\n"
     "Kinds: departments (dept), projects (proj), priorityclasses (pc), nodes (no),\n"
-    "jobs, tasks, events (ev).\n";
+    "jobs, tasks, events (ev), volumes (vol).\n";
 
 static const struct gt_cli_command *find_command(const char *name)
 {

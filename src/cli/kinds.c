@@ -29,6 +29,7 @@ static const struct {
     {"pod", GT_KIND_TASK},         {"pods", GT_KIND_TASK},        {"po", GT_KIND_TASK},
     {"tfjob", GT_KIND_JOB},        {"tfjobs", GT_KIND_JOB},       {"pytorchjob", GT_KIND_JOB},
     {"pytorchjobs", GT_KIND_JOB},  {"mpijob", GT_KIND_JOB},       {"mpijobs", GT_KIND_JOB},
+    {"vol", GT_KIND_VOLUME},
 };
 
 const struct gt_kind_info *gt_cli_kind_lookup(const char *word)

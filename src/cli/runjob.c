@@ -42,6 +42,31 @@ static json_t *replica_spec(int replicas, json_t *tmpl)
                      tmpl);
 }
 
+/* --volume NAME:/PATH[:ro] (v) into spec's volumes and tmpl's mounts.
+ * 0, or GT_EINVAL naming the flag. */
+static int add_volume(const char *v, json_t *volumes, json_t *mounts, struct gt_err *err)
+{
+    const char *colon = strchr(v, ':');
+    const char *path = colon ? colon + 1 : NULL;
+    const char *ro = path ? strchr(path, ':') : NULL;
+    if (!colon || colon == v || !path || path[0] != '/' || (ro && strcmp(ro, ":ro") != 0)) {
+        return gt_err_set(err, GT_EINVAL, "--volume %s: want NAME:/PATH or NAME:/PATH:ro", v);
+    }
+    char *name = gt_xstrndup(v, (size_t)(colon - v));
+    struct gt_err e = {0};
+    if (gt_api_check_name(name, &e)) {
+        free(name);
+        return gt_err_set(err, GT_EINVAL, "--volume %s: NAME %s", v, e.msg);
+    }
+    char *mount_path = gt_xstrndup(path, ro ? (size_t)(ro - path) : strlen(path));
+    json_array_append_new(volumes, json_pack("{s:s, s:s}", "name", name, "volume", name));
+    json_array_append_new(mounts, json_pack("{s:s, s:s, s:b}", "name", name, "mountPath",
+                                            mount_path, "readOnly", ro != NULL));
+    free(name);
+    free(mount_path);
+    return 0;
+}
+
 int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct gt_err *err)
 {
     *job = NULL;
@@ -53,6 +78,20 @@ int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct g
     if (o->image) {
         json_object_set_new(tmpl, "image", json_string(o->image));
     }
+    json_t *volumes = json_array(), *mounts = json_array();
+    for (size_t i = 0; i < o->n_volumes; i++) {
+        int rc = add_volume(o->volumes[i], volumes, mounts, err);
+        if (rc < 0) {
+            json_decref(volumes);
+            json_decref(mounts);
+            json_decref(tmpl);
+            return rc;
+        }
+    }
+    if (o->n_volumes) {
+        json_object_set(tmpl, "volumeMounts", mounts);
+    }
+    json_decref(mounts);
     if (o->workdir) {
         json_object_set_new(tmpl, "workingDir", json_string(o->workdir));
     }
@@ -81,6 +120,10 @@ int gt_cli_run_job_build(const struct gt_cli_run_opts *o, json_t **job, struct g
     if (o->requirements) {
         json_object_set_new(spec, "requirements", json_deep_copy(o->requirements));
     }
+    if (o->n_volumes) {
+        json_object_set(spec, "volumes", volumes);
+    }
+    json_decref(volumes);
     json_t *obj =
         json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", GT_API_VERSION, "kind", "Job",
                   "metadata", "name", o->name, "project", o->project, "spec", spec);

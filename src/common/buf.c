@@ -72,3 +72,21 @@ char *gt_buf_take(struct gt_buf *b)
     gt_buf_init(b);
     return p;
 }
+
+void gt_buf_base64(struct gt_buf *b, const void *data, size_t len, bool url)
+{
+    static const char std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const char *tab = url ? safe : std;
+    const unsigned char *d = data;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)d[i] << 16 | (i + 1 < len ? (unsigned)d[i + 1] << 8 : 0) |
+                     (i + 2 < len ? d[i + 2] : 0);
+        char q[4] = {tab[v >> 18 & 63], tab[v >> 12 & 63], tab[v >> 6 & 63], tab[v & 63]};
+        size_t keep = len - i >= 3 ? 4 : len - i + 1;
+        gt_buf_append(b, q, keep);
+        if (!url && keep < 4) {
+            gt_buf_append(b, "==", 4 - keep);
+        }
+    }
+}

@@ -136,6 +136,10 @@ void gt_buf_reset(struct gt_buf *b);
 void gt_buf_append(struct gt_buf *b, const void *data, size_t len);
 void gt_buf_puts(struct gt_buf *b, const char *s);
 void gt_buf_printf(struct gt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append len bytes of data in base64 (RFC 4648): the standard alphabet
+ * with '=' padding, or (url) the URL-safe one without padding, as JWTs
+ * use it. */
+void gt_buf_base64(struct gt_buf *b, const void *data, size_t len, bool url);
 /* Take ownership of the data (caller frees); b is left empty. */
 char *gt_buf_take(struct gt_buf *b);
 

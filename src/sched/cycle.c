@@ -28,8 +28,14 @@
  * Waits: with gt_sched_cycle_opts.changed_waits_only each job remembers the
  * last wait reported for it (job->wait_reason, wait_message) and an
  * unchanged one is only counted (out->n_waiting), so a cycle over many
- * waiting jobs allocates and reports only what changed. The model keeps
- * the cycle's scratch (pick, pending) between cycles.
+ * waiting jobs allocates and reports only what changed. With every wait
+ * wanted as well (gantryd's cycle), the gantry order also stops walking
+ * once the cluster is full and no preemption is left to try: every job
+ * still unvisited would be told "no free GPUs left this cycle", so only
+ * those told anything else last cycle (kept in model->fresh with the jobs
+ * queued since) are visited and the rest counted (tell_rest): a cycle over
+ * 10,000 waiting jobs on a full cluster costs what changed, not the queue.
+ * The model keeps the cycle's scratch (pick, pending) between cycles.
  *
  * Admission is quota.c's (gt_sched_admit, gt_sched_dept_admits,
  * gt_sched_project_admits): the cycle asks it for every gang.
@@ -68,11 +74,32 @@ struct cycle {
     bool stop;      /* head-of-line: nothing more starts */
     bool dead;      /* no schedulable node: nothing can start, preempt or reserve */
     const char *blocked_by;
+    /* tracking (see tell_rest): jobs told a wait other than FULL_WAIT this
+     * cycle, and how many jobs seen this cycle are still queued */
+    bool track;
+    struct gt_sched_job **told;
+    size_t n_told, cap_told, n_seen_queued;
     /* per department (model->depts order): the smallest gang GPU request
      * its admission refused this cycle; use only grows within a cycle, so
      * larger requests are refused without the O(departments) check */
     int64_t *refused_gpu_milli;
 };
+
+/* What every job without a reservation that cannot preempt is told once
+ * the cluster is full. */
+static const char FULL_WAIT[] = "no free GPUs left this cycle";
+
+/* Count job's wait; when tracking, remember a job told anything but
+ * FULL_WAIT. */
+static void count_wait(struct cycle *c, struct gt_sched_job *job, enum gt_sched_wait_reason reason,
+                       bool full)
+{
+    c->out->n_waiting[reason]++;
+    if (c->track && !full) {
+        GT_VEC_RESERVE(c->told, c->cap_told, c->n_told + 1, 64);
+        c->told[c->n_told++] = job;
+    }
+}
 
 /* Is (reason, message) the wait last reported for job? */
 static bool same_wait(const struct gt_sched_job *job, enum gt_sched_wait_reason reason,
@@ -81,16 +108,17 @@ static bool same_wait(const struct gt_sched_job *job, enum gt_sched_wait_reason 
     return job->wait_message && job->wait_reason == reason && !strcmp(job->wait_message, message);
 }
 
-/* job waits for reason (message: taken). With changed_only, the job
- * remembers it and an unchanged wait is counted but not reported. */
-static void add_wait(struct cycle *c, struct gt_sched_job *job, enum gt_sched_wait_reason reason,
-                     char *message)
+/* job waits for reason (message: taken; full: it is FULL_WAIT). With
+ * changed_only, the job remembers it and an unchanged wait is counted but
+ * not reported. */
+static void add_wait_as(struct cycle *c, struct gt_sched_job *job, enum gt_sched_wait_reason reason,
+                        char *message, bool full)
 {
     if (c->waits_left == 0) {
         free(message);
         return;
     }
-    c->out->n_waiting[reason]++;
+    count_wait(c, job, reason, full);
     if (c->changed_only) {
         if (same_wait(job, reason, message)) {
             free(message);
@@ -104,6 +132,12 @@ static void add_wait(struct cycle *c, struct gt_sched_job *job, enum gt_sched_wa
     gt_sched_decisions_add_wait(c->out, job, reason, message);
 }
 
+static void add_wait(struct cycle *c, struct gt_sched_job *job, enum gt_sched_wait_reason reason,
+                     char *message)
+{
+    add_wait_as(c, job, reason, message, false);
+}
+
 /* add_wait with a fixed message (borrowed): an unchanged wait costs a
  * compare. */
 static void add_wait_text(struct cycle *c, struct gt_sched_job *job,
@@ -113,10 +147,10 @@ static void add_wait_text(struct cycle *c, struct gt_sched_job *job,
         return;
     }
     if (c->changed_only && same_wait(job, reason, text)) {
-        c->out->n_waiting[reason]++;
+        count_wait(c, job, reason, text == FULL_WAIT);
         return;
     }
-    add_wait(c, job, reason, gt_xstrdup(text));
+    add_wait_as(c, job, reason, gt_xstrdup(text), text == FULL_WAIT);
 }
 
 /* add_wait with a printf-style message, formatted on the stack first so
@@ -147,7 +181,7 @@ static void add_waitf(struct cycle *c, struct gt_sched_job *job, enum gt_sched_w
     if (message) {
         add_wait(c, job, reason, message);
     } else {
-        c->out->n_waiting[reason]++;
+        count_wait(c, job, reason, false);
     }
 }
 
@@ -307,14 +341,15 @@ static char *quota_preempt(struct cycle *c, struct gt_sched_job *job, size_t gan
         return gt_buf_take(why);
     }
     size_t n_victims = 0;
-    if (may_preempt(c, job) && gt_sched_quota_may_free(c->m, job, use, c->policy->by_remaining)) {
+    bool by_rank = c->policy->rank != NULL;
+    if (may_preempt(c, job) && gt_sched_quota_may_free(c->m, job, use, by_rank)) {
         c->n_preemptors++;
         if (gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_QUOTA, c->policy,
                                  c->now_ms, c->out, &n_victims)) {
-            gt_buf_printf(
-                why, "; preempting %zu %sjob%s of department %s%s for it", n_victims,
-                c->policy->by_remaining ? "" : "lower-priority ", n_victims == 1 ? "" : "s", dept,
-                c->policy->by_remaining ? " with a lower priority or a longer remaining time" : "");
+            gt_buf_printf(why, "; preempting %zu %sjob%s of department %s%s%s%s for it", n_victims,
+                          by_rank ? "" : "lower-priority ", n_victims == 1 ? "" : "s", dept,
+                          by_rank ? " with a lower priority or a greater rank (" : "",
+                          by_rank ? c->policy->rank_what : "", by_rank ? ")" : "");
         }
     }
     return gt_buf_take(why);
@@ -337,7 +372,7 @@ static bool cluster_full(const struct gt_sched_model *m)
 }
 
 /* Try to start job (it has pending tasks). */
-static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sched_pick *pick)
+static void try_job(struct cycle *c, struct gt_sched_job *job, struct gt_sched_pick *pick)
 {
     job->seen_cycle = c->m->n_cycles;
     if (c->stop) {
@@ -369,7 +404,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
         return;
     }
     if (c->full && !job->resv && !may_preempt(c, job)) {
-        add_wait_text(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, "no free GPUs left this cycle");
+        add_wait_text(c, job, GT_SCHED_WAIT_UNSCHEDULABLE, FULL_WAIT);
         return;
     }
     size_t n = collect(c, job);
@@ -389,7 +424,7 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
     int64_t *refused = &c->refused_gpu_milli[job->dept->vec_index];
     if (!overflow && gang.v[GT_RES_GPU] > 0 && gang.v[GT_RES_GPU] >= *refused &&
         !(may_preempt(c, job) &&
-          gt_sched_quota_may_free(c->m, job, &gang, c->policy->by_remaining))) {
+          gt_sched_quota_may_free(c->m, job, &gang, c->policy->rank != NULL))) {
         preempted_waiting(c, job); /* only to drop a stale reservation */
         char t[32];
         add_waitf(c, job, GT_SCHED_WAIT_QUOTA,
@@ -446,6 +481,43 @@ static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sc
         gt_sched_resv_drop(job, c->m);
     }
     c->full = c->full || cluster_full(c->m);
+}
+
+/* try_job, counting the jobs seen that still wait. */
+static void schedule_job(struct cycle *c, struct gt_sched_job *job, struct gt_sched_pick *pick)
+{
+    try_job(c, job, pick);
+    c->n_seen_queued += job->queued;
+}
+
+/* Once the cluster is full and no preemption is left to try, every job
+ * without a reservation would be told FULL_WAIT. When tracking is valid
+ * (model->told_valid: every queued job whose last wait is not FULL_WAIT is
+ * in model->fresh, see gt_sched_cycle_ex; and no capacity change since, which
+ * could make a job Inadmissible), only those need telling: tell
+ * them and count the rest, so such a cycle costs what changed, not the
+ * queue length. Reservation holders are left to the cycle's last loop. */
+static bool tell_rest(struct cycle *c, struct gt_sched_pick *pick)
+{
+    struct gt_sched_model *m = c->m;
+    if (!c->track || !m->told_valid || m->told_epoch != m->capacity_epoch || !c->full || c->dead ||
+        (c->policy->preempt && m->n_preemptor_queued > 0 &&
+         c->n_preemptors < MAX_PREEMPTORS_PER_CYCLE)) {
+        return false;
+    }
+    for (size_t i = 0; i < m->n_fresh; i++) {
+        struct gt_sched_job *job = m->fresh[i];
+        if (job->queued && job->seen_cycle != m->n_cycles && !job->resv) {
+            schedule_job(c, job, pick);
+        }
+    }
+    size_t later = 0; /* holders the last loop visits */
+    for (size_t i = 0; i < m->n_resv; i++) {
+        later += m->resv[i]->queued && m->resv[i]->seen_cycle != m->n_cycles;
+    }
+    GT_ASSERT(m->n_queued >= c->n_seen_queued + later);
+    c->out->n_waiting[GT_SCHED_WAIT_UNSCHEDULABLE] += m->n_queued - c->n_seen_queued - later;
+    return true;
 }
 
 static int job_cmp(const void *a, const void *b, void *arg)
@@ -556,7 +628,7 @@ static void run_gantry(struct cycle *c, struct gt_sched_pick *pick)
             cur[d] = b ? b->head : NULL;
         }
         for (;;) {
-            if (cycle_done(c)) {
+            if (cycle_done(c) || tell_rest(c, pick)) {
                 goto done;
             }
             size_t best = m->n_depts;
@@ -603,6 +675,8 @@ int gt_sched_cycle_ex(struct gt_sched_model *m, int64_t now_ms,
                       .out = out,
                       .waits_left = opts ? opts->max_waits : SIZE_MAX,
                       .changed_only = opts && opts->changed_waits_only};
+    /* Tracking: the gantry order telling every wait that changed. */
+    c.track = c.changed_only && c.waits_left == SIZE_MAX && !policy->order;
     c.full = cluster_full(m);
     /* schedulability changes only outside the cycle */
     c.dead = gt_sched_idx_first(&m->idx[GT_SCHED_IDX_AVAIL], 0) < 0;
@@ -635,6 +709,20 @@ int gt_sched_cycle_ex(struct gt_sched_model *m, int64_t now_ms,
         m->fresh[i]->fresh = false;
     }
     m->n_fresh = 0;
+    /* A tracking cycle with a node to run on told every queued job, or
+     * (tell_rest) every one not told FULL_WAIT before: those told anything
+     * else are visited first next time, with the jobs queued meanwhile. */
+    m->told_valid = c.track && !c.dead;
+    m->told_epoch = m->capacity_epoch;
+    for (size_t i = 0; m->told_valid && i < c.n_told; i++) {
+        struct gt_sched_job *job = c.told[i];
+        if (job->queued && !job->fresh) {
+            GT_VEC_RESERVE(m->fresh, m->cap_fresh, m->n_fresh + 1, 64);
+            m->fresh[m->n_fresh++] = job;
+            job->fresh = true;
+        }
+    }
+    free(c.told);
     /* Reservation holders not reached (the cluster filled first). */
     size_t n_holders = m->n_resv;
     struct gt_sched_job **holders = gt_xcalloc(n_holders + 1, sizeof(*holders));

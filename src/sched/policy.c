@@ -11,9 +11,14 @@
  *   that does not fit preempts, besides what the gantry rules allow, jobs
  *   of its department and priority whose remaining time is longer than its
  *   own, longest first (Helios' preemptive SRTF).
- * - tiresias: 2D least attained service: attained GPU-ms discretised into
- *   queues by tiresias_thresholds, FIFO inside a queue; skips jobs that do
- *   not fit; no preemption.
+ * - tiresias: discretized 2D least attained service (Tiresias, NSDI'19, as
+ *   its simulator's dlas-gpu runs it): attained GPU-ms discretised into
+ *   three queues by tiresias_thresholds, FIFO inside a queue; skips jobs
+ *   that do not fit; a job that does not fit preempts, besides what the
+ *   gantry rules allow, running jobs of its department and priority in a
+ *   queue after its own, the last queue first. Unlike the simulator's,
+ *   a queue is in arrival order, not in order of entry into the queue, and
+ *   no starving job is promoted (dlas-gpu's knob is off by default too).
  * - gantry (the default): priority, then aging, then the department's
  *   dominant share, then arrival (merged from the department queues, see
  *   cycle.c); backfill, preemption and head-of-line reservations.
@@ -75,13 +80,16 @@ static int srtf_order(const struct gt_sched_job *a, const struct gt_sched_job *b
     return cmp_i64(gt_sched_job_remaining_ms(a), gt_sched_job_remaining_ms(b));
 }
 
-/* Tiresias' queue thresholds in GPU-ms: 1 and 10 GPU-hours. */
-static const int64_t tiresias_thresholds[] = {3600LL * 1000, 36000LL * 1000};
+/* Tiresias' queue thresholds in GPU-ms: its simulator's dlas-gpu
+ * (SymbioticLab/Tiresias simulator/jobs.py: three queues, queue_limit
+ * 3,250 and 7,200 GPU-seconds of attained service). */
+static const int64_t tiresias_thresholds[] = {3250LL * 1000, 7200LL * 1000};
 
-static int tiresias_queue(const struct gt_sched_job *j)
+/* The job's queue: 0 below the first threshold, ..., one per threshold. */
+static int64_t tiresias_rank(const struct gt_sched_job *j)
 {
-    int q = 0;
-    while (q < (int)GT_ARRAY_LEN(tiresias_thresholds) &&
+    int64_t q = 0;
+    while (q < (int64_t)GT_ARRAY_LEN(tiresias_thresholds) &&
            j->attained_gpu_ms >= tiresias_thresholds[q]) {
         q++;
     }
@@ -92,49 +100,28 @@ static int tiresias_order(const struct gt_sched_job *a, const struct gt_sched_jo
                           int64_t now_ms)
 {
     (void)now_ms;
-    return tiresias_queue(a) - tiresias_queue(b);
+    return cmp_i64(tiresias_rank(a), tiresias_rank(b));
 }
 
-#define ORDER_ROW(oname, ofn, hol, pre, rem, res)                                                  \
-    {.name = oname,                                                                                \
-     .order = ofn,                                                                                 \
-     .place = gt_sched_place_gantry,                                                               \
-     .head_of_line = hol,                                                                          \
-     .preempt = pre,                                                                               \
-     .by_remaining = rem,                                                                          \
-     .reserve = res},                                                                              \
-        {.name = oname "/gantry",                                                                  \
-         .order = ofn,                                                                             \
-         .place = gt_sched_place_gantry,                                                           \
-         .head_of_line = hol,                                                                      \
-         .preempt = pre,                                                                           \
-         .by_remaining = rem,                                                                      \
-         .reserve = res},                                                                          \
-        {.name = oname "/bestfit",                                                                 \
-         .order = ofn,                                                                             \
-         .place = gt_sched_place_bestfit,                                                          \
-         .head_of_line = hol,                                                                      \
-         .preempt = pre,                                                                           \
-         .by_remaining = rem,                                                                      \
-         .reserve = res},                                                                          \
-        {.name = oname "/random",                                                                  \
-         .order = ofn,                                                                             \
-         .place = gt_sched_place_random,                                                           \
-         .head_of_line = hol,                                                                      \
-         .preempt = pre,                                                                           \
-         .by_remaining = rem,                                                                      \
-         .reserve = res},                                                                          \
+#define ORDER_ROW_AT(oname, ofn, plc, hol, pre, rk, rkw, res)                                      \
     {                                                                                              \
-        .name = oname "/firstfit", .order = ofn, .place = gt_sched_place_firstfit,                 \
-        .head_of_line = hol, .preempt = pre, .by_remaining = rem, .reserve = res                   \
+        .name = oname, .order = ofn, .place = plc, .head_of_line = hol, .preempt = pre,            \
+        .rank = rk, .rank_what = rkw, .reserve = res                                               \
     }
+#define ORDER_ROW(oname, ofn, hol, pre, rk, rkw, res)                                              \
+    ORDER_ROW_AT(oname, ofn, gt_sched_place_gantry, hol, pre, rk, rkw, res),                       \
+        ORDER_ROW_AT(oname "/gantry", ofn, gt_sched_place_gantry, hol, pre, rk, rkw, res),         \
+        ORDER_ROW_AT(oname "/bestfit", ofn, gt_sched_place_bestfit, hol, pre, rk, rkw, res),       \
+        ORDER_ROW_AT(oname "/random", ofn, gt_sched_place_random, hol, pre, rk, rkw, res),         \
+        ORDER_ROW_AT(oname "/firstfit", ofn, gt_sched_place_firstfit, hol, pre, rk, rkw, res)
 
 static const struct gt_sched_policy policies[] = {
-    ORDER_ROW("gantry", NULL, false, true, false, true),
-    ORDER_ROW("fifo", fifo_order, true, false, false, false),
-    ORDER_ROW("sjf", sjf_order, true, false, false, false),
-    ORDER_ROW("srtf", srtf_order, false, true, true, false),
-    ORDER_ROW("tiresias", tiresias_order, false, false, false, false),
+    ORDER_ROW("gantry", NULL, false, true, NULL, NULL, true),
+    ORDER_ROW("fifo", fifo_order, true, false, NULL, NULL, false),
+    ORDER_ROW("sjf", sjf_order, true, false, NULL, NULL, false),
+    ORDER_ROW("srtf", srtf_order, false, true, gt_sched_job_remaining_ms, "remaining ms", false),
+    ORDER_ROW("tiresias", tiresias_order, false, true, tiresias_rank, "attained-service queue",
+              false),
 };
 
 const struct gt_sched_policy *gt_sched_policy_by_name(const char *name)

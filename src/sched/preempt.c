@@ -11,17 +11,18 @@
  * preempt decision. The model's holdings are then restored exactly.
  *
  * Candidates when preempting: jobs of the preemptor's department with a
- * strictly lower priority, or (policies by remaining time, srtf) with its
- * priority and a longer oracle remaining time than its own; and, only when
+ * strictly lower priority, or (policies with a rank: srtf's oracle remaining
+ * time, tiresias' attained-service queue) with its priority and a greater
+ * rank than its own; and, only when
  * the preemptor's department stays within its GPU guarantee with the gang (a
  * reclaim), jobs of other departments whose department stays at or above its
  * GPU guarantee without them (they lose borrowed capacity only). Jobs
  * already being evicted and the preemptor itself are never candidates. Cost,
  * compared in order: highest victim priority, GPUs the victims hold, work
  * lost (sum of GPU-ms since bind), so the lowest-priority, smallest, newest
- * go first; by remaining time: highest victim priority, then the shortest
- * remaining time in the set (longer is cheaper), then GPUs, so the jobs with
- * the longest remaining time go first.
+ * go first; by rank: highest victim priority, then the smallest rank in the
+ * set (greater is cheaper), then GPUs, so the jobs of the greatest rank (the
+ * longest remaining time, the queue of the most service) go first.
  * When only waiting (the head job's backfill reservation) every holding job
  * is a candidate and the cost puts the earliest deadline end first.
  *
@@ -57,7 +58,7 @@ struct cand {
     struct gt_sched_job *job;
     struct gt_resvec use; /* the group use of its holding tasks */
     int32_t priority;
-    int64_t gpus, work_ms, end_ms, remaining_ms;
+    int64_t gpus, work_ms, end_ms, rank;
     size_t gpus_here;
     int64_t cpu_here, mem_here;
 };
@@ -88,8 +89,10 @@ struct attempt {
     struct gt_sched_model *m;
     struct gt_sched_job *job;
     bool preempt, reclaim;
-    bool by_remaining;    /* srtf: equal priority, longer remaining time */
-    int64_t remaining_ms; /* the preemptor's, when by_remaining */
+    /* the policy's rank when preempting (srtf, tiresias: equal priority,
+     * greater rank), else NULL; the preemptor's rank */
+    int64_t (*rank)(const struct gt_sched_job *j);
+    int64_t own_rank;
     int64_t now_ms;
     /* victim jobs chosen so far, and the tasks unheld for them */
     struct gt_sched_job **victims;
@@ -128,8 +131,7 @@ static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
     }
     if (v->dept == a->job->dept) {
         return v->priority < a->job->priority ||
-               (a->by_remaining && v->priority == a->job->priority &&
-                gt_sched_job_remaining_ms(v) > a->remaining_ms);
+               (a->rank && v->priority == a->job->priority && a->rank(v) > a->own_rank);
     }
     if (!a->reclaim) {
         return false;
@@ -157,7 +159,7 @@ static void cand_fill(struct cand *c, const struct attempt *a)
 {
     const struct gt_sched_job *v = c->job;
     c->priority = v->priority;
-    c->remaining_ms = gt_sched_job_remaining_ms(v);
+    c->rank = a->rank ? a->rank(v) : 0;
     c->gpus = c->work_ms = 0;
     c->end_ms = 0;
     c->use = (struct gt_resvec){0};
@@ -181,9 +183,9 @@ static void cand_fill(struct cand *c, const struct attempt *a)
 
 static struct cost cand_cost(const struct attempt *a, const struct cand *c)
 {
-    if (a->by_remaining) {
-        /* longest remaining first; remaining_ms >= 0 */
-        return (struct cost){c->priority, -c->remaining_ms, c->gpus};
+    if (a->rank) {
+        /* greatest rank first; ranks are >= 0 */
+        return (struct cost){c->priority, -c->rank, c->gpus};
     }
     if (a->preempt) {
         return (struct cost){c->priority, c->gpus, c->work_ms};
@@ -211,9 +213,9 @@ static size_t may_free(const struct attempt *a, const struct gt_sched_node *node
         const struct gt_sched_job *v = t->job;
         if (t->group->req.gpus > 0 && !t->evicting && v != a->job &&
             (!a->preempt ||
-             (v->dept == a->job->dept ? v->priority < a->job->priority ||
-                                            (a->by_remaining && v->priority == a->job->priority)
-                                      : a->reclaim))) {
+             (v->dept == a->job->dept
+                  ? v->priority < a->job->priority || (a->rank && v->priority == a->job->priority)
+                  : a->reclaim))) {
             n += t->n_gpus;
         }
     }
@@ -279,8 +281,8 @@ static bool node_victims(const struct attempt *a, const struct gt_sched_node *no
         mem_free += c->mem_here;
         struct cost cc = cand_cost(a, c);
         total.a = cc.a > total.a ? cc.a : total.a;
-        if (a->by_remaining) {
-            /* the set's cost is its shortest remaining time, negated */
+        if (a->rank) {
+            /* the set's cost is its smallest rank, negated */
             total.b = used == 1 || cc.b > total.b ? cc.b : total.b;
         } else {
             total.b = cc.b > INT64_MAX - total.b ? INT64_MAX : total.b + cc.b;
@@ -337,7 +339,7 @@ static bool cost_floor(const struct attempt *a, int64_t *floor)
         for (size_t b = 0; b < dept->n_bands; b++) {
             const struct gt_sched_band *band = &dept->bands[b];
             if (band->n_holding > 0 && (!own || band->value < a->job->priority ||
-                                        (a->by_remaining && band->value == a->job->priority))) {
+                                        (a->rank && band->value == a->job->priority))) {
                 any = true;
                 *floor = band->value < *floor ? band->value : *floor;
             }
@@ -371,8 +373,8 @@ static bool free_room(struct attempt *a, const struct gt_sched_task *task)
     size_t window = PREEMPT_TIE_NODES, visited = 0;
     for (int32_t key = gt_sched_idx_last(b, GT_SCHED_N_BUCKETS - 1); key >= 0 && window > 0;
          key = key > 0 ? gt_sched_idx_last(b, (size_t)key - 1) : -1) {
-        /* (by remaining time the second component is not GPUs: no bound) */
-        struct cost bound = {floor, a->by_remaining ? INT64_MIN : k > key ? k - key : 0, 0};
+        /* (by rank the second component is not GPUs: no bound) */
+        struct cost bound = {floor, a->rank ? INT64_MIN : k > key ? k - key : 0, 0};
         if (best && cost_cmp(&bound, &best_cost) > 0) {
             break;
         }
@@ -410,7 +412,7 @@ static bool free_room(struct attempt *a, const struct gt_sched_task *task)
 }
 
 bool gt_sched_quota_may_free(const struct gt_sched_model *m, const struct gt_sched_job *job,
-                             const struct gt_resvec *gang, bool by_remaining)
+                             const struct gt_resvec *gang, bool by_rank)
 {
     const struct gt_sched_dept *dept = job->dept;
     struct gt_resvec bound = {0};
@@ -418,7 +420,7 @@ bool gt_sched_quota_may_free(const struct gt_sched_model *m, const struct gt_sch
     for (size_t b = 0; b < dept->n_bands; b++) {
         const struct gt_sched_band *band = &dept->bands[b];
         if (band->n_holding > 0 &&
-            (band->value < job->priority || (by_remaining && band->value == job->priority))) {
+            (band->value < job->priority || (by_rank && band->value == job->priority))) {
             any = true;
             GT_ASSERT(gt_sched_res_add(&bound, &band->held) == 0);
         }
@@ -519,9 +521,9 @@ static char *victim_reason(const struct attempt *a, const struct gt_sched_job *v
         return gt_xasprintf("preempted by job %s (priority %d over %d, policy %s)", a->job->id,
                             (int)a->job->priority, (int)victim->priority, policy->name);
     }
-    return gt_xasprintf("preempted by job %s (remaining %lld s, under its %lld s, policy %s)",
-                        a->job->id, (long long)(a->remaining_ms / 1000),
-                        (long long)(gt_sched_job_remaining_ms(victim) / 1000), policy->name);
+    return gt_xasprintf("preempted by job %s (%s %lld, under its %lld, policy %s)", a->job->id,
+                        policy->rank_what, (long long)a->own_rank, (long long)a->rank(victim),
+                        policy->name);
 }
 
 static void add_preempts(struct attempt *a, const struct gt_sched_policy *policy,
@@ -551,8 +553,8 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
     struct attempt a = {.m = m,
                         .job = job,
                         .preempt = preempt,
-                        .by_remaining = preempt && policy->by_remaining,
-                        .remaining_ms = gt_sched_job_remaining_ms(job),
+                        .rank = preempt ? policy->rank : NULL,
+                        .own_rank = preempt && policy->rank ? policy->rank(job) : 0,
                         .now_ms = now_ms};
     struct gt_resvec gang = {0};
     for (size_t i = 0; i < need; i++) {

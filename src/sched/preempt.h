@@ -29,6 +29,6 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
  * that job may preempt had exited? A cheap bound from the bands, checked
  * before a GT_SCHED_RESV_QUOTA search. */
 bool gt_sched_quota_may_free(const struct gt_sched_model *m, const struct gt_sched_job *job,
-                             const struct gt_resvec *gang, bool by_remaining);
+                             const struct gt_resvec *gang, bool by_rank);
 
 #endif

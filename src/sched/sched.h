@@ -404,7 +404,8 @@ struct gt_sched_policy;
 /* Look a policy up by name; NULL if unknown. Static data. Names: "gantry"
  * (the default: priority, aging, dominant-share fairness, backfill,
  * preemption, topology-aware placement), "fifo", "sjf" (head-of-line, no
- * backfill), "srtf" (preemptive), "tiresias" (2D least attained service),
+ * backfill), "srtf" (preemptive), "tiresias" (preemptive discretized 2D least
+ * attained service),
  * "firstfit", and "ORDER/PLACEMENT" with ORDER one of gantry, fifo, sjf,
  * srtf, tiresias and PLACEMENT one of gantry, bestfit, random, firstfit
  * (e.g. "fifo/bestfit"). */

@@ -227,6 +227,11 @@ struct gt_sched_model {
     struct gt_sched_job **fresh;
     size_t n_fresh, cap_fresh;
     bool dead_told;
+    /* the last cycle tracked waits (cycle.c tell_rest): fresh also holds
+     * every queued job whose last wait was not "no free GPUs", as of
+     * capacity_epoch told_epoch (a verdict may change with capacity) */
+    bool told_valid;
+    uint32_t told_epoch;
     /* verdict.c: bumped by every change of nodes, departments or project
      * caps, so a job's cached verdict is recomputed only after one; caps:
      * the largest schedulable node's capacity, per level, as of caps_epoch */
@@ -269,9 +274,14 @@ struct gt_sched_policy {
     gt_sched_place_fn *place;
     bool head_of_line; /* stop at the first job that does not start (no backfill) */
     bool preempt;      /* make room by preemption */
-    bool by_remaining; /* preemption also takes equal-priority jobs of the department whose
-                          remaining time is longer, longest first (srtf) */
-    bool reserve;      /* the head job that cannot start reserves GPUs (backfill) */
+    /* A job's rank for preemption inside a priority (NULL: none): a job
+     * that does not fit also preempts equal-priority jobs of its department
+     * of a strictly greater rank, greatest first (srtf: the remaining time
+     * in ms; tiresias: the attained-service queue). rank_what names it in
+     * preemption reasons. */
+    int64_t (*rank)(const struct gt_sched_job *j);
+    const char *rank_what;
+    bool reserve; /* the head job that cannot start reserves GPUs (backfill) */
 };
 
 #endif

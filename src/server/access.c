@@ -288,7 +288,9 @@ int gt_server_authorize(const struct gt_server_access *a, const struct gt_server
         break;
     case GT_KIND_JOB:
     case GT_KIND_TASK:
-    case GT_KIND_NOTEBOOK: {
+    case GT_KIND_NOTEBOOK:
+    case GT_KIND_VOLUME:
+    case GT_KIND_IMAGEBUILD: {
         enum role role = project_role(a, user->name, req->project);
         ok = req->verb == GT_VERB_READ ? role != ROLE_NONE : role >= ROLE_MEMBER;
         break;

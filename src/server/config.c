@@ -54,6 +54,10 @@ static const struct gt_config_opt opts[] = {
     {"storage-root", GT_CONFIG_LIST, OFF(storage_roots), NULL, 0, 0, false,
      "a directory Job and Task volumes (hostPath) may come from (repeatable; as the nodes' "
      "gantlet --storage-root); none: hostPath volumes are refused"},
+    {"storage-class", GT_CONFIG_LIST, OFF(storage_classes), NULL, 0, 0, false,
+     "NAME=DIR: a storage class for Volumes, their disk images kept in DIR (repeatable; an "
+     "absolute path, a storage root the nodes' gantlet --storage-root also names); the first "
+     "is the default; none: Volumes are refused"},
     {"image", GT_CONFIG_LIST, OFF(images), NULL, 0, 0, false,
      "NAME=REF: an image offered to clients by GET clusterinfo (repeatable; REF an OCI image "
      "reference); jobs may still name any image"},
@@ -63,6 +67,13 @@ static const struct gt_config_opt opts[] = {
     {"pip-find-links", GT_CONFIG_STR, OFF(pip_find_links), NULL, 0, 0, false,
      "a directory of wheels on the nodes for tasks' requirements (pip --find-links; offline "
      "without --pip-index-url): the spec.pip of the tasks of jobs with requirements"},
+    {"registry", GT_CONFIG_STR, OFF(registry), NULL, 0, 0, false,
+     "HOST:PORT of the cluster registry (docker-registry over HTTP, as the nodes reach it): "
+     "ImageBuilds push to HOST:PORT/PROJECT/NAME:TAG; none: builds fail with NoRegistry"},
+    {"registry-key", GT_CONFIG_STR, OFF(registry_key), NULL, 0, 0, false,
+     "a PEM RSA private key: gantryd serves GET registry/token, the token realm of the cluster "
+     "registry (docker-registry auth: token, trusting this key's certificate), and builds "
+     "push with credentials it signs; none: the registry is open"},
     {"ui-dir", GT_CONFIG_STR, OFF(ui_dir), NULL, 0, 0, false,
      "the built web dashboard served at / (index.html, assets/); default: web beside the "
      "gantryd binary, where make puts it"},
@@ -93,6 +104,26 @@ static int check_image_flag(const char *v, struct gt_err *err)
     return 0;
 }
 
+/* One --storage-class NAME=DIR: NAME a DNS label, DIR an absolute path. */
+static int check_storage_class_flag(const char *v, struct gt_err *err)
+{
+    const char *eq = strchr(v, '=');
+    char name[64];
+    if (!eq || eq == v || (size_t)(eq - v) >= sizeof(name)) {
+        return gt_err_set(err, GT_EINVAL, "--storage-class %s: want NAME=DIR", v);
+    }
+    memcpy(name, v, (size_t)(eq - v));
+    name[eq - v] = '\0';
+    struct gt_err e = {0};
+    if (gt_api_check_name(name, &e)) {
+        return gt_err_set(err, GT_EINVAL, "--storage-class %s: NAME %s", v, e.msg);
+    }
+    if (eq[1] != '/') {
+        return gt_err_set(err, GT_EINVAL, "--storage-class %s: DIR must be an absolute path", v);
+    }
+    return 0;
+}
+
 int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *argv,
                            char *const *envp, bool *help, struct gt_err *err)
 {
@@ -110,6 +141,9 @@ int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *
             rc = gt_err_set(err, GT_EINVAL, "--storage-root %s: want an absolute path",
                             cfg->storage_roots.items[i]);
         }
+    }
+    for (size_t i = 0; rc == 0 && !*help && i < cfg->storage_classes.n; i++) {
+        rc = check_storage_class_flag(cfg->storage_classes.items[i], err);
     }
     for (size_t i = 0; rc == 0 && !*help && i < cfg->images.n; i++) {
         rc = check_image_flag(cfg->images.items[i], err);

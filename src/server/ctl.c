@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/buildctl.h"
 #include "server/cache.h"
 #include "server/ctl.h"
 #include "server/feeder.h"
@@ -30,6 +31,7 @@
 #include "server/nodes.h"
 #include "server/server_int.h"
 #include "server/telemetry.h"
+#include "server/volctl.h"
 
 static const char marker[] = "";
 #define MARK ((void *)marker)
@@ -71,6 +73,9 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     }
     const struct gt_cobj *now = gt_ctl_get(c, k, ev->key);
     gt_feed_change(c, k, ev->key, old ? old->t : NULL, now ? now->t : NULL);
+    if (k == GT_KIND_VOLUME) {
+        gt_volctl_changed(c, ev->key, old ? old->t : NULL, now ? now->t : NULL);
+    }
     if (k == GT_KIND_JOB) {
         /* our own settled status write needs the model's sync only */
         bool settled = gt_strmap_del(&c->settled, ev->key) != NULL && mine;
@@ -87,6 +92,9 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     }
     if (now || old) {
         gt_nbctl_event(c->nb, k, ev->key, now ? now->t : old->t);
+    }
+    if (k == GT_KIND_IMAGEBUILD || k == GT_KIND_JOB || k == GT_KIND_TASK) {
+        gt_buildctl_event(c, k, ev->key, now, old);
     }
     gt_cobj_free(old);
     gt_ctl_kick(c);
@@ -180,6 +188,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     }
     free_keys(&jobs);
     gt_nbctl_reconcile(c->nb);
+    gt_buildctl_run(c);
 }
 
 static int retry_job_cb(const char *key, void *val, void *arg)
@@ -215,8 +224,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* Every write of a Job or Task: hostPath volumes only beneath the
  * cluster's storage roots (gantlet checks again on the node, symlinks
- * included); a Job's create: gt_jobctl_admit; a Job's replace:
- * gt_jobctl_check_update; a Notebook's writes: gt_nbctl_admit. */
+ * included); Volumes and the entries naming them: gt_volctl_admit; a
+ * Job's create: gt_jobctl_admit; a Job's replace: gt_jobctl_check_update;
+ * a Notebook's writes: gt_nbctl_admit. */
 static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                       const struct gt_server_user *user, struct gt_err *err)
 {
@@ -228,6 +238,9 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
         vols = &((const struct gt_api_task *)t)->spec.volumes;
     }
     int rc = vols ? gt_job_check_volumes(vols, roots->items, roots->n, err) : 0;
+    if (rc == 0) {
+        rc = gt_volctl_admit(c, t, create, err);
+    }
     if (rc == 0 && create && t && t->kind == GT_KIND_JOB) {
         rc = gt_jobctl_admit(c, (const struct gt_api_job *)t, user, err);
     }
@@ -241,7 +254,9 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
 }
 
 /* A Node's status.allocated from the cache; a Department's status: used
- * and borrowed as the scheduler counts them. */
+ * and borrowed as the scheduler counts them, used.storage,
+ * borrowed.storage and storage as its Volumes hold it; a Volume's usage
+ * and users. */
 static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
 {
     if (kind == GT_KIND_NODE) {
@@ -254,8 +269,16 @@ static void render_hook(const struct gt_ctl *c, enum gt_kind kind, json_t *obj)
     } else if (kind == GT_KIND_DEPARTMENT) {
         json_t *ds = gt_department_status(c->model, gt_obj_name(obj));
         if (ds) {
+            json_t *storage = gt_volctl_department_storage(c, gt_obj_name(obj));
+            json_object_set(json_object_get(ds, "used"), GT_RES_NAME_STORAGE,
+                            json_object_get(storage, "allocated"));
+            json_object_set(json_object_get(ds, "borrowed"), GT_RES_NAME_STORAGE,
+                            json_object_get(storage, "borrowed"));
+            json_object_set_new(ds, "storage", storage);
             json_object_set_new(obj, "status", ds);
         }
+    } else if (kind == GT_KIND_VOLUME) {
+        gt_volctl_render(c, obj);
     }
 }
 
@@ -275,10 +298,13 @@ static int count_in_project(const char *key, void *val, void *arg)
 /* A Project goes only once it holds nothing but Events (which expire):
  * deleting one with jobs would leave them running in no project, so it is
  * refused, naming what it still holds. Every project-scoped kind counts,
- * whatever its table row. */
-static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const char *name,
-                              struct gt_err *err)
+ * whatever its table row. A Volume in use stays: gt_volctl_refuse_delete. */
+static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const char *project,
+                              const char *name, struct gt_err *err)
 {
+    if (kind == GT_KIND_VOLUME) {
+        return gt_volctl_refuse_delete(c, project, name, err);
+    }
     if (kind != GT_KIND_PROJECT) {
         return 0;
     }
@@ -334,8 +360,10 @@ static const struct gt_ctl_hooks hooks = {
     .admit = admit_hook,
     .soft_delete = gt_jobctl_soft_delete,
     .refuse_delete = refuse_delete_hook,
+    .prepare = gt_volctl_prepare,
+    .created = gt_volctl_created,
     .render = render_hook,
-    .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT,
+    .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT | 1u << GT_KIND_VOLUME,
     .metrics = gt_feed_metrics,
     .serve = serve_hook,
 };
@@ -351,6 +379,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->inflight);
     gt_strmap_init(&c->dirty_jobs);
     gt_strmap_init(&c->dirty_tasks);
+    gt_strmap_init(&c->dirty_builds);
     gt_strmap_init(&c->waits);
     gt_strmap_init(&c->in_model);
     gt_strmap_init(&c->fresh);
@@ -358,6 +387,8 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->timed);
     gt_strmap_init(&c->settled);
     gt_strmap_init(&c->sync_jobs);
+    gt_strmap_init(&c->vol_held);
+    gt_strmap_init(&c->vol_claims);
     c->model = gt_sched_model_new();
     c->tel = gt_telemetry_new();
     c->nb = gt_nbctl_new(c);
@@ -394,9 +425,14 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
     struct timeval tv = {.tv_sec = 1, .tv_usec = 0};
     evtimer_add(c->tick, &tv);
     /* reconcile everything once: work may have been left half done */
-    struct keys jobs = {0}, tasks = {0};
+    struct keys jobs = {0}, tasks = {0}, builds = {0};
     gt_strmap_each(&c->objs[GT_KIND_JOB], collect_cb, &jobs);
     gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, &tasks);
+    gt_strmap_each(&c->objs[GT_KIND_IMAGEBUILD], collect_cb, &builds);
+    for (size_t i = 0; i < builds.n; i++) {
+        gt_strmap_put(&c->dirty_builds, builds.v[i], MARK);
+    }
+    free_keys(&builds);
     for (size_t i = 0; i < jobs.n; i++) {
         gt_strmap_put(&c->dirty_jobs, jobs.v[i], MARK);
     }
@@ -437,6 +473,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->inflight, NULL);
     gt_strmap_fini(&c->dirty_jobs, NULL);
     gt_strmap_fini(&c->dirty_tasks, NULL);
+    gt_strmap_fini(&c->dirty_builds, NULL);
     gt_strmap_fini(&c->waits, free);
     gt_strmap_fini(&c->in_model, NULL);
     gt_strmap_fini(&c->fresh, gt_ctl_fresh_free);
@@ -444,6 +481,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->timed, NULL);
     gt_strmap_fini(&c->settled, NULL);
     gt_strmap_fini(&c->sync_jobs, NULL);
+    gt_volctl_fini(c);
     gt_sched_decisions_fini(&c->dec);
     gt_nbctl_free(c->nb);
     gt_sched_model_free(c->model);

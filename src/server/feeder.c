@@ -30,6 +30,9 @@
  * Department status (used, borrowed) is computed from the model on reads.
  * A Project's spec.hard is its hard cap in the model (gt_project_cap_sync);
  * jobs name their project, so its use is counted from their tasks.
+ * A job mounting a writable ReadWriteOnce Volume enters the model only
+ * once it has claimed it (gt_volctl_claim), and its tasks' bindings carry
+ * their Volumes' disk images (gt_volctl_bind).
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -40,6 +43,7 @@
 #include "server/events.h"
 #include "server/feeder.h"
 #include "server/server_int.h"
+#include "server/volctl.h"
 
 static const char marker[] = "";
 
@@ -328,6 +332,22 @@ static int add_job(struct gt_ctl *c, const char *id, const struct gt_api_job *jo
     return rc;
 }
 
+/* Has the job at key (model id id) claimed the ReadWriteOnce Volumes it
+ * mounts? Else it stays out of the model, waiting with reason
+ * VolumeInUse (its Queued condition's message). */
+static bool volumes_claimed(struct gt_ctl *c, const char *key, const char *id,
+                            const struct gt_api_job *job)
+{
+    char *why = NULL;
+    if (gt_volctl_claim(c, key, job, &why)) {
+        free(gt_strmap_del(&c->waits, id));
+        return true;
+    }
+    free(gt_strmap_put(&c->waits, id, gt_xasprintf("VolumeInUse: %s", why)));
+    free(why);
+    return false;
+}
+
 void gt_feed_sync_job(struct gt_ctl *c, const char *key)
 {
     const char *id = model_id(key);
@@ -339,11 +359,15 @@ void gt_feed_sync_job(struct gt_ctl *c, const char *key)
     bool holds = false;
     bool all = job && job_tasks(c, job, &tasks, &cap, &n, &holds);
     bool active = job && !gt_job_finished(job) && !job->o.meta.deletion_timestamp;
-    if (!in && all && (active || holds) && add_job(c, id, job) == 0) {
-        gt_strmap_put(&c->in_model, key, (void *)marker);
-        gt_strmap_put(&c->unseen, key, (void *)marker);
-        in = true;
-        c->want_cycle = true;
+    if (!in && all && (active || holds) && volumes_claimed(c, key, id, job)) {
+        if (add_job(c, id, job) == 0) {
+            gt_strmap_put(&c->in_model, key, (void *)marker);
+            gt_strmap_put(&c->unseen, key, (void *)marker);
+            in = true;
+            c->want_cycle = true;
+        } else {
+            gt_volctl_release(c, key);
+        }
     }
     if (in) {
         char tid[600];
@@ -354,6 +378,7 @@ void gt_feed_sync_job(struct gt_ctl *c, const char *key)
         if (!active && !holds) {
             struct gt_err err = {0};
             if (gt_sched_job_remove(c->model, id, &err) == 0) {
+                gt_volctl_release(c, key);
                 gt_strmap_del(&c->in_model, key);
                 gt_strmap_del(&c->unseen, key);
                 free(gt_strmap_del(&c->waits, id));
@@ -514,6 +539,14 @@ static void apply_bind(struct gt_ctl *c, const struct gt_sched_bind *b,
     }
     json_object_set_new(spec, "gpus", gpus);
     gt_bind_plan_apply(plan, t);
+    if (gt_volctl_bind(c, t, &err)) {
+        gt_log_warn("task not bound", "task=%s err=\"%s\"", b->task_id, err.msg);
+        json_decref(t);
+        gt_sched_task_exit(c->model, b->task_id, true, &err);
+        free(key);
+        free(nkey);
+        return;
+    }
     json_t *st = json_object_get(t, "status");
     if (!json_is_object(st)) {
         st = json_object();

@@ -19,6 +19,7 @@
 #include "server/fault.h"
 #include "server/http.h"
 #include "server/logproxy.h"
+#include "server/registry.h"
 #include "server/reply.h"
 #include "server/server_int.h"
 #include "server/ui.h"
@@ -509,8 +510,9 @@ static void version(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path
 }
 
 /* GET clusterinfo: what the cluster offers every client, from gantryd's
- * flags: storageRoots (--storage-root) and images [{name, image}] (--image
- * NAME=REF, in flag order). */
+ * flags: storageRoots (--storage-root), images [{name, image}] (--image
+ * NAME=REF, in flag order) and registry (--registry HOST:PORT, when
+ * given: agents pull from it with their node token). */
 static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
 {
     if (cmd != EVHTTP_REQ_GET) {
@@ -531,7 +533,42 @@ static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
     }
     json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", GT_API_VERSION, "kind",
                           "ClusterInfo", "storageRoots", roots, "images", images);
+    if (cfg->registry) {
+        json_object_set_new(o, "registry", json_string(cfg->registry));
+    }
     gt_req_reply_json(r, o);
+}
+
+/* The query of uri into q (the caller clears it); -1, answered 400, when
+ * malformed. */
+static int parse_query(struct gt_req *r, const struct evhttp_uri *uri, struct evkeyvalq *q)
+{
+    TAILQ_INIT(q);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (query && evhttp_parse_query_str(query, q) != 0) {
+        gt_req_error(r, GT_EBADREQ, "malformed query string");
+        return -1;
+    }
+    return 0;
+}
+
+/* GET registry/token: Basic authentication, not a bearer token (registry.c). */
+static void registry_token(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path,
+                           const struct evhttp_uri *uri)
+{
+    if (cmd != EVHTTP_REQ_GET) {
+        method_not_allowed(r, path);
+        return;
+    }
+    struct evkeyvalq q;
+    if (parse_query(r, uri, &q) != 0) {
+        return;
+    }
+    json_t *o = gt_registry_token(r, &q);
+    if (o) {
+        gt_req_reply_json(r, o);
+    }
+    evhttp_clear_headers(&q);
 }
 
 void gt_http_handle(struct evhttp_request *req, void *arg)
@@ -569,16 +606,17 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
         serve_plain(r, cmd, path);
         return;
     }
+    if (r->route.type == GT_ROUTE_REGISTRY_TOKEN) {
+        registry_token(r, cmd, path, uri);
+        return;
+    }
     r->user = authenticate(s, req);
     if (!r->user) {
         gt_req_error(r, GT_EUNAUTH, "a valid bearer token is required");
         return;
     }
     struct evkeyvalq q;
-    TAILQ_INIT(&q);
-    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (query && evhttp_parse_query_str(query, &q) != 0) {
-        gt_req_error(r, GT_EBADREQ, "malformed query string");
+    if (parse_query(r, uri, &q) != 0) {
         return;
     }
     if (r->route.type == GT_ROUTE_WHOAMI) {

@@ -78,9 +78,7 @@ int gt_job_check_run_as(const struct gt_api_job *job, int64_t creator_uid, bool 
     return 0;
 }
 
-/* Is path (absolute, no ".." component) lexically beneath root: equal to
- * it or below it at a whole component ("/srv/data" is not beneath "/srv/d")? */
-static bool path_beneath(const char *path, const char *root)
+bool gt_path_beneath(const char *path, const char *root)
 {
     size_t n = strlen(root);
     while (n > 1 && root[n - 1] == '/') {
@@ -108,7 +106,7 @@ int gt_job_check_volumes(const struct gt_api_volumes *vols, char *const *roots, 
         }
         bool ok = false;
         for (size_t r = 0; r < n_roots && !ok; r++) {
-            ok = path_beneath(host, roots[r]);
+            ok = gt_path_beneath(host, roots[r]);
         }
         if (!ok) {
             struct gt_buf list;

@@ -167,6 +167,7 @@ int gt_route_parse(const char *path, struct gt_route *r, struct gt_err *err)
         {"/debug/fault", GT_ROUTE_FAULT},
         {GT_API_GROUP_PREFIX "/whoami", GT_ROUTE_WHOAMI},
         {GT_API_GROUP_PREFIX "/clusterinfo", GT_ROUTE_CLUSTERINFO},
+        {GT_API_GROUP_PREFIX "/registry/token", GT_ROUTE_REGISTRY_TOKEN},
         {GT_API_GROUP_PREFIX "/usage", GT_ROUTE_USAGE},
         {GT_API_GROUP_PREFIX "/usagerecords", GT_ROUTE_USAGE_RECORDS},
         {GT_API_GROUP_PREFIX "/jobstats", GT_ROUTE_JOB_STATS},

@@ -30,6 +30,7 @@
 #include "server/events.h"
 #include "server/fault.h"
 #include "server/http.h"
+#include "server/registry.h"
 #include "server/reply.h"
 #include "server/server_int.h"
 #include "server/watch.h"
@@ -269,6 +270,10 @@ static int start(struct gt_server *s, struct gt_err *err)
         gt_err_prefix(err, "--token-file");
         return rc;
     }
+    if (s->cfg->registry_key &&
+        (rc = gt_registry_key_load(s->cfg->registry_key, &s->registry_key, err)) < 0) {
+        return rc;
+    }
     /* coalesce evhttp's per-request enable/disable calls into one epoll_ctl
      * per fd and loop turn */
     struct event_config *ec = event_config_new();
@@ -296,6 +301,8 @@ void gt_server_stop(struct gt_server *s)
     gt_ctl_free(s->ctl);
     gt_server_access_free(s->access);
     gt_server_tokens_free(s->tokens);
+    gt_registry_key_free(s->registry_key);
+    s->registry_key = NULL;
     struct event *evs[] = {s->sig_term, s->sig_int, s->drain_timer, s->fault_timer};
     for (size_t i = 0; i < GT_ARRAY_LEN(evs); i++) {
         if (evs[i]) {

@@ -41,9 +41,12 @@ struct gt_server_config {
     int64_t notebook_cpu_idle_milli;     /* --notebook-cpu-idle-milli: CPU use that is activity */
     struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
     struct gt_config_list images;        /* --image NAME=REF...: images offered to clients */
+    struct gt_config_list storage_classes; /* --storage-class NAME=DIR...: where Volumes live */
     char *pip_index_url;  /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
     char *pip_find_links; /* --pip-find-links DIR: a directory of wheels; NULL: none */
     char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
+    char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
+    char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -138,15 +141,16 @@ enum gt_route_type {
     GT_ROUTE_HEALTHZ,
     GT_ROUTE_READYZ,
     GT_ROUTE_METRICS,
-    GT_ROUTE_FAULT,         /* /debug/fault */
-    GT_ROUTE_WHOAMI,        /* the caller's own identity */
-    GT_ROUTE_CLUSTERINFO,   /* storage roots and offered images */
-    GT_ROUTE_USAGE,         /* the ledger's usage report (ledger.c) */
-    GT_ROUTE_USAGE_RECORDS, /* the ledger's records (ledger.c) */
-    GT_ROUTE_JOB_STATS,     /* every job's current utilisation (telemetry.c) */
-    GT_ROUTE_VERSION,       /* /version: gantryd's release */
-    GT_ROUTE_COLLECTION,    /* list / create / watch */
-    GT_ROUTE_OBJECT,        /* get / put / delete, or a subresource */
+    GT_ROUTE_FAULT,          /* /debug/fault */
+    GT_ROUTE_WHOAMI,         /* the caller's own identity */
+    GT_ROUTE_CLUSTERINFO,    /* storage roots and offered images */
+    GT_ROUTE_REGISTRY_TOKEN, /* the cluster registry's token service (registry.c) */
+    GT_ROUTE_USAGE,          /* the ledger's usage report (ledger.c) */
+    GT_ROUTE_USAGE_RECORDS,  /* the ledger's records (ledger.c) */
+    GT_ROUTE_JOB_STATS,      /* every job's current utilisation (telemetry.c) */
+    GT_ROUTE_VERSION,        /* /version: gantryd's release */
+    GT_ROUTE_COLLECTION,     /* list / create / watch */
+    GT_ROUTE_OBJECT,         /* get / put / delete, or a subresource */
 };
 
 #define GT_ROUTE_NAME_MAX 253
@@ -268,6 +272,10 @@ const char *gt_job_task_key(char *buf, size_t len, char **heap, const char *proj
  * project allows privileged tasks. 0 or GT_EINVAL naming the field. */
 int gt_job_check_run_as(const struct gt_api_job *job, int64_t creator_uid, bool allow_privileged,
                         struct gt_err *err);
+
+/* Is path (absolute, no ".." component) lexically beneath root: equal to
+ * it or below it at a whole component ("/srv/data" is not beneath "/srv/d")? */
+bool gt_path_beneath(const char *path, const char *root);
 
 /* Admission: every hostPath of vols, a Job's or Task's spec.volumes
  * (borrowed), must be lexically beneath one of roots (whole components, as
@@ -432,6 +440,33 @@ json_t *gt_department_status(const struct gt_sched_model *m, const char *name);
  * gt_sched_project_set (GT_EINVAL). */
 int gt_project_cap_sync(struct gt_sched_model *m, const char *name,
                         const struct gt_api_project *project, struct gt_err *err);
+
+/* ---- storage quota (volquota.c) ---- */
+
+/* What a new Volume's capacity is counted against, in bytes: the
+ * department's storage quota and limit and what its projects' Volumes
+ * already hold (created, or being created), and the same for the project
+ * with its spec.hard.storage (project_hard_bytes < 0: no cap). Names are
+ * borrowed. */
+struct gt_storage_quota {
+    const char *department;
+    int64_t dept_allocated_bytes;
+    int64_t dept_quota_bytes;
+    int64_t dept_limit_bytes;
+    const char *project;
+    int64_t project_allocated_bytes;
+    int64_t project_hard_bytes;
+};
+/* May a Volume of capacity_bytes be made under q? 0, or GT_EFORBIDDEN
+ * with err naming spec.capacity.storage and the quota it would exceed
+ * (the project's hard cap first, then the department's limit). */
+int gt_storage_quota_check(const struct gt_storage_quota *q, int64_t capacity_bytes,
+                           struct gt_err *err);
+/* The storage guarantee and limit, in bytes, of a department's spec.quota
+ * and spec.limit (either may be NULL): absent from the quota is 0, absent
+ * from the limit is the quota. */
+void gt_storage_limits(const struct gt_api_res *quota, const struct gt_api_res *limit,
+                       int64_t *quota_bytes, int64_t *limit_bytes);
 
 /* ---- the daemon (server.c) ---- */
 

@@ -28,6 +28,10 @@ struct gt_nbctl;
 struct gt_req;
 struct evkeyvalq;
 
+/* A create's preparation (struct gt_ctl_hooks.prepare) finished: rc 0 and
+ * the object is ready to store, or the error with err. */
+typedef void (*gt_prepared_fn)(void *arg, int rc, const struct gt_err *err);
+
 /* What the transport (HTTP, routes, auth, watch: write.c, reply.c) asks
  * of the controllers, which register this table in struct gt_server when
  * they are made (ctl.c): calls go from the transport up into them only
@@ -42,11 +46,19 @@ struct gt_ctl_hooks {
      * stored (modified in place) into its soft-deleted form and return
      * true; false: delete now. */
     bool (*soft_delete)(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
-    /* DELETE of the object name of kind (borrowed): 0 to go ahead, or
-     * GT_ECONFLICT with err saying why it must stay (a Project that still
-     * holds objects). */
-    int (*refuse_delete)(const struct gt_ctl *c, enum gt_kind kind, const char *name,
-                         struct gt_err *err);
+    /* DELETE of the object name of kind (borrowed; project: its project
+     * for a project-scoped kind, else NULL): 0 to go ahead, or GT_ECONFLICT
+     * with err saying why it must stay (a Project that still holds
+     * objects, a Volume in use). */
+    int (*refuse_delete)(const struct gt_ctl *c, enum gt_kind kind, const char *project,
+                         const char *name, struct gt_err *err);
+    /* A create of obj (admitted, borrowed until done) at key that needs
+     * work before its store write: 1 and done(arg, ...) runs later on the
+     * loop; 0: none needed; else the error with err (done not called). */
+    int (*prepare)(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
+                   gt_prepared_fn done, void *arg, struct gt_err *err);
+    /* The store write of a prepared create finished with rc. */
+    void (*created)(struct gt_ctl *c, enum gt_kind kind, const char *key, int rc);
     /* Add to obj, a rendered object of a kind in computed_kinds (modified
      * in place), what is computed on reads and never stored. */
     void (*render)(const struct gt_ctl *c, enum gt_kind kind, json_t *obj);
@@ -83,10 +95,11 @@ struct gt_server {
     struct gt_req *fault_req; /* /debug/fault waiting for in-flight writes to finish */
     enum gt_store_fault fault_point;
     int fault_nth;
-    int64_t n_inflight;        /* store writes submitted, not yet done */
-    bool draining;             /* SIGTERM: no new work, exit once writes are done */
-    bool failed;               /* fsync failed: refuse writes and exit 1 */
-    struct gt_uuid_pool uuids; /* for metadata.uid */
+    int64_t n_inflight;                   /* store writes submitted, not yet done */
+    bool draining;                        /* SIGTERM: no new work, exit once writes are done */
+    bool failed;                          /* fsync failed: refuse writes and exit 1 */
+    struct gt_uuid_pool uuids;            /* for metadata.uid */
+    struct gt_registry_key *registry_key; /* --registry-key; NULL: the registry is open */
     /* stop taking work and exit once writes are done (server.c): for the
      * layers below the life cycle, e.g. on a failed fsync */
     void (*drain)(struct gt_server *s, int exit_code);
@@ -112,6 +125,7 @@ struct gt_req {
     int64_t submit_ns;  /* when the store write was queued */
     int retries;
     bool soft_delete; /* DELETE became deletionTimestamp + spec.stop */
+    bool prepared;    /* a create prepared by the controllers (hooks->created runs) */
 };
 
 /* One cached stored object: its JSON and, decoded once when cached, its
@@ -130,6 +144,10 @@ static inline const struct gt_api_job *gt_cobj_job(const struct gt_cobj *o)
 {
     return (const struct gt_api_job *)o->t;
 }
+static inline const struct gt_api_imagebuild *gt_cobj_build(const struct gt_cobj *o)
+{
+    return (const struct gt_api_imagebuild *)o->t;
+}
 static inline const struct gt_api_task *gt_cobj_task(const struct gt_cobj *o)
 {
     return (const struct gt_api_task *)o->t;
@@ -147,12 +165,13 @@ struct gt_ctl {
     struct gt_telemetry *tel;             /* scalars and utilisation history (telemetry.c) */
     struct gt_ledger *ledger;             /* GPU-seconds per task run (ledger.c) */
     struct gt_strmap objs[GT_KIND_COUNT]; /* key -> struct gt_cobj (no Events) */
-    struct gt_strmap holding;     /* task key -> its cobj (borrowed): tasks holding a node */
-    struct gt_strmap inflight;    /* key -> count of controller writes in flight */
-    struct gt_strmap dirty_jobs;  /* job keys to reconcile this turn */
-    struct gt_strmap dirty_tasks; /* task keys to reconcile this turn */
-    struct gt_strmap waits;       /* job model id -> its last wait message (char *) */
-    struct gt_strmap in_model;    /* job keys added to the scheduler model */
+    struct gt_strmap holding;      /* task key -> its cobj (borrowed): tasks holding a node */
+    struct gt_strmap inflight;     /* key -> count of controller writes in flight */
+    struct gt_strmap dirty_jobs;   /* job keys to reconcile this turn */
+    struct gt_strmap dirty_tasks;  /* task keys to reconcile this turn */
+    struct gt_strmap dirty_builds; /* ImageBuild keys to reconcile this turn (buildctl.c) */
+    struct gt_strmap waits;        /* job model id -> its last wait message (char *) */
+    struct gt_strmap in_model;     /* job keys added to the scheduler model */
     /* job keys added to the model since the last cycle: their reconcile
      * waits for it, which marks them dirty */
     struct gt_strmap unseen;
@@ -164,8 +183,12 @@ struct gt_ctl {
      * jobs that only the model sync (gt_feed_sync_job) must see */
     struct gt_strmap settled;
     struct gt_strmap sync_jobs;
-    struct event *kick; /* runs once per loop turn when something changed */
-    struct event *tick; /* every second: node lifecycle, a cycle */
+    /* Volume keys -> struct held (volctl.c): creates whose capacity is held
+     * until the cache has the stored Volume */
+    struct gt_strmap vol_held;
+    struct gt_strmap vol_claims; /* writable ReadWriteOnce Volume key -> claiming job key */
+    struct event *kick;          /* runs once per loop turn when something changed */
+    struct event *tick;          /* every second: node lifecycle, a cycle */
     bool want_cycle;
     struct event *cycle_timer;  /* a cycle deferred to keep the gap between cycles */
     int64_t last_cycle_ns;      /* monotonic (gt_now_ns), when the last cycle started */

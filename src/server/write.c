@@ -4,7 +4,8 @@
  * and decodes the object once, has the controllers admit it through their
  * hooks (struct gt_ctl_hooks: a Job's or Task's hostPath volumes against
  * --storage-root, a Job's runAsUser; a Job's or Task's soft delete; the
- * refusal to delete a Project that still holds objects), sets
+ * refusal to delete a Project that still holds objects or a Volume in use;
+ * a Volume's disk image made before its create is stored), sets
  * what the server owns (uid, creationTimestamp, creator, status) and
  * queues one store write; the reply is sent only from the store's done
  * callback, i.e. once the write is durable. A client that went away before
@@ -140,6 +141,9 @@ static void submit(struct gt_req *r, enum gt_store_op op, int64_t expected_rev)
     }
     r->submit_ns = gt_now_ns();
     int rc = gt_server_write(r->s, op, r->key, text, len, expected_rev, write_done, r);
+    if (rc && r->prepared) {
+        r->s->ctl_hooks->created(r->s->ctl, r->route.kind->kind, r->key, rc);
+    }
     if (rc) {
         gt_req_error(r, rc, "%s",
                      rc == GT_EFSYNC ? "the store failed (fsync); gantryd is exiting"
@@ -228,6 +232,22 @@ static int kubeflow_body(struct gt_req *r)
     return 0;
 }
 
+/* A create's preparation (a Volume's disk image) is done: store it. */
+static void prepared(void *arg, int rc, const struct gt_err *err)
+{
+    struct gt_req *r = arg;
+    if (rc) {
+        gt_req_error_err(r, err);
+        return;
+    }
+    if (r->s->draining || r->s->failed) {
+        r->s->ctl_hooks->created(r->s->ctl, r->route.kind->kind, r->key, GT_ESTORE);
+        gt_req_error(r, GT_ESTORE, "the store cannot take writes");
+        return;
+    }
+    submit(r, GT_STORE_CREATE, 0);
+}
+
 void gt_write_create(struct gt_req *r)
 {
     const struct gt_route *rt = &r->route;
@@ -265,7 +285,15 @@ void gt_write_create(struct gt_req *r)
     r->obj = json_incref(obj);
     snprintf(r->route.name, sizeof(r->route.name), "%s", gt_obj_name(obj));
     r->key = gt_route_key(rt->kind, route_project(rt), r->route.name);
-    submit(r, GT_STORE_CREATE, 0);
+    const struct gt_ctl_hooks *h = r->s->ctl_hooks;
+    int rc = h ? h->prepare(r->s->ctl, rt->kind->kind, r->key, r->obj, prepared, r, &err) : 0;
+    if (rc < 0) {
+        gt_req_error_err(r, &err);
+    } else if (rc == 0) {
+        submit(r, GT_STORE_CREATE, 0);
+    } else {
+        r->prepared = true;
+    }
 }
 
 /* ---- update and status ---- */
@@ -529,7 +557,7 @@ void gt_write_delete(struct gt_req *r, int64_t expected_rev)
     }
     const struct gt_ctl_hooks *h = r->s->ctl_hooks;
     struct gt_err err = {0};
-    if (h && h->refuse_delete(r->s->ctl, rt->kind->kind, rt->name, &err)) {
+    if (h && h->refuse_delete(r->s->ctl, rt->kind->kind, route_project(rt), rt->name, &err)) {
         gt_req_error_err(r, &err);
         return;
     }
@@ -645,6 +673,9 @@ static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
     struct gt_req *r = arg;
     gt_server_write_done(r->s, rc, r->submit_ns);
     enum wop op = wop_of(r);
+    if (r->prepared) {
+        r->s->ctl_hooks->created(r->s->ctl, r->route.kind->kind, r->key, rc);
+    }
     if (rc == 0) {
         if (op != W_DELETE || r->soft_delete) {
             gt_ctl_written(r->s->ctl, r->route.kind->kind, r->key, rev, r->obj);

@@ -8,7 +8,7 @@
 
 #include "sim/sim_int.h"
 
-enum kind { K_SECONDS, K_BOOL, K_DATE_FROM, K_DATE_TO, K_U64 };
+enum kind { K_SECONDS, K_COUNT, K_BOOL, K_DATE_FROM, K_DATE_TO, K_U64 };
 
 struct key {
     const char *name;
@@ -27,6 +27,8 @@ static const struct key keys[] = {
     {"from", K_DATE_FROM, OFF(from_s), 1, 0, 0},
     {"to", K_DATE_TO, OFF(to_s), 0, 0, 0},
     {"seed", K_U64, OFF(seed), 42, 0, INT64_MAX},
+    {"node_divisor", K_COUNT, OFF(node_divisor), 1, 1, 1024},
+    {"jct_by_size", K_BOOL, OFF(jct_by_size), 0, 0, 0},
 };
 
 void gt_sim_config_default(struct gt_sim_config *c)

@@ -83,6 +83,38 @@ int gt_sim_csv_expect(const struct gt_sim_csv *c, size_t n, const char *names, s
     return 0;
 }
 
+int gt_sim_csv_columns(const struct gt_sim_csv *c, const char *const *names, size_t n,
+                       uint32_t optional, int *idx, struct gt_err *err)
+{
+    GT_ASSERT(n <= 32);
+    for (size_t k = 0; k < n; k++) {
+        idx[k] = -1;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        const struct gt_sim_field *f = &c->f[i];
+        if (f->len == 0) {
+            return gt_err_set(err, GT_EINVAL, "line %u: header field %zu is empty", c->line, i + 1);
+        }
+        for (size_t k = 0; k < n; k++) {
+            if (strlen(names[k]) != f->len || memcmp(names[k], f->p, f->len) != 0) {
+                continue;
+            }
+            if (idx[k] >= 0) {
+                return gt_err_set(err, GT_EINVAL, "line %u: header names column %s twice", c->line,
+                                  names[k]);
+            }
+            idx[k] = (int)i;
+        }
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (idx[k] < 0 && !(optional & (UINT32_C(1) << k))) {
+            return gt_err_set(err, GT_EINVAL, "line %u: header has no column %s", c->line,
+                              names[k]);
+        }
+    }
+    return 0;
+}
+
 int gt_sim_csv_i64(const struct gt_sim_csv *c, size_t i, const char *what, int64_t min, int64_t max,
                    bool whole_float, int64_t *out, struct gt_err *err)
 {

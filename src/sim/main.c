@@ -214,6 +214,7 @@ static int load_trace(const struct opts *o, const struct gt_sim_config *c, struc
         }
     }
     if (rc == 0) {
+        gt_sim_trace_divide_nodes(t, c->node_divisor);
         gt_sim_trace_select(t, c->from_s, c->to_s);
         fprintf(stderr,
                 "gantry-sim: %zu jobs; skipped %zu without GPUs, %zu outside the window, %zu in "
@@ -231,24 +232,26 @@ static void print_row(const char *name, const struct gt_sim_summary *s)
            (long long)s->preemptions);
 }
 
-static int write_reports(const struct opts *o, const struct gt_sim_trace *t,
-                         const struct gt_sim_run *runs, size_t n, struct gt_err *err)
+static int write_reports(const struct opts *o, const struct gt_sim_config *c,
+                         const struct gt_sim_trace *t, const struct gt_sim_run *runs, size_t n,
+                         struct gt_err *err)
 {
     struct gt_buf sum, vc, svg;
     gt_buf_init(&sum);
     gt_buf_init(&vc);
     gt_buf_init(&svg);
-    gt_buf_printf(&sum, "%s\n", gt_sim_summary_header());
-    gt_buf_printf(&vc, "vc,%s\n", gt_sim_summary_header());
+    bool by_size = c->jct_by_size;
+    gt_buf_printf(&sum, "%s\n", gt_sim_summary_header(by_size));
+    gt_buf_printf(&vc, "vc,%s\n", gt_sim_summary_header(by_size));
     for (size_t i = 0; i < n; i++) {
         struct gt_sim_summary s;
         gt_sim_summarize(t, &runs[i], -1, &s);
-        gt_sim_summary_row(&sum, runs[i].label, &s);
+        gt_sim_summary_row(&sum, runs[i].label, &s, by_size);
         for (size_t v = 0; v < t->n_vcs; v++) {
             gt_sim_summarize(t, &runs[i], (int32_t)v, &s);
             if (s.jobs > 0) {
                 gt_buf_printf(&vc, "%s,", t->vcs[v].name);
-                gt_sim_summary_row(&vc, runs[i].label, &s);
+                gt_sim_summary_row(&vc, runs[i].label, &s, by_size);
             }
         }
     }
@@ -318,7 +321,7 @@ static int run_jobs(const struct opts *o, const struct gt_sim_config *c, struct 
         }
     }
     if (rc == 0 && o->out) {
-        rc = write_reports(o, &t, runs, n, err);
+        rc = write_reports(o, c, &t, runs, n, err);
     }
     for (size_t i = 0; i < n; i++) {
         gt_sim_run_fini(&runs[i]);

@@ -3,7 +3,9 @@
  * JCT = finish - submit, queueing delay = first start - submit (time lost
  * to later preemptions counts in JCT only), utilisation = GPU-seconds held
  * / (capacity x makespan), makespan = first submit to last finish.
- * Percentiles are nearest-rank over the finished jobs.
+ * Percentiles are nearest-rank over the finished jobs. Jobs of at least
+ * GT_SIM_LARGE_GPUS GPUs are large, the others small (0 when a class is
+ * empty).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -33,7 +35,8 @@ void gt_sim_summarize(const struct gt_sim_trace *t, const struct gt_sim_run *r, 
     memset(s, 0, sizeof(*s));
     int64_t *queue = gt_xcalloc(r->n_jobs ? r->n_jobs : 1, sizeof(*queue));
     int64_t first = INT64_MAX, last = INT64_MIN;
-    double jct = 0, qsum = 0;
+    double jct = 0, qsum = 0, jct_by[2] = {0};
+    size_t n_by[2] = {0};
     for (size_t i = 0; i < r->n_jobs; i++) {
         const struct gt_sim_outcome *o = &r->jobs[i];
         if ((vc >= 0 && o->vc != vc) || o->finish_s < 0) {
@@ -41,6 +44,9 @@ void gt_sim_summarize(const struct gt_sim_trace *t, const struct gt_sim_run *r, 
         }
         queue[s->jobs++] = o->start_s - o->submit_s;
         jct += (double)(o->finish_s - o->submit_s);
+        bool large = o->num_gpu >= GT_SIM_LARGE_GPUS;
+        jct_by[large] += (double)(o->finish_s - o->submit_s);
+        n_by[large]++;
         qsum += (double)(o->start_s - o->submit_s);
         s->preemptions += o->preemptions;
         first = o->submit_s < first ? o->submit_s : first;
@@ -53,6 +59,8 @@ void gt_sim_summarize(const struct gt_sim_trace *t, const struct gt_sim_run *r, 
     qsort(queue, s->jobs, sizeof(*queue), i64_cmp);
     s->avg_jct_s = jct / (double)s->jobs;
     s->avg_queue_s = qsum / (double)s->jobs;
+    s->avg_jct_small_s = n_by[0] ? jct_by[0] / (double)n_by[0] : 0;
+    s->avg_jct_large_s = n_by[1] ? jct_by[1] / (double)n_by[1] : 0;
     s->p50_queue_s = pct(queue, s->jobs, 50);
     s->p95_queue_s = pct(queue, s->jobs, 95);
     s->p99_queue_s = pct(queue, s->jobs, 99);

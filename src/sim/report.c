@@ -23,17 +23,24 @@
 static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                       "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"};
 
-const char *gt_sim_summary_header(void)
+const char *gt_sim_summary_header(bool by_size)
 {
-    return "policy,jobs,avg_jct_s,avg_queue_s,p50_queue_s,p95_queue_s,p99_queue_s,util,"
-           "preemptions";
+    return by_size ? "policy,jobs,avg_jct_s,avg_queue_s,p50_queue_s,p95_queue_s,p99_queue_s,util,"
+                     "preemptions,avg_jct_small_s,avg_jct_large_s"
+                   : "policy,jobs,avg_jct_s,avg_queue_s,p50_queue_s,p95_queue_s,p99_queue_s,util,"
+                     "preemptions";
 }
 
-void gt_sim_summary_row(struct gt_buf *b, const char *name, const struct gt_sim_summary *s)
+void gt_sim_summary_row(struct gt_buf *b, const char *name, const struct gt_sim_summary *s,
+                        bool by_size)
 {
-    gt_buf_printf(b, "%s,%zu,%.0f,%.0f,%.0f,%.0f,%.0f,%.4f,%lld\n", name, s->jobs, s->avg_jct_s,
+    gt_buf_printf(b, "%s,%zu,%.0f,%.0f,%.0f,%.0f,%.0f,%.4f,%lld", name, s->jobs, s->avg_jct_s,
                   s->avg_queue_s, s->p50_queue_s, s->p95_queue_s, s->p99_queue_s, s->util,
                   (long long)s->preemptions);
+    if (by_size) {
+        gt_buf_printf(b, ",%.0f,%.0f", s->avg_jct_small_s, s->avg_jct_large_s);
+    }
+    gt_buf_puts(b, "\n");
 }
 
 void gt_sim_report_jobs(struct gt_buf *b, const struct gt_sim_trace *t, const struct gt_sim_run *r)

@@ -70,11 +70,18 @@ int gt_sim_philly_parse(const char *data, size_t len, struct gt_sim_trace *t, st
 /* Parse Helios' philly_vc.csv (header "vc,node num") and set each VC's node
  * count (8 GPUs per node), creating VCs not yet seen. GT_EINVAL as above. */
 int gt_sim_vc_sizes_parse(const char *data, size_t len, struct gt_sim_trace *t, struct gt_err *err);
-/* Parse the generic CSV submission_time,duration,num_gpu[,vc] (header
- * required, integer seconds; rows without vc go to VC "default"). Jobs
- * are appended to t. GT_EINVAL as above. */
+/* Parse the generic CSV: a header naming the columns submission_time,
+ * duration, num_gpu and optionally vc, in any order among any others (a
+ * leading job_id, say), which are ignored; every row has the header's
+ * number of fields; integer seconds; without a vc column every job goes to
+ * VC "default". Jobs are appended to t. GT_EINVAL as above, naming the
+ * missing column. */
 int gt_sim_csv_parse(const char *data, size_t len, struct gt_sim_trace *t, struct gt_err *err);
 
+/* Divide every sized VC's node count by divisor (>= 1), rounding down but
+ * keeping at least one node; VCs of unknown size stay so. For replays at a
+ * fraction of a cluster's size (config node_divisor). */
+void gt_sim_trace_divide_nodes(struct gt_sim_trace *t, int64_t divisor);
 /* Keep jobs with GPUs, submitted in [from_s, to_s], in VCs of known size
  * that can hold them (from_s > to_s: no window); count what is dropped; sort the rest by
  * submit time (ties by line). */
@@ -130,6 +137,8 @@ struct gt_sim_config {
     int64_t from_s, to_s;       /* submit window (inclusive); from > to: none */
     bool check;                 /* gt_sched_model_check after every step */
     uint64_t seed;
+    int64_t node_divisor; /* each cluster's node count is divided by this (at least 1 node) */
+    bool jct_by_size;     /* summaries add the avg JCT of small and of large jobs */
 };
 
 /* The defaults (documented in src/sim/philly-helios.conf). */
@@ -184,9 +193,14 @@ int gt_sim_replay(const struct gt_sim_trace *t, const char *row, const struct gt
 
 /* ---- metrics ---- */
 
+/* A job of at least this many GPUs is large, any other small (the summary's
+ * size columns). */
+#define GT_SIM_LARGE_GPUS 16
+
 struct gt_sim_summary {
     size_t jobs; /* jobs that finished */
     double avg_jct_s, avg_queue_s;
+    double avg_jct_small_s, avg_jct_large_s;      /* jobs under / at least GT_SIM_LARGE_GPUS GPUs */
     double p50_queue_s, p95_queue_s, p99_queue_s; /* nearest rank */
     int64_t makespan_s;                           /* first submit to last finish */
     double util;                                  /* busy GPU-s / (capacity x makespan) */
@@ -200,10 +214,13 @@ void gt_sim_summarize(const struct gt_sim_trace *t, const struct gt_sim_run *r, 
 /* ---- reports ---- */
 
 /* The summary CSV header line (no newline):
- * policy,jobs,avg_jct_s,avg_queue_s,p50_queue_s,p95_queue_s,p99_queue_s,util,preemptions */
-const char *gt_sim_summary_header(void);
-/* Append one summary CSV row (with newline) named name. */
-void gt_sim_summary_row(struct gt_buf *b, const char *name, const struct gt_sim_summary *s);
+ * policy,jobs,avg_jct_s,avg_queue_s,p50_queue_s,p95_queue_s,p99_queue_s,util,preemptions
+ * and, if by_size, ",avg_jct_small_s,avg_jct_large_s". */
+const char *gt_sim_summary_header(bool by_size);
+/* Append one summary CSV row (with newline) named name; by_size as for
+ * the header. */
+void gt_sim_summary_row(struct gt_buf *b, const char *name, const struct gt_sim_summary *s,
+                        bool by_size);
 /* Append the per-job CSV of r. */
 void gt_sim_report_jobs(struct gt_buf *b, const struct gt_sim_trace *t, const struct gt_sim_run *r);
 /* Append an SVG of the JCT CDF of each run (log-scale x). */

@@ -12,7 +12,7 @@
 
 #include "sim/sim.h"
 
-#define GT_SIM_CSV_MAX_FIELDS 16
+#define GT_SIM_CSV_MAX_FIELDS 64
 
 struct gt_sim_field {
     const char *p;
@@ -36,6 +36,13 @@ int gt_sim_csv_next(struct gt_sim_csv *c, struct gt_err *err);
  * that they are the comma-separated names (a header). GT_EINVAL with the
  * line. */
 int gt_sim_csv_expect(const struct gt_sim_csv *c, size_t n, const char *names, struct gt_err *err);
+/* Select columns by name in the header line just read: idx[k] is the field
+ * index of names[k] (n <= 32), or -1 when it is absent and bit k of
+ * optional is set. Other columns are ignored. GT_EINVAL naming the line and
+ * the column for a required column missing, a column named twice or an
+ * empty header field. */
+int gt_sim_csv_columns(const struct gt_sim_csv *c, const char *const *names, size_t n,
+                       uint32_t optional, int *idx, struct gt_err *err);
 /* Field i as a decimal integer in [min, max] ("12" or, if whole_float,
  * also "12.0"). GT_EINVAL naming the line and what. */
 int gt_sim_csv_i64(const struct gt_sim_csv *c, size_t i, const char *what, int64_t min, int64_t max,

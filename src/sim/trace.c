@@ -187,41 +187,53 @@ int gt_sim_vc_sizes_parse(const char *data, size_t len, struct gt_sim_trace *t, 
 
 int gt_sim_csv_parse(const char *data, size_t len, struct gt_sim_trace *t, struct gt_err *err)
 {
+    static const char *const names[] = {"submission_time", "duration", "num_gpu", "vc"};
+    enum { C_SUBMIT, C_DURATION, C_GPU, C_VC };
     struct gt_sim_csv c;
     gt_sim_csv_init(&c, data, len);
     int rc = gt_sim_csv_next(&c, err);
     if (rc == 0) {
         return gt_err_set(err, GT_EINVAL, "line 1: no header");
     }
-    if (rc < 0) {
+    int col[GT_ARRAY_LEN(names)];
+    if (rc < 0 || (rc = gt_sim_csv_columns(&c, names, GT_ARRAY_LEN(names), UINT32_C(1) << C_VC, col,
+                                           err)) < 0) {
         return rc;
     }
-    size_t cols = c.n == 4 ? 4 : 3;
-    if ((rc = gt_sim_csv_expect(&c, cols,
-                                cols == 4 ? "submission_time,duration,num_gpu,vc"
-                                          : "submission_time,duration,num_gpu",
-                                err)) < 0) {
-        return rc;
-    }
+    size_t cols = c.n;
     while ((rc = gt_sim_csv_next(&c, err)) > 0) {
         struct gt_sim_job j = {.line = c.line};
         int64_t gpus;
         if ((rc = gt_sim_csv_expect(&c, cols, NULL, err)) < 0 ||
-            (rc = gt_sim_csv_i64(&c, 0, "submission_time", 0, MAX_TIME_S, false, &j.submit_s,
-                                 err)) < 0 ||
-            (rc = gt_sim_csv_i64(&c, 1, "duration", 0, MAX_TIME_S, false, &j.duration_s, err)) <
-                0 ||
-            (rc = gt_sim_csv_i64(&c, 2, "num_gpu", 0, MAX_GPUS, false, &gpus, err)) < 0) {
+            (rc = gt_sim_csv_i64(&c, (size_t)col[C_SUBMIT], "submission_time", 0, MAX_TIME_S, false,
+                                 &j.submit_s, err)) < 0 ||
+            (rc = gt_sim_csv_i64(&c, (size_t)col[C_DURATION], "duration", 0, MAX_TIME_S, false,
+                                 &j.duration_s, err)) < 0 ||
+            (rc = gt_sim_csv_i64(&c, (size_t)col[C_GPU], "num_gpu", 0, MAX_GPUS, false, &gpus,
+                                 err)) < 0) {
             return rc;
         }
-        if (cols == 4 && c.f[3].len == 0) {
+        const struct gt_sim_field *vc = col[C_VC] >= 0 ? &c.f[col[C_VC]] : NULL;
+        if (vc && vc->len == 0) {
             return gt_err_set(err, GT_EINVAL, "line %u: vc: empty", c.line);
         }
         j.num_gpu = (int32_t)gpus;
-        j.vc = cols == 4 ? vc_get(t, c.f[3].p, c.f[3].len) : vc_get(t, "default", 7);
+        j.vc = vc ? vc_get(t, vc->p, vc->len) : vc_get(t, "default", 7);
         job_push(t, &j);
     }
     return rc;
+}
+
+void gt_sim_trace_divide_nodes(struct gt_sim_trace *t, int64_t divisor)
+{
+    GT_ASSERT(divisor >= 1);
+    for (size_t i = 0; i < t->n_vcs; i++) {
+        struct gt_sim_vc *vc = &t->vcs[i];
+        if (vc->nodes > 0) {
+            int64_t n = vc->nodes / divisor;
+            vc->nodes = n > 0 ? (int32_t)n : 1;
+        }
+    }
 }
 
 static int job_cmp(const void *a, const void *b)

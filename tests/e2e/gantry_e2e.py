@@ -316,6 +316,37 @@ def cgroup_pids(task_uid):
     return pids
 
 
+def bench_tenancy(g):
+    """Department and project "bench" (alice admin, room for 8 GPUs), as
+    the benchmarks use them."""
+    for path, o in ((API + "/departments", obj("Department", "bench", spec={
+            "quota": {"nvidia.com/gpu": 8, "cpu": "1000", "memory": "4Ti"}})),
+                    (API + "/projects", obj("Project", "bench", spec={
+                        "department": "bench",
+                        "members": [{"user": "alice", "role": "admin"}]}))):
+        st, body = g.request("POST", path, o)
+        assert st == 201, (st, body)
+
+
+def make_git_repo(repo, files, message="commit"):
+    """A git repository at repo (made) holding files {relative path: text},
+    readable by every uid (tasks clone it as their user); returns
+    ("file://" + repo, the commit's full sha)."""
+    os.makedirs(repo)
+    for rel, text in files.items():
+        with open(os.path.join(repo, rel), "w") as f:
+            f.write(text)
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    for argv in (["git", "init", "-q", "."], ["git", "add", "."],
+                 ["git", "commit", "-q", "-m", message]):
+        subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    subprocess.run(["chmod", "-R", "a+rX", repo], check=True)
+    return "file://" + repo, sha
+
+
 def wait_for(what, fn, timeout=10.0, interval=0.05):
     """Poll fn until it returns a true value (returned); AssertionError after timeout."""
     deadline = time.time() + timeout

@@ -26,8 +26,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gantry_e2e import (API, GANTLET, AgentTest, Watch, cgroup_pids, obj, pid_alive,  # noqa: E402
-                        wait_for)
+from gantry_e2e import (API, GANTLET, AgentTest, Watch, cgroup_pids, make_git_repo,  # noqa: E402
+                        obj, pid_alive, wait_for)
 from gantry_e2e import main  # noqa: E402
 
 PY = "/usr/bin/python3"
@@ -206,21 +206,9 @@ class JobsReal(AgentTest):
 
     def make_repo(self):
         """A git repository with train.py and requirements.txt; returns (url, full sha)."""
-        repo = os.path.join(self.shared, "repo")
-        os.makedirs(repo)
-        with open(os.path.join(repo, "train.py"), "w") as f:
-            f.write("import gtreal\nprint('value', gtreal.VALUE)\n")
-        with open(os.path.join(repo, "requirements.txt"), "w") as f:
-            f.write("gtreal==1.0\n")
-        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com",
-                   GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
-        for argv in (["git", "init", "-q", "."], ["git", "add", "."],
-                     ["git", "commit", "-q", "-m", "train"]):
-            subprocess.run(argv, cwd=repo, env=env, check=True, capture_output=True)
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True,
-                             capture_output=True, text=True).stdout.strip()
-        subprocess.run(["chmod", "-R", "a+rX", repo], check=True)
-        return "file://" + repo, sha
+        return make_git_repo(os.path.join(self.shared, "repo"), {
+            "train.py": "import gtreal\nprint('value', gtreal.VALUE)\n",
+            "requirements.txt": "gtreal==1.0\n"}, message="train")
 
     def test_source_and_requirements(self):
         if not self.tools:

@@ -69,6 +69,22 @@ class UpRunDown(LocalClusterTest):
         r = self.gantry("run", "--", "sh", "-c", "sh -c 'kill -TERM $$'")
         self.assertEqual(r.returncode, 128 + signal.SIGTERM, r.stderr)
 
+    def test_4_volume_in_the_local_class(self):
+        r = self.gantry("get", "department", "default", "-o", "json")
+        self.assertRegex(json.loads(r.stdout)["spec"]["quota"]["storage"], r"^[0-9]+Mi$")
+        r = self.gantry("volume", "create", "scratch", "--size", "16Mi")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = self.gantry("run", "--volume", "scratch:/scratch", "--", "sh", "-c",
+                        "echo kept > /scratch/f; df -k /scratch | tail -1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r" /scratch\n$")
+        r = self.gantry("run", "--volume", "scratch:/s:ro", "--", "cat", "/s/f")
+        self.assertEqual((r.returncode, r.stdout), (0, "kept\n"), r.stderr)
+        r = self.gantry("get", "volumes")
+        self.assertRegex(r.stdout, r"\nscratch +16Mi +\S+ +ReadWriteOnce +false +local +Available ")
+        images = os.listdir(os.path.join(self.data, "volumes", "default"))
+        self.assertEqual(len(images), 1, images)
+
     def test_9_down_stops_everything(self):
         pids = []
         for name in ("gantryd", "gantlet"):

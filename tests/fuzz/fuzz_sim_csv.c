@@ -1,5 +1,6 @@
 /*
- * Fuzz target: the generic trace CSV (submission_time,duration,num_gpu[,vc]).
+ * Fuzz target: the generic trace CSV (columns submission_time, duration, num_gpu and
+ * optionally vc, selected by header name among any others).
  * Accepted jobs must be in range; every rejection must name its line.
  */
 #include <stdint.h>

@@ -102,6 +102,7 @@ def main():
     procs = []
     try:
         g = Gantryd(["--ui-dir", ui_dir, "--storage-root", storage,
+                     "--storage-class", "ui=" + os.path.join(storage, "volumes"),
                      "--image", "pytorch=" + IMAGE]).start()
         procs.append(g)
         seed(g)

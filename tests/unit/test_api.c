@@ -78,17 +78,31 @@ static const char event_json[] =
     "\"involvedObject\":{\"kind\":\"Job\",\"name\":\"mnist\",\"project\":\"vision\"},"
     "\"reason\":\"Queued\",\"message\":\"waiting for quota\"}";
 
+static const char imagebuild_json[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"ImageBuild\","
+    "\"metadata\":{\"name\":\"app\",\"project\":\"vision\"},"
+    "\"spec\":{\"source\":{\"git\":\"https://example.com/app.git\",\"revision\":\"v1\"},"
+    "\"dockerfilePath\":\"docker/Dockerfile\",\"context\":\"src\","
+    "\"buildArgs\":[{\"name\":\"PY\",\"value\":\"3.11\"}],\"image\":\"team/app:1.0\"}}";
 static const char notebook_json[] =
     "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Notebook\","
     "\"metadata\":{\"name\":\"explore\",\"project\":\"vision\"},"
     "\"spec\":{\"template\":{\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}},"
     "\"home\":{\"hostPath\":\"/srv/home/alice\"}}}";
+static const char volume_json[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Volume\","
+    "\"metadata\":{\"name\":\"imagenet\",\"project\":\"vision\"},"
+    "\"spec\":{\"capacity\":{\"storage\":\"64Mi\"},\"accessMode\":\"ReadOnlyMany\","
+    "\"storageClass\":\"fast\",\"readOnly\":true},"
+    "\"status\":{\"phase\":\"Available\",\"storageClass\":\"fast\","
+    "\"path\":\"/srv/volumes/vision/imagenet.1.img\"}}";
 
 static const char *const examples[GT_KIND_COUNT] = {
     [GT_KIND_DEPARTMENT] = dept_json,  [GT_KIND_PROJECT] = project_json,
     [GT_KIND_PRIORITYCLASS] = pc_json, [GT_KIND_NODE] = node_json,
     [GT_KIND_JOB] = job_json,          [GT_KIND_TASK] = task_json,
     [GT_KIND_EVENT] = event_json,      [GT_KIND_NOTEBOOK] = notebook_json,
+    [GT_KIND_VOLUME] = volume_json,    [GT_KIND_IMAGEBUILD] = imagebuild_json,
 };
 
 static json_t *parse(const char *text)
@@ -269,6 +283,25 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
+    {GT_KIND_IMAGEBUILD, "spec|image", "\"App:1\"", "spec.image: must be NAME:TAG"},
+    {GT_KIND_IMAGEBUILD, "spec|image", "\"app\"", "spec.image: must be NAME:TAG"},
+    {GT_KIND_IMAGEBUILD, "spec|image", "\"a//b:1\"", "spec.image: must be NAME:TAG"},
+    {GT_KIND_IMAGEBUILD, "spec|image", NULL, "spec.image: required"},
+    {GT_KIND_IMAGEBUILD, "spec|context", "\"../x\"",
+     "spec.context: must not contain a \"..\" component"},
+    {GT_KIND_IMAGEBUILD, "spec|dockerfilePath", "\"/etc/passwd\"",
+     "spec.dockerfilePath: must be a relative path"},
+    {GT_KIND_IMAGEBUILD, "spec|dockerfile", "\"FROM x\"",
+     "spec.dockerfilePath: not with an inline dockerfile"},
+    {GT_KIND_IMAGEBUILD, "spec|source", NULL, "spec.dockerfile: required"},
+    {GT_KIND_IMAGEBUILD, "spec|buildArgs|0|name", "\"1x\"", "spec.buildArgs[0].name"},
+    {GT_KIND_JOB, "spec|replicaSpecs|Master|template|hostUsers", "false",
+     "spec.replicaSpecs.Master.template.hostUsers: false is for tasks without an image"},
+    {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|hostUsers", "\"no\"",
+     "spec.replicaSpecs.Worker.template.hostUsers: must be a boolean"},
+    {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|terminationMessagePolicy",
+     "\"FallbackToLogsOnError\"",
+     "spec.replicaSpecs.Worker.template.terminationMessagePolicy: must be one of"},
     {GT_KIND_JOB, "spec|replicaSpecs|Worker|replicas", "0",
      "spec.replicaSpecs.Worker.replicas: must be >= 1"},
     {GT_KIND_JOB, "spec|replicaSpecs|Worker|replicas", "1001",

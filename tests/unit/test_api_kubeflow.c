@@ -249,7 +249,8 @@ static const struct bad_case bad_cases[] = {
      POD ".containers[1]: sidecar containers are not supported by gantry (only the "
          "\"pytorch\" container runs)"},
     {POD ".volumes", NULL, "{\"name\":\"scratch\",\"emptyDir\":{}}",
-     POD ".volumes[1].emptyDir: not supported by gantry (only hostPath volumes are)"},
+     POD ".volumes[1].emptyDir: not supported by gantry (only hostPath and "
+         "persistentVolumeClaim volumes are)"},
     {POD ".volumes.0.hostPath", "type", "\"DirectoryOrCreate\"",
      POD ".volumes[0].hostPath.type: only \"Directory\" is supported by gantry (the path must "
          "exist)"},
@@ -326,6 +327,45 @@ static void test_unsupported(void **state)
         json_decref(doc);
     }
     json_decref(base);
+}
+
+/* A pod's persistentVolumeClaim becomes a volume naming a Volume of the
+ * project; a claim without claimName, or with both sources, is refused. */
+static void test_claim_volumes(void **state)
+{
+    (void)state;
+    json_t *doc = load_yaml(pytorch_yaml);
+    json_t *vols = walk(doc, "spec.pytorchReplicaSpecs.Master.template.spec.volumes");
+    json_array_clear(vols);
+    json_array_append_new(vols,
+                          json_pack("{s:s, s:{s:s, s:b}}", "name", "data", "persistentVolumeClaim",
+                                    "claimName", "imagenet", "readOnly", 1));
+    json_array_clear(walk(doc, "spec.pytorchReplicaSpecs.Worker.template.spec.volumes"));
+    json_object_del(walk(doc, "spec.pytorchReplicaSpecs.Master.template.spec.containers.0"),
+                    "volumeMounts");
+    json_object_del(walk(doc, "spec.pytorchReplicaSpecs.Worker.template.spec.containers.0"),
+                    "volumeMounts");
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    if (gt_api_kubeflow_convert(doc, &job, &err) != 0) {
+        fail_msg("convert: %s", err.msg);
+    }
+    json_t *want =
+        json_pack("[{s:s, s:s, s:b}]", "name", "data", "volume", "imagenet", "readOnly", 1);
+    assert_true(json_equal(gt_json_path(job, "spec.volumes"), want));
+    json_decref(want);
+    json_decref(job);
+    json_object_del(json_object_get(json_array_get(vols, 0), "persistentVolumeClaim"), "claimName");
+    assert_int_equal(gt_api_kubeflow_convert(doc, &job, &err), GT_EINVAL);
+    assert_string_equal(err.msg, "spec.pytorchReplicaSpecs.Master.template.spec.volumes[0]."
+                                 "persistentVolumeClaim.claimName: required (the name of a Volume "
+                                 "of the project)");
+    json_object_set_new(json_array_get(vols, 0), "hostPath", json_pack("{s:s}", "path", "/x"));
+    gt_err_clear(&err);
+    assert_int_equal(gt_api_kubeflow_convert(doc, &job, &err), GT_EINVAL);
+    assert_string_equal(err.msg, "spec.pytorchReplicaSpecs.Master.template.spec.volumes[0]: must "
+                                 "have a name and one of hostPath and persistentVolumeClaim");
+    json_decref(doc);
 }
 
 /* Kubeflow's rules for picking the container and filling defaults. */
@@ -499,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_pytorchjob),    cmocka_unit_test(test_tfjob),
         cmocka_unit_test(test_unsupported),   cmocka_unit_test(test_container_choice_and_defaults),
         cmocka_unit_test(test_backoff_limit), cmocka_unit_test(test_kueue_topology),
+        cmocka_unit_test(test_claim_volumes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -85,6 +85,46 @@ static void test_run_job_from_flags(void **state)
     json_decref(job);
 }
 
+/* --volume NAME:/PATH[:ro]: a Volume by name, mounted by every replica. */
+static void test_run_job_volumes(void **state)
+{
+    (void)state;
+    char *argv[] = {"ls", "/data", NULL};
+    struct gt_cli_run_opts o = {.name = "v",
+                                .project = "p",
+                                .workers = 1,
+                                .volumes = {"data:/data", "ds:/ds:ro"},
+                                .n_volumes = 2,
+                                .argc = 2,
+                                .argv = argv};
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), 0);
+    assert_json_at(job, "spec.volumes",
+                   "[{\"name\":\"data\",\"volume\":\"data\"},{\"name\":\"ds\",\"volume\":\"ds\"}]");
+    for (size_t i = 0; i < 2; i++) {
+        char *path =
+            gt_xasprintf("spec.replicaSpecs.%s.template.volumeMounts", i ? "Worker" : "Master");
+        assert_json_at(job, path,
+                       "[{\"name\":\"data\",\"mountPath\":\"/data\",\"readOnly\":false},"
+                       "{\"name\":\"ds\",\"mountPath\":\"/ds\",\"readOnly\":true}]");
+        free(path);
+    }
+    json_decref(job);
+    const char *const bad[] = {"data", ":/data", "data:rel", "data:/d:rw"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {
+        o.volumes[0] = bad[i];
+        gt_err_clear(&err);
+        assert_int_equal(gt_cli_run_job_build(&o, &job, &err), GT_EINVAL);
+        assert_null(job);
+        assert_non_null(strstr(err.msg, "want NAME:/PATH or NAME:/PATH:ro"));
+    }
+    o.volumes[0] = "BAD_NAME:/x";
+    gt_err_clear(&err);
+    assert_int_equal(gt_cli_run_job_build(&o, &job, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "--volume BAD_NAME:/x: NAME must be a DNS-1123 label"));
+}
+
 static void test_run_job_distributed_with_code(void **state)
 {
     (void)state;
@@ -453,6 +493,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_job_from_flags),
+        cmocka_unit_test(test_run_job_volumes),
         cmocka_unit_test(test_run_job_distributed_with_code),
         cmocka_unit_test(test_requirements_parse),
         cmocka_unit_test(test_run_job_rejects_bad_values),

@@ -1049,6 +1049,106 @@ static void test_randomized(void **state)
     assert_true(a == b);
 }
 
+/* Twin models, one cycled as gantryd does (changed_waits_only, every wait)
+ * and one with plain cycles, see the same random arrivals and completions
+ * on a small full cluster: the same binds and reservations, the same wait
+ * counts, and every wait the plain cycle gives is the last one the tracking
+ * cycle reported for that job, though a tracking cycle on a full cluster
+ * visits only the jobs whose wait may have changed (cycle.c tell_rest). */
+static void test_tracked_waits_match(void **state)
+{
+    (void)state;
+    enum { JOBS = 400 };
+    struct gt_sched_model *m[2] = {gt_sched_model_new(), gt_sched_model_new()};
+    for (int k = 0; k < 2; k++) {
+        add_node(m[k], "n1", 4);
+        add_node(m[k], "n2", 4);
+        add_dept(m[k], "cv", 8000);
+        /* a class that never preempts: tell_rest runs from the start */
+        assert_int_equal(
+            gt_sched_priority_class_set(m[k], "calm", 0, GT_SCHED_PREEMPT_NEVER, false, NULL), 0);
+    }
+    const struct gt_sched_policy *p = gt_sched_policy_by_name("gantry");
+    const struct gt_sched_cycle_opts opts = {.max_waits = SIZE_MAX, .changed_waits_only = true};
+    struct gt_sched_decisions d[2];
+    gt_sched_decisions_init(&d[0]);
+    gt_sched_decisions_init(&d[1]);
+    char *last[JOBS] = {0};
+    bool running[JOBS] = {0};
+    int n_jobs = 0;
+    struct rng r = {0x7e11};
+    size_t told_full = 0;
+    for (int step = 0; step < 1500; step++) {
+        int64_t now = step * 1000;
+        int what = (int)rnd_in(&r, 0, 9);
+        char id[16];
+        if (what < 5 && n_jobs < JOBS) {
+            static const int64_t gpus[] = {1, 1, 2, 4};
+            snprintf(id, sizeof(id), "j%d", n_jobs);
+            struct gt_sched_group_spec g = {
+                .name = "worker",
+                .replicas = 1,
+                .req = {.cpu_milli = 1000, .memory_bytes = GIB, .gpus = gpus[rnd_in(&r, 0, 3)]}};
+            struct gt_sched_job_spec spec = {.id = id,
+                                             .department = "cv",
+                                             .priority_class = "calm",
+                                             .arrival_ms = now,
+                                             .groups = &g,
+                                             .n_groups = 1};
+            for (int k = 0; k < 2; k++) {
+                assert_int_equal(gt_sched_job_add(m[k], &spec, NULL), 0);
+            }
+            n_jobs++;
+        } else if (what < 8 && n_jobs > 0) {
+            int j = (int)rnd_in(&r, 0, n_jobs - 1);
+            if (running[j]) {
+                char task[32];
+                snprintf(id, sizeof(id), "j%d", j);
+                snprintf(task, sizeof(task), "j%d-worker-0", j);
+                for (int k = 0; k < 2; k++) {
+                    assert_int_equal(gt_sched_task_exit(m[k], task, false, NULL), 0);
+                    assert_int_equal(gt_sched_job_remove(m[k], id, NULL), 0);
+                }
+                running[j] = false;
+            }
+        } else {
+            assert_int_equal(gt_sched_cycle_ex(m[0], now, p, &opts, &d[0]), 0);
+            assert_int_equal(gt_sched_cycle(m[1], now, p, &d[1]), 0);
+            check_model(m[0]);
+            assert_int_equal(d[0].n_binds, d[1].n_binds);
+            for (size_t i = 0; i < d[0].n_binds; i++) {
+                assert_string_equal(d[0].binds[i].task_id, d[1].binds[i].task_id);
+                running[strtol(d[0].binds[i].task_id + 1, NULL, 10)] = true;
+            }
+            assert_int_equal(d[0].n_reserves, d[1].n_reserves);
+            assert_int_equal(d[0].n_preempts, d[1].n_preempts);
+            for (int w = 0; w < GT_SCHED_N_WAIT_REASONS; w++) {
+                assert_int_equal(d[0].n_waiting[w], d[1].n_waiting[w]);
+            }
+            for (size_t i = 0; i < d[0].n_waits; i++) {
+                int j = (int)strtol(d[0].waits[i].job_id + 1, NULL, 10);
+                free(last[j]);
+                last[j] = gt_xstrdup(d[0].waits[i].message);
+            }
+            for (size_t i = 0; i < d[1].n_waits; i++) {
+                int j = (int)strtol(d[1].waits[i].job_id + 1, NULL, 10);
+                assert_non_null(last[j]);
+                assert_string_equal(last[j], d[1].waits[i].message);
+                told_full += strcmp(last[j], "no free GPUs left this cycle") == 0;
+            }
+        }
+    }
+    /* the mix reaches a full cluster with many jobs waiting */
+    assert_true(told_full > 1000);
+    for (int j = 0; j < JOBS; j++) {
+        free(last[j]);
+    }
+    gt_sched_decisions_fini(&d[0]);
+    gt_sched_decisions_fini(&d[1]);
+    gt_sched_model_free(m[0]);
+    gt_sched_model_free(m[1]);
+}
+
 /* changed_waits_only: with no schedulable node, N cpu-only pending jobs
  * each report their wait once, then nothing (still counted) until the
  * cluster changes what they wait for; a job new to the model reports its
@@ -1140,6 +1240,7 @@ int main(void)
         cmocka_unit_test(test_many_nodes_map),
         cmocka_unit_test(test_randomized),
         cmocka_unit_test(test_changed_waits_only),
+        cmocka_unit_test(test_tracked_waits_match),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

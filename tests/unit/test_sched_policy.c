@@ -577,6 +577,23 @@ static int add_timed(struct gt_sched_model *m, const char *id, int64_t arrival_m
                       &(struct job_opts){.runtime_estimate_ms = estimate_min * 60 * 1000});
 }
 
+/* A cycle of policy at now_ms preempts victim (its reason naming reason),
+ * not spared; once the victim has exited, the next cycle binds preemptor
+ * and preempts nothing more. */
+static void preempts_then_binds(struct gt_sched_model *m, const char *policy, int64_t now_ms,
+                                const char *victim, const char *spared, const char *reason,
+                                const char *preemptor, struct gt_sched_decisions *d)
+{
+    run(m, policy, now_ms, d);
+    assert_int_equal(preempts_of(d, victim), 1);
+    assert_int_equal(preempts_of(d, spared), 0);
+    assert_non_null(strstr(d->preempts[0].reason, reason));
+    apply_preempts(m, d);
+    run(m, policy, now_ms + 10, d);
+    assert_int_equal(binds_of(d, preemptor), 1);
+    assert_int_equal(d->n_preempts, 0);
+}
+
 /* srtf preempts equal priority by remaining time: the running job with the
  * longest remaining time goes first, and only jobs whose remaining time is
  * longer than the preemptor's; a job without an estimate preempts nothing,
@@ -605,14 +622,7 @@ static void test_srtf_remaining(void **state)
     assert_int_equal(add_timed(m, "short", 40, 4, 60), 0);
     run(m, "gantry", 50, &d);
     assert_int_equal(d.n_preempts, 0);
-    run(m, "srtf", 60, &d);
-    assert_int_equal(preempts_of(&d, "long"), 1);
-    assert_int_equal(preempts_of(&d, "mid"), 0);
-    assert_non_null(strstr(d.preempts[0].reason, "remaining"));
-    apply_preempts(m, &d);
-    run(m, "srtf", 70, &d);
-    assert_int_equal(binds_of(&d, "short"), 1);
-    assert_int_equal(d.n_preempts, 0);
+    preempts_then_binds(m, "srtf", 60, "long", "mid", "remaining", "short", &d);
     /* Served time counts (attained GPU-ms over the job's GPUs): "mid" has
      * served 90 of its 120 min, so its 30 min left do not exceed the 30 min
      * of "next"; "short" has 59 min left and goes; "long" waits, holding
@@ -623,6 +633,58 @@ static void test_srtf_remaining(void **state)
     run(m, "srtf", 90, &d);
     assert_int_equal(preempts_of(&d, "short"), 1);
     assert_int_equal(preempts_of(&d, "mid"), 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* tiresias is Tiresias' discretized 2D-LAS (its simulator's dlas-gpu):
+ * queues at 3,250 and 7,200 GPU-seconds of attained service; a job that
+ * does not fit preempts equal-priority running jobs of a later queue, the
+ * last queue first, never one of its own queue; fifo never preempts. */
+static void test_tiresias_las(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 8, 16);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    assert_int_equal(add_job(m, "q1", "cv", NULL, 1, 1, 4), 0);
+    assert_int_equal(add_job(m, "q2", "cv", NULL, 2, 1, 4), 0);
+    run(m, "tiresias", 10, &d);
+    assert_int_equal(d.n_binds, 2);
+    /* Just under the first threshold: both in queue 0, nothing to take. */
+    assert_int_equal(gt_sched_job_set_attained(m, "q1", INT64_C(3250) * 1000 - 1, NULL), 0);
+    assert_int_equal(gt_sched_job_set_attained(m, "q2", INT64_C(3250) * 1000 - 1, NULL), 0);
+    assert_int_equal(add_job(m, "new", "cv", NULL, 20, 1, 4), 0);
+    run(m, "tiresias", 30, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(d.n_binds, 0);
+    /* At the thresholds: q1 in queue 1, q2 in queue 2; the new job (queue
+     * 0) takes q2's GPUs, the last queue's, and only those. */
+    assert_int_equal(gt_sched_job_set_attained(m, "q1", INT64_C(3250) * 1000, NULL), 0);
+    assert_int_equal(gt_sched_job_set_attained(m, "q2", INT64_C(7200) * 1000, NULL), 0);
+    run(m, "fifo", 40, &d);
+    assert_int_equal(d.n_preempts, 0);
+    preempts_then_binds(m, "tiresias", 50, "q2", "q1", "attained-service queue 0, under its 2",
+                        "new", &d);
+    /* q2 (queue 2) waits behind nobody but cannot take q1 (queue 1) nor the
+     * new job (queue 0): a later queue never preempts an earlier one. */
+    run(m, "tiresias", 70, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(d.n_binds, 0);
+    /* Once the new job has served past 7,200 GPU-s it is in q2's queue:
+     * still no preemption between equals. */
+    assert_int_equal(gt_sched_job_set_attained(m, "new", INT64_C(8000) * 1000, NULL), 0);
+    run(m, "tiresias", 80, &d);
+    assert_int_equal(d.n_preempts, 0);
+    /* A waiting job ordered by queue: q2 (queue 2) now after a fresh one. */
+    assert_int_equal(add_job(m, "fresh", "cv", NULL, 90, 1, 4), 0);
+    assert_int_equal(gt_sched_task_exit(m, "q1-worker-0", false, NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "q1", NULL), 0);
+    run(m, "tiresias", 100, &d);
+    assert_int_equal(binds_of(&d, "fresh"), 1);
+    assert_int_equal(binds_of(&d, "q2"), 0);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
 }
@@ -812,7 +874,7 @@ static void test_quota_no_preempt(void **state)
     assert_int_equal(d.n_preempts, 0);
     assert_wait(&d, "polite", GT_SCHED_WAIT_QUOTA, NULL);
     assert_int_equal(add_job(m, "high", "cv", "high", 80, 1, 4), 0);
-    const char *calm[] = {"fifo", "sjf", "tiresias", "fifo/bestfit"};
+    const char *calm[] = {"fifo", "sjf", "fifo/bestfit"};
     for (size_t i = 0; i < sizeof(calm) / sizeof(calm[0]); i++) {
         run(m, calm[i], 90 + (int64_t)i, &d);
         assert_int_equal(d.n_preempts, 0);
@@ -1343,6 +1405,7 @@ int main(void)
         cmocka_unit_test(test_topology),
         cmocka_unit_test(test_preempt_frees_enough),
         cmocka_unit_test(test_srtf_remaining),
+        cmocka_unit_test(test_tiresias_las),
         cmocka_unit_test(test_preempt_rules),
         cmocka_unit_test(test_reclaim_and_no_loop),
         cmocka_unit_test(test_quota_preempts_own_lower),

@@ -434,7 +434,8 @@ static void test_check_volumes(void **state)
 {
     (void)state;
     char *roots[] = {(char *)"/srv/data/", (char *)"/mnt/team"};
-    struct gt_api_volume v[] = {{"a", "/srv/data/x/y", false}, {"b", "/mnt/team", false}};
+    struct gt_api_volume v[] = {{.name = "a", .host_path = "/srv/data/x/y"},
+                                {.name = "b", .host_path = "/mnt/team"}};
     struct gt_api_volumes vols = {v, 2};
     struct gt_err err = {0};
     assert_int_equal(gt_job_check_volumes(&vols, roots, 2, &err), 0);

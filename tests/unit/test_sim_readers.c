@@ -115,8 +115,27 @@ static void test_csv(void **state)
     const char *four = "submission_time,duration,num_gpu,vc\n1,2,3,x\n";
     assert_int_equal(gt_sim_csv_parse(four, strlen(four), &t, &err), 0);
     assert_string_equal(t.vcs[t.jobs[2].vc].name, "x");
+    /* Columns by name, in any order, extra ones (a leading job_id) ignored. */
+    const char *extra = "job_id,vc,num_gpu,user,submission_time,duration\n"
+                        "j1,y,2,alice,7,30\n"
+                        "j2,x,8,bob,9,40\n";
+    assert_int_equal(gt_sim_csv_parse(extra, strlen(extra), &t, &err), 0);
+    assert_int_equal(t.n_jobs, 5);
+    assert_string_equal(t.vcs[t.jobs[3].vc].name, "y");
+    assert_int_equal(t.jobs[3].submit_s, 7);
+    assert_int_equal(t.jobs[3].duration_s, 30);
+    assert_int_equal(t.jobs[3].num_gpu, 2);
+    assert_string_equal(t.vcs[t.jobs[4].vc].name, "x");
+    assert_int_equal(t.jobs[4].num_gpu, 8);
+    assert_int_equal(t.jobs[4].line, 3);
     const char *bad[][2] = {
-        {"submission_time,duration\n", "line 1"},
+        {"submission_time,duration\n", "line 1: header has no column num_gpu"},
+        {"job_id,duration,num_gpu\n", "line 1: header has no column submission_time"},
+        {"submission_time,duration,num_gpu,duration\n",
+         "line 1: header names column duration twice"},
+        {"submission_time,,duration,num_gpu\n", "line 1: header field 2 is empty"},
+        {"job_id,submission_time,duration,num_gpu\nj,0,10\n", "line 2: 3 fields, want 4"},
+        {"job_id,submission_time,duration,num_gpu\nj,0,10,x\n", "line 2: num_gpu"},
         {"submission_time,duration,num_gpu\n0,10,1\n0,1.0,1\n", "line 3: duration"},
         {"submission_time,duration,num_gpu\n-1,10,1\n", "line 2: submission_time"},
         {"submission_time,duration,num_gpu\n0,10\n", "line 2: 2 fields"},
@@ -197,7 +216,14 @@ static void test_config(void **state)
     assert_int_equal(c.cycle_interval_s, 5);
     assert_true(c.check);
     assert_int_equal(c.to_s - c.from_s, 86399);
+    assert_int_equal(c.node_divisor, 1);
+    assert_false(c.jct_by_size);
+    const char *quarter = "node_divisor = 4\njct_by_size = on\n";
+    assert_int_equal(gt_sim_config_parse(quarter, strlen(quarter), &c, &err), 0);
+    assert_int_equal(c.node_divisor, 4);
+    assert_true(c.jct_by_size);
     const char *bad[][2] = {
+        {"node_divisor = 0\n", "line 1: node_divisor"},
         {"cycle_interval_s = 0\n", "line 1: cycle_interval_s"},
         {"\nnope = 1\n", "line 2: unknown key"},
         {"check = yes\n", "line 1: check"},
@@ -244,13 +270,34 @@ static void test_select(void **state)
     gt_sim_trace_fini(&t);
 }
 
+/* A quarter-size replay: each VC's nodes / 4, at least one; unknown sizes
+ * stay unknown. */
+static void test_divide_nodes(void **state)
+{
+    (void)state;
+    struct gt_sim_trace t;
+    struct gt_err err = {0};
+    gt_sim_trace_init(&t);
+    const char *sizes = "vc,node num\na,64\nb,8\nc,3\n";
+    assert_int_equal(gt_sim_vc_sizes_parse(sizes, strlen(sizes), &t, &err), 0);
+    int32_t unknown = gt_sim_trace_vc(&t, "nosize");
+    gt_sim_trace_divide_nodes(&t, 4);
+    assert_int_equal(t.vcs[0].nodes, 16);
+    assert_int_equal(t.vcs[1].nodes, 2);
+    assert_int_equal(t.vcs[2].nodes, 1);
+    assert_int_equal(t.vcs[unknown].nodes, -1);
+    gt_sim_trace_divide_nodes(&t, 1);
+    assert_int_equal(t.vcs[0].nodes, 16);
+    gt_sim_trace_fini(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_philly_good), cmocka_unit_test(test_philly_bad),
         cmocka_unit_test(test_vc_sizes),    cmocka_unit_test(test_csv),
         cmocka_unit_test(test_openb),       cmocka_unit_test(test_config),
-        cmocka_unit_test(test_select),
+        cmocka_unit_test(test_select),      cmocka_unit_test(test_divide_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

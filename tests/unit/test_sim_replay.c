@@ -78,6 +78,9 @@ static void test_fifo_exact(void **state)
     /* JCTs 100, 150, 150; queueing 0, 100, 140. */
     assert_float_equal(s.avg_jct_s, 400.0 / 3, 1e-9);
     assert_float_equal(s.avg_queue_s, 80.0, 1e-9);
+    /* every job is under GT_SIM_LARGE_GPUS: all small, no large class */
+    assert_float_equal(s.avg_jct_small_s, 400.0 / 3, 1e-9);
+    assert_float_equal(s.avg_jct_large_s, 0, 1e-9);
     assert_float_equal(s.p50_queue_s, 100.0, 1e-9);
     assert_float_equal(s.p95_queue_s, 140.0, 1e-9);
     assert_float_equal(s.p99_queue_s, 140.0, 1e-9);

@@ -58,8 +58,12 @@ static char *polyline_points(const char *svg, size_t i)
 static void test_summary_csv(void **state)
 {
     (void)state;
-    assert_string_equal(gt_sim_summary_header(), "policy,jobs,avg_jct_s,avg_queue_s,p50_queue_s,"
-                                                 "p95_queue_s,p99_queue_s,util,preemptions");
+    assert_string_equal(gt_sim_summary_header(false),
+                        "policy,jobs,avg_jct_s,avg_queue_s,p50_queue_s,"
+                        "p95_queue_s,p99_queue_s,util,preemptions");
+    assert_string_equal(gt_sim_summary_header(true),
+                        "policy,jobs,avg_jct_s,avg_queue_s,p50_queue_s,"
+                        "p95_queue_s,p99_queue_s,util,preemptions,avg_jct_small_s,avg_jct_large_s");
     struct gt_sim_summary s = {
         .jobs = 3,
         .avg_jct_s = 1234.6,
@@ -70,15 +74,19 @@ static void test_summary_csv(void **state)
         .makespan_s = 99999, /* not a column */
         .util = 0.5,
         .preemptions = 7,
+        .avg_jct_small_s = 1000.4,
+        .avg_jct_large_s = 5000.5,
     };
     struct gt_buf b;
     gt_buf_init(&b);
-    gt_sim_summary_row(&b, "gantry", &s);
+    gt_sim_summary_row(&b, "gantry", &s, false);
     s.util = 0.98766;
     s.jobs = 0;
-    gt_sim_summary_row(&b, "fifo-restart", &s);
+    gt_sim_summary_row(&b, "fifo-restart", &s, false);
+    gt_sim_summary_row(&b, "sized", &s, true);
     assert_string_equal(b.data, "gantry,3,1235,10,0,100,150,0.5000,7\n"
-                                "fifo-restart,0,1235,10,0,100,150,0.9877,7\n");
+                                "fifo-restart,0,1235,10,0,100,150,0.9877,7\n"
+                                "sized,0,1235,10,0,100,150,0.9877,7,1000,5000\n");
     gt_buf_fini(&b);
 }
 

@@ -15,6 +15,7 @@ import { notebooksPage } from "./pages/notebooks";
 import { projectsPage } from "./pages/projects";
 import { queuePage } from "./pages/queue";
 import { usagePage } from "./pages/usage";
+import { volumesPage } from "./pages/volumes";
 
 type Page = (main: HTMLElement, ctx: Ctx) => void | Promise<void>;
 
@@ -27,6 +28,7 @@ const PAGES: { route: string; title: string; page: Page; nav: boolean }[] = [
   { route: "job", title: "Job", page: jobPage, nav: false },
   { route: "new", title: "New training job", page: newJobPage, nav: true },
   { route: "notebooks", title: "Notebooks", page: notebooksPage, nav: true },
+  { route: "volumes", title: "Volumes", page: volumesPage, nav: true },
   { route: "events", title: "Events", page: eventsPage, nav: true },
   { route: "usage", title: "Usage", page: usagePage, nav: true },
 ];

@@ -324,6 +324,37 @@ flow("a viewer has no write controls", async () => {
   await page.context().close();
 });
 
+flow("a member creates a volume, sees its usage, is refused over quota, deletes it", async () => {
+  const d = await api("GET", "/departments/dept-a");
+  delete d.body.status;
+  d.body.spec.quota.storage = "96Mi";
+  d.body.spec.limit.storage = "96Mi";
+  assert((await api("PUT", "/departments/dept-a", d.body)).status === 200, "storage quota set");
+  const page = await session(env.tokens.alice);
+  await page.goto(`${env.url}/#/volumes`);
+  await page.waitForSelector("form[aria-label='Create a volume']");
+  await page.selectOption("#v-project", "proj-a");
+  await page.fill("#v-name", "ui-data");
+  await page.fill("#v-size", "64Mi");
+  await page.click("button:has-text('Create volume')");
+  await page.waitForSelector(".status-area:has-text('Volume ui-data created')");
+  await page.waitForSelector("table.volumes td:text-is('ui-data')");
+  const row = await page.textContent("table.volumes tr:has-text('ui-data')");
+  assert(row.includes("64 MiB") && row.includes("ReadWriteOnce") && row.includes("Available"), `row: ${row}`);
+  await check(page, "volumes");
+  // over the quota: the server's message at the size field, nothing made
+  await page.fill("#v-name", "ui-more");
+  await page.fill("#v-size", "64Mi");
+  await page.click("button:has-text('Create volume')");
+  await page.waitForSelector("#v-size-error:has-text('exceeds the storage quota of department')");
+  assert((await page.getAttribute("#v-size", "aria-invalid")) === "true", "size marked invalid");
+  assert((await api("GET", "/projects/proj-a/volumes/ui-more")).status === 404, "nothing made");
+  await page.click("button:has-text('Delete ui-data')");
+  await page.waitForSelector(".status-area:has-text('Volume ui-data deleted')");
+  await page.waitForSelector("table.volumes td:text-is('ui-data')", { state: "detached" });
+  await page.context().close();
+});
+
 flow("events stream live and filter by reason", async () => {
   const page = await session(env.tokens.admin);
   await page.goto(`${env.url}/#/events`);
@@ -454,7 +485,7 @@ flow("a job's training curves and utilisation are plotted live; usage shows the 
 
 flow("every page fits 375 px", async () => {
   const page = await session(env.tokens.admin, env.url, { width: 375, height: 800 });
-  for (const p of ["cluster", "departments", "jobs", "new", "job/proj-a/ui-train", "queue", "projects", "events", "usage", "notebooks"]) {
+  for (const p of ["cluster", "departments", "jobs", "new", "job/proj-a/ui-train", "queue", "projects", "volumes", "events", "usage", "notebooks"]) {
     await page.goto(`${env.url}/#/${p}`);
     await page.waitForSelector("main h1");
     await page.waitForTimeout(300);

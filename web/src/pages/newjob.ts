@@ -63,10 +63,17 @@ export async function newJobPage(main: HTMLElement, ctx: Ctx): Promise<void> {
   let yamlEdited = false;
   let base: Obj = {}; // the template a resubmitted job had (env, args, ... kept)
 
-  // The images and storage roots gantryd offers (--image, --storage-root).
+  // The images and storage roots gantryd offers (--image, --storage-root),
   const info: Obj = await get("clusterinfo").catch(() => ({}));
   const roots: string[] = info.storageRoots ?? [];
   const images: Obj[] = info.images ?? [];
+  // and the images built in the projects the user may read (Succeeded ImageBuilds)
+  for (const b of (await get("imagebuilds").catch(() => ({ items: [] }))).items ?? []) {
+    const st = b.status ?? {};
+    if (st.phase === "Succeeded" && st.image) {
+      images.push({ name: `${b.metadata.project}/${b.spec.image} (built)`, image: st.digest ? `${st.image}@${st.digest}` : st.image });
+    }
+  }
   for (const pc of (await get("priorityclasses").catch(() => ({ items: [] }))).items ?? []) {
     el.priority.append(h("option", { value: pc.metadata.name }, `${pc.metadata.name} (${pc.value})`));
   }

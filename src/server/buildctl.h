@@ -1,0 +1,21 @@
+/*
+ * buildctl.c: the ImageBuild controller.
+ */
+#ifndef GT_SERVER_BUILDCTL_H
+#define GT_SERVER_BUILDCTL_H
+
+#include "server/server_int.h"
+
+/* A change of an ImageBuild, Job or Task at key (now: the cached object
+ * after it, NULL when deleted; old: before it, may be NULL; both borrowed):
+ * marks the build it concerns for gt_buildctl_run, and deletes a deleted
+ * build's job. */
+void gt_buildctl_event(struct gt_ctl *c, enum gt_kind kind, const char *key,
+                       const struct gt_cobj *now, const struct gt_cobj *old);
+/* Reconcile the marked builds: create each one's job, follow its task into
+ * the build's status. Runs on the loop thread, once per kick. */
+void gt_buildctl_run(struct gt_ctl *c);
+/* REGISTRY/PROJECT/IMAGE, the reference a build pushes (new string). */
+char *gt_buildctl_image_ref(const char *registry, const char *project, const char *image);
+
+#endif
