@@ -418,8 +418,12 @@ int64_t gt_gantlet_task_gpu_memory(const struct gt_gantlet *g, const struct gt_l
  * tasks' cgroups now. */
 void gt_gantlet_metrics_render(const struct gt_gantlet *g, struct gt_buf *out);
 
-/* logserve.c: the --listen server (logs, /healthz, /metrics). */
+/* logserve.c: the --listen server (logs, exec, /healthz, /metrics). */
 int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
+/* exec.c: POST /v1/tasks/{uid}/exec of req (authorised already): run the
+ * body's command inside task uid and answer its output and exit code.
+ * Replies itself, now or once the command has ended. */
+void gt_gantlet_exec_serve(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
 /* GET /v1/tasks/{uid}/usage (usage.c), authorized by the caller: the
  * task's CPU time so far, {"cpuNanoseconds": N} (its cgroup's, from
  * gt_cgroup_stats; 0 where unknown), and, where known, each

@@ -1,7 +1,7 @@
 /*
  * gantlet's --listen server (evhttp): GET /v1/tasks/{uid}/log
- * [?follow=true&tailLines=N] and GET /v1/tasks/{uid}/usage (usage.c) for
- * the agent's own bearer token only, plus
+ * [?follow=true&tailLines=N], GET /v1/tasks/{uid}/usage (usage.c) and POST
+ * /v1/tasks/{uid}/exec (exec.c) for the agent's own bearer token only, plus
  * /healthz and /metrics. A log is the shim's rotated files read oldest
  * first (task.log.K .. task.log.1, task.log); tailLines counts over their
  * concatenation. Following polls every 5 ms after new output, backing off
@@ -260,26 +260,28 @@ static void on_request(struct evhttp_request *req, void *arg)
         evhttp_send_error(req, 400, "bad path");
         return;
     }
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
-        evhttp_send_error(req, 405, "only GET");
-        return;
-    }
-    if (!strcmp(path, "/healthz")) {
+    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+    if (!strcmp(path, "/healthz") && cmd == EVHTTP_REQ_GET) {
         struct evbuffer *b = evbuffer_new();
         evbuffer_add_printf(b, "ok\n");
         evhttp_send_reply(req, 200, "OK", b);
         evbuffer_free(b);
         return;
     }
-    if (!strcmp(path, "/metrics")) {
+    if (!strcmp(path, "/metrics") && cmd == EVHTTP_REQ_GET) {
         serve_metrics(g, req);
         return;
     }
     char uid[128], what[8] = "";
     int n = 0;
     if (sscanf(path, "/v1/tasks/%127[^/]/%7[a-z]%n", uid, what, &n) != 2 || path[n] != '\0' ||
-        (strcmp(what, "log") != 0 && strcmp(what, "usage") != 0)) {
+        (strcmp(what, "log") != 0 && strcmp(what, "usage") != 0 && strcmp(what, "exec") != 0)) {
         evhttp_send_error(req, 404, "not found");
+        return;
+    }
+    bool exec = !strcmp(what, "exec");
+    if (cmd != (exec ? EVHTTP_REQ_POST : EVHTTP_REQ_GET)) {
+        evhttp_send_error(req, 405, exec ? "only POST" : "only GET");
         return;
     }
     const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
@@ -288,14 +290,16 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     if (strcmp(auth + 7, g->token) != 0) {
-        evhttp_send_error(req, 403, "only the node's token may read logs here");
+        evhttp_send_error(req, 403, "only the node's token may read logs or exec here");
         return;
     }
-    if (!strcmp(what, "usage")) {
+    if (exec) {
+        gt_gantlet_exec_serve(g, req, uid);
+    } else if (!strcmp(what, "usage")) {
         gt_gantlet_serve_usage(g, req, uid);
-        return;
+    } else {
+        serve_log(g, req, uid, evhttp_uri_get_query(u));
     }
-    serve_log(g, req, uid, evhttp_uri_get_query(u));
 }
 
 int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err)

@@ -22,6 +22,8 @@
 #include "common/resource.h"
 
 #define GT_API_VERSION "gantry.dev/v1"
+/* gantry's release, the same in gantryd and the CLI (`gantry version`). */
+#define GT_VERSION "0.1.0"
 #define GT_API_GROUP_PREFIX "/apis/gantry.dev/v1"
 
 enum gt_kind {

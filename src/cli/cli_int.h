@@ -251,6 +251,10 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
 int gt_cli_cmd_delete(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                       char **argv);
 int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
+int gt_cli_cmd_version(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                       char **argv);
+int gt_cli_cmd_exec(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                    char **argv);
 int gt_cli_cmd_volume(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                       char **argv);
 /* The Volume `gantry volume create` sends (new reference): name in

@@ -7,6 +7,7 @@
  * to read events does not hide the object: a note goes to standard error.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli_int.h"
 
@@ -41,6 +42,49 @@ static json_t *fetch_events(struct gt_cli_ctx *ctx, struct gt_cli_client *client
     free(term);
     free(base);
     return events;
+}
+
+static bool task_live(const json_t *t)
+{
+    const char *phase = json_string_value(gt_json_path(t, "status.phase"));
+    return !phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed"));
+}
+
+/* A node's tasks that have not ended, as kubectl lists a node's
+ * non-terminated pods (those of projects the caller may read). */
+static void print_node_tasks(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const char *node)
+{
+    char *esc = gt_cli_url_escape(node);
+    char *path = gt_xasprintf(GT_API_GROUP_PREFIX "/tasks?fieldSelector=spec.nodeName%%3D%s", esc);
+    free(esc);
+    json_t *list = NULL;
+    struct gt_err err = {0};
+    if (gt_cli_client_request(client, "GET", path, NULL, &list, &err) != 0) {
+        fprintf(ctx->out, "Tasks: <%s>\n", err.msg);
+        free(path);
+        return;
+    }
+    free(path);
+    size_t i, n = 0;
+    json_t *t;
+    json_array_foreach(json_object_get(list, "items"), i, t)
+    {
+        n += task_live(t);
+    }
+    fprintf(ctx->out, "Non-terminated Tasks: (%zu in total)\n", n);
+    if (n) {
+        fprintf(ctx->out, "  %-20s %-40s %s\n", "PROJECT", "NAME", "PHASE");
+    }
+    json_array_foreach(json_object_get(list, "items"), i, t)
+    {
+        const char *phase = json_string_value(gt_json_path(t, "status.phase"));
+        if (task_live(t)) {
+            fprintf(ctx->out, "  %-20s %-40s %s\n",
+                    json_string_value(gt_json_path(t, "metadata.project")),
+                    json_string_value(gt_json_path(t, "metadata.name")), phase ? phase : "");
+        }
+    }
+    json_decref(list);
 }
 
 int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
@@ -86,6 +130,9 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
     gt_cli_describe_render(obj, events, gt_now_ms(), &out);
     fputs(out.data, ctx->out);
     gt_buf_fini(&out);
+    if (kind->kind == GT_KIND_NODE) {
+        print_node_tasks(ctx, client, name);
+    }
     json_decref(events);
     json_decref(obj);
     return 0;

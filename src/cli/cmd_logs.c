@@ -1,7 +1,8 @@
 /*
- * `gantry logs JOB [--replica worker-1] [-f] [--tail N] [--previous] [-p
+ * `gantry logs JOB|TASK [--replica worker-1] [-f] [--tail N] [--previous] [-p
  * PROJECT]`: print the log of one of a job's tasks (see
- * gt_cli_logs_task_name for which), through gantryd's log endpoint; -f
+ * gt_cli_logs_task_name for which), or of the task of that name when no job
+ * has it, through gantryd's log endpoint; -f
  * waits for the task to start and follows its log until it has ended;
  * --previous prints the log of the task's run before its last restart.
  */
@@ -44,6 +45,16 @@ static int on_logs_opt(int opt, const char *value, void *arg)
         break;
     }
     return 0;
+}
+
+/* Does project have a Task called name? */
+static bool is_task(struct gt_cli_client *client, const char *project, const char *name)
+{
+    struct gt_err err = {0};
+    char *path = gt_cli_kind_path(gt_kind_get(GT_KIND_TASK), project, name);
+    bool found = gt_cli_client_request(client, "GET", path, NULL, NULL, &err) == 0;
+    free(path);
+    return found;
 }
 
 int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
@@ -89,13 +100,15 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
         char *path = gt_cli_kind_path(gt_kind_get(GT_KIND_JOB), project, job);
         rc = gt_cli_client_request(client, "GET", path, NULL, &job_obj, &err);
         free(path);
-        if (rc != 0) {
+        if (rc == GT_ENOTFOUND && is_task(client, project, job)) {
+            task = gt_xstrdup(job); /* not a job but a task of that name */
+        } else if (rc != 0) {
             rc = gt_cli_fail(ctx, &err);
             goto out;
         }
-        job_typed = gt_api_job_new(job_obj);
+        job_typed = job_obj ? gt_api_job_new(job_obj) : NULL;
     }
-    task = gt_cli_logs_task_name(job, job_typed, f.replica, &err);
+    task = task ? task : gt_cli_logs_task_name(job, job_typed, f.replica, &err);
     if (!task) {
         rc = gt_cli_fail(ctx, &err);
         goto out;

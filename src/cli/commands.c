@@ -15,6 +15,8 @@
 
 static int cmd_help(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
+static int cmd_completion(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                          char **argv);
 
 static const struct gt_cli_command commands[] = {
     {
@@ -94,8 +96,8 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "logs",
-        .usage = "logs JOB [--replica TYPE-INDEX] [-f] [--tail N] [--previous] [-p PROJECT]",
-        .summary = "Print the log of one of a job's tasks",
+        .usage = "logs JOB|TASK [--replica TYPE-INDEX] [-f] [--tail N] [--previous] [-p PROJECT]",
+        .summary = "Print the log of one of a job's tasks, or of a task",
         .options = "  -p, --project NAME      project (default: the config file's \"project\")\n"
                    "      --replica TYPE-N    which task (worker-1); default master-0, else "
                    "worker-0\n"
@@ -103,6 +105,13 @@ static const struct gt_cli_command commands[] = {
                    "      --tail N            only the last N lines\n"
                    "      --previous          the run before the task's last restart\n",
         .run = gt_cli_cmd_logs,
+    },
+    {
+        .name = "exec",
+        .usage = "exec TASK [-p PROJECT] -- CMD [ARGS...]",
+        .summary = "Run a command inside a running task; exit with its exit code",
+        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
+        .run = gt_cli_cmd_exec,
     },
     {
         .name = "notebook",
@@ -204,6 +213,19 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_down,
     },
     {
+        .name = "version",
+        .usage = "version [--client]",
+        .summary = "Show the CLI's version and the server's",
+        .options = "      --client          the CLI's only; do not ask the server\n",
+        .run = gt_cli_cmd_version,
+    },
+    {
+        .name = "completion",
+        .usage = "completion bash|zsh",
+        .summary = "Print a shell completion script (source <(gantry completion bash))",
+        .run = cmd_completion,
+    },
+    {
         .name = "help",
         .usage = "help [COMMAND]",
         .summary = "Show help for gantry or one command",
@@ -264,6 +286,38 @@ static int cmd_help(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
         return 0;
     }
     print_overview(ctx->out);
+    return 0;
+}
+
+/* `gantry completion bash|zsh`, as kubectl has it: a script completing
+ * command names from the table and kinds (plural names) after get,
+ * describe, delete and explain; zsh's runs it through bashcompinit. */
+static int cmd_completion(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                          char **argv)
+{
+    if (argc != 2 || (strcmp(argv[1], "bash") && strcmp(argv[1], "zsh"))) {
+        return gt_cli_usage_error(
+            ctx, cmd, argc < 2 ? "name a shell: bash or zsh" : "shell: want bash or zsh");
+    }
+    FILE *f = ctx->out;
+    if (!strcmp(argv[1], "zsh")) {
+        fprintf(f, "#compdef gantry\nautoload -U +X bashcompinit && bashcompinit\n");
+    }
+    fprintf(f, "_gantry() {\n    local cur=\"${COMP_WORDS[COMP_CWORD]}\"\n"
+               "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n        COMPREPLY=($(compgen -W \"");
+    for (size_t i = 0; i < GT_ARRAY_LEN(commands); i++) {
+        fprintf(f, "%s%s", i ? " " : "", commands[i].name);
+    }
+    fprintf(f, "\" -- \"$cur\"))\n        return\n    fi\n"
+               "    case \"${COMP_WORDS[1]}\" in\n    get|describe|delete|explain)\n"
+               "        if [ \"$COMP_CWORD\" -eq 2 ]; then\n"
+               "            COMPREPLY=($(compgen -W \"");
+    for (int k = 0; k < GT_KIND_COUNT; k++) {
+        fprintf(f, "%s%s", k ? " " : "", gt_kind_get((enum gt_kind)k)->plural);
+    }
+    fprintf(f, "\" -- \"$cur\"))\n        fi\n        ;;\n    completion)\n"
+               "        COMPREPLY=($(compgen -W \"bash zsh\" -- \"$cur\"))\n        ;;\n"
+               "    esac\n}\ncomplete -F _gantry gantry\n");
     return 0;
 }
 

@@ -423,6 +423,14 @@ static void serve_api(struct gt_req *r, enum evhttp_cmd_type cmd, const char *pa
         serve_ctl(r, cmd, q);
         return;
     }
+    if (!strcmp(rt->sub, "exec")) {
+        if (cmd == EVHTTP_REQ_POST) {
+            gt_logproxy_exec(r);
+        } else {
+            method_not_allowed(r, path);
+        }
+        return;
+    }
     if (!strcmp(rt->sub, "log")) {
         if (cmd == EVHTTP_REQ_GET) {
             gt_logproxy_serve(r, q);
@@ -487,6 +495,18 @@ static void whoami(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
         json_pack("{s:s, s:s, s:s, s:I, s:o}", "apiVersion", GT_API_VERSION, "kind", "UserInfo",
                   "username", r->user->name, "uid", (json_int_t)r->user->uid, "groups", groups);
     gt_req_reply_json(r, o);
+}
+
+/* GET /version: gantryd's release and API version, as kubectl's /version
+ * answers the server's (any authenticated user). */
+static void version(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
+{
+    if (cmd != EVHTTP_REQ_GET) {
+        method_not_allowed(r, path);
+        return;
+    }
+    gt_req_reply_json(r,
+                      json_pack("{s:s, s:s}", "version", GT_VERSION, "apiVersion", GT_API_VERSION));
 }
 
 /* GET clusterinfo: what the cluster offers every client, from gantryd's
@@ -601,6 +621,8 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
     }
     if (r->route.type == GT_ROUTE_WHOAMI) {
         whoami(r, cmd, path);
+    } else if (r->route.type == GT_ROUTE_VERSION) {
+        version(r, cmd, path);
     } else if (r->route.type == GT_ROUTE_CLUSTERINFO) {
         clusterinfo(r, cmd, path);
     } else if (r->route.type == GT_ROUTE_USAGE || r->route.type == GT_ROUTE_USAGE_RECORDS ||

@@ -1,5 +1,5 @@
 /*
- * The task log proxy: GET /apis/gantry.dev/v1/projects/P/tasks/T/log
+ * The task log and exec proxy: GET /apis/gantry.dev/v1/projects/P/tasks/T/log
  * ?follow=&tailLines=&previous= for anyone who may read project P, forwarded
  * with an evhttp client to the agent of the task's node (its
  * status.addresses AgentURL) at /v1/tasks/<task uid>/log; with
@@ -10,6 +10,11 @@
  * "Logs"). A 200 answer's headers are
  * passed on as soon as they come, so a client following a quiet log knows
  * at once that it is connected; any other answer is relayed whole.
+ *
+ * POST .../tasks/T/exec with {"command": [ARGV...]}, for those who may
+ * write tasks in P (a viewer gets 403), goes the same way to the agent's
+ * /v1/tasks/<uid>/exec (src/agent/exec.c) and its JSON answer
+ * ({"stdout", "stderr", "exitCode"}) is relayed whole.
  *
  * A proxy lives until the agent's answer ends or the client goes away,
  * whichever comes first; the other side is then closed. The upstream
@@ -141,7 +146,10 @@ static char *agent_path(struct gt_req *r, const char *uid, const struct evkeyval
                 : gt_xasprintf("/v1/tasks/%s/log?follow=%s", uid, f ? "true" : "false");
 }
 
-static void connect_agent(struct gt_req *r, const char *url, const char *path, const char *token)
+/* Send method path (with body, may be NULL) to the agent at url; a stream
+ * relays a 200 answer chunk by chunk (logs), else the answer comes whole. */
+static void connect_agent(struct gt_req *r, const char *url, enum evhttp_cmd_type method,
+                          const char *path, const char *body, const char *token, bool stream)
 {
     struct evhttp_uri *u = evhttp_uri_parse(url);
     const char *host = u ? evhttp_uri_get_host(u) : NULL;
@@ -156,20 +164,58 @@ static void connect_agent(struct gt_req *r, const char *url, const char *path, c
     p->up_conn = evhttp_connection_base_new(r->s->base, NULL, host, port > 0 ? port : 80);
     evhttp_connection_set_timeout(p->up_conn, UPSTREAM_TIMEOUT_S);
     p->up_req = evhttp_request_new(on_done, p);
-    evhttp_request_set_header_cb(p->up_req, on_headers);
-    evhttp_request_set_chunked_cb(p->up_req, on_chunk);
+    if (stream) {
+        evhttp_request_set_header_cb(p->up_req, on_headers);
+        evhttp_request_set_chunked_cb(p->up_req, on_chunk);
+    }
     struct evkeyvalq *h = evhttp_request_get_output_headers(p->up_req);
     char *auth = gt_xasprintf("Bearer %s", token);
     evhttp_add_header(h, "Authorization", auth);
     evhttp_add_header(h, "Host", host);
     free(auth);
     evhttp_uri_free(u);
-    if (evhttp_make_request(p->up_conn, p->up_req, EVHTTP_REQ_GET, path) != 0) {
+    if (body) {
+        evhttp_add_header(h, "Content-Type", "application/json");
+        evbuffer_add(evhttp_request_get_output_buffer(p->up_req), body, strlen(body));
+    }
+    if (evhttp_make_request(p->up_conn, p->up_req, method, path) != 0) {
         /* the request was freed by libevent */
         evhttp_connection_free(p->up_conn);
         free(p);
         gt_req_error(r, GT_EINTERNAL, "cannot reach the node agent");
     }
+}
+
+/* The Task r's route names, or NULL after replying 404. */
+static const struct gt_api_task *route_task(struct gt_req *r)
+{
+    const struct gt_route *rt = &r->route;
+    char *key = gt_route_key(rt->kind, rt->project, rt->name);
+    const struct gt_cobj *t = gt_ctl_get(r->s->ctl, GT_KIND_TASK, key);
+    free(key);
+    if (!t) {
+        gt_req_error(r, GT_ENOTFOUND, "tasks \"%s\" not found", rt->name);
+        return NULL;
+    }
+    return gt_cobj_task(t);
+}
+
+/* The AgentURL of node (borrowed) and gantryd's node token, or NULL after
+ * replying. */
+static const char *agent_url(struct gt_req *r, const char *node, const char **token)
+{
+    char *key = gt_xasprintf("/nodes/%s", node);
+    const struct gt_cobj *n = gt_ctl_get(r->s->ctl, GT_KIND_NODE, key);
+    free(key);
+    const char *url = n ? gt_api_node_address(gt_cobj_node(n), "AgentURL") : NULL;
+    const struct gt_server_user *nu = gt_server_tokens_first_node(r->s->tokens);
+    if (!url || !nu) {
+        gt_req_error(r, GT_ESTORE, "no way to reach node %s's agent (%s)", node,
+                     url ? "gantryd has no gantry:nodes token" : "no AgentURL address");
+        return NULL;
+    }
+    *token = nu->token;
+    return url;
 }
 
 void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
@@ -180,11 +226,8 @@ void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
                      rt->project);
         return;
     }
-    char *key = gt_route_key(rt->kind, rt->project, rt->name);
-    const struct gt_cobj *t = gt_ctl_get(r->s->ctl, GT_KIND_TASK, key);
-    free(key);
-    if (!t) {
-        gt_req_error(r, GT_ENOTFOUND, "tasks \"%s\" not found", rt->name);
+    const struct gt_api_task *task = route_task(r);
+    if (!task) {
         return;
     }
     const char *previous = evhttp_find_header(q, "previous");
@@ -192,7 +235,6 @@ void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
         gt_req_error(r, GT_EBADREQ, "previous: must be true or false");
         return;
     }
-    const struct gt_api_task *task = gt_cobj_task(t);
     const char *node, *uid;
     if (previous && !strcmp(previous, "true")) {
         node = task->status.previous.node_name;
@@ -211,19 +253,55 @@ void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
             return;
         }
     }
-    key = gt_xasprintf("/nodes/%s", node);
-    const struct gt_cobj *n = gt_ctl_get(r->s->ctl, GT_KIND_NODE, key);
-    free(key);
-    const char *url = n ? gt_api_node_address(gt_cobj_node(n), "AgentURL") : NULL;
-    const struct gt_server_user *nu = gt_server_tokens_first_node(r->s->tokens);
-    if (!url || !nu) {
-        gt_req_error(r, GT_ESTORE, "no way to reach node %s's agent (%s)", node,
-                     url ? "gantryd has no gantry:nodes token" : "no AgentURL address");
-        return;
-    }
-    char *path = agent_path(r, uid, q);
+    const char *token;
+    const char *url = agent_url(r, node, &token);
+    char *path = url ? agent_path(r, uid, q) : NULL;
     if (path) {
-        connect_agent(r, url, path, nu->token);
+        connect_agent(r, url, EVHTTP_REQ_GET, path, NULL, token, true);
         free(path);
     }
+}
+
+void gt_logproxy_exec(struct gt_req *r)
+{
+    const struct gt_route *rt = &r->route;
+    struct gt_server_authz az = {
+        .verb = GT_VERB_CREATE, .kind = GT_KIND_TASK, .name = rt->name, .project = rt->project};
+    if (gt_server_authorize(r->s->access, r->user, &az) != 0) {
+        gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot exec in tasks of project %s",
+                     r->user->name, rt->project);
+        return;
+    }
+    struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+    json_t *body =
+        json_loadb((const char *)evbuffer_pullup(in, -1), evbuffer_get_length(in), 0, NULL);
+    const json_t *cmd = json_object_get(body, "command");
+    bool ok = json_is_array(cmd) && json_array_size(cmd) > 0;
+    for (size_t i = 0; ok && i < json_array_size(cmd); i++) {
+        ok = json_is_string(json_array_get(cmd, i));
+    }
+    if (!ok) {
+        json_decref(body);
+        gt_req_error(r, GT_EBADREQ, "command: want a non-empty array of strings");
+        return;
+    }
+    const struct gt_api_task *task = route_task(r);
+    const char *node = task ? task->spec.node_name : NULL;
+    if (task && (!node || !*node || !task->o.meta.uid)) {
+        gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has not been scheduled to a node yet",
+                     rt->name);
+        node = NULL;
+    }
+    const char *token;
+    const char *url = node ? agent_url(r, node, &token) : NULL;
+    if (url) {
+        char *path = gt_xasprintf("/v1/tasks/%s/exec", task->o.meta.uid);
+        json_t *fwd = json_pack("{s:O}", "command", cmd);
+        char *text = gt_json_dumps(fwd);
+        connect_agent(r, url, EVHTTP_REQ_POST, path, text, token, false);
+        free(text);
+        json_decref(fwd);
+        free(path);
+    }
+    json_decref(body);
 }

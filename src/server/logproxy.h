@@ -1,5 +1,5 @@
 /*
- * logproxy.c: task logs, proxied to the node's agent.
+ * logproxy.c: task logs and exec, proxied to the node's agent.
  */
 #ifndef GT_SERVER_LOGPROXY_H
 #define GT_SERVER_LOGPROXY_H
@@ -8,5 +8,8 @@
 
 /* GET .../tasks/T/log: proxy to the node's agent. Replies itself. */
 void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q);
+/* POST .../tasks/T/exec: run the body's command in the task through its
+ * node's agent (authorised as a task write). Replies itself. */
+void gt_logproxy_exec(struct gt_req *r);
 
 #endif

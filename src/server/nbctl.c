@@ -365,7 +365,7 @@ static json_t *status_of(const struct gt_ctl *c, const struct gt_api_notebook *n
     if (build_error) {
         d.phase = GT_NB_FAILED;
         d.reason = "InvalidTemplate";
-        snprintf(d.message, sizeof(d.message), "%s", build_error);
+        snprintf(d.message, sizeof(d.message), "%.*s", (int)sizeof(d.message) - 1, build_error);
     }
     const json_t *old = json_object_get(nbk->o.json, "status");
     const json_t *old_conds = json_object_get(old, "conditions");

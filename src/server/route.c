@@ -85,6 +85,10 @@ static int set_sub(struct gt_route *r, const char *s, size_t len)
         memcpy(r->sub, "log", 4);
         return 0;
     }
+    if (seg_is(s, len, "exec") && r->kind->kind == GT_KIND_TASK) {
+        memcpy(r->sub, "exec", 5);
+        return 0;
+    }
     /* served by the controllers (telemetry.c) */
     static const struct {
         const char *sub;
@@ -167,6 +171,7 @@ int gt_route_parse(const char *path, struct gt_route *r, struct gt_err *err)
         {GT_API_GROUP_PREFIX "/usage", GT_ROUTE_USAGE},
         {GT_API_GROUP_PREFIX "/usagerecords", GT_ROUTE_USAGE_RECORDS},
         {GT_API_GROUP_PREFIX "/jobstats", GT_ROUTE_JOB_STATS},
+        {"/version", GT_ROUTE_VERSION},
     };
     memset(r, 0, sizeof(*r));
     for (size_t i = 0; i < GT_ARRAY_LEN(fixed); i++) {

@@ -148,6 +148,7 @@ enum gt_route_type {
     GT_ROUTE_USAGE,          /* the ledger's usage report (ledger.c) */
     GT_ROUTE_USAGE_RECORDS,  /* the ledger's records (ledger.c) */
     GT_ROUTE_JOB_STATS,      /* every job's current utilisation (telemetry.c) */
+    GT_ROUTE_VERSION,        /* /version: gantryd's release */
     GT_ROUTE_COLLECTION,     /* list / create / watch */
     GT_ROUTE_OBJECT,         /* get / put / delete, or a subresource */
 };
@@ -160,7 +161,7 @@ struct gt_route {
     bool all_projects; /* project-scoped kind listed without a project */
     char project[64];  /* "" when none */
     char name[GT_ROUTE_NAME_MAX + 1];
-    char sub[16]; /* "", "status", "binding", "log" (tasks), "scalars", "history" (jobs),
+    char sub[16]; /* "", "status", "binding", "log", "exec" (tasks), "scalars", "history" (jobs),
                    * "telemetry" (nodes) */
 };
 

@@ -8,6 +8,8 @@ Checks:
   second run's line and plain `gantry logs` the third's, and the node
   keeps exactly two state directories (the first run's went once the
   third replaced the second);
+- `gantry logs TASK` prints that task's log (a name that is neither a job
+  nor a task fails with the job's 404);
 - `gantry run --workers 1` makes a Master and a Worker and follows the
   master's output (rank 0 of world size 2).
 """
@@ -67,6 +69,12 @@ class LogsPrevious(AgentTest):
         p = self.g.cli("logs", "once", "-p", "proj-a", "--previous", token="alice", check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("no previous run", p.stderr)
+        # a task's name works where a job's does; neither: the job's 404
+        p = self.g.cli("logs", name, "-p", "proj-a", "--tail", "1", token="alice")
+        self.assertEqual(p.stdout, "hi\n")
+        p = self.g.cli("logs", "nothing", "-p", "proj-a", token="alice", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("jobs \"nothing\" not found", p.stderr)
 
     def test_run_workers_follows_master(self):
         self.gantlet(fake_gpus="2xA100-80GB")

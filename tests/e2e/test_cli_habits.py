@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""kubectl habits of the real CLI against a real gantryd: `gantry version`
+and `gantry completion bash|zsh`.
+
+Checks:
+- `version` prints the client's and the server's release and API version
+  (GET /version); `--client` asks no server; a bad token fails;
+- `completion bash`, sourced in a real bash, completes command names and
+  the kinds after get; `completion zsh` is the same script behind zsh's
+  bashcompinit; an unknown shell is a usage error.
+"""
+import subprocess
+
+from gantry_e2e import GANTRY, GantrydTest, main
+
+
+class Habits(GantrydTest):
+    def test_version(self):
+        p = self.g.cli("version", token="carol")
+        self.assertRegex(p.stdout, r"^Client Version: \d+\.\d+\.\d+\n"
+                                   r"Server Version: \d+\.\d+\.\d+\nAPI Version: gantry.dev/v1\n$")
+        client = p.stdout.splitlines()[0].split(": ")[1]
+        self.assertEqual(p.stdout.splitlines()[1].split(": ")[1], client)
+        st, body = self.g.request("GET", "/version", token="carol")
+        self.assertEqual((st, body["apiVersion"]), (200, "gantry.dev/v1"))
+        p = subprocess.run([GANTRY, "--server", "http://127.0.0.1:1", "version", "--client"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual((p.returncode, p.stdout), (0, "Client Version: %s\n" % client))
+        p = subprocess.run([GANTRY, "--server", self.g.url, "--token", "bad", "version"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("Client Version", p.stdout)
+
+    def complete(self, script, *words):
+        """COMPREPLY of bash completing words (the last one partial)."""
+        cmd = script + "\nCOMP_WORDS=(%s); COMP_CWORD=%d; _gantry; echo \"${COMPREPLY[*]}\"\n" % (
+            " ".join("'%s'" % w for w in words), len(words) - 1)
+        p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.split()
+
+    def test_completion(self):
+        script = self.g.cli("completion", "bash").stdout
+        self.assertEqual(self.complete(script, "gantry", "ex"), ["exec"])
+        self.assertEqual(sorted(self.complete(script, "gantry", "de")), ["delete", "describe"])
+        self.assertEqual(self.complete(script, "gantry", "get", "jo"), ["jobs"])
+        self.assertIn("tasks", self.complete(script, "gantry", "describe", ""))
+        self.assertEqual(self.complete(script, "gantry", "completion", "z"), ["zsh"])
+        zsh = self.g.cli("completion", "zsh").stdout
+        self.assertTrue(zsh.startswith("#compdef gantry\n"), zsh)
+        self.assertIn(script, zsh)
+        p = self.g.cli("completion", "fish", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("bash or zsh", p.stderr)
+
+
+if __name__ == "__main__":
+    main()
