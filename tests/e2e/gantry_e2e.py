@@ -6,6 +6,7 @@ real `gantry` CLI. Only loopback addresses are used.
 """
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -59,6 +60,12 @@ class Gantryd:
             for tok, user, uid, groups in TOKENS.values():
                 f.write('%s,%s,%d,"%s"\n' % (tok, user, uid, groups))
         self.extra_args = list(extra_args)
+        if "--port-range" not in self.extra_args:
+            # Tasks listen on ports from this range on their node's address;
+            # suites run in parallel on one host, so each gantryd gets its own
+            # window below the kernel's ephemeral ports (32768-60999).
+            base = 20000 + random.randrange(120) * 100
+            self.extra_args += ["--port-range", "%d-%d" % (base, base + 99)]
         self.port = None
         self.proc = None
         self.log_path = os.path.join(self.tmp, "gantryd.log")
