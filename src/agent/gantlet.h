@@ -109,12 +109,25 @@ struct gt_task_spec_params {
     const struct gt_task_image_params *image; /* NULL: images are refused */
     struct gt_gid_cache *gids;                /* NULL: look each uid up */
     const char *volumes_dir; /* RUN/volumes: Volumes' mount points; NULL: Volumes refused */
+    /* for an MPI launcher (gt_task_mpi_hostfile): the gantry binary its rsh
+     * agent runs, gantryd's URL and the node's token (all borrowed) */
+    const char *gantry_bin;
+    const char *server_url;
+    const char *node_token;
 };
+
+/* The hostfile text of an MPI launcher task (borrowed from task), or NULL
+ * when task is not one: a Launcher whose env has GT_MPI_HOSTFILE_ENV, as
+ * gantryd writes it for an MPIJob (jobenv_mpi.c). Its shim spec then
+ * mounts DATA_DIR/mpi read-only at GT_MPI_DIR and its environment carries
+ * the rsh agent and credential (gt_task_spec_build). */
+const char *gt_task_mpi_hostfile(const struct gt_api_task *task);
 
 /* Build the shim spec of a Task (borrowed) into spec (caller's
  * storage; gt_shim_spec_fini frees it): argv = command + args, env =
  * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent) +
- * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME, uid = runAsUser else creator uid
+ * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME (an MPI launcher: see
+ * gt_task_mpi_hostfile), uid = runAsUser else creator uid
  * (0 only with spec.privileged), cwd = workingDir else DATA_DIR/work,
  * cgroup limits the template's effective limits (gt_api_resources_effective:
  * a limit not given is the request), log files in DATA_DIR,

@@ -114,6 +114,13 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_exec,
     },
     {
+        .name = "mpi-rsh",
+        .usage = "mpi-rsh HOST CMD...",
+        .summary = "An MPI launcher's rsh agent: run CMD in the job's worker task HOST",
+        .options = NULL,
+        .run = gt_cli_cmd_mpi_rsh,
+    },
+    {
         .name = "notebook",
         .usage = "notebook create|open|stop|start|delete NAME [flags]",
         .summary = "Manage Jupyter notebooks: create, print the URL to open, stop (GPUs freed, "
