@@ -318,7 +318,7 @@ struct gt_gantlet {
     char registry_auth[PATH_MAX];      /* ROOT/registry-auth.json once written */
     char cluster_ifname[64];           /* "" when unknown */
     char shim[PATH_MAX];
-    char gantry_bin[PATH_MAX]; /* the gantry CLI next to gantlet: MPI launchers' rsh agent */
+    char mpi_rsh_bin[PATH_MAX]; /* GT_MPI_RSH_AGENT next to gantlet: MPI launchers' rsh agent */
     char agent_url[300];
     struct gt_ltask *tasks;  /* every local task */
     struct gt_ltask *active; /* those polls visit (not quiet) */

@@ -291,8 +291,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* ---- setup ---- */
 
-/* The shim (--shim, else next to gantlet) and the gantry CLI next to
- * gantlet (MPI launchers' rsh agent; needed only by them). */
+/* The shim (--shim, else next to gantlet) and GT_MPI_RSH_AGENT, the link
+ * to the gantry CLI next to gantlet (MPI launchers' rsh agent; needed only
+ * by them). */
 static int find_shim(struct gt_gantlet *g, struct gt_err *err)
 {
     char exe[PATH_MAX];
@@ -302,7 +303,7 @@ static int find_shim(struct gt_gantlet *g, struct gt_err *err)
     }
     exe[n] = '\0';
     const char *dir = dirname(exe);
-    snprintf(g->gantry_bin, sizeof(g->gantry_bin), "%s/gantry", dir);
+    snprintf(g->mpi_rsh_bin, sizeof(g->mpi_rsh_bin), "%s/" GT_MPI_RSH_AGENT, dir);
     if (g->cfg->shim) {
         snprintf(g->shim, sizeof(g->shim), "%s", g->cfg->shim);
     } else {

@@ -109,9 +109,10 @@ struct gt_task_spec_params {
     const struct gt_task_image_params *image; /* NULL: images are refused */
     struct gt_gid_cache *gids;                /* NULL: look each uid up */
     const char *volumes_dir; /* RUN/volumes: Volumes' mount points; NULL: Volumes refused */
-    /* for an MPI launcher (gt_task_mpi_hostfile): the gantry binary its rsh
-     * agent runs, gantryd's URL and the node's token (all borrowed) */
-    const char *gantry_bin;
+    /* for an MPI launcher (gt_task_mpi_hostfile): its rsh agent (the
+     * GT_MPI_RSH_AGENT link to gantry), gantryd's URL and the node's token
+     * (all borrowed) */
+    const char *mpi_rsh_bin;
     const char *server_url;
     const char *node_token;
 };

@@ -510,7 +510,7 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
                                     .image = &g->image,
                                     .gids = &g->gids,
                                     .volumes_dir = g->volumes_dir,
-                                    .gantry_bin = g->gantry_bin,
+                                    .mpi_rsh_bin = g->mpi_rsh_bin,
                                     .server_url = g->cfg->server,
                                     .node_token = g->token};
     struct gt_shim_spec spec;

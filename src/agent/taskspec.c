@@ -91,8 +91,8 @@ const char *gt_task_mpi_hostfile(const struct gt_api_task *task)
     return NULL;
 }
 
-/* An MPI launcher's own variables: the rsh agent gantryd named
- * (GT_MPI_RSH_AGENT) as the gantry binary's path, and what that command
+/* An MPI launcher's own variables (besides the rsh agent gantryd named,
+ * GT_MPI_RSH_AGENT, which build_env replaces with its path): what that command
  * needs to reach its job's workers: gantryd's address, the project and the
  * job's exec credential, GT_MPI_TOKEN_PREFIX + HMAC-SHA256 under the
  * node's token of "<project>/<job>" (gantryd checks it, logproxy.c). */
@@ -130,7 +130,7 @@ static void build_env(const struct gt_api_task *task, const struct gt_task_spec_
         has_home = has_home || !strcmp(name, "HOME");
         mpi_role = mpi_role || !strcmp(name, "K_MPI_JOB_ROLE");
         if (mpi && val && !strcmp(val, GT_MPI_RSH_AGENT)) {
-            strvec_push(&sv, gt_xasprintf("%s=%s mpi-rsh", name, p->gantry_bin));
+            strvec_push(&sv, gt_xasprintf("%s=%s", name, p->mpi_rsh_bin));
             continue;
         }
         strvec_push(&sv, gt_xasprintf("%s=%s", name, val ? val : ""));

@@ -282,14 +282,16 @@ bool gt_api_kubeflow_is(const json_t *doc);
  * hostfile's text from gantryd to the launcher's agent, which writes it
  * there. GT_MPI_RSH_AGENT is the value of the launcher's rsh-agent
  * variables (OMPI_MCA_plm_rsh_agent, I_MPI_HYDRA_BOOTSTRAP_EXEC,
- * HYDRA_LAUNCHER_EXEC) as gantryd writes it; the agent replaces "gantry"
- * with the path of the gantry binary installed next to gantlet. */
+ * HYDRA_LAUNCHER_EXEC) as gantryd writes it, the name of a link to the
+ * gantry CLI that runs `gantry mpi-rsh` (one path without arguments, as
+ * hydra's bootstrap exec must be); the agent replaces it with that link's
+ * path next to gantlet. */
 #define GT_API_FRAMEWORK_MPI "mpi"
 #define GT_API_ANNOTATION_MPI_SLOTS "gantry.dev/mpi-slots-per-worker"
 #define GT_API_ANNOTATION_MPI_IMPL "gantry.dev/mpi-implementation"
 #define GT_MPI_DIR "/etc/mpi"
 #define GT_MPI_HOSTFILE_ENV "GANTRY_MPI_HOSTFILE"
-#define GT_MPI_RSH_AGENT "gantry mpi-rsh"
+#define GT_MPI_RSH_AGENT "gantry-mpi-rsh"
 /* An MPI launcher's exec credential: this prefix and the hex HMAC-SHA256,
  * under its node's token, of "<project>/<job>"; it lets the bearer exec
  * into that job's tasks only. */

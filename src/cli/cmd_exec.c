@@ -7,8 +7,9 @@
  * exits with its exit code. Standard input and terminals (-i, -t) are not
  * offered.
  *
- * `gantry mpi-rsh HOST CMD...` is the same request as an MPI launcher's rsh
- * agent, in place of ssh: mpirun (Open MPI's plm_rsh, Intel MPI's and
+ * `gantry mpi-rsh HOST CMD...` (or gantry called by its link
+ * GT_MPI_RSH_AGENT) is the same request as an MPI launcher's rsh agent, in
+ * place of ssh: mpirun (Open MPI's plm_rsh, Intel MPI's and
  * MPICH's hydra with bootstrap rsh) calls it as `AGENT [ssh options] HOST
  * CMD...`, and, as ssh does, it joins CMD's words with spaces and runs them
  * with /bin/sh -c inside the worker task HOST names (its first label: the

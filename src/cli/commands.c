@@ -404,9 +404,16 @@ static bool wants_help(int argc, char **argv)
     return false;
 }
 
-/* Find argv's command and run it: 0 or its code, reported. */
+/* Find argv's command and run it: 0 or its code, reported. Called by the
+ * name GT_MPI_RSH_AGENT (a link to gantry), gantry is `gantry mpi-rsh`,
+ * whose arguments (the remote daemon's command line) are passed as they
+ * are. */
 static int dispatch(struct gt_cli_ctx *ctx, int argc, char **argv)
 {
+    const char *prog = strrchr(argv[0], '/');
+    if (!strcmp(prog ? prog + 1 : argv[0], GT_MPI_RSH_AGENT)) {
+        return gt_cli_cmd_mpi_rsh(ctx, find_command("mpi-rsh"), argc, argv);
+    }
     argc = strip_globals(ctx, argc, argv);
     if (argc < 0) {
         return GT_EUSAGE;

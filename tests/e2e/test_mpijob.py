@@ -111,7 +111,7 @@ class TwoHostMPI(AgentTest, BridgeServer):
             host = "%s-worker-%d.%s.proj-a.svc" % (name, i, name)
             self.assertRegex(log, r"(?m)^%s slots=1$" % re.escape(host))
             self.assertRegex(log, r"(?m)^%s:1$" % re.escape(host))
-        self.assertRegex(log, r"(?m)^agent=/\S+/gantry mpi-rsh$")
+        self.assertRegex(log, r"(?m)^agent=/\S+/gantry-mpi-rsh$")
         self.assertIn("hostfile=/etc/mpi/hostfile\n", log)
         self.assertIn("token=gtmpi\n", log)
         # both ranks, each in its own worker, with the allreduce's sum
