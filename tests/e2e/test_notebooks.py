@@ -12,7 +12,7 @@ import uuid
 
 import websocket
 
-from gantry_e2e import (API, TOKENS, AgentTest, Gantlet, main, obj, wait_for)
+from gantry_e2e import (API, TOKENS, AgentTest, Gantlet, Watch, main, obj, wait_for)
 
 STORAGE = tempfile.mkdtemp(prefix="gantry-nb-storage-")
 os.chmod(STORAGE, 0o711)
@@ -135,6 +135,12 @@ class NotebookTest(AgentTest):
                 return "".join(out)
         self.fail("no idle status for the cell")
 
+    def secret_values(self, task):
+        """The values of the task's gantry secrets, as its node's agent gets them."""
+        st, body = self.g.request("GET", self.PROJECT + "/tasks/%s/secrets" % task, token="node")
+        self.assertEqual(st, 200, body)
+        return {e["name"]: e["value"] for e in body["env"]}
+
     def events(self, name, reason):
         st, body = self.g.request("GET", API + "/events")
         return [e for e in body["items"] if e["involvedObject"]["name"] == name and
@@ -147,6 +153,9 @@ class TestNotebookProxy(NotebookTest):
         home = home_dir("nb1")
         with open(os.path.join(home, "hello.txt"), "w") as f:
             f.write("from the home volume")
+        # what a project viewer's watches show while the notebook starts
+        watches = [Watch(self.g, self.PROJECT + "/" + kind, token="carol")
+                   for kind in ("jobs", "tasks")]
         self.create("nb1", home)
         nb = self.wait_nb("nb1", "Running")
         self.assertEqual(nb["status"]["url"], self.base("nb1"))
@@ -164,12 +173,27 @@ class TestNotebookProxy(NotebookTest):
         self.assertEqual(lines[0], "0", out)
         self.assertEqual(lines[1], str(ALICE_UID), out)
         self.assertEqual(lines[2], "from the home volume", out)
+        # the token is in no object: a viewer's GET, list and watch of the
+        # Job and the Task show its name and reference, never its value
+        token = self.secret_values("nb-nb1-worker-0")["JUPYTER_TOKEN"]
+        self.assertGreaterEqual(len(token), 32)
+        for w in watches:
+            w.close()
+        seen = [json.dumps(o) for _, _, o in watches[0].events + watches[1].events]
+        for path in ("/jobs/nb-nb1", "/tasks/nb-nb1-worker-0", "/jobs", "/tasks"):
+            st, body = self.g.request("GET", self.PROJECT + path, token="carol")
+            self.assertEqual(st, 200, body)
+            seen.append(json.dumps(body))
+        self.assertTrue(any("nb-nb1-worker-0" in s for s in seen[:-4]), "the watch saw nothing")
+        for s in seen:
+            self.assertNotIn(token, s)
+        job = self.g.request("GET", self.PROJECT + "/jobs/nb-nb1", token="carol")[1]
+        env = job["spec"]["replicaSpecs"]["Worker"]["template"]["env"]
+        self.assertEqual([e for e in env if e["name"] == "JUPYTER_TOKEN"], [
+            {"name": "JUPYTER_TOKEN", "valueFrom": {"gantrySecret": "notebook-token"}}])
         # the notebook's own token never comes back to the browser
         st, page = self.proxied("GET", "nb1", "tree")
         self.assertEqual(st, 200)
-        job = self.g.request("GET", self.PROJECT + "/jobs/nb-nb1")[1]
-        env = job["spec"]["replicaSpecs"]["Worker"]["template"]["env"]
-        token = [e["value"] for e in env if e["name"] == "JUPYTER_TOKEN"][0]
         self.assertNotIn(token, page)
         conn = socket.create_connection(("127.0.0.1", self.g.port))
         conn.sendall(("GET %stree HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n"
@@ -197,6 +221,26 @@ class TestNotebookProxy(NotebookTest):
         self.assertEqual(self.proxied("GET", "nb2", "api/status", token="bogus")[0], 401)
         with self.assertRaises(websocket.WebSocketBadStatusException):
             self.ws("nb2", "api/kernels/x/channels", token="carol")
+        # the token's values are for the node's agent only: every user gets 403
+        secrets = self.PROJECT + "/tasks/nb-nb2-worker-0/secrets"
+        for user in ("admin", "alice", "bob", "carol", "dave", "nobody"):
+            st, body = self.g.request("GET", secrets, token=user)
+            self.assertEqual(st, 403, (user, body))
+        self.assertEqual(self.g.request("GET", secrets, token="node")[0], 200)
+        self.assertEqual(self.g.request("GET", secrets + "?uid=other", token="node")[0], 404)
+        # and only gantryd writes gantry secret references: a member's are refused
+        ref = [{"name": "JUPYTER_TOKEN", "valueFrom": {"gantrySecret": "notebook-token"}}]
+        st, body = self.g.request("POST", self.PROJECT + "/notebooks", obj(
+            "Notebook", "nb6", "proj-a", spec={"template": {"env": ref}}), token="bob")
+        self.assertEqual(st, 422, body)
+        self.assertIn("spec.template.env[0].valueFrom.gantrySecret: set only by gantryd",
+                      body["message"])
+        st, body = self.g.request("POST", self.PROJECT + "/jobs", obj(
+            "Job", "steal", "proj-a", spec={"replicaSpecs": {"Worker": {"template": {
+                "command": ["env"], "env": ref}}}}), token="bob")
+        self.assertEqual(st, 422, body)
+        self.assertIn("spec.replicaSpecs.Worker.template.env[0].valueFrom.gantrySecret",
+                      body["message"])
         # a browser: the cookie from ?gantry-token=, then the page with it
         st, _ = self.g.request("GET", self.base("nb2") + "tree?gantry-token=" +
                                TOKENS["bob"][0], token=None)
