@@ -747,10 +747,15 @@ const char *gt_api_notebook_phase_name(enum gt_notebook_phase p);
 /* spec.home: the volume kept across stops, in a Job volume's form
  * (hostPath beneath a storage root), mounted at mountPath (default: the
  * hostPath itself), which is also the notebook's HOME and directory. */
+/* spec.home: a Volume of the notebook's project (volume) or a hostPath
+ * beneath a storage root, one of them; mounted at mount_path. */
 struct gt_api_notebook_home {
+    const char *volume;
     const char *host_path;
     const char *mount_path;
 };
+/* The default spec.home.mountPath of a Volume home (Jupyter's images' home). */
+#define GT_NOTEBOOK_VOLUME_HOME "/home/jovyan"
 /* spec.idle: culling. enabled defaults to whether the notebook asks for
  * GPUs; timeout_s GT_API_UNSET: the project's annotation
  * gantry.dev/notebook-idle-timeout-seconds, else gantryd's

@@ -6,9 +6,9 @@
  * gantry.dev/notebook: <name>, the notebook's creator as its creator) so
  * that admission, quota, priority, the scheduler and the agent treat it
  * as any other job; its task is "nb-<name>-worker-0". The job's template
- * is the notebook's, plus: the home volume (spec.volumes "home" and its
- * mount), HOME and the working directory at the home's mount path, the
- * notebook's own Jupyter token (JUPYTER_TOKEN: only a reference,
+ * is the notebook's, plus: the home volume (spec.volumes "home", the
+ * project's Volume spec.home.volume or the hostPath, and its mount), HOME and the working directory
+ * at the home's mount path, the notebook's own Jupyter token (JUPYTER_TOKEN: only a reference,
  * valueFrom.gantrySecret notebook-token, is stored; the value is derived
  * from the notebook's name and its job's uid, so each start has a new one,
  * by secrets.c for the agent and here for the proxy and the culler),
@@ -249,9 +249,10 @@ static json_t *build_job(struct gt_ctl *c, const struct gt_api_notebook *nbk, st
         json_pack("{s:{s:{s:i, s:s, s:o}}, s:o}", "replicaSpecs", "Worker", "replicas", 1,
                   "restartPolicy", "Never", "template", tmpl, "runPolicy", run_policy);
     if (home) {
-        json_object_set_new(
-            jspec, "volumes",
-            json_pack("[{s:s, s:s}]", "name", "home", "hostPath", nbk->spec.home.host_path));
+        const char *vol = nbk->spec.home.volume;
+        json_object_set_new(jspec, "volumes",
+                            json_pack("[{s:s, s:s}]", "name", "home", vol ? "volume" : "hostPath",
+                                      vol ? vol : nbk->spec.home.host_path));
     }
     json_t *job = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", GT_API_VERSION, "kind", "Job",
                             "metadata", md, "spec", jspec);
@@ -491,11 +492,35 @@ void gt_nbctl_reconcile(struct gt_nbctl *nb)
     GT_VEC_FREE(&k);
 }
 
+/* The home Volume is one of nbk's project, and Available unless nbk is stopped. */
+static int admit_home_volume(const struct gt_ctl *c, const struct gt_api_notebook *nbk,
+                             struct gt_err *err)
+{
+    const char *name = nbk->spec.home.volume, *project = nbk->o.meta.project;
+    char *k = gt_xasprintf("/volumes/%s/%s", project, name);
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_VOLUME, k);
+    free(k);
+    if (!o) {
+        return gt_err_set(err, GT_EINVAL, "spec.home.volume: no Volume \"%s\" in project \"%s\"",
+                          name, project);
+    }
+    const struct gt_api_volume_obj *v = (const struct gt_api_volume_obj *)o->t;
+    if (v->status.phase != GT_VOLUME_AVAILABLE && !nbk->spec.stopped) {
+        return gt_err_set(err, GT_EINVAL, "spec.home.volume: Volume \"%s\" is not Available", name);
+    }
+    return 0;
+}
+
 int gt_nbctl_admit(struct gt_ctl *c, const struct gt_api_notebook *nbk,
                    const struct gt_server_user *user, struct gt_err *err)
 {
     const struct gt_config_list *roots = &c->s->cfg->storage_roots;
-    if (nbk->spec.has_home) {
+    if (nbk->spec.has_home && nbk->spec.home.volume) {
+        int rc = admit_home_volume(c, nbk, err);
+        if (rc) {
+            return rc;
+        }
+    } else if (nbk->spec.has_home && nbk->spec.home.host_path) {
         struct gt_api_volume v = {.name = "home", .host_path = nbk->spec.home.host_path};
         struct gt_api_volumes vols = {.v = &v, .n = 1};
         int rc = gt_job_check_volumes(&vols, roots->items, roots->n, err);

@@ -1,8 +1,8 @@
 """Notebooks end to end: a real gantryd and gantlet run Debian's Jupyter as
 the notebook's task; a small client drives it through gantryd's proxy over
 Jupyter's REST and WebSocket protocols, with members', viewers' and
-outsiders' tokens; Stop/Start keep the home volume and free the GPUs; the
-culler stops idle notebooks and only those."""
+outsiders' tokens; Stop/Start keep the home volume (a Volume of the
+project) and free the GPUs; the culler stops idle notebooks and only those."""
 import json
 import os
 import socket
@@ -30,6 +30,7 @@ def home_dir(name, uid=ALICE_UID):
 class NotebookTest(AgentTest):
     CHECK_MS = 500
     gantryd_args = ("--node-grace", "4", "--storage-root", STORAGE,
+                    "--storage-class", "fast=" + os.path.join(STORAGE, "volumes"),
                     "--notebook-check-interval-ms", str(CHECK_MS))
 
     def setUp(self):
@@ -50,9 +51,10 @@ class NotebookTest(AgentTest):
     # ---- helpers ----
 
     def create(self, name, home, gpus=1, idle=None, token="alice"):
+        """home: a hostPath, or spec.home itself (a dict)."""
         spec = {"template": {"resources": {"limits": {
             "nvidia.com/gpu": gpus, "cpu": "1", "memory": "1Gi"}}},
-            "home": {"hostPath": home}}
+            "home": home if isinstance(home, dict) else {"hostPath": home}}
         if idle is not None:
             spec["idle"] = idle
         st, body = self.g.request("POST", self.PROJECT + "/notebooks",
@@ -317,30 +319,57 @@ class TestNotebookProxy(NotebookTest):
         self.assertEqual(data, big)
 
     def test_stop_start_keeps_the_home_and_frees_gpus(self):
-        home = home_dir("nb4")
-        self.create("nb4", home)
+        # the home is a Volume of the project (64 MiB, within dept-a's storage quota)
+        st, dept = self.g.request("GET", API + "/departments/dept-a")
+        dept.pop("status", None)
+        dept["spec"]["quota"]["storage"] = "128Mi"
+        self.assertEqual(self.g.request("PUT", API + "/departments/dept-a", dept)[0], 200)
+        vol = self.PROJECT + "/volumes/nb4-home"
+        st, body = self.g.request("POST", self.PROJECT + "/volumes", obj(
+            "Volume", "nb4-home", "proj-a", spec={"capacity": {"storage": "64Mi"}}),
+            token="alice")
+        self.assertEqual(st, 201, body)
+        wait_for("volume Available", lambda: self.g.request("GET", vol)[1].get(
+            "status", {}).get("phase") == "Available", timeout=30)
+        st, body = self.g.request("POST", self.PROJECT + "/notebooks", obj(
+            "Notebook", "nbx", "proj-a", spec={"home": {"volume": "no-such"}}), token="alice")
+        self.assertEqual(st, 422, body)
+        self.assertIn('spec.home.volume: no Volume "no-such" in project "proj-a"', body["message"])
+        self.create("nb4", {"volume": "nb4-home"})
         self.wait_nb("nb4", "Running")
+        job = self.g.request("GET", self.PROJECT + "/jobs/nb-nb4")[1]
+        self.assertEqual(job["spec"]["volumes"], [{"name": "home", "volume": "nb4-home"}])
         self.wait_jupyter("nb4")
         self.assertEqual(len(self.gpus_held()), 1)
         st, body = self.proxied("PUT", "nb4", "api/contents/kept.txt", body={
             "type": "file", "format": "text", "content": "written before stop"})
         self.assertIn(st, (200, 201), body)
+        # in use by the running notebook: the Volume cannot be deleted
+        st, body = self.g.request("DELETE", vol, token="alice")
+        self.assertEqual(st, 409, body)
+        self.assertIn("tasks nb-nb4-worker-0; jobs nb-nb4; notebooks nb4", body["message"])
         self.set_stopped("nb4", True)
         self.wait_nb("nb4", "Stopped")
         wait_for("GPUs free", lambda: not self.gpus_held(), timeout=20)
         self.assertEqual(self.proxied("GET", "nb4", "api/status")[0], 503)
+        # stopped, it is still the notebook's home
+        st, body = self.g.request("DELETE", vol, token="alice")
+        self.assertEqual(st, 409, body)
+        self.assertIn('volume "nb4-home" is in use by notebooks nb4', body["message"])
         self.set_stopped("nb4", False)
         self.wait_nb("nb4", "Running")
         self.wait_jupyter("nb4")
         st, body = self.proxied("GET", "nb4", "api/contents/kept.txt")
         self.assertEqual(st, 200, body)
         self.assertEqual(body["content"], "written before stop")
-        # delete: the job goes, the home stays
+        # delete: the job goes, the Volume stays until it is deleted itself
         st, _ = self.g.request("DELETE", self.PROJECT + "/notebooks/nb4", token="bob")
         self.assertEqual(st, 200)
         wait_for("job gone", lambda: self.g.request(
             "GET", self.PROJECT + "/jobs/nb-nb4")[0] == 404, timeout=30)
-        self.assertTrue(os.path.exists(os.path.join(home, "kept.txt")))
+        self.assertEqual(self.g.request("GET", vol)[0], 200)
+        wait_for("volume deleted", lambda: self.g.request("DELETE", vol, token="alice")[0] == 200,
+                 timeout=30)
 
 
 class TestNotebookCli(NotebookTest):
@@ -368,6 +397,11 @@ class TestNotebookCli(NotebookTest):
                        check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("spec.template.resources.limits.nvidia.com/gpu", p.stderr)
+        # --home without a leading / names a Volume of the project
+        p = self.g.cli("notebook", "create", "vol", "--home", "nosuch", "-p", "proj-a",
+                       token="bob", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('spec.home.volume: no Volume "nosuch" in project "proj-a"', p.stderr)
         self.g.cli("notebook", "delete", "cli", "-p", "proj-a", token="bob")
         wait_for("notebook gone", lambda: self.notebook("cli") is None, timeout=10)
 

@@ -195,6 +195,41 @@ static void test_notebook_defaults(void **state)
     assert_int_equal(gt_api_validate(GT_KIND_NOTEBOOK, v, &err), GT_EINVAL);
     assert_non_null(strstr(err.msg, "spec.home.hostPath"));
     json_decref(v);
+
+    /* a Volume as the home: mounted at /home/jovyan unless mountPath says */
+    v = parse("{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Notebook\","
+              "\"metadata\":{\"name\":\"n\",\"project\":\"p\"},"
+              "\"spec\":{\"home\":{\"volume\":\"work\"}}}");
+    assert_int_equal(gt_api_validate(GT_KIND_NOTEBOOK, v, &err), 0);
+    assert_path_str(v, "spec.home.mountPath", GT_NOTEBOOK_VOLUME_HOME);
+    nb = gt_api_notebook_new(v);
+    assert_string_equal(nb->spec.home.volume, "work");
+    assert_null(nb->spec.home.host_path);
+    gt_api_notebook_free(nb);
+    json_decref(v);
+    static const struct {
+        const char *home, *want;
+    } bad[] = {
+        {"{\"volume\":\"w\",\"hostPath\":\"/srv/h\"}",
+         "spec.home.hostPath: give volume (a Volume's name) or hostPath, not both"},
+        {"{\"mountPath\":\"/h\"}",
+         "spec.home.volume: give volume (a Volume's name) or hostPath, one is required"},
+        {"{\"volume\":\"Bad_Name\"}", "spec.home.volume"},
+    };
+    for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {
+        char *text = gt_xasprintf("{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Notebook\","
+                                  "\"metadata\":{\"name\":\"n\",\"project\":\"p\"},"
+                                  "\"spec\":{\"home\":%s}}",
+                                  bad[i].home);
+        v = parse(text);
+        free(text);
+        memset(&err, 0, sizeof(err));
+        assert_int_equal(gt_api_validate(GT_KIND_NOTEBOOK, v, &err), GT_EINVAL);
+        if (!strstr(err.msg, bad[i].want)) {
+            fail_msg("home %s: \"%s\", want \"%s\"", bad[i].home, err.msg, bad[i].want);
+        }
+        json_decref(v);
+    }
 }
 
 static void test_canonical_department(void **state)
