@@ -75,6 +75,34 @@ char *gt_task_cache_dir(const char *cache_root, const struct gt_shim_spec *spec)
     return gt_xasprintf("%s/%u", cache_root, (unsigned)spec->uid);
 }
 
+bool gt_task_needs_secrets(const struct gt_api_task *task)
+{
+    const struct gt_api_template *tmpl = &task->spec.template;
+    for (size_t i = 0; i < tmpl->env.n; i++) {
+        if (tmpl->env.v[i].value_from.gantry_secret) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Has every env entry with valueFrom.gantrySecret its value in secrets?
+ * 0, or GT_EINVAL naming the first without. */
+static int check_secrets(const struct gt_api_template *tmpl, const json_t *secrets,
+                         struct gt_err *err)
+{
+    for (size_t i = 0; i < tmpl->env.n; i++) {
+        const struct gt_api_env *e = &tmpl->env.v[i];
+        if (e->value_from.gantry_secret && !json_is_string(json_object_get(secrets, e->name))) {
+            return gt_err_set(err, GT_EINVAL,
+                              "spec.template.env[%zu] %s: the value of gantry secret %s did not "
+                              "come from gantryd",
+                              i, e->name, e->value_from.gantry_secret);
+        }
+    }
+    return 0;
+}
+
 const char *gt_task_mpi_hostfile(const struct gt_api_task *task)
 {
     const struct gt_api_task_spec *ts = &task->spec;
@@ -111,11 +139,13 @@ static void mpi_env(const struct gt_api_task *task, const struct gt_task_spec_pa
     strvec_push(sv, gt_xasprintf("GANTRY_PROJECT=%s", project));
 }
 
-/* The task's environment; spec's uid, namespaces and termination log are set. */
+/* The task's environment; spec's uid, namespaces and termination log are
+ * set, and p->secrets (checked) holds the gantry secrets' values. */
 static void build_env(const struct gt_api_task *task, const struct gt_task_spec_params *p,
                       struct gt_shim_spec *spec)
 {
     const char *ifname = p->cluster_ifname, *cache_root = p->cache_root;
+    const json_t *secrets = p->secrets;
     const struct gt_api_task_spec *ts = &task->spec;
     bool mpi = gt_task_mpi_hostfile(task) != NULL;
     struct strvec sv = {0};
@@ -125,6 +155,9 @@ static void build_env(const struct gt_api_task *task, const struct gt_task_spec_
         const char *val = ts->template.env.v[i].value;
         if (!name || is_agent_env(name) || (mpi && is_mpi_env(name))) {
             continue;
+        }
+        if (ts->template.env.v[i].value_from.gantry_secret) {
+            val = json_string_value(json_object_get(secrets, name));
         }
         has_path = has_path || !strcmp(name, "PATH");
         has_home = has_home || !strcmp(name, "HOME");
@@ -414,6 +447,10 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
     if (!uid || !task->o.meta.name) {
         return gt_err_set(err, GT_EINVAL, "task without a name or uid");
     }
+    int rc = check_secrets(tmpl, p->secrets, err);
+    if (rc < 0) {
+        return rc;
+    }
     build_argv(tmpl, spec);
     if (spec->n_argv == 0 && !tmpl->image) {
         gt_shim_spec_fini(spec);
@@ -425,7 +462,7 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
     }
     spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC |
                        (tmpl->has_host_users && !tmpl->host_users ? GT_NS_USER : 0);
-    int rc = build_user(task, p, spec, err);
+    rc = build_user(task, p, spec, err);
     build_env(task, p, spec);
     build_limits(task, p, spec);
     rc = rc < 0 ? rc : build_prep(&task->spec, p, spec, err);
