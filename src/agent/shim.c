@@ -37,12 +37,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <link.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -635,8 +637,30 @@ static const char *data_dir(const struct shim *s)
     return s->spec.data_dir ? s->spec.data_dir : s->dir;
 }
 
+/* This binary's path into path when it is statically linked (no program
+ * interpreter: it runs in any image's root as the container's init), else
+ * false. */
+static bool static_self(char *path, size_t len)
+{
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+    size_t n = getauxval(AT_PHNUM);
+    for (size_t i = 0; ph && i < n; i++) {
+        if (ph[i].p_type == PT_INTERP) {
+            return false;
+        }
+    }
+    ssize_t r = readlink("/proc/self/exe", path, len - 1);
+    if (!ph || r <= 0) {
+        return false;
+    }
+    path[r] = '\0';
+    return true;
+}
+
 /* An image task: its process merged from the image, its rootfs, its
- * config.json, then the runtime. 0, or negative with err set. */
+ * config.json, then the runtime, with the shim's init as the container's
+ * PID 1 where this binary is static (else the process itself, which
+ * ignores an unhandled SIGTERM). 0, or negative with err set. */
 static int start_container(struct shim *s, struct gt_err *err)
 {
     const struct gt_shim_image *im = s->spec.image;
@@ -649,8 +673,10 @@ static int start_container(struct shim *s, struct gt_err *err)
                               .working_dir = im->working_dir};
     struct gt_image_proc proc;
     char lower[PATH_MAX + 16], rootfs[PATH_MAX + 16], hosts[PATH_MAX + 16], base[PATH_MAX + 16];
+    char self[PATH_MAX];
     char **sources = NULL, *text = NULL;
-    int out[2] = {-1, -1};
+    int out[2] = {-1, -1}, init[2] = {-1, -1};
+    bool has_init = static_self(self, sizeof(self));
     json_t *cfg = NULL, *base_cfg = NULL;
     int rc = gt_image_process_merge(s->img.config, &t, &proc, err);
     if (rc < 0) {
@@ -673,25 +699,32 @@ static int start_container(struct shim *s, struct gt_err *err)
         struct gt_oci_paths paths = {.rootfs = rootfs,
                                      .hosts = s->spec.n_hosts ? hosts : NULL,
                                      .volume_sources = (const char *const *)sources,
-                                     .dev_dir = s->cg.sys.dev_dir};
+                                     .dev_dir = s->cg.sys.dev_dir,
+                                     .init = has_init ? self : NULL};
         cfg = gt_oci_config_build(base_cfg, &s->spec, &proc, &paths);
         text = gt_json_dumps(cfg);
         rc = gt_agent_file_write_atomic(s->dir, "config.json", text, strlen(text), false, err);
         free(text);
     }
-    if (rc == 0 && pipe2(out, O_CLOEXEC) < 0) {
+    if (rc == 0 &&
+        (pipe2(out, O_CLOEXEC) < 0 ||
+         (has_init && (pipe2(init, O_CLOEXEC) < 0 || fcntl(init[0], F_SETFL, O_NONBLOCK) < 0)))) {
         rc = gt_err_set(err, -errno, "pipe: %s", strerror(errno));
     }
     if (rc == 0) {
         s->container = true;
-        rc = gt_oci_run(&s->spec, s->dir, out[1], &s->task_pid, err);
+        rc = gt_oci_run(&s->spec, s->dir, out[1], init[1], &s->task_pid, err);
     }
     if (rc == 0) {
         s->log_rd_fd = out[0];
         out[0] = -1;
+        s->init_rd_fd = init[0];
+        init[0] = -1;
     }
     close_fd(&out[0]);
     close_fd(&out[1]);
+    close_fd(&init[0]);
+    close_fd(&init[1]);
     for (size_t i = 0; sources && i < s->spec.n_volumes; i++) {
         free(sources[i]);
     }

@@ -121,4 +121,12 @@ int gt_shim_prepare_main(int spec_fd, int status_fd);
  * (128 + signal for a signal). See shim_init.c. */
 int gt_shim_init_main(pid_t main_pid, int status_fd);
 
+/* "gantry-shim --init-exec FD ARGV...": PID 1 of an image task's
+ * container (oci.c wraps the process's args in it): forks, execs ARGV in
+ * the child (PATH of env searched; leader of its own process group; on
+ * failure "cannot run ARGV0: why" on stderr and exit 127, 126 when found
+ * but not runnable), then runs as gt_shim_init_main over it, its report on
+ * FD (-1: none). argv and env are borrowed. See shim_init.c. */
+int gt_shim_init_exec_main(int status_fd, char *const *argv, char *const *env);
+
 #endif
