@@ -17,8 +17,9 @@
  * bind-mounted read-only at GT_OCI_INIT_PATH and run as `--init-exec`
  * over the image's process: a script without a SIGTERM handler would
  * otherwise be PID 1 and ignore the stop (issue 16, defect 5); it reports
- * the process's wait status on the fd runc passes in (--preserve-fds). Its cgroup is the one the
- * shim created (cgroupsPath), so limits, OOM counting and kill-all work unchanged; the runtime also
+ * the process's wait status on the fd runc passes in (--preserve-fds).
+ * Its cgroup is the one the shim created (cgroupsPath), so limits, OOM
+ * counting and kill-all work unchanged; the runtime also
  * creates that path in the hierarchies gantry does not use and leaves
  * their parents behind after `delete`: gt_oci_cleanup removes them.
  */
