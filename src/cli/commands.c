@@ -213,6 +213,12 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_down,
     },
     {
+        .name = "explain",
+        .usage = "explain KIND[.FIELD[.FIELD...]]",
+        .summary = "Describe a kind or one of its fields: type, description, fields",
+        .run = gt_cli_cmd_explain,
+    },
+    {
         .name = "version",
         .usage = "version [--client]",
         .summary = "Show the CLI's version and the server's",

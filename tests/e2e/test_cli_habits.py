@@ -8,6 +8,9 @@ Checks:
 - `completion bash`, sourced in a real bash, completes command names and
   the kinds after get; `completion zsh` is the same script behind zsh's
   bashcompinit; an unknown shell is a usage error;
+- `explain KIND[.field...]` prints kubectl's layout from the schema tables
+  (a replica type's map stepped through into its template; kind aliases
+  such as pods), and an unknown field or kind is an error naming it;
 - the list formats on jobs: `--no-headers`, `--sort-by JSONPATH` and
   `--show-labels` together; `get jobs -o yaml` of a list is re-appliable
   (saved, every job deleted, `apply -f` of the file recreates them with
@@ -48,7 +51,7 @@ class Habits(GantrydTest):
 
     def test_completion(self):
         script = self.g.cli("completion", "bash").stdout
-        self.assertEqual(self.complete(script, "gantry", "ex"), ["exec"])
+        self.assertEqual(self.complete(script, "gantry", "ex"), ["exec", "explain"])
         self.assertEqual(sorted(self.complete(script, "gantry", "de")), ["delete", "describe"])
         self.assertEqual(self.complete(script, "gantry", "get", "jo"), ["jobs"])
         self.assertIn("tasks", self.complete(script, "gantry", "describe", ""))
@@ -59,6 +62,27 @@ class Habits(GantrydTest):
         p = self.g.cli("completion", "fish", check=False)
         self.assertEqual(p.returncode, 2)
         self.assertIn("bash or zsh", p.stderr)
+
+    def test_explain(self):
+        p = self.g.cli("explain", "jobs.spec")
+        self.assertTrue(p.stdout.startswith("KIND:     Job\nVERSION:  gantry.dev/v1\n\n"
+                                            "FIELD:    spec <Object> -required-\n\n"
+                                            "DESCRIPTION:\n     What the job runs"), p.stdout)
+        self.assertIn("\nFIELDS:\n   replicaSpecs\t<map[string]Object> -required-\n", p.stdout)
+        p = self.g.cli("explain", "job.spec.replicaSpecs.template.resources")
+        self.assertIn("FIELD:    resources <Object>\n", p.stdout)
+        self.assertIn("   limits\t<map[string]Quantity>\n", p.stdout)
+        p = self.g.cli("explain", "pods.status.phase")
+        self.assertIn("KIND:     Task\n", p.stdout)
+        self.assertIn("One of: Pending, Bound, Running, Terminating, Succeeded, Failed.",
+                      p.stdout)
+        p = self.g.cli("explain", "job.spec.replicaSpecs.template.comand", check=False)
+        self.assertEqual((p.returncode, p.stdout), (1, ""))
+        self.assertEqual(p.stderr, 'error: field "comand" does not exist in '
+                                   "Job.spec.replicaSpecs.template\n")
+        p = self.g.cli("explain", "frobs.spec", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('unknown kind "frobs"', p.stderr)
 
     def test_list_formats_and_yaml_round_trip(self):
         seed_tenancy(self.g)
