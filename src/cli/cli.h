@@ -191,10 +191,13 @@ enum gt_cli_node_op {
  * kept. Returns whether anything changed. */
 bool gt_cli_node_mark(json_t *node, enum gt_cli_node_op op);
 /* Append `gantry top nodes`' table for nodes (a JSON array of Nodes with
- * the computed status.allocated, borrowed) to out: per node the GPUs in
- * use (whole or fractional) of its GPUs, CPU and memory in use, and each
- * as a share of the allocatable amount. */
-void gt_cli_top_nodes_render(const json_t *nodes, struct gt_buf *out);
+ * the computed status.allocated, borrowed) to out: per node the GPUs
+ * allocated (whole or fractional) of its GPUs, CPU and memory allocated,
+ * and each as a share of the allocatable amount; then what its tasks use
+ * now, from stats (GET nodestats' items, borrowed; NULL: unknown, shown
+ * "-"): CPU(cores) and MEMORY(bytes) from their cgroups and GPU UTIL, the
+ * mean utilisation of the GPUs they hold ("-" where none is sampled). */
+void gt_cli_top_nodes_render(const json_t *nodes, const json_t *stats, struct gt_buf *out);
 
 /* ---- scalars, top jobs, report usage (cmd_usage.c) ---- */
 
