@@ -466,12 +466,12 @@ json_t *gt_oci_config_build(const json_t *base, const struct gt_shim_spec *spec,
 int gt_oci_rootfs_prepare(const char *image_rootfs, const char *data_dir, bool *mounted,
                           struct gt_err *err);
 /* `RUNTIME run -d` of the bundle STATE_DIR (config.json written) with
- * stdin /dev/null and stdout/stderr out_fd: *pid is the container's init
+ * stdin /dev/null, stdout out_fd and stderr err_fd: *pid is the container's init
  * (host pid). init_fd (borrowed; -1: none) is passed to the container as
  * GT_OCI_INIT_FD (--preserve-fds 1). On failure err has the runtime's
  * message. */
-int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, int init_fd,
-               pid_t *pid, struct gt_err *err);
+int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, int err_fd,
+               int init_fd, pid_t *pid, struct gt_err *err);
 /* After the container's processes are gone: `RUNTIME delete --force`,
  * the empty parent cgroups the runtime left in hierarchies outside sys
  * removed, the rootfs unmounted (when mounted). Best effort, logged. */

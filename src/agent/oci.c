@@ -312,8 +312,8 @@ static const char *container_id(const struct gt_shim_spec *spec)
     return slash ? slash + 1 : spec->cgroup_path;
 }
 
-int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, int init_fd,
-               pid_t *pid, struct gt_err *err)
+int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, int err_fd,
+               int init_fd, pid_t *pid, struct gt_err *err)
 {
     const struct gt_shim_image *im = spec->image;
     char log[PATH_MAX + 16], pid_file[PATH_MAX + 16];
@@ -347,12 +347,15 @@ int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_f
             if (out_fd == GT_OCI_INIT_FD) {
                 out_fd = dup(out_fd);
             }
-            if (out_fd < 0 || dup2(init_fd, GT_OCI_INIT_FD) < 0 ||
+            if (err_fd == GT_OCI_INIT_FD) {
+                err_fd = dup(err_fd);
+            }
+            if (out_fd < 0 || err_fd < 0 || dup2(init_fd, GT_OCI_INIT_FD) < 0 ||
                 fcntl(GT_OCI_INIT_FD, F_SETFD, 0) < 0) {
                 _exit(127);
             }
         }
-        gt_shim_exec_tool(argv, env, out_fd, out_fd);
+        gt_shim_exec_tool(argv, env, out_fd, err_fd);
     }
     int st = -1;
     while (child > 0 && waitpid(child, &st, 0) < 0 && errno == EINTR) {

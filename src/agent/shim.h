@@ -17,7 +17,7 @@
  *   exit.json    how the task ended (format below), fsynced; the shim's last act
  *   shim.log     the shim's own diagnostics
  *   <log dir>/task.log, task.log.1 ... task.log.<keepFiles>: stdout and
- *                stderr combined, newest first
+ *                stderr as CRI log entries (crilog.h), newest first
  *
  * spec.json:
  *   {"argv": ["sh", "-c", "echo hi"],         required, argv[0] searched in

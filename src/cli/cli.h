@@ -352,13 +352,16 @@ char *gt_cli_logs_task_name(const char *job, const struct gt_api_job *job_obj, c
 
 /* Which log of a task to read. */
 struct gt_cli_log_opts {
-    bool follow;     /* until the task has ended */
-    bool previous;   /* the run a restart replaced (status.previous) */
-    long tail_lines; /* the last N lines only; -1: all */
+    bool follow;      /* until the task has ended */
+    bool previous;    /* the run a restart replaced (status.previous) */
+    long tail_lines;  /* the last N lines only; -1: all */
+    bool timestamps;  /* each line after its time (RFC 3339, nanoseconds) */
+    int64_t since_ms; /* only lines written from then on (ms since the epoch); 0: all */
 };
 
 /* API path of a task's log: .../projects/P/tasks/T/log with follow=true,
- * previous=true and tailLines=N as o says. Caller frees. */
+ * previous=true, tailLines=N, timestamps=true and sinceTime=RFC3339 (with
+ * milliseconds) as o says. Caller frees. */
 char *gt_cli_log_path(const char *project, const char *task, const struct gt_cli_log_opts *o);
 
 #endif
