@@ -229,6 +229,23 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* A query parameter that is a count: absent or empty leaves *out as it
+ * is; false for anything but a non-negative decimal integer. */
+static bool count_param(const char *v, int64_t *out)
+{
+    if (!v || !*v) {
+        return true;
+    }
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || *end || n < 0) {
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
 static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const char *uid,
                       const char *query)
 {
@@ -244,23 +261,13 @@ static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const ch
     const char *stamps = evhttp_find_header(&q, "timestamps");
     const char *since = evhttp_find_header(&q, "sinceMs");
     int64_t tail_n = -1, since_ms = 0;
-    if (since && *since) {
-        char *end;
-        since_ms = strtoll(since, &end, 10);
-        if (*end || since_ms < 0) {
-            evhttp_clear_headers(&q);
-            evhttp_send_error(req, 400, "sinceMs: not a non-negative integer");
-            return;
-        }
-    }
-    if (tail && *tail) {
-        char *end;
-        tail_n = strtoll(tail, &end, 10);
-        if (*end || tail_n < 0) {
-            evhttp_clear_headers(&q);
-            evhttp_send_error(req, 400, "tailLines: not a non-negative integer");
-            return;
-        }
+    const char *bad = !count_param(tail, &tail_n)      ? "tailLines: not a non-negative integer"
+                      : !count_param(since, &since_ms) ? "sinceMs: not a non-negative integer"
+                                                       : NULL;
+    if (bad) {
+        evhttp_clear_headers(&q);
+        evhttp_send_error(req, 400, bad);
+        return;
     }
     struct logstream *ls = gt_xcalloc(1, sizeof(*ls));
     ls->req = req;

@@ -11,8 +11,6 @@ loaded machine), MEMORY(bytes) of at least 40Mi and GPU UTIL 73%; GET nodestats 
 deleted the use goes back to 0 and GPU UTIL to "-".
 """
 import os
-import shutil
-import tempfile
 
 from gantry_e2e import API, AgentTest, main, wait_for
 
@@ -53,11 +51,7 @@ def millicores(q):
 class Top(AgentTest):
     def setUp(self):
         super().setUp()
-        self.counters = tempfile.mkdtemp(prefix="gantry-gpus-")
-        self.addCleanup(shutil.rmtree, self.counters, True)
-        self.agent = self.gantlet(fake_gpus="2xA100-80GB",
-                                  extra_args=["--fake-gpu-counters", self.counters,
-                                              "--gpu-sample-ms", "100"])
+        self.agent = self.gantlet_with_gpu_counters()
 
     def test_top_nodes_shows_use_beside_allocation(self):
         t = self.submit("hog", ["/usr/bin/python3", "-c", HOG], gpus=1, cpu="2",
