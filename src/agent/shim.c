@@ -710,7 +710,8 @@ static int start_container(struct shim *s, struct gt_err *err)
                                      .init = has_init ? self : NULL};
         cfg = gt_oci_config_build(base_cfg, &s->spec, &proc, &paths);
         text = gt_json_dumps(cfg);
-        rc = gt_agent_file_write_atomic(s->dir, "config.json", text, strlen(text), false, err);
+        /* the task's environment, its secrets too: for root only */
+        rc = gt_agent_file_write_private(s->dir, "config.json", text, strlen(text), err);
         free(text);
     }
     if (rc == 0 &&
