@@ -466,7 +466,14 @@ struct gt_oci_paths {
     const char *hosts;                 /* bind-mounted over /etc/hosts, NULL: none */
     const char *const *volume_sources; /* resolved host path per spec volume */
     const char *dev_dir;               /* where /dev/nvidia* nodes are ("/dev") */
+    const char *init;                  /* static gantry-shim for the init, NULL: none */
 };
+
+/* Where an image task's init (the shim binary, bind-mounted read-only) is
+ * in its container, and the fd its report of the main process's wait
+ * status is on there (runc's --preserve-fds 1: the first after stdio). */
+#define GT_OCI_INIT_PATH "/sbin/gantry-init"
+#define GT_OCI_INIT_FD 3
 
 /* The OCI runtime config of spec's task: base (umoci's config.json of the
  * image, borrowed; defaults for mounts, masked paths) with the process
@@ -475,7 +482,9 @@ struct gt_oci_paths {
  * namespace, cgroupsPath /<cgroup path> with the spec's limits, devices
  * denied but the task's GPUs (+ nvidiactl, nvidia-uvm) and the driver's
  * files bind-mounted read-only, volumes, hosts and the working directory.
- * Returns a new object (caller decrefs). */
+ * With paths->init, the process runs under the shim's init as PID 1
+ * (`GT_OCI_INIT_PATH --init-exec GT_OCI_INIT_FD ARGS...`, as `docker
+ * --init` wraps it in docker-init). Returns a new object (caller decrefs). */
 json_t *gt_oci_config_build(const json_t *base, const struct gt_shim_spec *spec,
                             const struct gt_image_proc *proc, const struct gt_oci_paths *paths);
 /* DATA_DIR/rootfs: an overlayfs of image_rootfs (read-only lower) and
@@ -484,10 +493,12 @@ json_t *gt_oci_config_build(const json_t *base, const struct gt_shim_spec *spec,
 int gt_oci_rootfs_prepare(const char *image_rootfs, const char *data_dir, bool *mounted,
                           struct gt_err *err);
 /* `RUNTIME run -d` of the bundle STATE_DIR (config.json written) with
- * stdin /dev/null and stdout/stderr out_fd: *pid is the container's init
- * (host pid). On failure err has the runtime's message. */
-int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, pid_t *pid,
-               struct gt_err *err);
+ * stdin /dev/null, stdout out_fd and stderr err_fd: *pid is the container's init
+ * (host pid). init_fd (borrowed; -1: none) is passed to the container as
+ * GT_OCI_INIT_FD (--preserve-fds 1). On failure err has the runtime's
+ * message. */
+int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, int err_fd,
+               int init_fd, pid_t *pid, struct gt_err *err);
 /* After the container's processes are gone: `RUNTIME delete --force`,
  * the empty parent cgroups the runtime left in hierarchies outside sys
  * removed, the rootfs unmounted (when mounted). Best effort, logged. */

@@ -264,6 +264,21 @@ gt_check_fn gt_check_env_name;
 gt_check_fn gt_check_camel_word;
 gt_check_fn gt_check_requirements;
 
+/* ---- explain (explain.c) ---- */
+
+/* kubectl explain of kind's field at path (dotted, as "spec.replicaSpecs";
+ * a map's or list's entries are stepped over, so "spec.replicaSpecs.
+ * template"; NULL or "": the kind itself) appended to out: KIND and
+ * VERSION, FIELD with its type (<string>, <integer>, <boolean>, <Object>,
+ * <[]Object>, <map[string]string>, ...) and -required-, DESCRIPTION (with
+ * allowed values, bounds and default) and FIELDS, each child's name, type
+ * and description, in the schema's order. 0, or GT_ENOTFOUND with err
+ * naming the first field that does not exist and where it was looked for. */
+int gt_api_explain(enum gt_kind kind, const char *path, struct gt_buf *out, struct gt_err *err);
+/* Whether every row of explain's description table names a field of its
+ * kind's schema: 0, or GT_ENOTFOUND with err naming the row (for tests). */
+int gt_api_explain_check(struct gt_err *err);
+
 /* ---- Kubeflow manifests (kubeflow.c) ---- */
 
 /* runPolicy.backoffLimit meaning "no limit on restarts": a Kubeflow job

@@ -255,6 +255,9 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
 int gt_cli_cmd_delete(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                       char **argv);
 int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
+/* explain KIND[.FIELD...] (cmd_explain.c): the schema's description of it. */
+int gt_cli_cmd_explain(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                       char **argv);
 int gt_cli_cmd_version(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                        char **argv);
 /* `gantry mpi-rsh HOST CMD...` (cmd_exec.c): an MPI launcher's rsh agent. */

@@ -96,14 +96,19 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "logs",
-        .usage = "logs JOB|TASK [--replica TYPE-INDEX] [-f] [--tail N] [--previous] [-p PROJECT]",
+        .usage = "logs JOB|TASK [--replica TYPE-INDEX] [-f] [--tail N] [--previous] [--timestamps] "
+                 "[--since DURATION|--since-time TIME] [-p PROJECT]",
         .summary = "Print the log of one of a job's tasks, or of a task",
         .options = "  -p, --project NAME      project (default: the config file's \"project\")\n"
                    "      --replica TYPE-N    which task (worker-1); default master-0, else "
                    "worker-0\n"
                    "  -f, --follow            follow the log until the task ends\n"
                    "      --tail N            only the last N lines\n"
-                   "      --previous          the run before the task's last restart\n",
+                   "      --previous          the run before the task's last restart\n"
+                   "      --timestamps        each line after the time it was written\n"
+                   "      --since DURATION    only what was written in the last 30s, 5m, "
+                   "1h30m, ...\n"
+                   "      --since-time TIME   only what was written from TIME (RFC 3339) on\n",
         .run = gt_cli_cmd_logs,
     },
     {
@@ -219,6 +224,12 @@ static const struct gt_cli_command commands[] = {
         .summary = "Stop the local cluster: its running tasks, then gantlet and gantryd",
         .options = "      --data-dir DIR   as given to 'gantry up'\n",
         .run = gt_cli_cmd_down,
+    },
+    {
+        .name = "explain",
+        .usage = "explain KIND[.FIELD[.FIELD...]]",
+        .summary = "Describe a kind or one of its fields: type, description, fields",
+        .run = gt_cli_cmd_explain,
     },
     {
         .name = "version",

@@ -651,7 +651,7 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
     } else if (r->route.type == GT_ROUTE_CLUSTERINFO) {
         clusterinfo(r, cmd, path);
     } else if (r->route.type == GT_ROUTE_USAGE || r->route.type == GT_ROUTE_USAGE_RECORDS ||
-               r->route.type == GT_ROUTE_JOB_STATS) {
+               r->route.type == GT_ROUTE_JOB_STATS || r->route.type == GT_ROUTE_NODE_STATS) {
         serve_ctl(r, cmd, &q);
     } else if (r->route.type == GT_ROUTE_FAULT) {
         if (!s->cfg->enable_fault_injection) {

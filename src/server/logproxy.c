@@ -1,6 +1,7 @@
 /*
  * The task log and exec proxy: GET /apis/gantry.dev/v1/projects/P/tasks/T/log
- * ?follow=&tailLines=&previous= for anyone who may read project P, forwarded
+ * ?follow=&tailLines=&previous=&timestamps=&sinceTime= (kubectl's names)
+ * for anyone who may read project P, forwarded
  * with an evhttp client to the agent of the task's node (its
  * status.addresses AgentURL) at /v1/tasks/<task uid>/log; with
  * previous=true to status.previous.nodeName's agent for status.previous.uid,
@@ -129,24 +130,46 @@ static void on_done(struct evhttp_request *up, void *arg)
     gt_req_reply(r, code, (const char *)evbuffer_pullup(in, -1), len);
 }
 
+static bool bool_param(const char *v)
+{
+    return !v || !strcmp(v, "true") || !strcmp(v, "false") || !strcmp(v, "");
+}
+
 /* The agent path with the checked query, or NULL after replying 400. */
 static char *agent_path(struct gt_req *r, const char *uid, const struct evkeyvalq *q)
 {
     const char *follow = evhttp_find_header(q, "follow");
     const char *tail = evhttp_find_header(q, "tailLines");
-    int64_t n = 0;
-    if (follow && strcmp(follow, "true") && strcmp(follow, "false") && strcmp(follow, "")) {
-        gt_req_error(r, GT_EBADREQ, "follow: must be true or false");
+    const char *stamps = evhttp_find_header(q, "timestamps");
+    const char *since = evhttp_find_header(q, "sinceTime");
+    int64_t n = 0, since_ms = 0;
+    if (!bool_param(follow) || !bool_param(stamps)) {
+        gt_req_error(r, GT_EBADREQ, "%s: must be true or false",
+                     bool_param(follow) ? "timestamps" : "follow");
         return NULL;
     }
     if (tail && gt_parse_rev(tail, &n)) {
         gt_req_error(r, GT_EBADREQ, "tailLines: must be a non-negative integer");
         return NULL;
     }
-    bool f = follow && !strcmp(follow, "true");
-    return tail ? gt_xasprintf("/v1/tasks/%s/log?follow=%s&tailLines=%lld", uid,
-                               f ? "true" : "false", (long long)n)
-                : gt_xasprintf("/v1/tasks/%s/log?follow=%s", uid, f ? "true" : "false");
+    if (since && gt_time_parse(since, &since_ms)) {
+        gt_req_error(r, GT_EBADREQ, "sinceTime: must be an RFC 3339 time in UTC (...Z)");
+        return NULL;
+    }
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_buf_printf(&b, "/v1/tasks/%s/log?follow=%s", uid,
+                  follow && !strcmp(follow, "true") ? "true" : "false");
+    if (tail) {
+        gt_buf_printf(&b, "&tailLines=%lld", (long long)n);
+    }
+    if (stamps && !strcmp(stamps, "true")) {
+        gt_buf_puts(&b, "&timestamps=true");
+    }
+    if (since) {
+        gt_buf_printf(&b, "&sinceMs=%lld", (long long)since_ms);
+    }
+    return gt_buf_take(&b);
 }
 
 /* Send method path (with body, may be NULL) to the agent at url; a stream

@@ -154,6 +154,7 @@ enum gt_route_type {
     GT_ROUTE_USAGE,          /* the ledger's usage report (ledger.c) */
     GT_ROUTE_USAGE_RECORDS,  /* the ledger's records (ledger.c) */
     GT_ROUTE_JOB_STATS,      /* every job's current utilisation (telemetry.c) */
+    GT_ROUTE_NODE_STATS,     /* every node's current use by its tasks (telemetry.c) */
     GT_ROUTE_VERSION,        /* /version: gantryd's release */
     GT_ROUTE_COLLECTION,     /* list / create / watch */
     GT_ROUTE_OBJECT,         /* get / put / delete, or a subresource */

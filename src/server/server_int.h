@@ -70,7 +70,7 @@ struct gt_ctl_hooks {
      * text format). */
     void (*metrics)(const struct gt_ctl *c, struct gt_buf *out);
     /* A request the controllers answer themselves (authenticated, r->user
-     * set): the usage, usagerecords and jobstats routes and the scalars,
+     * set): the usage, usagerecords, jobstats and nodestats routes and the scalars,
      * history and telemetry subresources. method is an evhttp_cmd_type,
      * query its parsed query string (borrowed). Replies through r. */
     void (*serve)(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *query);

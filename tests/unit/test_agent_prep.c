@@ -136,7 +136,9 @@ static void run_task(struct fixture *fx, const char *argv_json, const char *extr
 static char *task_log(const struct fixture *fx)
 {
     char *logs = gt_xasprintf("%s/logs", fx->dir);
-    char *text = test_read_file(logs, "task.log");
+    char *raw = test_read_file(logs, "task.log");
+    char *text = test_log_text(raw);
+    free(raw);
     free(logs);
     return text ? text : gt_xstrdup("");
 }
