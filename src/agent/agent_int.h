@@ -285,11 +285,14 @@ struct gt_ltask {
     int64_t retry_at_ms;     /* no status write before this (monotonic) */
     int64_t started_mono_ms; /* when its start was reported here (monotonic); 0 adopted */
     bool put_in_flight;
-    int gpus;          /* GPUs it holds on this node */
-    bool seen;         /* in the last full list */
-    int events_posted; /* lines of DIR/events posted as Events */
-    bool events_done;  /* DIR/events is complete and posted */
-    bool quiet;        /* ended and reported: off the active list until its Task object changes */
+    int gpus;            /* GPUs it holds on this node */
+    bool seen;           /* in the last full list */
+    int events_posted;   /* lines of DIR/events posted as Events */
+    bool events_done;    /* DIR/events is complete and posted */
+    bool quiet;          /* ended and reported: off the active list until its Task object changes */
+    char boot_id[40];    /* the boot it started under (task.json); "" unknown */
+    uint64_t shim_ticks; /* its shim's and its process's start times (clock ticks since */
+    uint64_t task_ticks; /* boot, /proc/PID/stat field 22; task.json); 0 unknown */
     int64_t gpu_active_ms; /* last sample with one of its GPUs above 0 % (monotonic); 0 none */
     bool idle_warned;      /* its IdleGPU Event is posted */
     struct gt_ltask *act_prev, *act_next; /* the active list (not quiet) */
@@ -317,6 +320,7 @@ struct gt_gantlet {
     char cluster_ifname[64];           /* "" when unknown */
     char shim[PATH_MAX];
     char agent_url[300];
+    char boot_id[40];        /* this boot's id (--boot-id-file); "" when unreadable */
     struct gt_ltask *tasks;  /* every local task */
     struct gt_ltask *active; /* those polls visit (not quiet) */
     struct gt_strmap by_uid; /* Task uid -> struct gt_ltask (borrowed) */
@@ -379,6 +383,26 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g);
 void gt_gantlet_tasks_count(const struct gt_gantlet *g, int *running, int *gpus);
 struct gt_ltask *gt_gantlet_task_find(const struct gt_gantlet *g, const char *uid);
 void gt_gantlet_tasks_free(struct gt_gantlet *g);
+
+/* taskident.c: is an adopted task's record still a live task? */
+
+/* The boot id: the first word of path (the kernel's
+ * /proc/sys/kernel/random/boot_id, a UUID) into buf (len bytes). 0, or
+ * -errno / GT_EINVAL with err naming the file. */
+int gt_boot_id_read(const char *path, char *buf, size_t len, struct gt_err *err);
+/* The start time of process pid in clock ticks since boot (/proc/PID/stat
+ * field 22, proc(5)): 0, or -ESRCH when there is no such process or it is
+ * a zombie. */
+int gt_proc_start_ticks(pid_t pid, uint64_t *ticks);
+/* For a task adopted from its state directory that has not exited: true
+ * while its record names a live task (its shim running: it records the
+ * end; or the end already recorded, then t->st.exited is set). false when
+ * it is stale: the boot changed (reason NodeRebooted) or its shim is gone
+ * (TaskLost), with reason and a message for its status into the buffers.
+ * A process counts as the recorded one only with the recorded start time
+ * (a reused pid is not) and, for the task, in its cgroup gantry/<uid>. */
+bool gt_task_ident_check(const struct gt_gantlet *g, struct gt_ltask *t, char *reason,
+                         size_t reason_len, char *msg, size_t msg_len);
 
 /* image_events.c: post the new lines of a task's DIR/events as Events. */
 void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t);

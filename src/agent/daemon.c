@@ -419,6 +419,11 @@ static int setup(struct gt_gantlet *g, struct gt_err *err)
     if (!g->have_cgroups) {
         gt_log_warn("no cgroups; tasks cannot be killed as a whole", "err=\"%s\"", cgerr.msg);
     }
+    if (gt_boot_id_read(g->cfg->boot_id_file, g->boot_id, sizeof(g->boot_id), &cgerr) < 0) {
+        gt_log_warn("no boot id; a reboot is told only by the tasks' processes", "err=\"%s\"",
+                    cgerr.msg);
+        gt_err_clear(&cgerr);
+    }
     discover_gpus(g);
     /* shims outlive a restart of the agent; as subreaper it inherits and reaps them */
     prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -34,6 +34,7 @@ struct gt_gantlet_config {
     int64_t idle_gpu_s; /* 0: no IdleGPU Events */
     char *root;         /* data root: ROOT/tasks/<uid>/ (logs, working dirs), venvs, images */
     char *run_dir;      /* runtime state: RUN/tasks/<uid>/ (the shims' files) */
+    char *boot_id_file; /* the kernel's boot id (/proc/sys/kernel/random/boot_id) */
     char *shim;         /* NULL: gantry-shim next to the gantlet binary */
     struct gt_config_list storage_roots;       /* allowed volume roots, owned */
     char *cluster_interface;                   /* NULL: the interface owning the --listen address */

@@ -38,6 +38,10 @@ static const struct gt_config_opt opts[] = {
     {"run-dir", GT_CONFIG_STR, OFF(run_dir), "/run/gantlet", 0, 0, false,
      "runtime state of the tasks (RUN/tasks/<task-uid>/: the shims' small files), best on "
      "tmpfs; kept across agent restarts, not needed across reboots"},
+    {"boot-id-file", GT_CONFIG_STR, OFF(boot_id_file), "/proc/sys/kernel/random/boot_id", 0, 0,
+     false,
+     "the boot id, recorded with each task: a task recorded under another boot is gone (the "
+     "node rebooted); tests point it at a file of their own"},
     {"storage-root", GT_CONFIG_LIST, OFF(storage_roots), NULL, 0, 0, false,
      "a directory volumes may be mounted from (repeatable)"},
     {"cluster-interface", GT_CONFIG_STR, OFF(cluster_interface), NULL, 0, 0, false,
