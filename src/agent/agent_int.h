@@ -253,6 +253,11 @@ typedef void gt_apic_end_fn(int status, void *arg);
 int gt_apic_new(struct event_base *base, const char *url, const char *token, struct gt_apic **out,
                 struct gt_err *err);
 void gt_apic_free(struct gt_apic *c);
+/* Most keep-alive connections one client keeps for requests. */
+#define GT_APIC_POOL_MAX 64
+/* Use up to n_conns (1..GT_APIC_POOL_MAX) connections for requests, each
+ * running one request at a time (4 unless set). */
+void gt_apic_pool_set(struct gt_apic *c, int n_conns);
 /* Send method path with body (borrowed, may be NULL); cb (may be NULL) runs
  * on the loop once answered or failed. */
 void gt_apic_request(struct gt_apic *c, enum evhttp_cmd_type method, const char *path,
@@ -338,6 +343,17 @@ struct gt_gantlet {
     int backoff_ms;
     struct event *heartbeat_ev, *poll_ev, *rewatch_ev, *gpu_ev;
 };
+
+/* daemon.c: what a node reports. This machine's memory (/proc/meminfo
+ * MemTotal) and online CPUs in milli-CPUs. */
+int64_t gt_agent_mem_total_bytes(void);
+int64_t gt_agent_cpu_milli(void);
+/* A new Node status (caller decrefs): capacity and allocatable of cpu_milli,
+ * mem_bytes and set's GPUs, the GPUs, addresses InternalIP (the host of
+ * listen, "ADDR:PORT") and AgentURL (agent_url), and Ready=True with
+ * lastHeartbeatTime now. */
+json_t *gt_agent_node_status(const struct gt_gpu_set *set, int64_t cpu_milli, int64_t mem_bytes,
+                             const char *listen, const char *agent_url);
 
 /* The cluster registry (registry.c). From GET clusterinfo's body info
  * (borrowed): its "registry" joins the insecure registries and, without

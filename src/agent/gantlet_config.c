@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "agent/gantlet.h"
+#include "agent/agent_int.h"
 #include "common/config.h"
 
 #define OFF(f) offsetof(struct gt_gantlet_config, f)
@@ -64,6 +64,14 @@ static const struct gt_config_opt opts[] = {
      "HOST:PORT of a registry reached over plain HTTP (repeatable)"},
     {"oci-runtime", GT_CONFIG_STR, OFF(oci_runtime), "runc", 0, 0, false,
      "OCI runtime of image tasks: runc or crun (crun needs a pure cgroup v2 machine)"},
+    {"hollow", GT_CONFIG_INT, OFF(hollow), "0", 0, 100000, false,
+     "run this many hollow nodes NAME-0 .. NAME-(N-1) instead of one real node: registered, "
+     "heartbeated and their tasks' lives played through the API, no process started "
+     "(needs --fake-gpus; for scale tests)"},
+    {"hollow-start-ms", GT_CONFIG_INT, OFF(hollow_start_ms), "0", 0, 3600000, false,
+     "a hollow node's task reports Running this long after it is bound"},
+    {"hollow-connections", GT_CONFIG_INT, OFF(hollow_connections), "16", 1, GT_APIC_POOL_MAX, false,
+     "keep-alive connections the hollow nodes' status writes share"},
     {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false,
      "debug, info, warn or error"},
 };
