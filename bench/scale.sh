@@ -24,7 +24,8 @@
 #                             heartbeats): gantryd's request latency
 #                             histogram over the run, interpolated within
 #                             its bucket as Prometheus' histogram_quantile
-#   scale_create_p99_ms       the clients' own create latency (their clock)
+#   scale_create_p50_ms/_p99_ms  the clients' own create latency (their clock)
+#   scale_store_commit_p50_ms/_p99_ms  store write submitted -> durable
 #   gantryd_rss_mb            gantryd's peak RSS (VmHWM)
 #   gantryd_cpu_s             gantryd's CPU time during the run
 #   hollow_kb_per_node        the hollow process's peak RSS / nodes
@@ -257,6 +258,7 @@ def main():
         jw.start()
         time.sleep(0.5)
         hist0 = histogram(g, "gantry_http_request_duration_seconds")
+        commit0 = histogram(g, "gantry_store_commit_duration_seconds")
         rev0 = revision(g)
         cpu0 = cpu_s(g.proc.pid)
         clients = [mp.Process(target=client, args=(g.port, items[i::CLIENTS], cq))
@@ -282,6 +284,7 @@ def main():
         tseen, tevents, tbytes, tfirst, tlast = tq.get()
         tw.join()
         hist1 = histogram(g, "gantry_http_request_duration_seconds")
+        commit1 = histogram(g, "gantry_store_commit_duration_seconds")
         rev1 = revision(g)
         cpu1 = cpu_s(g.proc.pid)
 
@@ -303,7 +306,11 @@ def main():
         print("scale_tasks_bound=%d of %d" % (len(binds), n_tasks))
         print("scale_api_p99_ms=%.1f" % (quantile(hist0, hist1, 0.99) * 1000))
         print("scale_api_calls=%d" % (hist1[-1][1] - hist0[-1][1]))
+        print("scale_api_p50_ms=%.1f" % (quantile(hist0, hist1, 0.5) * 1000))
+        print("scale_store_commit_p50_ms=%.1f" % (quantile(commit0, commit1, 0.5) * 1000))
+        print("scale_store_commit_p99_ms=%.1f" % (quantile(commit0, commit1, 0.99) * 1000))
         if lat:
+            print("scale_create_p50_ms=%.1f" % E.pct([x * 1000 for x in lat], 50))
             print("scale_create_p99_ms=%.1f" % E.pct([x * 1000 for x in lat], 99))
         print("gantryd_rss_mb=%.0f" % (proc_status(g.proc.pid, "VmHWM") / 1024.0))
         print("gantryd_cpu_s=%.1f" % (cpu1 - cpu0))

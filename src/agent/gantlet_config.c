@@ -70,7 +70,7 @@ static const struct gt_config_opt opts[] = {
      "(needs --fake-gpus; for scale tests)"},
     {"hollow-start-ms", GT_CONFIG_INT, OFF(hollow_start_ms), "0", 0, 3600000, false,
      "a hollow node's task reports Running this long after it is bound"},
-    {"hollow-connections", GT_CONFIG_INT, OFF(hollow_connections), "16", 1, GT_APIC_POOL_MAX, false,
+    {"hollow-connections", GT_CONFIG_INT, OFF(hollow_connections), "64", 1, GT_APIC_POOL_MAX, false,
      "keep-alive connections the hollow nodes' status writes share"},
     {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false,
      "debug, info, warn or error"},
