@@ -98,14 +98,17 @@ def plan():
     return out
 
 
-def client(port, items, out_q):
-    """Create items over one kept-alive connection; report (name, sent, latency)."""
+def client(port, items, deadline, out_q):
+    """Create items over one kept-alive connection until deadline; report
+    (name, sent, latency) of each."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     hdrs = {"Authorization": "Bearer " + E.TOKENS["alice"][0],
             "Content-Type": "application/json"}
     res = []
     errors = 0
     for name, gpus, replicas in items:
+        if time.monotonic() > deadline:
+            break
         body = json.dumps(job_obj(name, gpus, replicas))
         for attempt in range(5):
             t0 = time.monotonic()
@@ -261,7 +264,7 @@ def main():
         commit0 = histogram(g, "gantry_store_commit_duration_seconds")
         rev0 = revision(g)
         cpu0 = cpu_s(g.proc.pid)
-        clients = [mp.Process(target=client, args=(g.port, items[i::CLIENTS], cq))
+        clients = [mp.Process(target=client, args=(g.port, items[i::CLIENTS], deadline, cq))
                    for i in range(CLIENTS)]
         t_start = time.monotonic()
         for c in clients:
