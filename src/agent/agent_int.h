@@ -346,6 +346,19 @@ void gt_agent_registry_free(struct gt_gantlet *g);
  * scalars, sent to gantryd in one report per round (about once a second). */
 void gt_gantlet_telemetry_poll(struct gt_gantlet *g);
 void gt_gantlet_telemetry_free(struct gt_gantlet *g);
+/* scratch.c: a task's emptyDir volumes (see the file's comment). The
+ * directory of emptyDir name of the task whose data directory is
+ * data_dir, into buf. */
+void gt_scratch_path(const char *data_dir, const char *name, char *buf, size_t len);
+/* Make every emptyDir of vols (borrowed) beneath data_dir, owned by uid and
+ * gid: a tmpfs for medium Memory (of sizeLimit, else memory_bytes), an ext4
+ * image of sizeLimit loop-mounted for a disk one with a limit, else a plain
+ * directory. Already made ones are kept. 0, or -errno / GT_EINTERNAL with
+ * err naming the emptyDir. */
+int gt_scratch_make(const char *data_dir, const struct gt_api_volumes *vols, uid_t uid, gid_t gid,
+                    int64_t memory_bytes, struct gt_err *err);
+/* Detach the scratch mounts beneath data_dir, before it is removed. */
+void gt_scratch_unmount(const char *data_dir);
 /* taskspec.c: the volume of vols called name (borrowed; NULL: none). */
 const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vols,
                                                  const char *name);

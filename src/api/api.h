@@ -438,16 +438,33 @@ struct gt_api_effective {
 void gt_api_resources_effective(const struct gt_api_template_resources *r,
                                 struct gt_api_effective *out);
 
+/* A spec.volumes entry's emptyDir (Kubernetes' EmptyDirVolumeSource): a
+ * scratch directory of the task's own on its node, made empty when the task
+ * starts and removed with it. medium: GT_API_MEDIUM_DISK (in the task's
+ * data directory) or GT_API_MEDIUM_MEMORY (a tmpfs whose pages count in
+ * the task's memory cgroup). size_limit: the sizeLimit quantity as given
+ * (borrowed; NULL: none); gt_api_empty_dir_bytes reads it. */
+enum { GT_API_MEDIUM_DISK, GT_API_MEDIUM_MEMORY };
+struct gt_api_empty_dir {
+    int medium; /* GT_API_MEDIUM_* */
+    const json_t *size_limit;
+};
+/* sizeLimit of a validated emptyDir in bytes; 0 when it has none. */
+int64_t gt_api_empty_dir_bytes(const struct gt_api_empty_dir *d);
+
 /* One entry of a Job's or Task's spec.volumes: exactly one of host_path
- * (a directory beneath a storage root) and volume (a Volume of the
- * project, by name). image: on a bound Task's volume entry only, the
- * Volume's disk image (its status.path), written at bind by gantryd. */
+ * (a directory beneath a storage root), volume (a Volume of the project,
+ * by name) and empty_dir (scratch space, has_empty_dir). image: on a bound
+ * Task's volume entry only, the Volume's disk image (its status.path),
+ * written at bind by gantryd. */
 struct gt_api_volume {
     const char *name;
     const char *host_path;
     const char *volume;
     const char *image;
     bool read_only;
+    struct gt_api_empty_dir empty_dir;
+    bool has_empty_dir;
 };
 struct gt_api_volumes GT_API_LIST_OF(struct gt_api_volume);
 

@@ -559,9 +559,24 @@ static int convert_claim(const json_t *pvc, const char *path, json_t *out, struc
     return 0;
 }
 
+/* A pod emptyDir volume (ed, at path "...emptyDir") as gantry's emptyDir,
+ * field for field: scratch space of the task's own (medium "" or Memory,
+ * sizeLimit), which gantry's validation checks. */
+static int convert_empty_dir(const json_t *ed, const char *path, json_t *out, struct gt_err *err)
+{
+    /* every field of EmptyDirVolumeSource is taken */
+    static const char *const ed_known[] = {"medium", "sizeLimit", NULL};
+    int rc = only_keys(ed, path, ed_known, ed_known, err);
+    if (rc == 0) {
+        json_object_set_new(out, "emptyDir", json_deep_copy(ed));
+    }
+    return rc;
+}
+
 static int convert_volume(const json_t *vol, const char *path, json_t *volumes, struct gt_err *err)
 {
-    static const char *const known[] = {"name", "hostPath", "persistentVolumeClaim", NULL};
+    static const char *const known[] = {"name", "hostPath", "persistentVolumeClaim", "emptyDir",
+                                        NULL};
     path_t p;
     int rc = want_type(vol, JSON_OBJECT, path, err);
     if (rc != 0) {
@@ -573,26 +588,29 @@ static int convert_volume(const json_t *vol, const char *path, json_t *volumes, 
     {
         if (!in_list(known, key)) {
             return gt_err_set(err, GT_EINVAL,
-                              "%s: not supported by gantry (only hostPath and "
-                              "persistentVolumeClaim volumes are)",
+                              "%s: not supported by gantry (only hostPath, "
+                              "persistentVolumeClaim and emptyDir volumes are)",
                               join(p, path, key));
         }
     }
     json_t *name = json_object_get(vol, "name");
-    json_t *host, *pvc;
+    json_t *host, *pvc, *ed;
     if ((rc = get_typed(vol, "hostPath", JSON_OBJECT, path, &host, err)) != 0 ||
-        (rc = get_typed(vol, "persistentVolumeClaim", JSON_OBJECT, path, &pvc, err)) != 0) {
+        (rc = get_typed(vol, "persistentVolumeClaim", JSON_OBJECT, path, &pvc, err)) != 0 ||
+        (rc = get_typed(vol, "emptyDir", JSON_OBJECT, path, &ed, err)) != 0) {
         return rc;
     }
-    if (!json_is_string(name) || !host == !pvc) {
+    if (!json_is_string(name) || (host != NULL) + (pvc != NULL) + (ed != NULL) != 1) {
         return gt_err_set(err, GT_EINVAL,
-                          "%s: must have a name and one of hostPath and persistentVolumeClaim",
+                          "%s: must have a name and one of hostPath, persistentVolumeClaim and "
+                          "emptyDir",
                           path);
     }
     json_t *out = json_object();
     json_object_set(out, "name", name);
-    rc = host ? convert_host_path(host, join(p, path, "hostPath"), out, err)
-              : convert_claim(pvc, join(p, path, "persistentVolumeClaim"), out, err);
+    rc = host  ? convert_host_path(host, join(p, path, "hostPath"), out, err)
+         : pvc ? convert_claim(pvc, join(p, path, "persistentVolumeClaim"), out, err)
+               : convert_empty_dir(ed, join(p, path, "emptyDir"), out, err);
     if (rc != 0) {
         json_decref(out);
         return rc;

@@ -599,16 +599,70 @@ static const struct gt_field source_fields[] = {
 };
 static const struct gt_schema source_schema = {source_fields, NULL, sizeof(struct gt_api_source)};
 
+/* emptyDir.sizeLimit: a quantity of bytes (string or integer), above 0. */
+static int check_size_limit(const json_t *v, struct gt_err *err)
+{
+    char text[32];
+    int64_t bytes = 0;
+    if (json_is_integer(v)) {
+        snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    }
+    const char *s = json_is_string(v) ? json_string_value(v) : json_is_integer(v) ? text : NULL;
+    if (!s) {
+        return gt_err_set(err, GT_EINVAL, "must be a quantity of bytes (\"1Gi\")");
+    }
+    int rc = gt_quantity_parse(s, GT_QTY_UNIT, &bytes, err);
+    if (rc == 0 && bytes <= 0) {
+        rc = gt_err_set(err, GT_EINVAL, "must be more than 0 bytes");
+    }
+    return rc;
+}
+
+int64_t gt_api_empty_dir_bytes(const struct gt_api_empty_dir *d)
+{
+    char text[32];
+    int64_t bytes = 0;
+    if (json_is_integer(d->size_limit)) {
+        snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(d->size_limit));
+    }
+    const char *s = json_is_string(d->size_limit) ? json_string_value(d->size_limit) : text;
+    if (d->size_limit && gt_quantity_parse(s, GT_QTY_UNIT, &bytes, NULL) < 0) {
+        bytes = 0; /* validated objects only */
+    }
+    return bytes;
+}
+
+/* "" is the node's disk (the task's data directory), as in Kubernetes;
+ * HugePages is not offered. In the order of GT_API_MEDIUM_*. */
+static const char *const empty_dir_media[] = {"", "Memory", NULL};
+static const struct gt_field empty_dir_fields[] = {
+    STR("medium", .enums = empty_dir_media, IDX, AT(empty_dir, medium)),
+    {.name = "sizeLimit", .type = GT_F_ANY, .check = check_size_limit, AT(empty_dir, size_limit)},
+    END,
+};
+static const struct gt_schema empty_dir_schema = {empty_dir_fields, NULL,
+                                                  sizeof(struct gt_api_empty_dir)};
+
 /* A spec.volumes entry names exactly one source: a hostPath beneath a
- * storage root or a Volume of the project. */
+ * storage root, a Volume of the project or an emptyDir. */
 static int volume_entry_post(json_t *vol, const char *path, struct gt_err *err)
 {
-    bool host = json_object_get(vol, "hostPath") != NULL;
-    bool named = json_object_get(vol, "volume") != NULL;
+    int host = json_object_get(vol, "hostPath") != NULL;
+    int named = json_object_get(vol, "volume") != NULL;
+    int scratch = json_object_get(vol, "emptyDir") != NULL;
     char sub[GT_API_PATH_MAX];
-    if (host == named) {
-        return gt_err_set(err, GT_EINVAL, "%s: exactly one of hostPath and volume is required",
-                          gt_path_join(sub, sizeof(sub), path, host ? "volume" : "hostPath"));
+    if (host + named + scratch != 1) { /* name the second source given, if any */
+        const char *field = !host + !named + !scratch == 3 ? "hostPath"
+                            : host && named                ? "volume"
+                                                           : "emptyDir";
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: exactly one of hostPath, volume and emptyDir is required",
+                          gt_path_join(sub, sizeof(sub), path, field));
+    }
+    if (scratch && json_is_true(json_object_get(vol, "readOnly"))) {
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: must be false for an emptyDir (the task's own scratch space)",
+                          gt_path_join(sub, sizeof(sub), path, "readOnly"));
     }
     if (json_object_get(vol, "image") && !named) {
         return gt_err_set(err, GT_EINVAL, "%s: only with volume",
@@ -620,7 +674,8 @@ static int volume_entry_post(json_t *vol, const char *path, struct gt_err *err)
 #define VOLUME_ENTRY_FIELDS                                                                        \
     STR("name", REQ, DNS, AT(volume, name)),                                                       \
         STR("hostPath", .check = gt_check_host_path, AT(volume, host_path)),                       \
-        STR("volume", DNS, AT(volume, volume)), BOOL("readOnly", AT(volume, read_only))
+        STR("volume", DNS, AT(volume, volume)), BOOL("readOnly", AT(volume, read_only)),           \
+        OBJ("emptyDir", empty_dir_schema, AT(volume, empty_dir), HAS(volume, has_empty_dir))
 
 static const struct gt_field volume_fields[] = {
     VOLUME_ENTRY_FIELDS,

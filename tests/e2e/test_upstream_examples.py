@@ -34,8 +34,7 @@ EXPECTED = {
     "mpi/tensorflow-mnist-elastic.yaml": NO_MPI,
     "mpi/tensorflow-mnist.yaml": NO_MPI,
     "paddlepaddle/simple-cpu.yaml": ACCEPTED,
-    "paddlepaddle/simple-gpu.yaml":
-        "Worker.template.spec.volumes[0].emptyDir: not supported by gantry",
+    "paddlepaddle/simple-gpu.yaml": ACCEPTED,
     # torchrun's nprocPerNode other than auto: gantry starts one process per task
     "pytorch/cpu-demo/demo.yaml": 'spec.nprocPerNode: only "auto" is supported by gantry',
     "pytorch/deepspeed-demo/pytorch_deepspeed_demo.yaml": ACCEPTED,
