@@ -346,6 +346,13 @@ void gt_agent_registry_free(struct gt_gantlet *g);
  * scalars, sent to gantryd in one report per round (about once a second). */
 void gt_gantlet_telemetry_poll(struct gt_gantlet *g);
 void gt_gantlet_telemetry_free(struct gt_gantlet *g);
+/* nodelabels.c: the GPU feature discovery labels of the node's GPUs
+ * (nvidia.com/gpu.present, .count, .product, .memory in MiB; none without
+ * GPUs), a new object. */
+json_t *gt_agent_gfd_labels(const struct gt_gpu_set *gpus);
+/* Read the Node and write it back with those labels, if they differ (the
+ * Node existed before this agent registered). Asynchronous, logs failures. */
+void gt_agent_node_labels_sync(struct gt_gantlet *g);
 /* scratch.c: a task's emptyDir volumes (see the file's comment). The
  * directory of emptyDir name of the task whose data directory is
  * data_dir, into buf. */

@@ -397,6 +397,16 @@ struct gt_api_template_resources {
     struct gt_api_res requests;
     struct gt_api_res limits;
 };
+/* template.tolerations[] (Kubernetes' Toleration): key NULL or "" with
+ * op "Exists" tolerates every taint; effect NULL: every effect; seconds:
+ * tolerationSeconds of a NoExecute one (GT_API_UNSET: for ever). */
+struct gt_api_toleration {
+    const char *key;
+    const char *op; /* "Equal" (default) or "Exists" */
+    const char *value;
+    const char *effect;
+    int64_t seconds;
+};
 /* terminationMessagePolicy, by index */
 enum { GT_API_TERMINATION_NONE, GT_API_TERMINATION_FILE };
 
@@ -409,6 +419,10 @@ struct gt_api_template {
     struct gt_api_template_resources resources;
     GT_API_LIST(struct gt_api_container_port) ports;
     GT_API_LIST(struct gt_api_mount) volume_mounts;
+    /* nodeSelector: labels a node must carry (borrowed map of strings, or
+     * NULL); tolerations: the node taints the task tolerates */
+    const json_t *node_selector;
+    GT_API_LIST(struct gt_api_toleration) tolerations;
     int64_t run_as_user;    /* GT_API_UNSET: the creator's uid */
     int64_t grace_period_s; /* terminationGracePeriodSeconds; GT_API_UNSET: 30 */
     /* hostUsers (as in a Kubernetes pod spec): false runs the task as uid 0
@@ -633,10 +647,18 @@ struct gt_api_task {
 
 /* ---- Node ---- */
 
+/* The NoExecute taint `gantry drain` puts on a node: every task there is
+ * stopped (reason Drained), tolerated or not. */
+#define GT_API_DRAIN_TAINT "gantry.dev/drain"
+
+/* A node taint (Kubernetes' Taint); time_added: when a NoExecute one was
+ * put on (RFC 3339, `gantry taint` writes it; NULL: unknown), from which a
+ * toleration's tolerationSeconds count. */
 struct gt_api_taint {
     const char *key;
     const char *value;
     const char *effect;
+    const char *time_added;
 };
 struct gt_api_node_gpu {
     int64_t index;

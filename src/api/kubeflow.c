@@ -636,11 +636,47 @@ static int convert_volume(const json_t *vol, const char *path, json_t *volumes, 
 
 /* ---- the pod template ---- */
 
+/* nodeSelector (a map, which gantry's validation checks) and tolerations
+ * (every field of core/v1 Toleration is taken) into the template. */
+static int convert_placement(const json_t *pod, const char *path, json_t *tmpl, struct gt_err *err)
+{
+    static const char *const tol_known[] = {"key",    "operator",          "value",
+                                            "effect", "tolerationSeconds", NULL};
+    json_t *sel = NULL, *tols = NULL;
+    int rc = get_typed(pod, "nodeSelector", JSON_OBJECT, path, &sel, err);
+    if (rc == 0) {
+        rc = get_typed(pod, "tolerations", JSON_ARRAY, path, &tols, err);
+    }
+    size_t i;
+    json_t *t;
+    json_array_foreach(tols, i, t)
+    {
+        path_t p, q;
+        index_path(q, join(p, path, "tolerations"), i);
+        if (rc == 0) {
+            rc = want_type(t, JSON_OBJECT, q, err);
+        }
+        if (rc == 0) {
+            rc = only_keys(t, q, tol_known, tol_known, err);
+        }
+    }
+    if (rc == 0) {
+        copy_field(tmpl, pod, "nodeSelector");
+        copy_field(tmpl, pod, "tolerations");
+    }
+    return rc;
+}
+
 static int convert_pod_spec(const json_t *pod, const char *path, const struct framework *fw,
                             json_t *tmpl, json_t *volumes, struct gt_err *err)
 {
-    static const char *const known[] = {"containers", "volumes", "securityContext",
-                                        "terminationGracePeriodSeconds", NULL};
+    static const char *const known[] = {"containers",
+                                        "volumes",
+                                        "securityContext",
+                                        "terminationGracePeriodSeconds",
+                                        "nodeSelector",
+                                        "tolerations",
+                                        NULL};
     path_t p;
     json_t *containers, *vols, *sc;
     int rc = only_keys(pod, path, known, k8s_pod_spec, err);
@@ -664,6 +700,9 @@ static int convert_pod_spec(const json_t *pod, const char *path, const struct fr
         return rc;
     }
     copy_field(tmpl, pod, "terminationGracePeriodSeconds");
+    if ((rc = convert_placement(pod, path, tmpl, err)) != 0) {
+        return rc;
+    }
     size_t ci = 0;
     while (json_array_get(containers, ci) != c) {
         ci++;

@@ -405,6 +405,7 @@ static const struct gt_field taint_fields[] = {
     STR("key", REQ, .max_len = 317, .check = gt_check_label_key, AT(taint, key)),
     STR("value", .max_len = 63, .check = gt_check_label_value, AT(taint, value)),
     STR("effect", REQ, .enums = taint_effects, AT(taint, effect)),
+    STR("timeAdded", .check = gt_check_time, AT(taint, time_added)),
     END,
 };
 static const struct gt_schema taint_schema = {taint_fields, NULL, sizeof(struct gt_api_taint)};
@@ -517,6 +518,50 @@ static const struct gt_field template_resources_fields[] = {
 static const struct gt_schema template_resources_schema = {
     template_resources_fields, template_resources_post, sizeof(struct gt_api_template_resources)};
 
+/* A toleration (Kubernetes core/v1 Toleration): an empty key with
+ * operator Exists tolerates every taint; Exists takes no value. */
+static const char *const toleration_ops[] = {"Equal", "Exists", NULL};
+static int toleration_post(json_t *t, const char *path, struct gt_err *err)
+{
+    const char *op = json_string_value(json_object_get(t, "operator"));
+    const char *key = json_string_value(json_object_get(t, "key"));
+    const char *effect = json_string_value(json_object_get(t, "effect"));
+    bool exists = op && !strcmp(op, "Exists");
+    char sub[GT_API_PATH_MAX];
+    if (exists && json_object_get(t, "value")) {
+        return gt_err_set(err, GT_EINVAL, "%s: must be empty when operator is Exists",
+                          gt_path_join(sub, sizeof(sub), path, "value"));
+    }
+    if ((!key || !*key) && !exists) {
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: an empty key needs operator Exists (it tolerates every taint)",
+                          gt_path_join(sub, sizeof(sub), path, "operator"));
+    }
+    if (json_object_get(t, "tolerationSeconds") && (!effect || strcmp(effect, "NoExecute"))) {
+        return gt_err_set(err, GT_EINVAL, "%s: only with effect NoExecute",
+                          gt_path_join(sub, sizeof(sub), path, "tolerationSeconds"));
+    }
+    return 0;
+}
+
+static int check_label_key_or_empty(const json_t *v, struct gt_err *err)
+{
+    return *json_string_value(v) ? gt_check_label_key(v, err) : 0;
+}
+
+static const struct gt_field toleration_fields[] = {
+    STR("key", .max_len = 317, .check = check_label_key_or_empty, AT(toleration, key)),
+    STR("operator", .enums = toleration_ops, .flags = GT_F_DEFAULT, .def_str = "Equal",
+        AT(toleration, op)),
+    STR("value", .max_len = 63, .check = gt_check_label_value, AT(toleration, value)),
+    STR("effect", .enums = taint_effects, AT(toleration, effect)),
+    INT("tolerationSeconds", 0, INT64_MAX / 1000, AT(toleration, seconds)),
+    END,
+};
+static const struct gt_schema toleration_schema = {toleration_fields, toleration_post,
+                                                   sizeof(struct gt_api_toleration)};
+static const struct gt_field toleration_item = ITEM(toleration_schema);
+
 const struct gt_field gt_api_template_fields[] = {
     STR("image", .max_len = 512, .check = gt_check_image, AT(template, image)),
     LIST("command", string_item, AT(template, command)),
@@ -526,6 +571,13 @@ const struct gt_field gt_api_template_fields[] = {
     OBJ("resources", template_resources_schema, AT(template, resources)),
     LIST("ports", container_port_item, AT(template, ports)),
     LIST("volumeMounts", mount_item, AT(template, volume_mounts)),
+    {.name = "nodeSelector",
+     .type = GT_F_MAP,
+     .max_len = 64,
+     .key_check = gt_check_label_key,
+     .elem = &label_value,
+     AT(template, node_selector)},
+    LIST("tolerations", toleration_item, .max_len = 64, AT(template, tolerations)),
     INT("runAsUser", 0, UID_MAX, AT(template, run_as_user)),
     INT("terminationGracePeriodSeconds", 0, INT32_MAX, AT(template, grace_period_s)),
     BOOL("hostUsers", AT(template, host_users), HAS(template, has_host_users)),

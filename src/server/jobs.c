@@ -230,7 +230,8 @@ json_t *gt_task_with_stop(const struct gt_api_task *task, const char *reason,
 /* ---- restart policies ---- */
 
 /* Ends that are not the job's doing: its GPU lost (the agent's GPULost) counts as its node. */
-static const char *const requeue_reasons[] = {"Preempted", "NodeLost", "Drained", "GPULost"};
+static const char *const requeue_reasons[] = {"Preempted", "NodeLost", "Drained", "Evicted",
+                                              "GPULost"};
 
 enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct gt_api_task *task)
 {

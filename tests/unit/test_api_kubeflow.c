@@ -244,9 +244,10 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
-    {POD, "nodeSelector", "{\"gpu\":\"a100\"}", POD ".nodeSelector: not supported by gantry"},
+    {POD, "nodeSelector", "[\"gpu\"]", POD ".nodeSelector: must be an object"},
     {POD, "affinity", "{}", POD ".affinity: not supported by gantry"},
-    {POD, "tolerations", "[]", POD ".tolerations: not supported by gantry"},
+    {POD, "tolerations", "[{\"key\":\"a\",\"tolerationSecond\":1}]",
+     POD ".tolerations[0].tolerationSecond: unknown field"},
     {POD, "initContainers", "[{\"name\":\"x\"}]", POD ".initContainers: not supported by gantry"},
     {POD, "imagePullSecrets", "[]", POD ".imagePullSecrets: not supported by gantry"},
     {POD, "restartPolicy", "\"Never\"", POD ".restartPolicy: not supported by gantry"},
