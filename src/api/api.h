@@ -550,6 +550,9 @@ struct gt_api_job_status {
     const char *completion_time;
     int64_t restart_count;
     int64_t requeue_count;
+    /* image pulls that failed and were backed off from (ImagePullBackOff);
+     * they count among the requeues, not toward backoffLimit */
+    int64_t image_pull_backoffs;
 };
 
 struct gt_api_job {

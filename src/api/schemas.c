@@ -800,6 +800,7 @@ static const struct gt_field job_status_fields[] = {
     STR("completionTime", TIME, AT(job_status, completion_time)),
     INT("restartCount", 0, INT32_MAX, AT(job_status, restart_count)),
     INT("requeueCount", 0, INT32_MAX, AT(job_status, requeue_count)),
+    INT("imagePullBackOffs", 0, INT32_MAX, AT(job_status, image_pull_backoffs)),
     END,
 };
 static const struct gt_schema job_status_schema = {job_status_fields, NULL,

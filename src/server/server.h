@@ -349,6 +349,7 @@ struct gt_job_decision {
     enum gt_job_action action;
     bool begins;        /* RESTART: this reconcile starts the restart */
     bool counted;       /* begins: the restart counts toward backoffLimit */
+    bool pull_backoff;  /* begins: an image pull failed; the restart waits its back-off */
     int64_t generation; /* the job's generation (restarts so far) after this decision */
     char reason[64];    /* FAIL / RESTART: condition reason (FAIL: also the stop reason) */
     char message[320];  /* FAIL / RESTART: condition message */
