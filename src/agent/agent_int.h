@@ -375,6 +375,26 @@ void gt_agent_registry_free(struct gt_gantlet *g);
  * scalars, sent to gantryd in one report per round (about once a second). */
 void gt_gantlet_telemetry_poll(struct gt_gantlet *g);
 void gt_gantlet_telemetry_free(struct gt_gantlet *g);
+/* nodelabels.c: the GPU feature discovery labels of the node's GPUs
+ * (nvidia.com/gpu.present, .count, .product, .memory in MiB; none without
+ * GPUs), a new object. */
+json_t *gt_agent_gfd_labels(const struct gt_gpu_set *gpus);
+/* Read the Node and write it back with those labels, if they differ (the
+ * Node existed before this agent registered). Asynchronous, logs failures. */
+void gt_agent_node_labels_sync(struct gt_gantlet *g);
+/* scratch.c: a task's emptyDir volumes (see the file's comment). The
+ * directory of emptyDir name of the task whose data directory is
+ * data_dir, into buf. */
+void gt_scratch_path(const char *data_dir, const char *name, char *buf, size_t len);
+/* Make every emptyDir of vols (borrowed) beneath data_dir, owned by uid and
+ * gid: a tmpfs for medium Memory (of sizeLimit, else memory_bytes), an ext4
+ * image of sizeLimit loop-mounted for a disk one with a limit, else a plain
+ * directory. Already made ones are kept. 0, or -errno / GT_EINTERNAL with
+ * err naming the emptyDir. */
+int gt_scratch_make(const char *data_dir, const struct gt_api_volumes *vols, uid_t uid, gid_t gid,
+                    int64_t memory_bytes, struct gt_err *err);
+/* Detach the scratch mounts beneath data_dir, before it is removed. */
+void gt_scratch_unmount(const char *data_dir);
 /* taskspec.c: the volume of vols called name (borrowed; NULL: none). */
 const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vols,
                                                  const char *name);

@@ -219,6 +219,9 @@ static void register_done(int status, json_t *body, void *arg)
 {
     struct gt_gantlet *g = arg;
     if (status == 201 || status == 200 || status == 409) {
+        if (status == 409) {
+            gt_agent_node_labels_sync(g);
+        }
         g->registered = true;
         g->backoff_ms = 0;
         gt_log_info("node registered", "node=%s gpus=%zu", g->cfg->name, g->gpus.n_gpus);
@@ -233,8 +236,9 @@ static void register_done(int status, json_t *body, void *arg)
 
 static void register_start(struct gt_gantlet *g)
 {
-    json_t *node = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "gantry.dev/v1", "kind", "Node",
-                             "metadata", "name", g->cfg->name);
+    json_t *node =
+        json_pack("{s:s, s:s, s:{s:s, s:o}}", "apiVersion", "gantry.dev/v1", "kind", "Node",
+                  "metadata", "name", g->cfg->name, "labels", gt_agent_gfd_labels(&g->gpus));
     gt_apic_request(g->api, EVHTTP_REQ_POST, API "/nodes", node, register_done, g);
     json_decref(node);
 }

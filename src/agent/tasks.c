@@ -123,13 +123,14 @@ static void start_fd_close(struct gt_ltask *t)
     }
 }
 
-/* A task's directory on disk, its image overlay unmounted first (left
- * mounted when the shim died). */
+/* A task's directory on disk, its image overlay (left mounted when the
+ * shim died) and its scratch mounts unmounted first. */
 static void data_remove(const char *data)
 {
     char rootfs[PATH_MAX + 300];
     snprintf(rootfs, sizeof(rootfs), "%s/rootfs", data);
     umount2(rootfs, MNT_DETACH);
+    gt_scratch_unmount(data);
     nftw(data, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
@@ -554,6 +555,9 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *secre
     rc = gt_task_spec_build(t->obj, &p, &spec, err);
     const char *hostfile = gt_task_mpi_hostfile(t->obj);
     rc = rc < 0 || !hostfile ? rc : write_mpi_files(t->data, hostfile, err);
+    rc = rc < 0 ? rc
+                : gt_scratch_make(t->data, &t->obj->spec.volumes, spec.uid, spec.gid,
+                                  spec.limits.memory_bytes, err);
     rc = rc < 0 ? rc : check_volumes(&spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(&spec); /* a failed build left it zeroed */

@@ -451,6 +451,16 @@ struct gt_api_template_resources {
     struct gt_api_res requests;
     struct gt_api_res limits;
 };
+/* template.tolerations[] (Kubernetes' Toleration): key NULL or "" with
+ * op "Exists" tolerates every taint; effect NULL: every effect; seconds:
+ * tolerationSeconds of a NoExecute one (GT_API_UNSET: for ever). */
+struct gt_api_toleration {
+    const char *key;
+    const char *op; /* "Equal" (default) or "Exists" */
+    const char *value;
+    const char *effect;
+    int64_t seconds;
+};
 /* terminationMessagePolicy, by index */
 enum { GT_API_TERMINATION_NONE, GT_API_TERMINATION_FILE };
 
@@ -463,6 +473,10 @@ struct gt_api_template {
     struct gt_api_template_resources resources;
     GT_API_LIST(struct gt_api_container_port) ports;
     GT_API_LIST(struct gt_api_mount) volume_mounts;
+    /* nodeSelector: labels a node must carry (borrowed map of strings, or
+     * NULL); tolerations: the node taints the task tolerates */
+    const json_t *node_selector;
+    GT_API_LIST(struct gt_api_toleration) tolerations;
     int64_t run_as_user;    /* GT_API_UNSET: the creator's uid */
     int64_t grace_period_s; /* terminationGracePeriodSeconds; GT_API_UNSET: 30 */
     /* hostUsers (as in a Kubernetes pod spec): false runs the task as uid 0
@@ -492,16 +506,33 @@ struct gt_api_effective {
 void gt_api_resources_effective(const struct gt_api_template_resources *r,
                                 struct gt_api_effective *out);
 
+/* A spec.volumes entry's emptyDir (Kubernetes' EmptyDirVolumeSource): a
+ * scratch directory of the task's own on its node, made empty when the task
+ * starts and removed with it. medium: GT_API_MEDIUM_DISK (in the task's
+ * data directory) or GT_API_MEDIUM_MEMORY (a tmpfs whose pages count in
+ * the task's memory cgroup). size_limit: the sizeLimit quantity as given
+ * (borrowed; NULL: none); gt_api_empty_dir_bytes reads it. */
+enum { GT_API_MEDIUM_DISK, GT_API_MEDIUM_MEMORY };
+struct gt_api_empty_dir {
+    int medium; /* GT_API_MEDIUM_* */
+    const json_t *size_limit;
+};
+/* sizeLimit of a validated emptyDir in bytes; 0 when it has none. */
+int64_t gt_api_empty_dir_bytes(const struct gt_api_empty_dir *d);
+
 /* One entry of a Job's or Task's spec.volumes: exactly one of host_path
- * (a directory beneath a storage root) and volume (a Volume of the
- * project, by name). image: on a bound Task's volume entry only, the
- * Volume's disk image (its status.path), written at bind by gantryd. */
+ * (a directory beneath a storage root), volume (a Volume of the project,
+ * by name) and empty_dir (scratch space, has_empty_dir). image: on a bound
+ * Task's volume entry only, the Volume's disk image (its status.path),
+ * written at bind by gantryd. */
 struct gt_api_volume {
     const char *name;
     const char *host_path;
     const char *volume;
     const char *image;
     bool read_only;
+    struct gt_api_empty_dir empty_dir;
+    bool has_empty_dir;
 };
 struct gt_api_volumes GT_API_LIST_OF(struct gt_api_volume);
 
@@ -573,6 +604,9 @@ struct gt_api_job_status {
     const char *completion_time;
     int64_t restart_count;
     int64_t requeue_count;
+    /* image pulls that failed and were backed off from (ImagePullBackOff);
+     * they count among the requeues, not toward backoffLimit */
+    int64_t image_pull_backoffs;
 };
 
 struct gt_api_job {
@@ -670,10 +704,18 @@ struct gt_api_task {
 
 /* ---- Node ---- */
 
+/* The NoExecute taint `gantry drain` puts on a node: every task there is
+ * stopped (reason Drained), tolerated or not. */
+#define GT_API_DRAIN_TAINT "gantry.dev/drain"
+
+/* A node taint (Kubernetes' Taint); time_added: when a NoExecute one was
+ * put on (RFC 3339, `gantry taint` writes it; NULL: unknown), from which a
+ * toleration's tolerationSeconds count. */
 struct gt_api_taint {
     const char *key;
     const char *value;
     const char *effect;
+    const char *time_added;
 };
 struct gt_api_node_gpu {
     int64_t index;

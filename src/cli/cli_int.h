@@ -274,6 +274,9 @@ json_t *gt_cli_volume_manifest(const char *project, const char *name, const char
                                const char *class_name, const char *access_mode, bool read_only);
 int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
+/* label and taint (by cmd->name): KIND node only */
+int gt_cli_cmd_label(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                     char **argv);
 /* cordon, uncordon and drain (by cmd->name) */
 int gt_cli_cmd_node(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);

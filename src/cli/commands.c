@@ -173,6 +173,20 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_node,
     },
     {
+        .name = "label",
+        .usage = "label node NODE KEY=VALUE... [KEY-...] [--overwrite]",
+        .summary = "Set or remove labels of a node, which nodeSelector matches (admins)",
+        .options = "      --overwrite   change the value of a label the node has\n",
+        .run = gt_cli_cmd_label,
+    },
+    {
+        .name = "taint",
+        .usage = "taint node NODE KEY[=VALUE]:EFFECT... [KEY[:EFFECT]-...]",
+        .summary = "Add or remove node taints (NoSchedule, PreferNoSchedule, NoExecute) that "
+                   "keep off or evict tasks without a toleration (admins)",
+        .run = gt_cli_cmd_label,
+    },
+    {
         .name = "top",
         .usage = "top nodes|jobs",
         .summary = "Show GPU, CPU and memory use per node, or per running job",

@@ -356,6 +356,7 @@ struct gt_job_decision {
     enum gt_job_action action;
     bool begins;        /* RESTART: this reconcile starts the restart */
     bool counted;       /* begins: the restart counts toward backoffLimit */
+    bool pull_backoff;  /* begins: an image pull failed; the restart waits its back-off */
     int64_t generation; /* the job's generation (restarts so far) after this decision */
     char reason[64];    /* FAIL / RESTART: condition reason (FAIL: also the stop reason) */
     char message[320];  /* FAIL / RESTART: condition message */
@@ -460,9 +461,15 @@ json_t *gt_node_allocated(const char *node, const struct gt_api_task *const *tas
  * before since_ms, when gantryd started watching) is more than grace_ms old? */
 bool gt_node_lost(const struct gt_api_node *node, int64_t now_ms, int64_t grace_ms,
                   int64_t since_ms);
-/* Is the node draining: has it a NoExecute taint (`gantry drain` sets
- * gantry.dev/drain)? Its tasks are stopped with reason Drained. */
+/* Is the node draining: has it the NoExecute taint gantry.dev/drain
+ * (`gantry drain` sets it)? Its tasks are stopped with reason Drained. */
 bool gt_node_draining(const struct gt_api_node *node);
+/* The node's NoExecute taint (borrowed) that evicts task at now_ms: one
+ * its tolerations do not tolerate, or tolerate for tolerationSeconds that
+ * have passed since the taint's timeAdded (else since the task was
+ * bound); NULL when none does (Kubernetes' taint-based eviction). */
+const struct gt_api_taint *gt_node_evicting_taint(const struct gt_api_node *node,
+                                                  const struct gt_api_task *task, int64_t now_ms);
 /* {"cpu": "<milli>m", "memory": "<bytes>", "nvidia.com/gpu": "<n>" or
  * "<milli>m"} (new reference): resource amounts as status fields show them. */
 json_t *gt_resources_json(int64_t cpu_milli, int64_t memory_bytes, int64_t gpu_milli);
