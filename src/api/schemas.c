@@ -971,6 +971,8 @@ static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
     [GT_KIND_NOTEBOOK] = &gt_api_notebook_schema,
     [GT_KIND_VOLUME] = &volume_kind_schema,
     [GT_KIND_IMAGEBUILD] = &imagebuild_schema,
+    [GT_KIND_MODEL] = &gt_api_model_schema,
+    [GT_KIND_MODELVERSION] = &gt_api_modelversion_schema,
 };
 
 const struct gt_schema *gt_kind_schema(enum gt_kind kind)

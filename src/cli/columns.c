@@ -543,6 +543,102 @@ static const struct column imagebuild_cols[] = {
     {.header = "AGE", .age_of = created_at},
 };
 
+/* ---- models and their versions ---- */
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static char *model_framework(const struct row *r)
+{
+    return text_at(r->json, "spec.framework");
+}
+
+static char *model_description(const struct row *r)
+{
+    return text_at(r->json, "spec.description");
+}
+
+static const struct column model_cols[] = {
+    {.header = "NAME", .cell = name_cell},
+    {.header = "FRAMEWORK", .cell = model_framework},
+    {.header = "DESCRIPTION", .cell = model_description},
+    {.header = "AGE", .age_of = created_at},
+};
+
+static char *mv_model(const struct row *r)
+{
+    return text_at(r->json, "spec.model");
+}
+
+static char *mv_version(const struct row *r)
+{
+    return text_at(r->json, "status.version");
+}
+
+static char *mv_stage(const struct row *r)
+{
+    return text_at(r->json, "spec.stage");
+}
+
+static char *mv_phase(const struct row *r)
+{
+    return text_at(r->json, "status.phase");
+}
+
+/* "accuracy=0.97,loss=0.1" in key order */
+static char *mv_metrics(const struct row *r)
+{
+    const json_t *m = gt_json_path(r->json, "spec.metrics");
+    size_t n = json_object_size(m);
+    if (!n) {
+        return NULL;
+    }
+    const char **keys = gt_xcalloc(n, sizeof(*keys));
+    size_t i = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)m, k, v)
+    {
+        keys[i++] = k;
+    }
+    qsort(keys, n, sizeof(*keys), by_string);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    for (i = 0; i < n; i++) {
+        char *t = gt_cli_scalar_text(json_object_get(m, keys[i]));
+        gt_buf_printf(&b, "%s%s=%s", i ? "," : "", keys[i], t ? t : "");
+        free(t);
+    }
+    free(keys);
+    char *out = gt_xstrdup(b.data);
+    gt_buf_fini(&b);
+    return out;
+}
+
+static char *mv_digest(const struct row *r)
+{
+    return text_at(r->json, "status.digest");
+}
+
+static char *mv_path(const struct row *r)
+{
+    return text_at(r->json, "status.path");
+}
+
+static const struct column modelversion_cols[] = {
+    {.header = "NAME", .cell = name_cell},
+    {.header = "MODEL", .cell = mv_model},
+    {.header = "VERSION", .cell = mv_version},
+    {.header = "STAGE", .cell = mv_stage},
+    {.header = "PHASE", .cell = mv_phase},
+    {.header = "METRICS", .cell = mv_metrics},
+    {.header = "DIGEST", .cell = mv_digest, .wide_only = true},
+    {.header = "PATH", .cell = mv_path, .wide_only = true},
+    {.header = "AGE", .age_of = created_at},
+};
+
 static const struct {
     const struct column *cols;
     size_t n;
@@ -557,15 +653,13 @@ static const struct {
     [GT_KIND_NOTEBOOK] = {notebook_cols, GT_ARRAY_LEN(notebook_cols)},
     [GT_KIND_VOLUME] = {volume_cols, GT_ARRAY_LEN(volume_cols)},
     [GT_KIND_IMAGEBUILD] = {imagebuild_cols, GT_ARRAY_LEN(imagebuild_cols)},
+    [GT_KIND_MODEL] = {model_cols, GT_ARRAY_LEN(model_cols)},
+    [GT_KIND_MODELVERSION] = {modelversion_cols, GT_ARRAY_LEN(modelversion_cols)},
 };
 
 static const struct column project_col = {.header = "PROJECT", .cell = project_cell};
 
 /* --show-labels: "k=v,k2=v2" in key order, as kubectl prints them. */
-static int by_string(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
 
 static char *labels_cell(const struct row *r)
 {

@@ -27,6 +27,7 @@
 #include "server/feeder.h"
 #include "server/jobctl.h"
 #include "server/ledger.h"
+#include "server/modelctl.h"
 #include "server/nbctl.h"
 #include "server/nodes.h"
 #include "server/server_int.h"
@@ -76,6 +77,8 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     gt_feed_change(c, k, ev->key, old ? old->t : NULL, now ? now->t : NULL);
     if (k == GT_KIND_VOLUME) {
         gt_volctl_changed(c, ev->key, old ? old->t : NULL, now ? now->t : NULL);
+    } else if (k == GT_KIND_MODELVERSION) {
+        gt_modelctl_changed(c, ev->key, old ? old->t : NULL, now ? now->t : NULL);
     }
     if (k == GT_KIND_JOB) {
         /* our own settled status write needs the model's sync only */
@@ -227,7 +230,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
  * cluster's storage roots (gantlet checks again on the node, symlinks
  * included); Volumes and the entries naming them: gt_volctl_admit; a
  * Job's create: gt_jobctl_admit; a Job's replace: gt_jobctl_check_update;
- * a Notebook's writes: gt_nbctl_admit. */
+ * a Notebook's writes: gt_nbctl_admit; a ModelVersion's: gt_modelctl_admit. */
 static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                       const struct gt_server_user *user, struct gt_err *err)
 {
@@ -250,6 +253,9 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
     }
     if (rc == 0 && t && t->kind == GT_KIND_NOTEBOOK) {
         rc = gt_nbctl_admit(c, (const struct gt_api_notebook *)t, user, err);
+    }
+    if (rc == 0) {
+        rc = gt_modelctl_admit(c, t, create, err);
     }
     return rc;
 }
@@ -335,6 +341,21 @@ static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const c
     return rc;
 }
 
+/* A create's work before its store write: a Volume's disk image, a
+ * ModelVersion's copy into the model store. */
+static int prepare_hook(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
+                        gt_prepared_fn done, void *arg, struct gt_err *err)
+{
+    int rc = gt_volctl_prepare(c, kind, key, obj, done, arg, err);
+    return rc ? rc : gt_modelctl_prepare(c, kind, key, obj, done, arg, err);
+}
+
+static void created_hook(struct gt_ctl *c, enum gt_kind kind, const char *key, int rc)
+{
+    gt_volctl_created(c, kind, key, rc);
+    gt_modelctl_created(c, kind, key, rc);
+}
+
 static bool proxy_hook(struct gt_ctl *c, struct gt_req *r, const char *path)
 {
     (void)c;
@@ -369,8 +390,9 @@ static const struct gt_ctl_hooks hooks = {
     .admit = admit_hook,
     .soft_delete = gt_jobctl_soft_delete,
     .refuse_delete = refuse_delete_hook,
-    .prepare = gt_volctl_prepare,
-    .created = gt_volctl_created,
+    .name = gt_modelctl_name,
+    .prepare = prepare_hook,
+    .created = created_hook,
     .render = render_hook,
     .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT | 1u << GT_KIND_VOLUME,
     .metrics = metrics_hook,
@@ -401,6 +423,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     c->model = gt_sched_model_new();
     c->tel = gt_telemetry_new();
     c->nb = gt_nbctl_new(c);
+    c->models = gt_modelctl_new(c, gt_volctl_storage_check);
     gt_sched_decisions_init(&c->dec);
     s->metrics.schedule_seconds.bounds = gt_histogram_wait_bounds;
     s->ctl_hooks = &hooks;
@@ -494,6 +517,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_volctl_fini(c);
     gt_sched_decisions_fini(&c->dec);
     gt_nbctl_free(c->nb);
+    gt_modelctl_free(c->models);
     gt_sched_model_free(c->model);
     gt_telemetry_free(c->tel);
     gt_ledger_free(c->ledger);

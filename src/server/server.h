@@ -42,11 +42,12 @@ struct gt_server_config {
     struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
     struct gt_config_list images;        /* --image NAME=REF...: images offered to clients */
     struct gt_config_list storage_classes; /* --storage-class NAME=DIR...: where Volumes live */
-    char *pip_index_url;  /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
-    char *pip_find_links; /* --pip-find-links DIR: a directory of wheels; NULL: none */
-    char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
-    char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
-    char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
+    const char *model_store; /* --model-store DIR: the model registry's blobs (NULL: default) */
+    char *pip_index_url;     /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
+    char *pip_find_links;    /* --pip-find-links DIR: a directory of wheels; NULL: none */
+    char *ui_dir;            /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
+    char *registry;          /* --registry HOST:PORT: the cluster registry; NULL: none */
+    char *registry_key;      /* --registry-key FILE: signs registry tokens; NULL: none */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -474,6 +475,7 @@ struct gt_storage_quota {
     const char *project;
     int64_t project_allocated_bytes;
     int64_t project_hard_bytes;
+    const char *what; /* what asks, named in the message; NULL: "spec.capacity.storage" */
 };
 /* May a Volume of capacity_bytes be made under q? 0, or GT_EFORBIDDEN
  * with err naming spec.capacity.storage and the quota it would exceed
