@@ -498,6 +498,21 @@ struct gt_api_run_policy {
     struct gt_api_sched_policy scheduling_policy;
 };
 
+/* spec.outputs.model of a Job: the ModelVersion gantryd registers when
+ * the job Succeeds (docs/api.md "Models"); paths as in struct
+ * gt_api_model_source. */
+struct gt_api_output_model {
+    const char *name;         /* the Model, of the job's project */
+    const char *path;         /* the artifact, as the task saw it */
+    const char *task;         /* NULL: the job's Master/Chief, else its first replica */
+    const char *format;       /* NULL: the Model's framework */
+    const char *metrics_file; /* a JSON object the task wrote; its numbers become metrics */
+};
+struct gt_api_job_outputs {
+    bool has_model;
+    struct gt_api_output_model model;
+};
+
 struct gt_api_job_spec {
     GT_API_LIST(struct gt_api_replica_spec) replica_specs; /* in the document's order */
     struct gt_api_run_policy run_policy;
@@ -507,6 +522,8 @@ struct gt_api_job_spec {
     struct gt_api_volumes volumes;
     bool has_tensorboard;
     struct gt_api_tensorboard tensorboard;
+    bool has_outputs;
+    struct gt_api_job_outputs outputs;
 };
 
 struct gt_api_replica_status {

@@ -5,6 +5,7 @@
  * filled by gantryd), spec.source (exactly one of job, with path, and
  * hostPath), spec.metrics (name -> number), spec.stage (default None);
  * its status is gantryd's alone (the store digest and path, the number).
+ * A Job's spec.outputs.model names the version it registers on success.
  */
 #include <string.h>
 
@@ -148,3 +149,23 @@ static const struct gt_field mv_fields[] = {
 };
 const struct gt_schema gt_api_modelversion_schema = {mv_fields, NULL,
                                                      sizeof(struct gt_api_modelversion)};
+
+/* ---- a Job's spec.outputs ---- */
+
+static const struct gt_field output_model_fields[] = {
+    STR("name", REQ, DNS, AT(output_model, name)),
+    STR("path", REQ, .max_len = 4096, .check = gt_check_log_dir, AT(output_model, path)),
+    STR("task", .max_len = 253, AT(output_model, task)),
+    STR("format", .enums = formats, AT(output_model, format)),
+    STR("metricsFile", .max_len = 4096, .check = gt_check_log_dir, AT(output_model, metrics_file)),
+    END,
+};
+static const struct gt_schema output_model_schema = {output_model_fields, NULL,
+                                                     sizeof(struct gt_api_output_model)};
+
+static const struct gt_field outputs_fields[] = {
+    OBJ("model", output_model_schema, AT(job_outputs, model), HAS(job_outputs, has_model)),
+    END,
+};
+const struct gt_schema gt_api_job_outputs_schema = {outputs_fields, NULL,
+                                                    sizeof(struct gt_api_job_outputs)};

@@ -666,6 +666,7 @@ static const struct gt_field job_spec_fields[] = {
     LIST("volumes", volume_item, .max_len = 64, AT(job_spec, volumes)),
     OBJ("tensorboard", tensorboard_schema, AT(job_spec, tensorboard),
         HAS(job_spec, has_tensorboard)),
+    OBJ("outputs", gt_api_job_outputs_schema, AT(job_spec, outputs), HAS(job_spec, has_outputs)),
     END,
 };
 static const struct gt_schema job_spec_schema = {job_spec_fields, job_spec_post,

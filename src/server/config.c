@@ -60,7 +60,8 @@ static const struct gt_config_opt opts[] = {
      "is the default; none: Volumes are refused"},
     {"model-store", GT_CONFIG_STR, OFF(model_store), NULL, 0, 0, false,
      "DIR: the content-addressed model store (ModelVersion artifacts, DIR/sha256/<hex>/), a "
-     "storage root every node sees; default: models/ in the first --storage-class directory"},
+     "storage root every node sees (not beneath a --storage-class directory, where hostPath "
+     "volumes are refused); none: ModelVersions are refused"},
     {"image", GT_CONFIG_LIST, OFF(images), NULL, 0, 0, false,
      "NAME=REF: an image offered to clients by GET clusterinfo (repeatable; REF an OCI image "
      "reference); jobs may still name any image"},

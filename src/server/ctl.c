@@ -81,6 +81,7 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
         gt_modelctl_changed(c, ev->key, old ? old->t : NULL, now ? now->t : NULL);
     }
     if (k == GT_KIND_JOB) {
+        gt_modelctl_job_changed(c, ev->key, now ? now->t : NULL);
         /* our own settled status write needs the model's sync only */
         bool settled = gt_strmap_del(&c->settled, ev->key) != NULL && mine;
         gt_strmap_put(settled ? &c->sync_jobs : &c->dirty_jobs, ev->key, MARK);

@@ -13,8 +13,8 @@
  *      └─ store write ──> cached (held bytes released) | failed (a blob
  *                         no version uses is removed)
  *
- * The store is gantryd's --model-store DIR (default: models/ in the first
- * storage class's directory), a storage root every node sees, so a task
+ * The store is gantryd's --model-store DIR (none: versions are refused),
+ * beneath a storage root every node sees, so a task
  * serving a version mounts its status.path read-only. A blob never
  * changes once renamed into place: files 0444, directories 0555. Storage
  * used counts each digest once per department, with its Volumes, against
@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "server/cache.h"
+#include "server/events.h"
 #include "server/modelctl.h"
 
 #define STORE_DIR_MODE 0555
@@ -46,8 +47,9 @@
 struct gt_modelctl {
     struct gt_ctl *c;
     gt_storage_check_fn *storage_check;
-    struct gt_strmap next; /* "/models/P/M" -> int64_t *: the next number to give */
-    struct gt_strmap held; /* ModelVersion key -> struct held */
+    struct gt_strmap next;       /* "/models/P/M" -> int64_t *: the next number to give */
+    struct gt_strmap held;       /* ModelVersion key -> struct held */
+    struct gt_strmap registered; /* uids of jobs whose spec.outputs.model was registered */
 };
 
 /* A create whose blob is in place (or being copied) but not yet cached. */
@@ -73,6 +75,7 @@ struct gt_modelctl *gt_modelctl_new(struct gt_ctl *c, gt_storage_check_fn *check
     mc->storage_check = check;
     gt_strmap_init(&mc->next);
     gt_strmap_init(&mc->held);
+    gt_strmap_init(&mc->registered);
     return mc;
 }
 
@@ -81,6 +84,7 @@ void gt_modelctl_free(struct gt_modelctl *mc)
     if (mc) {
         gt_strmap_fini(&mc->next, free);
         gt_strmap_fini(&mc->held, held_free);
+        gt_strmap_fini(&mc->registered, NULL);
         free(mc);
     }
 }
@@ -90,19 +94,10 @@ static const struct gt_api_modelversion *cobj_mv(const struct gt_cobj *o)
     return (const struct gt_api_modelversion *)o->t;
 }
 
-/* The store's directory (borrowed from the configuration, or buf), or NULL. */
-static const char *store_dir(const struct gt_ctl *c, char *buf, size_t len)
+/* The store's directory (borrowed from the configuration), or NULL. */
+static const char *store_dir(const struct gt_ctl *c)
 {
-    const struct gt_server_config *cfg = c->s->cfg;
-    if (cfg->model_store) {
-        return cfg->model_store;
-    }
-    if (cfg->storage_classes.n == 0) {
-        return NULL;
-    }
-    const char *eq = strchr(cfg->storage_classes.items[0], '=');
-    snprintf(buf, len, "%s/models", eq ? eq + 1 : "");
-    return buf;
+    return c->s->cfg->model_store;
 }
 
 /* ---- version numbers ---- */
@@ -306,9 +301,28 @@ static int check_update(const struct gt_ctl *c, const struct gt_api_modelversion
     return 0;
 }
 
+/* Does the Model name exist in project? */
+static bool model_exists(const struct gt_ctl *c, const char *project, const char *name)
+{
+    char key[160];
+    snprintf(key, sizeof(key), "/models/%s/%s", project, name);
+    return gt_ctl_get(c, GT_KIND_MODEL, key) != NULL;
+}
+
 int gt_modelctl_admit(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                       struct gt_err *err)
 {
+    if (t && t->kind == GT_KIND_JOB) {
+        const struct gt_api_job *job = (const struct gt_api_job *)t;
+        const struct gt_api_job_outputs *out = &job->spec.outputs;
+        if (job->spec.has_outputs && out->has_model &&
+            !model_exists(c, job->o.meta.project, out->model.name)) {
+            return gt_err_set(err, GT_EINVAL,
+                              "spec.outputs.model.name: no Model \"%s\" in project \"%s\"",
+                              out->model.name, job->o.meta.project);
+        }
+        return 0;
+    }
     if (!t || t->kind != GT_KIND_MODELVERSION) {
         return 0;
     }
@@ -316,9 +330,8 @@ int gt_modelctl_admit(struct gt_ctl *c, const struct gt_api_object *t, bool crea
     if (!create) {
         return check_update(c, mv, err);
     }
-    char key[160], path[PATH_MAX], task[256];
-    snprintf(key, sizeof(key), "/models/%s/%s", mv->o.meta.project, mv->spec.model);
-    if (!gt_ctl_get(c, GT_KIND_MODEL, key)) {
+    char path[PATH_MAX], task[256];
+    if (!model_exists(c, mv->o.meta.project, mv->spec.model)) {
         return gt_err_set(err, GT_EINVAL,
                           "spec.model: no Model \"%s\" in project \"%s\" (create it first: kind: "
                           "Model with spec.framework)",
@@ -744,12 +757,12 @@ int gt_modelctl_prepare(struct gt_ctl *c, enum gt_kind kind, const char *key, js
     if (gt_ctl_get(c, kind, key) || gt_strmap_get(&c->models->held, key)) {
         return gt_err_set(err, GT_EEXISTS, "modelversions \"%s\" already exists", gt_obj_name(obj));
     }
-    char sbuf[PATH_MAX], path[PATH_MAX];
-    const char *store = store_dir(c, sbuf, sizeof(sbuf));
+    char path[PATH_MAX];
+    const char *store = store_dir(c);
     if (!store) {
         return gt_err_set(err, GT_EINVAL,
                           "spec.source: this cluster has no model store (gantryd --model-store "
-                          "DIR, or a --storage-class)");
+                          "DIR)");
     }
     struct gt_api_modelversion *mv = gt_api_modelversion_new(obj);
     struct copy *cp = gt_xcalloc(1, sizeof(*cp));
@@ -820,8 +833,7 @@ static void drop_blob(struct gt_ctl *c, const char *key, const char *digest)
     struct users u = {.digest = digest, .skip = key};
     gt_strmap_each(&c->objs[GT_KIND_MODELVERSION], digest_used_cb, &u);
     gt_strmap_each(&c->models->held, digest_held_cb, &u);
-    char sbuf[PATH_MAX];
-    const char *store = store_dir(c, sbuf, sizeof(sbuf));
+    const char *store = store_dir(c);
     if (!u.used && store && !strncmp(digest, "sha256:", 7) && !strchr(digest + 7, '/')) {
         char *blob = gt_xasprintf("%s/sha256/%s", store, digest + 7);
         remove_tree(blob);
@@ -879,4 +891,192 @@ void gt_modelctl_changed(struct gt_ctl *c, const char *key, const struct gt_api_
     } else if (o && o->status.digest) {
         drop_blob(c, key, o->status.digest);
     }
+}
+
+/* ---- a Job's spec.outputs.model ---- */
+
+#define METRICS_FILE_MAX (64 * 1024)
+
+/* The numbers of the JSON object the job's task wrote at om->metrics_file
+ * (new reference), or NULL. A small bounded read on the loop. */
+static json_t *metrics_from_file(const struct gt_api_job *job, const struct gt_api_output_model *om)
+{
+    char task[256], path[PATH_MAX];
+    struct gt_err err = {0};
+    const struct gt_api_replica_spec *rs = source_replica(job, om->task, task, sizeof(task));
+    if (!om->metrics_file || !rs ||
+        host_path_of(job, rs, om->metrics_file, path, sizeof(path), &err)) {
+        return NULL;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    char *buf = gt_xmalloc(METRICS_FILE_MAX);
+    ssize_t n = fd >= 0 ? read(fd, buf, METRICS_FILE_MAX) : -1;
+    json_t *doc = n > 0 ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;
+    json_t *out = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(doc, k, v)
+    {
+        json_t *key = json_string(k);
+        if (json_is_number(v) && json_object_size(out) < 64 && key &&
+            gt_check_label_key(key, &err) == 0) {
+            json_object_set(out, k, v);
+        }
+        json_decref(key);
+    }
+    json_decref(doc);
+    free(buf);
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (!json_object_size(out)) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* A registration for a job: the version (obj, a reference) at key, the
+ * job's key. */
+struct job_reg {
+    struct gt_ctl *c;
+    char *key, *job_key;
+    json_t *obj;
+};
+
+static void job_reg_free(struct job_reg *jr)
+{
+    json_decref(jr->obj);
+    free(jr->key);
+    free(jr->job_key);
+    free(jr);
+}
+
+/* An Event on the job (if it is still cached). */
+static void job_event(struct gt_ctl *c, const char *job_key, const char *type, const char *reason,
+                      const char *msg)
+{
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, job_key);
+    if (o) {
+        gt_events_record(c->s->events, o->t, type, reason, msg);
+    }
+}
+
+static void job_reg_written(struct gt_ctl *c, int rc, void *arg)
+{
+    struct job_reg *jr = arg;
+    gt_modelctl_created(c, GT_KIND_MODELVERSION, jr->key, rc);
+    char msg[256];
+    snprintf(msg, sizeof(msg), rc ? "model version %s not stored" : "registered model version %s",
+             gt_obj_name(jr->obj));
+    job_event(c, jr->job_key, rc ? "Warning" : "Normal",
+              rc ? "ModelNotRegistered" : "ModelRegistered", msg);
+    job_reg_free(jr);
+}
+
+/* The artifact is in the store (rc 0, jr->obj has its status): store the
+ * version; else say why on the job. */
+static void job_reg_prepared(void *arg, int rc, const struct gt_err *err)
+{
+    struct job_reg *jr = arg;
+    struct gt_ctl *c = jr->c;
+    if (rc == 0) {
+        rc = gt_ctl_write(c, GT_STORE_CREATE, jr->key, jr->obj, 0, job_reg_written, jr);
+        if (rc == 0) {
+            return;
+        }
+        gt_modelctl_created(c, GT_KIND_MODELVERSION, jr->key, rc);
+    }
+    job_event(c, jr->job_key, "Warning", "ModelNotRegistered",
+              err && err->msg[0] ? err->msg : "the store refused the model version");
+    job_reg_free(jr);
+}
+
+struct by_job {
+    const char *uid;
+    bool found;
+};
+
+static int by_job_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    struct by_job *b = arg;
+    const json_t *uid = gt_json_path(((const struct gt_cobj *)val)->obj, "metadata.labels");
+    uid = json_object_get(uid, GT_MODEL_JOB_UID_LABEL);
+    b->found |= json_is_string(uid) && !strcmp(json_string_value(uid), b->uid);
+    return 0;
+}
+
+/* The ModelVersion spec.outputs.model of job asks for (new reference). */
+static json_t *job_version(struct gt_ctl *c, const struct gt_api_job *job)
+{
+    const struct gt_api_output_model *om = &job->spec.outputs.model;
+    char uid[40], ts[40];
+    gt_uuid4(&c->s->uuids, uid, sizeof(uid));
+    json_t *src = json_pack("{s:s, s:s}", "job", job->o.meta.name, "path", om->path);
+    if (om->task) {
+        json_object_set_new(src, "task", json_string(om->task));
+    }
+    json_t *spec = json_pack("{s:s, s:o}", "model", om->name, "source", src);
+    if (om->format) {
+        json_object_set_new(spec, "format", json_string(om->format));
+    }
+    json_t *metrics = metrics_from_file(job, om);
+    if (metrics) {
+        json_object_set_new(spec, "metrics", metrics);
+    }
+    json_t *md =
+        json_pack("{s:s, s:s, s:s, s:s, s:{s:s}}", "name", om->name, "project", job->o.meta.project,
+                  "uid", uid, "creationTimestamp", gt_time_format(gt_now_ms(), ts, sizeof(ts)),
+                  "labels", GT_MODEL_JOB_UID_LABEL, job->o.meta.uid);
+    json_t *creator = gt_json_path(job->o.json, "metadata.creator");
+    if (creator) {
+        json_object_set(md, "creator", creator);
+    }
+    return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "gantry.dev/v1", "kind", "ModelVersion",
+                     "metadata", md, "spec", spec);
+}
+
+void gt_modelctl_job_changed(struct gt_ctl *c, const char *key, const struct gt_api_object *now)
+{
+    const struct gt_api_job *job = (const struct gt_api_job *)now;
+    if (!job || !job->spec.has_outputs || !job->spec.outputs.has_model || !job->o.meta.uid) {
+        return;
+    }
+    const struct gt_api_condition *done =
+        gt_api_condition_find(&job->status.conditions, "Succeeded");
+    struct gt_modelctl *mc = c->models;
+    if (!done || !done->status || strcmp(done->status, "True") != 0 ||
+        gt_strmap_get(&mc->registered, job->o.meta.uid)) {
+        return;
+    }
+    gt_strmap_put(&mc->registered, job->o.meta.uid, mc);
+    struct by_job b = {.uid = job->o.meta.uid};
+    gt_strmap_each(&c->objs[GT_KIND_MODELVERSION], by_job_cb, &b);
+    if (b.found) {
+        return; /* registered before a restart */
+    }
+    json_t *obj = job_version(c, job);
+    struct gt_err err = {0};
+    struct gt_api_object *t = NULL;
+    int rc = gt_modelctl_name(c, GT_KIND_MODELVERSION, job->o.meta.project, obj, &err);
+    rc = rc ? rc : gt_api_decode(GT_KIND_MODELVERSION, obj, &t, &err);
+    rc = rc ? rc : gt_modelctl_admit(c, t, true, &err);
+    gt_api_object_free(t);
+    if (rc == 0) {
+        struct job_reg *jr = gt_xcalloc(1, sizeof(*jr));
+        jr->c = c;
+        jr->key =
+            gt_route_key(gt_kind_get(GT_KIND_MODELVERSION), job->o.meta.project, gt_obj_name(obj));
+        jr->job_key = gt_xstrdup(key);
+        jr->obj = json_incref(obj);
+        rc = gt_modelctl_prepare(c, GT_KIND_MODELVERSION, jr->key, obj, job_reg_prepared, jr, &err);
+        if (rc != 1) {
+            job_reg_free(jr);
+        }
+    }
+    if (rc < 0) {
+        job_event(c, key, "Warning", "ModelNotRegistered", err.msg);
+    }
+    json_decref(obj);
 }

@@ -9,6 +9,9 @@
 
 struct gt_modelctl;
 
+/* The label of a version a job's spec.outputs.model registered: the job's uid. */
+#define GT_MODEL_JOB_UID_LABEL "gantry.dev/job-uid"
+
 /* The storage quota check a version's new bytes go through (the one
  * Volumes use, which counts both: gt_volctl_storage_check): 0, or
  * GT_EFORBIDDEN with err naming the quota. */
@@ -50,6 +53,12 @@ void gt_modelctl_created(struct gt_ctl *c, enum gt_kind kind, const char *key, i
  * deleted version's blob goes when no version uses it. */
 void gt_modelctl_changed(struct gt_ctl *c, const char *key, const struct gt_api_object *old,
                          const struct gt_api_object *now);
+/* A cached Job changed (now: typed, borrowed; NULL: deleted): once a job
+ * with spec.outputs.model has Succeeded, its version is registered as a
+ * POST would (labelled GT_MODEL_JOB_UID_LABEL: the job's uid, so it is
+ * registered once, also across restarts), with Events ModelRegistered or
+ * ModelNotRegistered (why) on the job. */
+void gt_modelctl_job_changed(struct gt_ctl *c, const char *key, const struct gt_api_object *now);
 /* Bytes the model store holds for the versions of department's projects
  * (each digest once per department) and of project's (either may be
  * NULL), held creates included. */

@@ -100,7 +100,7 @@ class Models(AgentTest):
         dept["spec"]["quota"]["storage"] = q
         self.assertEqual(self.g.request("PUT", API + "/departments/dept-a", dept)[0], 200)
 
-    def run_job(self, name, command, volumes=(), ports=None, wait=True):
+    def run_job(self, name, command, volumes=(), ports=None, wait=True, outputs=None):
         mounts = [{"name": "code", "mountPath": "/code", "readOnly": True},
                   {"name": "out", "mountPath": "/out"}]
         vols = [{"name": "code", "hostPath": self.code}, {"name": "out", "hostPath": self.out}]
@@ -112,6 +112,8 @@ class Models(AgentTest):
         if ports:
             tmpl["ports"] = ports
         spec = {"replicaSpecs": {"Master": {"replicas": 1, "template": tmpl}}, "volumes": vols}
+        if outputs:
+            spec["outputs"] = outputs
         st, body = self.g.request("POST", self.PROJECT + "/jobs",
                                   obj("Job", name, "proj-a", spec=spec), token="alice")
         self.assertEqual(st, 201, body)
@@ -242,6 +244,33 @@ class Models(AgentTest):
         self.assertEqual(code, 200, r)
         self.assertEqual(r["outputs"][0]["data"], [0, 2])
         self.assertEqual(r["model_version"], "1")
+
+    def test_job_outputs_register_the_model(self):
+        outputs = {"model": {"name": "digits", "path": "/out/model.pt",
+                             "metricsFile": "/out/metrics.json"}}
+        self.run_job("auto", [PY, "/code/train.py", "--epochs", "3", "--output-dir", "/out"],
+                     outputs=outputs)
+        wait_for("digits-v1 registered by the job",
+                 lambda: self.g.request("GET", self.PROJECT + "/modelversions/digits-v1")[0] == 200,
+                 timeout=20)
+        mv = self.version("digits-v1")
+        with open(os.path.join(self.out, "metrics.json")) as f:
+            written = json.load(f)
+        self.assertEqual(mv["spec"]["metrics"]["test_accuracy"], written["test_accuracy"])
+        self.assertEqual(mv["status"]["digest"],
+                         "sha256:" + sha256_of(os.path.join(self.out, "model.pt")))
+        self.assertEqual((mv["status"]["sourceJob"], mv["status"]["sourceTask"]),
+                         ("auto", "auto-master-0"))
+        self.assertEqual(mv["metadata"]["creator"]["user"], "alice")
+        ev = self.g.cli("describe", "job", "auto", "-p", "proj-a").stdout
+        self.assertIn("ModelRegistered", ev)
+        # a Model the project lacks is refused at submission, naming the field
+        st, body = self.g.request("POST", self.PROJECT + "/jobs", obj(
+            "Job", "nomodel", "proj-a", spec={
+                "replicaSpecs": {"Worker": {"replicas": 1, "template": {"command": ["/bin/true"]}}},
+                "outputs": {"model": {"name": "nosuch", "path": "/out/m.pt"}}}), token="alice")
+        self.assertEqual(st, 422, body)
+        self.assertIn("spec.outputs.model.name", body["message"])
 
     def test_numbers_quota_and_access(self):
         art = os.path.join(self.out, "a.pt")
