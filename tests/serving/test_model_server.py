@@ -7,7 +7,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,16 +20,10 @@ SOURCE = os.environ.get("GANTRY_SOURCE_DIR") or os.path.join(os.path.dirname(__f
 BUILD = os.environ.get("GANTRY_BUILD_DIR") or os.path.join(SOURCE, "build")
 SERVER = os.path.join(BUILD, "gantry-model-server")
 sys.path.insert(0, os.path.join(SOURCE, "src", "serving"))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "e2e"))
 
 import gantry_model_server as gms  # noqa: E402
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from gantry_e2e import free_port  # noqa: E402
 
 
 class FakeModel(gms.Model):

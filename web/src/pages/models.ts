@@ -3,7 +3,7 @@
 // seconds. Project members change a version's stage (Production moves
 // the model's previous Production version to Archived, on the server).
 import { type Obj, call, get } from "../api";
-import { type Ctx, canWrite, notice, statusArea } from "../ctx";
+import { type Ctx, canWrite, refreshEvery, statusArea } from "../ctx";
 import { age, h, mount, table } from "../dom";
 
 const REFRESH_MS = 3000;
@@ -27,7 +27,7 @@ export function modelsPage(main: HTMLElement, ctx: Ctx): void {
   mount(main, h("h1", null, "Models"), err, status, body);
   const say = (m: string) => {
     mount(status, m);
-    void load();
+    reload();
   };
   const stageSelect = (v: Obj): HTMLElement | string => {
     const { name, project } = v.metadata;
@@ -97,16 +97,8 @@ export function modelsPage(main: HTMLElement, ctx: Ctx): void {
         : h("p", null, "No versions: register one with gantry model register."),
     );
   };
-  const load = async () => {
-    try {
-      const [models, versions] = await Promise.all([get("models"), get("modelversions")]);
-      draw(models.items ?? [], versions.items ?? []);
-      mount(err);
-    } catch (e) {
-      notice(err, e);
-    }
-  };
-  void load();
-  const timer = setInterval(() => void load(), REFRESH_MS);
-  ctx.onLeave(() => clearInterval(timer));
+  const reload = refreshEvery(ctx, REFRESH_MS, err, async () => {
+    const [models, versions] = await Promise.all([get("models"), get("modelversions")]);
+    draw(models.items ?? [], versions.items ?? []);
+  });
 }
