@@ -20,6 +20,10 @@
  * used counts each digest once per department, with its Volumes, against
  * the department's storage limit and the project's hard cap.
  *
+ * gantryd reads a source with the file-system permissions of the user
+ * registering it (setfsuid on the copy thread), never its own, so a member
+ * cannot copy out another user's files beneath a storage root.
+ *
  * Everything but the copy runs on the loop thread; the copy thread owns
  * its struct copy until it writes its byte into the pipe, after which the
  * loop joins it and owns it again.
@@ -33,6 +37,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +48,7 @@
 #define STORE_DIR_MODE 0555
 #define STORE_FILE_MODE 0444
 #define COPY_DEPTH_MAX 32
+#define GT_NOGROUP_GID 65534 /* Debian's nogroup: no group permission is used */
 
 struct gt_modelctl {
     struct gt_ctl *c;
@@ -347,6 +353,7 @@ struct copy {
     char *key, *src, *tmp, *base; /* tmp: STORE/tmp/<uid>; base: the artifact's name */
     char *store;
     char task[256];
+    int64_t uid; /* the registering user's: the source is read with its permissions */
     json_t *obj;
     gt_prepared_fn done;
     void *arg;
@@ -443,20 +450,66 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* One copy's walk: the directory listing's digest (NULL for a lone file),
+ * bytes copied, the error, and the uid whose permissions reading the
+ * source is under (0 or less: gantryd's own). */
+struct walk {
+    EVP_MD_CTX *listing;
+    int64_t bytes;
+    struct gt_err *err;
+    int64_t uid;
+};
+
+/* openat(dir_fd, path, flags) with the file-system permissions of uid
+ * (and group nogroup): gantryd, often root, copies only what the user who
+ * registers could read. setfsuid is per thread, so only this open is
+ * affected; errno is that of the open. */
+static int open_as(int64_t uid, int dir_fd, const char *path, int flags)
+{
+    if (uid > 0) {
+        setfsgid(GT_NOGROUP_GID);
+        setfsuid((uid_t)uid);
+    }
+    int fd = openat(dir_fd, path, flags);
+    int e = errno;
+    if (uid > 0) {
+        setfsuid(0);
+        setfsgid(0);
+    }
+    errno = e;
+    return fd;
+}
+
+/* Why the source path could not be opened (errno): 422 for a symlink or a
+ * missing file, 403 when uid may not read it. */
+static int open_error(struct gt_err *err, const char *path, int64_t uid)
+{
+    int e = errno;
+    if (e == EACCES || e == EPERM) {
+        return gt_err_set(err, GT_EFORBIDDEN, "spec.source: %s: uid %lld may not read it", path,
+                          (long long)uid);
+    }
+    return gt_err_set(err, e == ELOOP || e == ENOENT || e == ENOTDIR ? GT_EINVAL : -e,
+                      "spec.source: %s: %s", path,
+                      e == ELOOP ? "a symlink (refused)" : strerror(e));
+}
+
 /* Copy what src_fd (opened O_PATH-free, O_NOFOLLOW) is into dir_fd/name:
  * a regular file, or a directory whose entries (sorted) are copied in
  * turn; anything else (symlinks included) is refused. The digest line of
  * each file ("<sha256> <relative path>\n", as sha256sum prints it) goes
  * into listing; a lone file's digest is its own SHA-256. */
-static int copy_tree(int src_fd, int dir_fd, const char *name, const char *rel, int depth,
-                     EVP_MD_CTX *listing, char hex[65], int64_t *bytes, struct gt_err *err)
+static int copy_tree(struct walk *w, int src_fd, int dir_fd, const char *name, const char *rel,
+                     int depth, char hex[65])
 {
+    EVP_MD_CTX *listing = w->listing;
+    struct gt_err *err = w->err;
     struct stat st;
     if (fstat(src_fd, &st) < 0) {
         return gt_err_set(err, -errno, "%s: %s", rel, strerror(errno));
     }
     if (S_ISREG(st.st_mode)) {
-        int rc = copy_file(src_fd, dir_fd, name, hex, bytes, err);
+        int rc = copy_file(src_fd, dir_fd, name, hex, &w->bytes, err);
         if (rc == 0 && listing) {
             EVP_DigestUpdate(listing, hex, 64);
             EVP_DigestUpdate(listing, "  ", 2);
@@ -499,13 +552,13 @@ static int copy_tree(int src_fd, int dir_fd, const char *name, const char *rel, 
     for (size_t i = 0; i < names.n; i++) {
         if (rc == 0) {
             char *crel = gt_xasprintf("%s/%s", rel, names.v[i]);
-            int fd = openat(src_fd, names.v[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+            int fd =
+                open_as(w->uid, src_fd, names.v[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
             if (fd < 0) {
-                rc = gt_err_set(err, errno == ELOOP ? GT_EINVAL : -errno, "spec.source: %s: %s",
-                                crel, errno == ELOOP ? "a symlink (refused)" : strerror(errno));
+                rc = open_error(err, crel, w->uid);
             } else {
                 char fhex[65] = "";
-                rc = copy_tree(fd, sub, names.v[i], crel, depth + 1, listing, fhex, bytes, err);
+                rc = copy_tree(w, fd, sub, names.v[i], crel, depth + 1, fhex);
                 close(fd);
             }
             free(crel);
@@ -528,27 +581,28 @@ static int copy_tree(int src_fd, int dir_fd, const char *name, const char *rel, 
 static void *copy_main(void *arg)
 {
     struct copy *cp = arg;
-    int src = open(cp->src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    int src = open_as(cp->uid, AT_FDCWD, cp->src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     int dir = -1;
     if (src < 0) {
-        cp->rc = gt_err_set(&cp->err, errno == ENOENT ? GT_EINVAL : -errno, "spec.source: %s: %s",
-                            cp->src, errno == ELOOP ? "a symlink (refused)" : strerror(errno));
+        cp->rc = open_error(&cp->err, cp->src, cp->uid);
     } else if (mkdir(cp->tmp, 0755) < 0 ||
                (dir = open(cp->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
         cp->rc = gt_err_set(&cp->err, -errno, "model store %s: %s", cp->tmp, strerror(errno));
     } else {
         struct stat st;
         bool is_dir = fstat(src, &st) == 0 && S_ISDIR(st.st_mode);
-        EVP_MD_CTX *listing = is_dir ? EVP_MD_CTX_new() : NULL;
-        if (listing) {
-            EVP_DigestInit_ex(listing, EVP_sha256(), NULL);
+        struct walk w = {
+            .listing = is_dir ? EVP_MD_CTX_new() : NULL, .err = &cp->err, .uid = cp->uid};
+        if (w.listing) {
+            EVP_DigestInit_ex(w.listing, EVP_sha256(), NULL);
         }
-        cp->rc = copy_tree(src, dir, cp->base, cp->base, 0, listing, cp->hex, &cp->bytes, &cp->err);
-        if (listing) {
+        cp->rc = copy_tree(&w, src, dir, cp->base, cp->base, 0, cp->hex);
+        cp->bytes = w.bytes;
+        if (w.listing) {
             unsigned char d[EVP_MAX_MD_SIZE];
             unsigned dn = 0;
-            EVP_DigestFinal_ex(listing, d, &dn);
-            EVP_MD_CTX_free(listing);
+            EVP_DigestFinal_ex(w.listing, d, &dn);
+            EVP_MD_CTX_free(w.listing);
             hex_of(d, dn, cp->hex);
         }
         if (cp->rc == 0 && fchmod(dir, STORE_DIR_MODE) < 0) {
@@ -679,6 +733,14 @@ static void set_status(struct copy *cp, const char *digest, const char *path)
         json_t *fw = m ? gt_json_path(m->obj, "spec.framework") : NULL;
         json_object_set(spec, "format", fw ? fw : json_string("sklearn"));
     }
+    /* so that `gantry get modelversions -l gantry.dev/model=M` lists a model's */
+    json_t *md = json_object_get(obj, "metadata");
+    json_t *labels = json_object_get(md, "labels");
+    if (!json_is_object(labels)) {
+        labels = json_object();
+        json_object_set_new(md, "labels", labels);
+    }
+    json_object_set(labels, GT_MODEL_LABEL, json_object_get(spec, "model"));
     char now[40];
     json_t *st = json_object();
     json_object_set_new(st, "phase", json_string("Ready"));
@@ -787,6 +849,7 @@ int gt_modelctl_prepare(struct gt_ctl *c, enum gt_kind kind, const char *key, js
         cp->store = gt_xstrdup(store);
         cp->tmp = gt_xasprintf("%s/%s", tmpd, mv->o.meta.uid ? mv->o.meta.uid : "x");
         cp->obj = json_incref(obj);
+        cp->uid = mv->o.meta.creator.user ? mv->o.meta.creator.uid : -1;
         cp->done = done;
         cp->arg = arg;
         cp->ev = event_new(c->s->base, cp->pipe_fd[0], EV_READ, on_copied, cp);
@@ -908,7 +971,8 @@ static json_t *metrics_from_file(const struct gt_api_job *job, const struct gt_a
         host_path_of(job, rs, om->metrics_file, path, sizeof(path), &err)) {
         return NULL;
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    int fd = open_as(job->o.meta.creator.user ? job->o.meta.creator.uid : -1, AT_FDCWD, path,
+                     O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     char *buf = gt_xmalloc(METRICS_FILE_MAX);
     ssize_t n = fd >= 0 ? read(fd, buf, METRICS_FILE_MAX) : -1;
     json_t *doc = n > 0 ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;

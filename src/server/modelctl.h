@@ -9,7 +9,9 @@
 
 struct gt_modelctl;
 
-/* The label of a version a job's spec.outputs.model registered: the job's uid. */
+/* Labels gantryd gives a ModelVersion: its model's name, and for one a
+ * job's spec.outputs.model registered, the job's uid. */
+#define GT_MODEL_LABEL "gantry.dev/model"
 #define GT_MODEL_JOB_UID_LABEL "gantry.dev/job-uid"
 
 /* The storage quota check a version's new bytes go through (the one

@@ -215,6 +215,8 @@ class Models(AgentTest):
         self.assertEqual(rows[1].split()[:6],
                          ["digits-v1", "digits", "1", "Archived", "Ready", "accuracy=0.95"])
         self.assertEqual(rows[2].split()[:5], ["digits-v2", "digits", "2", "Production", "Ready"])
+        rows = self.g.cli("get", "mv", "-l", "gantry.dev/model=digits", "-p", "proj-a").stdout
+        self.assertEqual(len(rows.splitlines()), 3, rows)
 
         # a version never changes: its source cannot be replaced
         mv = self.version("digits-v1")
@@ -314,6 +316,25 @@ class Models(AgentTest):
         self.assertEqual(sorted(os.listdir(os.path.join(self.store, "sha256"))), before)
         self.assertEqual(os.listdir(os.path.join(self.store, "tmp")), [])
         self.assertEqual(register(0)[0], 201)  # the same content again adds nothing
+
+        # gantryd reads a source with the registering user's permissions
+        secret = os.path.join(self.out, "secret.pt")
+        with open(secret, "wb") as f:
+            f.write(b"root's only")
+        os.chmod(secret, 0o600)
+        st, body = self.g.request("POST", self.PROJECT + "/modelversions", obj(
+            "ModelVersion", "x", "proj-a", spec={"model": "digits",
+                                                 "source": {"hostPath": secret}}), token="alice")
+        self.assertEqual(st, 403, body)
+        self.assertIn("uid 1001 may not read it", body["message"])
+        link = os.path.join(self.out, "link.pt")
+        os.symlink(art, link)
+        st, body = self.g.request("POST", self.PROJECT + "/modelversions", obj(
+            "ModelVersion", "x", "proj-a", spec={"model": "digits", "source": {"hostPath": link}}),
+            token="alice")
+        self.assertEqual(st, 422, body)
+        self.assertIn("a symlink (refused)", body["message"])
+        self.assertEqual(os.listdir(os.path.join(self.store, "tmp")), [])
 
         # bad input names the field
         st, body = self.g.request("POST", self.PROJECT + "/modelversions", obj(
