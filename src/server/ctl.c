@@ -306,12 +306,16 @@ static int count_in_project(const char *key, void *val, void *arg)
 /* A Project goes only once it holds nothing but Events (which expire):
  * deleting one with jobs would leave them running in no project, so it is
  * refused, naming what it still holds. Every project-scoped kind counts,
- * whatever its table row. A Volume in use stays: gt_volctl_refuse_delete. */
+ * whatever its table row. A Volume in use stays: gt_volctl_refuse_delete;
+ * a Model with versions: gt_modelctl_refuse_delete. */
 static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const char *project,
                               const char *name, struct gt_err *err)
 {
     if (kind == GT_KIND_VOLUME) {
         return gt_volctl_refuse_delete(c, project, name, err);
+    }
+    if (kind == GT_KIND_MODEL) {
+        return gt_modelctl_refuse_delete(c, project, name, err);
     }
     if (kind != GT_KIND_PROJECT) {
         return 0;

@@ -867,6 +867,39 @@ int gt_modelctl_prepare(struct gt_ctl *c, enum gt_kind kind, const char *key, js
     return 1;
 }
 
+struct versions_of {
+    const char *project, *model;
+    struct gt_buf names;
+};
+
+static int versions_of_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    struct versions_of *v = arg;
+    const struct gt_api_modelversion *mv = cobj_mv(val);
+    if (!strcmp(mv->o.meta.project, v->project) && mv->spec.model &&
+        !strcmp(mv->spec.model, v->model)) {
+        gt_buf_printf(&v->names, "%s%s", v->names.len ? ", " : "", mv->o.meta.name);
+    }
+    return 0;
+}
+
+int gt_modelctl_refuse_delete(const struct gt_ctl *c, const char *project, const char *name,
+                              struct gt_err *err)
+{
+    struct versions_of v = {.project = project, .model = name};
+    gt_buf_init(&v.names);
+    gt_strmap_each(&c->objs[GT_KIND_MODELVERSION], versions_of_cb, &v);
+    int rc = 0;
+    if (v.names.len) {
+        rc = gt_err_set(err, GT_ECONFLICT,
+                        "cannot delete: model \"%s\" has versions %s (delete them first)", name,
+                        v.names.data);
+    }
+    gt_buf_fini(&v.names);
+    return rc;
+}
+
 /* ---- after the store write ---- */
 
 struct users {

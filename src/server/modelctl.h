@@ -46,6 +46,10 @@ int gt_modelctl_admit(struct gt_ctl *c, const struct gt_api_object *t, bool crea
  * (done will run), 0 (not a ModelVersion) or the error with err. */
 int gt_modelctl_prepare(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
                         gt_prepared_fn done, void *arg, struct gt_err *err);
+/* For the refuse_delete hook: a Model project/name (borrowed) with
+ * versions stays: GT_ECONFLICT with err naming them; else 0. */
+int gt_modelctl_refuse_delete(const struct gt_ctl *c, const char *project, const char *name,
+                              struct gt_err *err);
 /* The store write of a prepared ModelVersion create finished with rc: on
  * failure its bytes are no longer held and a blob no version uses goes. */
 void gt_modelctl_created(struct gt_ctl *c, enum gt_kind kind, const char *key, int rc);

@@ -336,6 +336,11 @@ class Models(AgentTest):
         self.assertIn("a symlink (refused)", body["message"])
         self.assertEqual(os.listdir(os.path.join(self.store, "tmp")), [])
 
+        # a Model with versions stays; a deleted version's blob goes with its last user
+        st, body = self.g.request("DELETE", self.PROJECT + "/models/digits", token="alice")
+        self.assertEqual(st, 409, body)
+        self.assertIn("has versions digits-v", body["message"])
+
         # bad input names the field
         st, body = self.g.request("POST", self.PROJECT + "/modelversions", obj(
             "ModelVersion", "x", "proj-a", spec={"model": "nosuch", "source": {"hostPath": art}}),
@@ -348,6 +353,18 @@ class Models(AgentTest):
             token="alice")
         self.assertEqual(st, 422, body)
         self.assertIn("spec.source.job", body["message"])
+
+        # deleting every version that uses a blob removes it; then the Model may go
+        names = [v["metadata"]["name"] for v in
+                 self.g.request("GET", self.PROJECT + "/modelversions")[1]["items"]]
+        for n in names:
+            st, body = self.g.request("DELETE", self.PROJECT + "/modelversions/" + n,
+                                      token="alice")
+            self.assertEqual(st, 200, body)
+        wait_for("blobs removed",
+                 lambda: os.listdir(os.path.join(self.store, "sha256")) == [], timeout=10)
+        self.assertEqual(self.g.request("DELETE", self.PROJECT + "/models/digits",
+                                        token="alice")[0], 200)
 
 
 if __name__ == "__main__":
