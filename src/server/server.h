@@ -42,12 +42,14 @@ struct gt_server_config {
     struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
     struct gt_config_list images;        /* --image NAME=REF...: images offered to clients */
     struct gt_config_list storage_classes; /* --storage-class NAME=DIR...: where Volumes live */
-    const char *model_store; /* --model-store DIR: the model registry's blobs (NULL: default) */
-    char *pip_index_url;     /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
-    char *pip_find_links;    /* --pip-find-links DIR: a directory of wheels; NULL: none */
-    char *ui_dir;            /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
-    char *registry;          /* --registry HOST:PORT: the cluster registry; NULL: none */
-    char *registry_key;      /* --registry-key FILE: signs registry tokens; NULL: none */
+    char *pip_index_url;  /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
+    char *pip_find_links; /* --pip-find-links DIR: a directory of wheels; NULL: none */
+    char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
+    char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
+    char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
+    char *secret_key;     /* --secret-key FILE: keys derived secrets; NULL: DATA_DIR/secret.key */
+
+    char *model_store; /* --model-store DIR: the ModelVersions' store; NULL: none */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -162,8 +164,8 @@ struct gt_route {
     bool all_projects; /* project-scoped kind listed without a project */
     char project[64];  /* "" when none */
     char name[GT_ROUTE_NAME_MAX + 1];
-    char sub[16]; /* "", "status", "binding", "log", "exec" (tasks), "scalars", "history" (jobs),
-                   * "telemetry" (nodes) */
+    char sub[16]; /* "", "status", "binding", "log", "exec", "secrets" (tasks), "scalars",
+                   * "history" (jobs), "telemetry" (nodes) */
 };
 
 /* Parse a request path (no query) into r. -GT_ENOTFOUND with err saying
