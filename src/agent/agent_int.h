@@ -92,6 +92,8 @@ int gt_agent_file_write_private(const char *dir, const char *name, const void *d
 
 /* SHA-256 of len bytes of data as 64 lower-case hex digits + NUL (sha256.c). */
 void gt_sha256_hex(const void *data, size_t len, char out[65]);
+/* HMAC-SHA256 (RFC 2104) of msg under key, as 64 lower-case hex digits + NUL. */
+void gt_hmac_sha256_hex(const void *key, size_t key_len, const void *msg, size_t len, char out[65]);
 
 /* The interface owning the IP address of listen ("ADDR:PORT", "[V6]:PORT")
  * into ifname (len bytes). GT_EINVAL for a wildcard or non-IP address,
@@ -320,6 +322,7 @@ struct gt_gantlet {
     char registry_auth[PATH_MAX];      /* ROOT/registry-auth.json once written */
     char cluster_ifname[64];           /* "" when unknown */
     char shim[PATH_MAX];
+    char mpi_rsh_bin[PATH_MAX]; /* GT_MPI_RSH_AGENT next to gantlet: MPI launchers' rsh agent */
     char agent_url[300];
     struct gt_ltask *tasks;  /* every local task */
     struct gt_ltask *active; /* those polls visit (not quiet) */

@@ -291,18 +291,23 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 
 /* ---- setup ---- */
 
+/* The shim (--shim, else next to gantlet) and GT_MPI_RSH_AGENT, the link
+ * to the gantry CLI next to gantlet (MPI launchers' rsh agent; needed only
+ * by them). */
 static int find_shim(struct gt_gantlet *g, struct gt_err *err)
 {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n < 0) {
+        return gt_err_set(err, -errno, "/proc/self/exe: %s", strerror(errno));
+    }
+    exe[n] = '\0';
+    const char *dir = dirname(exe);
+    snprintf(g->mpi_rsh_bin, sizeof(g->mpi_rsh_bin), "%s/" GT_MPI_RSH_AGENT, dir);
     if (g->cfg->shim) {
         snprintf(g->shim, sizeof(g->shim), "%s", g->cfg->shim);
     } else {
-        char exe[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        if (n < 0) {
-            return gt_err_set(err, -errno, "/proc/self/exe: %s", strerror(errno));
-        }
-        exe[n] = '\0';
-        snprintf(g->shim, sizeof(g->shim), "%s/gantry-shim", dirname(exe));
+        snprintf(g->shim, sizeof(g->shim), "%s/gantry-shim", dir);
     }
     if (access(g->shim, X_OK) < 0) {
         return gt_err_set(err, -errno, "shim %s: %s", g->shim, strerror(errno));

@@ -112,16 +112,30 @@ struct gt_task_spec_params {
     /* the values of the env entries with valueFrom.gantrySecret, {NAME:
      * value} as gantryd made them (borrowed); NULL: none fetched */
     const json_t *secrets;
+    /* for an MPI launcher (gt_task_mpi_hostfile): its rsh agent (the
+     * GT_MPI_RSH_AGENT link to gantry), gantryd's URL and the node's token
+     * (all borrowed) */
+    const char *mpi_rsh_bin;
+    const char *server_url;
+    const char *node_token;
 };
 /* Does task's template name a gantry secret (env valueFrom.gantrySecret),
  * whose value the agent must fetch before it starts the task? */
 bool gt_task_needs_secrets(const struct gt_api_task *task);
 
+/* The hostfile text of an MPI launcher task (borrowed from task), or NULL
+ * when task is not one: a Launcher whose env has GT_MPI_HOSTFILE_ENV, as
+ * gantryd writes it for an MPIJob (jobenv_mpi.c). Its shim spec then
+ * mounts DATA_DIR/mpi read-only at GT_MPI_DIR and its environment carries
+ * the rsh agent and credential (gt_task_spec_build). */
+const char *gt_task_mpi_hostfile(const struct gt_api_task *task);
+
 /* Build the shim spec of a Task (borrowed) into spec (caller's
  * storage; gt_shim_spec_fini frees it): argv = command + args, env =
  * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent) +
  * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME (an entry with valueFrom.gantrySecret
- * takes its value from p->secrets: GT_EINVAL naming it when absent), uid = runAsUser else creator
+ * takes its value from p->secrets: GT_EINVAL naming it when absent; an MPI
+ * launcher: see gt_task_mpi_hostfile), uid = runAsUser else creator
  * uid (0 only with spec.privileged), cwd = workingDir else DATA_DIR/work, cgroup limits the
  * template's effective limits (gt_api_resources_effective: a limit not given is the request), log
  * files in DATA_DIR, dataDir DATA_DIR; spec.source and spec.requirements as they are (venvDir =

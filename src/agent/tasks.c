@@ -379,6 +379,44 @@ static int write_meta(struct gt_ltask *t, struct gt_err *err)
     return rc;
 }
 
+/* An MPI launcher's DATA/mpi (mounted at GT_MPI_DIR): the hostfile as
+ * gantryd wrote it and discover_hosts.sh, which prints it as Horovod's
+ * elastic mode reads it ("HOST:SLOTS" lines), as the training operator's
+ * does. */
+static int write_mpi_files(const char *data, const char *hostfile, struct gt_err *err)
+{
+    char *dir = gt_xasprintf("%s/mpi", data);
+    struct gt_buf sh;
+    gt_buf_init(&sh);
+    gt_buf_puts(&sh, "#!/bin/sh\n");
+    for (const char *l = hostfile; *l;) {
+        size_t n = strcspn(l, "\n");
+        const char *slots = memmem(l, n, " slots=", 7);
+        if (n > 0) {
+            gt_buf_printf(&sh, "echo %.*s:%.*s\n", (int)(slots ? slots - l : (long)n), l,
+                          (int)(slots ? n - (size_t)(slots + 7 - l) : 0), slots ? slots + 7 : "");
+        }
+        l += n + (l[n] == '\n');
+    }
+    int rc = 0;
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        rc = gt_err_set(err, -errno, "%s: %s", dir, strerror(errno));
+    }
+    rc = rc < 0
+             ? rc
+             : gt_agent_file_write_atomic(dir, "hostfile", hostfile, strlen(hostfile), false, err);
+    rc = rc < 0 ? rc
+                : gt_agent_file_write_atomic(dir, "discover_hosts.sh", sh.data, sh.len, false, err);
+    char *script = gt_xasprintf("%s/discover_hosts.sh", dir);
+    if (rc == 0 && chmod(script, 0755) < 0) {
+        rc = gt_err_set(err, -errno, "%s: %s", script, strerror(errno));
+    }
+    free(script);
+    gt_buf_fini(&sh);
+    free(dir);
+    return rc;
+}
+
 /* Refuse early what the shim would refuse: a volume escaping its root. */
 static int check_volumes(const struct gt_shim_spec *spec, struct gt_err *err)
 {
@@ -473,13 +511,18 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *secre
                                     .image = &g->image,
                                     .gids = &g->gids,
                                     .volumes_dir = g->volumes_dir,
-                                    .secrets = secrets};
+                                    .secrets = secrets,
+                                    .mpi_rsh_bin = g->mpi_rsh_bin,
+                                    .server_url = g->cfg->server,
+                                    .node_token = g->token};
     struct gt_shim_spec spec;
     int rc = attach_volumes(g, t->obj, err);
     if (rc < 0) {
         return rc;
     }
     rc = gt_task_spec_build(t->obj, &p, &spec, err);
+    const char *hostfile = gt_task_mpi_hostfile(t->obj);
+    rc = rc < 0 || !hostfile ? rc : write_mpi_files(t->data, hostfile, err);
     rc = rc < 0 ? rc : check_volumes(&spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(&spec); /* a failed build left it zeroed */

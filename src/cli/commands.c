@@ -114,6 +114,13 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_exec,
     },
     {
+        .name = "mpi-rsh",
+        .usage = "mpi-rsh HOST CMD...",
+        .summary = "An MPI launcher's rsh agent: run CMD in the job's worker task HOST",
+        .options = NULL,
+        .run = gt_cli_cmd_mpi_rsh,
+    },
+    {
         .name = "notebook",
         .usage = "notebook create|open|stop|start|delete NAME [flags]",
         .summary = "Manage Jupyter notebooks: create, print the URL to open, stop (GPUs freed, "
@@ -416,9 +423,16 @@ static bool wants_help(int argc, char **argv)
     return false;
 }
 
-/* Find argv's command and run it: 0 or its code, reported. */
+/* Find argv's command and run it: 0 or its code, reported. Called by the
+ * name GT_MPI_RSH_AGENT (a link to gantry), gantry is `gantry mpi-rsh`,
+ * whose arguments (the remote daemon's command line) are passed as they
+ * are. */
 static int dispatch(struct gt_cli_ctx *ctx, int argc, char **argv)
 {
+    const char *prog = strrchr(argv[0], '/');
+    if (!strcmp(prog ? prog + 1 : argv[0], GT_MPI_RSH_AGENT)) {
+        return gt_cli_cmd_mpi_rsh(ctx, find_command("mpi-rsh"), argc, argv);
+    }
     argc = strip_globals(ctx, argc, argv);
     if (argc < 0) {
         return GT_EUSAGE;

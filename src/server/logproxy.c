@@ -14,7 +14,10 @@
  * POST .../tasks/T/exec with {"command": [ARGV...]}, for those who may
  * write tasks in P (a viewer gets 403), goes the same way to the agent's
  * /v1/tasks/<uid>/exec (src/agent/exec.c) and its JSON answer
- * ({"stdout", "stderr", "exitCode"}) is relayed whole.
+ * ({"stdout", "stderr", "exitCode"}) is relayed whole. An MPI launcher's
+ * rsh agent authenticates with its job's credential instead of a user's
+ * token (GT_MPI_TOKEN_PREFIX, gt_logproxy_exec_mpi): it may exec into the
+ * tasks of that job only.
  *
  * A proxy lives until the agent's answer ends or the client goes away,
  * whichever comes first; the other side is then closed. The upstream
@@ -262,16 +265,10 @@ void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
     }
 }
 
-void gt_logproxy_exec(struct gt_req *r)
+/* Forward the exec request's command to the agent of the task's node. */
+static void forward_exec(struct gt_req *r, const struct gt_api_task *task)
 {
     const struct gt_route *rt = &r->route;
-    struct gt_server_authz az = {
-        .verb = GT_VERB_CREATE, .kind = GT_KIND_TASK, .name = rt->name, .project = rt->project};
-    if (gt_server_authorize(r->s->access, r->user, &az) != 0) {
-        gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot exec in tasks of project %s",
-                     r->user->name, rt->project);
-        return;
-    }
     struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
     json_t *body =
         json_loadb((const char *)evbuffer_pullup(in, -1), evbuffer_get_length(in), 0, NULL);
@@ -285,7 +282,6 @@ void gt_logproxy_exec(struct gt_req *r)
         gt_req_error(r, GT_EBADREQ, "command: want a non-empty array of strings");
         return;
     }
-    const struct gt_api_task *task = route_task(r);
     const char *node = task ? task->spec.node_name : NULL;
     if (task && (!node || !*node || !task->o.meta.uid)) {
         gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has not been scheduled to a node yet",
@@ -304,4 +300,37 @@ void gt_logproxy_exec(struct gt_req *r)
         free(path);
     }
     json_decref(body);
+}
+
+void gt_logproxy_exec(struct gt_req *r)
+{
+    const struct gt_route *rt = &r->route;
+    struct gt_server_authz az = {
+        .verb = GT_VERB_CREATE, .kind = GT_KIND_TASK, .name = rt->name, .project = rt->project};
+    if (gt_server_authorize(r->s->access, r->user, &az) != 0) {
+        gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot exec in tasks of project %s",
+                     r->user->name, rt->project);
+        return;
+    }
+    const struct gt_api_task *task = route_task(r);
+    if (task) {
+        forward_exec(r, task);
+    }
+}
+
+void gt_logproxy_exec_mpi(struct gt_req *r, const char *mac)
+{
+    const struct gt_api_task *task = route_task(r);
+    if (!task) {
+        return;
+    }
+    char *msg = gt_xasprintf("%s/%s", r->route.project, task->spec.job ? task->spec.job : "");
+    bool ok = task->spec.job && gt_server_tokens_node_mac_ok(r->s->tokens, msg, mac);
+    free(msg);
+    if (!ok) {
+        gt_req_error(r, GT_EFORBIDDEN, "the MPI credential is not for the job of task \"%s\"",
+                     r->route.name);
+        return;
+    }
+    forward_exec(r, task);
 }
