@@ -37,6 +37,8 @@ enum gt_kind {
     GT_KIND_NOTEBOOK,
     GT_KIND_VOLUME,
     GT_KIND_IMAGEBUILD,
+    GT_KIND_MODEL,
+    GT_KIND_MODELVERSION,
     GT_KIND_COUNT
 };
 
@@ -581,6 +583,21 @@ struct gt_api_run_policy {
     struct gt_api_sched_policy scheduling_policy;
 };
 
+/* spec.outputs.model of a Job: the ModelVersion gantryd registers when
+ * the job Succeeds (docs/api.md "Models"); paths as in struct
+ * gt_api_model_source. */
+struct gt_api_output_model {
+    const char *name;         /* the Model, of the job's project */
+    const char *path;         /* the artifact, as the task saw it */
+    const char *task;         /* NULL: the job's Master/Chief, else its first replica */
+    const char *format;       /* NULL: the Model's framework */
+    const char *metrics_file; /* a JSON object the task wrote; its numbers become metrics */
+};
+struct gt_api_job_outputs {
+    bool has_model;
+    struct gt_api_output_model model;
+};
+
 struct gt_api_job_spec {
     GT_API_LIST(struct gt_api_replica_spec) replica_specs; /* in the document's order */
     struct gt_api_run_policy run_policy;
@@ -590,6 +607,8 @@ struct gt_api_job_spec {
     struct gt_api_volumes volumes;
     bool has_tensorboard;
     struct gt_api_tensorboard tensorboard;
+    bool has_outputs;
+    struct gt_api_job_outputs outputs;
 };
 
 struct gt_api_replica_status {
@@ -866,6 +885,84 @@ struct gt_api_notebook {
     struct gt_api_notebook_spec spec;
     struct gt_api_notebook_status status;
 };
+/* ---- Model and ModelVersion (schema_model.c) ----
+ *
+ * The model registry (docs/api.md "Models"): a Model names a line of
+ * versions; a ModelVersion is one artifact copied into the
+ * content-addressed, read-only model store by gantryd at create, its
+ * name (<model>-v<N>) and number given by the server. Only spec.stage,
+ * spec.metrics and labels change after that. */
+
+/* Longest Model name: its versions are "<model>-v<N>", a DNS label. */
+#define GT_MODEL_NAME_MAX 51
+
+/* Model frameworks and ModelVersion formats, in the schema's enum order. */
+enum gt_model_format {
+    GT_MODEL_SKLEARN,
+    GT_MODEL_PYTORCH,
+};
+/* ModelVersion stages (spec.stage), in the schema's enum order. */
+enum gt_model_stage {
+    GT_STAGE_NONE,
+    GT_STAGE_STAGING,
+    GT_STAGE_PRODUCTION,
+    GT_STAGE_ARCHIVED,
+};
+/* ModelVersion phases (status.phase), in the schema's enum order. */
+enum gt_model_phase {
+    GT_MV_PENDING, /* also: no phase yet */
+    GT_MV_READY,
+    GT_MV_FAILED,
+};
+
+struct gt_api_model_spec {
+    int framework; /* enum gt_model_format */
+    const char *description;
+};
+struct gt_api_model {
+    struct gt_api_object o;
+    struct gt_api_model_spec spec;
+};
+
+/* spec.source: where the artifact is copied from; exactly one of job and
+ * host_path. job: a Succeeded Job of the project, path the artifact as
+ * its task saw it (absolute, or relative to the template's workingDir) on
+ * a hostPath volume; host_path: a file or directory beneath a storage
+ * root. */
+struct gt_api_model_source {
+    const char *job;
+    const char *task; /* NULL: the job's first replica (Master/Chief, else Worker 0) */
+    const char *path;
+    const char *host_path;
+};
+struct gt_api_modelversion_spec {
+    const char *model;
+    const char *format; /* "sklearn" | "pytorch"; NULL: the Model's framework (filled at create) */
+    struct gt_api_model_source source;
+    const json_t *metrics; /* borrowed {name: number}, or NULL */
+    int stage;             /* enum gt_model_stage */
+};
+struct gt_api_modelversion_status {
+    int phase; /* enum gt_model_phase */
+    int64_t version;
+    const char *digest; /* "sha256:<64 hex>" */
+    const char *path;   /* the artifact in the model store */
+    int64_t size_bytes;
+    const char *source_job, *source_task;
+    const char *created_time;
+    const char *message;
+};
+struct gt_api_modelversion {
+    struct gt_api_object o;
+    struct gt_api_modelversion_spec spec;
+    struct gt_api_modelversion_status status;
+};
+/* The schema's names of a format, stage or phase (static; the first value
+ * for an unknown one). */
+const char *gt_api_model_format_name(enum gt_model_format f);
+const char *gt_api_model_stage_name(enum gt_model_stage s);
+const char *gt_api_model_phase_name(enum gt_model_phase p);
+
 /* ---- Volume (volume.c in api: the access modes) ---- */
 
 /* spec.accessMode values, in the schema's enum order. */
@@ -972,6 +1069,10 @@ struct gt_api_notebook *gt_api_notebook_new(json_t *obj);
 void gt_api_notebook_free(struct gt_api_notebook *nb);
 struct gt_api_volume_obj *gt_api_volume_obj_new(json_t *obj);
 void gt_api_volume_obj_free(struct gt_api_volume_obj *vol);
+struct gt_api_model *gt_api_model_new(json_t *obj);
+void gt_api_model_free(struct gt_api_model *m);
+struct gt_api_modelversion *gt_api_modelversion_new(json_t *obj);
+void gt_api_modelversion_free(struct gt_api_modelversion *mv);
 
 /* Validate and decode in one step at the API edge: gt_api_validate, then
  * gt_api_object_new. obj as there; on error (GT_EINVAL with err as

@@ -792,6 +792,7 @@ static const struct gt_field job_spec_fields[] = {
     LIST("volumes", volume_item, .max_len = 64, AT(job_spec, volumes)),
     OBJ("tensorboard", tensorboard_schema, AT(job_spec, tensorboard),
         HAS(job_spec, has_tensorboard)),
+    OBJ("outputs", gt_api_job_outputs_schema, AT(job_spec, outputs), HAS(job_spec, has_outputs)),
     END,
 };
 static const struct gt_schema job_spec_schema = {job_spec_fields, job_spec_post,
@@ -1098,6 +1099,8 @@ static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
     [GT_KIND_NOTEBOOK] = &gt_api_notebook_schema,
     [GT_KIND_VOLUME] = &volume_kind_schema,
     [GT_KIND_IMAGEBUILD] = &imagebuild_schema,
+    [GT_KIND_MODEL] = &gt_api_model_schema,
+    [GT_KIND_MODELVERSION] = &gt_api_modelversion_schema,
 };
 
 const struct gt_schema *gt_kind_schema(enum gt_kind kind)

@@ -48,6 +48,8 @@ struct gt_server_config {
     char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
     char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
     char *secret_key;     /* --secret-key FILE: keys derived secrets; NULL: DATA_DIR/secret.key */
+
+    char *model_store; /* --model-store DIR: the ModelVersions' store; NULL: none */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -503,6 +505,7 @@ struct gt_storage_quota {
     const char *project;
     int64_t project_allocated_bytes;
     int64_t project_hard_bytes;
+    const char *what; /* what asks, named in the message; NULL: "spec.capacity.storage" */
 };
 /* May a Volume of capacity_bytes be made under q? 0, or GT_EFORBIDDEN
  * with err naming spec.capacity.storage and the quota it would exceed

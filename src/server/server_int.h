@@ -52,6 +52,12 @@ struct gt_ctl_hooks {
      * objects, a Volume in use). */
     int (*refuse_delete)(const struct gt_ctl *c, enum gt_kind kind, const char *project,
                          const char *name, struct gt_err *err);
+    /* A create of obj (kind, in project: borrowed; NULL project for a
+     * cluster-scoped kind) before its validation: a kind whose names the
+     * server gives (a ModelVersion's <model>-v<N>) gets metadata.name set
+     * here. 0, or the error with err. */
+    int (*name)(struct gt_ctl *c, enum gt_kind kind, const char *project, json_t *obj,
+                struct gt_err *err);
     /* A create of obj (admitted, borrowed until done) at key that needs
      * work before its store write: 1 and done(arg, ...) runs later on the
      * loop; 0: none needed; else the error with err (done not called). */
@@ -197,7 +203,8 @@ struct gt_ctl {
     int64_t last_cycle_cost_ns; /* how long it took */
     int64_t start_ms;
     struct gt_sched_model *model;
-    struct gt_nbctl *nb; /* the notebook controller (nbctl.c) */
+    struct gt_nbctl *nb;        /* the notebook controller (nbctl.c) */
+    struct gt_modelctl *models; /* the model registry (modelctl.c) */
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions dec;
 };

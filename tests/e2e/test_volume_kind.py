@@ -138,7 +138,7 @@ class VolumeKind(AgentTest):
         self.assertEqual((st, body["reason"]), (403, "Forbidden"), body)
         self.assertEqual(body["message"],
                          'spec.capacity.storage: 64Mi exceeds the storage quota of department '
-                         '"dept-a" (quota 150Mi, limit 150Mi, 128Mi allocated to its volumes)')
+                         '"dept-a" (quota 150Mi, limit 150Mi, 128Mi allocated to its volumes and models)')
         self.assertEqual(body["details"]["field"], "spec.capacity.storage")
         # nothing half-made
         self.assertEqual(self.g.request("GET", self.PROJECT + "/volumes/c")[0], 404)
