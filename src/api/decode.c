@@ -283,6 +283,7 @@ TYPED(project, gt_api_project, GT_KIND_PROJECT)
 TYPED(priority_class, gt_api_priority_class, GT_KIND_PRIORITYCLASS)
 TYPED(notebook, gt_api_notebook, GT_KIND_NOTEBOOK)
 TYPED(volume_obj, gt_api_volume_obj, GT_KIND_VOLUME)
+TYPED(isvc, gt_api_isvc, GT_KIND_INFERENCESERVICE)
 
 /* ---- conditions and effective resources ---- */
 

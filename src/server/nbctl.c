@@ -49,6 +49,7 @@
 #include "server/cache.h"
 #include "server/events.h"
 #include "server/feeder.h"
+#include "server/isvcctl.h"
 #include "server/nbctl.h"
 #include "server/server_int.h"
 
@@ -528,29 +529,15 @@ int gt_nbctl_target(const struct gt_ctl *c, const char *project, const char *nam
                           gt_api_notebook_phase_name(nbk->status.phase));
     }
     const struct gt_api_template *tmpl = &task->spec.template;
-    const char *port_name =
-        tmpl->ports.n && tmpl->ports.v[0].name ? tmpl->ports.v[0].name : "port-0";
-    t->port = 0;
-    for (size_t i = 0; i < task->spec.ports.n; i++) {
-        const char *pn = task->spec.ports.v[i].name;
-        if (pn && !strcmp(pn, port_name)) {
-            t->port = (int)task->spec.ports.v[i].port;
-        }
-    }
     t->token[0] = '\0';
     for (size_t i = 0; i < tmpl->env.n; i++) {
         if (!strcmp(tmpl->env.v[i].name, "JUPYTER_TOKEN") && tmpl->env.v[i].value) {
             snprintf(t->token, sizeof(t->token), "%s", tmpl->env.v[i].value);
         }
     }
-    char *nk = gt_xasprintf("/nodes/%s", task->spec.node_name);
-    const struct gt_cobj *no = gt_ctl_get(c, GT_KIND_NODE, nk);
-    free(nk);
-    const char *ip = no ? gt_api_node_address(gt_cobj_node(no), "InternalIP") : NULL;
-    if (!t->port || !ip) {
+    if (gt_task_endpoint(c, task, t->host, sizeof(t->host), &t->port) != 0) {
         return gt_err_set(err, GT_ESTORE, "notebook %s/%s has no address yet", project, name);
     }
-    snprintf(t->host, sizeof(t->host), "%s", ip);
     return 0;
 }
 

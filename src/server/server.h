@@ -47,6 +47,9 @@ struct gt_server_config {
     char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
     char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
     char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
+    char *gateway_listen; /* --gateway-listen ADDR:PORT: the serving gateway; NULL: none */
+    char *gateway_domain; /* --gateway-domain DNS: suffix of the gateway's Host routes */
+    char *haproxy;        /* --haproxy PATH: the HAProxy binary the gateway runs */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -96,6 +99,9 @@ const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens
  * credentials towards node agents. */
 const struct gt_server_user *gt_server_tokens_first_node(const struct gt_server_tokens *t);
 size_t gt_server_tokens_count(const struct gt_server_tokens *t);
+/* Call fn(user, arg) for every user of the table (borrowed), in no order. */
+void gt_server_tokens_each(const struct gt_server_tokens *t,
+                           void (*fn)(const struct gt_server_user *u, void *arg), void *arg);
 void gt_server_tokens_free(struct gt_server_tokens *t);
 
 /* ---- authorization (access.c) ----

@@ -195,7 +195,8 @@ struct gt_ctl {
     int64_t last_cycle_cost_ns; /* how long it took */
     int64_t start_ms;
     struct gt_sched_model *model;
-    struct gt_nbctl *nb; /* the notebook controller (nbctl.c) */
+    struct gt_nbctl *nb;     /* the notebook controller (nbctl.c) */
+    struct gt_isvcctl *isvc; /* the serving controller and gateway (isvcctl.c) */
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions dec;
 };
