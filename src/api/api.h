@@ -806,6 +806,8 @@ struct gt_api_isvc_variant {
 struct gt_api_isvc_rollout {
     int64_t max_surge;       /* replicas above spec.replicas while rolling; default 1 */
     int64_t max_unavailable; /* ready replicas below it; default 0 */
+    /* a canary whose error rate goes over it is rolled back; default 5 */
+    int64_t max_error_percent;
 };
 struct gt_api_isvc_spec {
     GT_API_LIST(struct gt_api_isvc_variant) variants;

@@ -71,6 +71,8 @@ static const struct gt_field rollout_fields[] = {
         AT(isvc_rollout, max_surge)),
     INT("maxUnavailable", 0, GT_ISVC_REPLICAS_MAX, .flags = GT_F_DEFAULT, .def_int = 0,
         AT(isvc_rollout, max_unavailable)),
+    INT("maxErrorPercent", 0, 100, .flags = GT_F_DEFAULT, .def_int = 5,
+        AT(isvc_rollout, max_error_percent)),
     END,
 };
 /* maxSurge and maxUnavailable both 0 could never replace a replica */

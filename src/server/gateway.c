@@ -63,6 +63,7 @@
 #define RT_TIMEOUT_MS 1000
 #define STAT_MAX_BYTES (4 << 20)
 #define RESTART_GAP_MS 1000
+#define START_MAX_MS 5000 /* a started HAProxy answers on its socket by then */
 
 static const char marker[] = "";
 #define MARK ((void *)marker)
@@ -667,6 +668,19 @@ void gt_gateway_commit(struct gt_gateway *gw)
     gt_strmap_init(&gw->want_auth);
     gt_strmap_each(&gw->want, want_auth_cb, gw);
     if (needs_reload(gw)) {
+        /* not while the current one is still starting: it might take the
+         * signal to stop before it listens, and then listen beside its
+         * successor (SO_REUSEPORT) with the old configuration */
+        if (gw->pid > 0 && !answering(gw)) {
+            if (gt_now_ms() - gw->started_ms > START_MAX_MS) {
+                gt_log_warn("gateway: haproxy does not answer; restarting it", "pid=%d",
+                            (int)gw->pid);
+                kill(gw->pid, SIGKILL);
+                *GT_VEC_PUSH(&gw->old, 4) = gw->pid;
+                gw->pid = -1;
+            }
+            return;
+        }
         reload(gw);
         return;
     }

@@ -733,7 +733,7 @@ static bool watch_canary(struct svc *v, struct svc_state *ss)
     ss->canary_req = ss->canary_req * decay + rps * dt;
     ss->canary_bad = ss->canary_bad * decay + rps * er * dt;
     const json_t *maxp = gt_json_path(v->spec, "rollout.maxErrorPercent");
-    double limit = (maxp ? (double)json_integer_value(maxp) : 5.0) / 100.0;
+    double limit = (double)json_integer_value(maxp) / 100.0;
     if (ss->canary_req >= ROLLBACK_MIN_REQUESTS && ss->canary_bad / ss->canary_req > limit) {
         char ts[32];
         char msg[256];
