@@ -431,6 +431,45 @@ class ServingTest(AgentTest):
             time.sleep(1)
         self.assert_no_failures(load)
 
+    def test_kserve_samples_apply_unchanged_and_wait_with_reasons(self):
+        for f in ("sklearn/v1/sklearn.yaml", "sklearn/v2/sklearn.yaml", "torchserve/v2/mnist.yaml",
+                  "rollout/default.yaml"):
+            r = self.g.cli("apply", "-f", os.path.join(KSERVE, f), "-p", "proj-a", token="alice")
+            self.assertEqual(r.returncode, 0, r.stderr)
+        want = {"sklearn-iris": "StorageUriUnsupported", "sklearn-irisv2": "StorageUriUnsupported",
+                "torchserve-mnist-v2": "StorageUriUnsupported", "my-model": "RuntimeMissing"}
+        for name, reason in want.items():
+            wait_for("%s waits (%s)" % (name, self.ready_cond(name)),
+                     lambda: self.ready_cond(name).get("reason") == reason, timeout=20)
+        self.assertIn("no tensorflow runtime", self.ready_cond("my-model")["message"])
+        self.assertIn("gs://", self.ready_cond("sklearn-iris")["message"])
+        # the rollout series: canary 10 % then promotion, each accepted
+        for f, pct in (("rollout/canary.yaml", 10), ("rollout/promotion.yaml", None)):
+            r = self.g.cli("apply", "-f", os.path.join(KSERVE, f), "-p", "proj-a", token="alice")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            spec = self.get("my-model")["spec"]
+            self.assertEqual(spec.get("canaryTrafficPercent"), pct)
+            self.assertEqual(spec["variants"][0]["model"]["storageUri"],
+                             "gs://kfserving-examples/models/tensorflow/flowers-2")
+            wait_for("my-model waits", lambda: self.ready_cond("my-model").get("reason")
+                     == "RuntimeMissing", timeout=20)
+        out = self.g.cli("get", "isvc", "-p", "proj-a").stdout
+        self.assertIn("RuntimeMissing", out)
+        out = self.g.cli("describe", "isvc", "my-model", "-p", "proj-a").stdout
+        self.assertIn("my-model", out)
+        # no replica of a service that cannot run
+        st, jobs = self.g.request("GET", self.PROJECT + "/jobs")
+        self.assertEqual([j["metadata"]["name"] for j in jobs["items"]], [])
+        # a field gantry lacks is refused naming it
+        bad = os.path.join(self.dir, "bad.yaml")
+        with open(bad, "w") as f:
+            f.write("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
+                    "metadata: {name: bad}\nspec:\n  predictor:\n    sklearn: {storageUri: /m}\n"
+                    "  transformer: {containers: []}\n")
+        r = self.g.cli("apply", "-f", bad, "-p", "proj-a", token="alice", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("spec.transformer: not supported by gantry", r.stderr)
+
 
 if __name__ == "__main__":
     main()
