@@ -542,7 +542,7 @@ static json_t *build_job(struct svc *v, struct pool *p, long i, char *key, size_
     return job;
 }
 
-static void delete_job(struct gt_ctl *c, const struct gt_cobj *jo)
+void gt_ctl_delete_job(struct gt_ctl *c, const struct gt_cobj *jo)
 {
     if (gt_cobj_job(jo)->o.meta.deletion_timestamp || gt_ctl_busy(c, jo->key)) {
         return;
@@ -630,7 +630,7 @@ static void roll(struct svc *v, const char *variant)
         const int64_t *at = gt_strmap_get(&v->ic->draining, r->jo->key);
         bool idle = !v->ic->gw || !r->running || !r->stat || r->stat->scur + r->stat->qcur == 0;
         if ((idle && now - *at >= DRAIN_MIN_MS) || now - *at >= DRAIN_MAX_MS || !r->ready) {
-            delete_job(c, r->jo);
+            gt_ctl_delete_job(c, r->jo);
             event(v, "Normal", "ReplicaStopped", "variant %s revision %s replica %ld stopped",
                   variant, r->rev ? r->rev : "?", r->index);
         }
@@ -962,7 +962,7 @@ static int orphan_cb(const char *key, void *val, void *arg)
     }
     char *sk = gt_xasprintf("/inferenceservices/%s/%s", job->o.meta.project, svc);
     if (!gt_ctl_get(ic->c, GT_KIND_INFERENCESERVICE, sk)) {
-        delete_job(ic->c, jo);
+        gt_ctl_delete_job(ic->c, jo);
         free(gt_strmap_del(&ic->draining, key));
     }
     free(sk);

@@ -28,6 +28,12 @@ void gt_isvcctl_reconcile(struct gt_isvcctl *ic);
 int gt_task_endpoint(const struct gt_ctl *c, const struct gt_api_task *task, char *host,
                      size_t host_len, int *port);
 
+/* Delete a cached Job the way DELETE does: deletionTimestamp set (a
+ * conditional write at its cached revision), then the job controller stops
+ * its tasks and removes it; nothing when already deleting or a write of
+ * ours is in flight. Used by the notebook and serving controllers. */
+void gt_ctl_delete_job(struct gt_ctl *c, const struct gt_cobj *jo);
+
 /* The ModelVersion storage_uri names ("models://PROJECT/NAME/VERSION" or
  * "gantry://PROJECT/NAME/VERSION"), found in c's cache by its model's name
  * and version (borrowed JSON), or NULL with err "model version not found"

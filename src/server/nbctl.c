@@ -253,21 +253,6 @@ static json_t *build_job(struct gt_ctl *c, const struct gt_api_notebook *nbk, st
     return job;
 }
 
-/* Delete the notebook's job the way DELETE does: deletionTimestamp, then
- * the job controller stops its task and removes both. */
-static void delete_job(struct gt_ctl *c, const struct gt_cobj *jo)
-{
-    if (gt_cobj_job(jo)->o.meta.deletion_timestamp || gt_ctl_busy(c, jo->key)) {
-        return;
-    }
-    json_t *obj = json_deep_copy(jo->obj);
-    char ts[32];
-    json_object_set_new(json_object_get(obj, "metadata"), "deletionTimestamp",
-                        json_string(gt_time_format(gt_now_ms(), ts, sizeof(ts))));
-    gt_ctl_write(c, GT_STORE_UPDATE, jo->key, obj, jo->rev, NULL, NULL);
-    json_decref(obj);
-}
-
 /* ---- status ---- */
 
 static const struct gt_api_notebook *cobj_nb(const struct gt_cobj *o)
@@ -434,13 +419,13 @@ static void reconcile_one(struct gt_nbctl *nb, const char *key)
     char errbuf[512] = "";
     if (!o) {
         if (jo) {
-            delete_job(c, jo);
+            gt_ctl_delete_job(c, jo);
         }
         free(gt_strmap_del(&nb->state, key));
     } else if (!gt_ctl_busy(c, key)) {
         const struct gt_api_notebook *nbk = cobj_nb(o);
         if (nbk->spec.stopped && jo) {
-            delete_job(c, jo);
+            gt_ctl_delete_job(c, jo);
         } else if (!nbk->spec.stopped && !jo && !gt_ctl_busy(c, jk)) {
             struct gt_err err = {0};
             json_t *job = build_job(c, nbk, &err);

@@ -9,6 +9,7 @@ Environment: VERSION (what it says it is), NOT_READY, FAIL, DELAY_MS."""
 import http.server
 import json
 import os
+import socket
 import sys
 import time
 
@@ -22,6 +23,12 @@ WHO = {"version": VERSION, "variant": os.environ.get("GANTRY_ISVC_VARIANT", ""),
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        super().setup()
+        # head and body are two writes: without this the body waits for the
+        # client's delayed ACK of the head (40 ms)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def answer(self, status, body):
         data = json.dumps(body).encode()
