@@ -969,6 +969,18 @@ static int orphan_cb(const char *key, void *val, void *arg)
     return 0;
 }
 
+/* Forget what was known of services that are gone. */
+static int gone_state_cb(const char *key, void *val, void *arg)
+{
+    (void)val;
+    struct gt_isvcctl *ic = arg;
+    if (!gt_ctl_get(ic->c, GT_KIND_INFERENCESERVICE, key)) {
+        free(gt_strmap_del(&ic->state, key));
+        return 1;
+    }
+    return 0;
+}
+
 /* Forget drains of jobs that are gone. */
 static int gone_drain_cb(const char *key, void *val, void *arg)
 {
@@ -998,9 +1010,10 @@ void gt_isvcctl_reconcile(struct gt_isvcctl *ic)
     GT_VEC_FREE(&svcs);
     gt_strmap_each(&ic->c->objs[GT_KIND_JOB], orphan_cb, ic);
     for (int i = 0; i < 1024; i++) {
-        size_t before = ic->draining.n;
+        size_t before = ic->draining.n + ic->state.n;
         gt_strmap_each(&ic->draining, gone_drain_cb, ic);
-        if (ic->draining.n == before) {
+        gt_strmap_each(&ic->state, gone_state_cb, ic);
+        if (ic->draining.n + ic->state.n == before) {
             break;
         }
     }
