@@ -969,28 +969,33 @@ static int orphan_cb(const char *key, void *val, void *arg)
     return 0;
 }
 
-/* Forget what was known of services that are gone. */
-static int gone_state_cb(const char *key, void *val, void *arg)
+/* Drop the entries of m (free()d values) whose object of kind is no
+ * longer cached: the drains of stopped jobs, the windows of deleted
+ * services. */
+struct prune {
+    struct gt_isvcctl *ic;
+    struct gt_strmap *m;
+    enum gt_kind kind;
+};
+
+static int prune_cb(const char *key, void *val, void *arg)
 {
     (void)val;
-    struct gt_isvcctl *ic = arg;
-    if (!gt_ctl_get(ic->c, GT_KIND_INFERENCESERVICE, key)) {
-        free(gt_strmap_del(&ic->state, key));
-        return 1;
+    struct prune *p = arg;
+    if (!gt_ctl_get(p->ic->c, p->kind, key)) {
+        free(gt_strmap_del(p->m, key));
+        return 1; /* the map changed: walk again */
     }
     return 0;
 }
 
-/* Forget drains of jobs that are gone. */
-static int gone_drain_cb(const char *key, void *val, void *arg)
+static void prune(struct gt_isvcctl *ic, struct gt_strmap *m, enum gt_kind kind)
 {
-    (void)val;
-    struct gt_isvcctl *ic = arg;
-    if (!gt_ctl_get(ic->c, GT_KIND_JOB, key)) {
-        free(gt_strmap_del(&ic->draining, key));
-        return 1;
+    struct prune p = {ic, m, kind};
+    for (size_t before = m->n + 1; m->n < before;) {
+        before = m->n;
+        gt_strmap_each(m, prune_cb, &p);
     }
-    return 0;
 }
 
 void gt_isvcctl_reconcile(struct gt_isvcctl *ic)
@@ -1009,14 +1014,8 @@ void gt_isvcctl_reconcile(struct gt_isvcctl *ic)
     }
     GT_VEC_FREE(&svcs);
     gt_strmap_each(&ic->c->objs[GT_KIND_JOB], orphan_cb, ic);
-    for (int i = 0; i < 1024; i++) {
-        size_t before = ic->draining.n + ic->state.n;
-        gt_strmap_each(&ic->draining, gone_drain_cb, ic);
-        gt_strmap_each(&ic->state, gone_state_cb, ic);
-        if (ic->draining.n + ic->state.n == before) {
-            break;
-        }
-    }
+    prune(ic, &ic->draining, GT_KIND_JOB);
+    prune(ic, &ic->state, GT_KIND_INFERENCESERVICE);
     if (ic->gw) {
         gt_gateway_commit(ic->gw);
     }
