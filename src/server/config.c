@@ -82,6 +82,10 @@ static const struct gt_config_opt opts[] = {
      "the DNS suffix of the gateway's Host routes (NAME.PROJECT.<domain>)"},
     {"haproxy", GT_CONFIG_STR, OFF(haproxy), "haproxy", 0, 0, false,
      "the HAProxy binary the gateway runs (2.6 or later: dynamic servers, http_auth_bearer)"},
+    {"secret-key", GT_CONFIG_STR, OFF(secret_key), NULL, 0, 0, false,
+     "a file of at least 32 bytes keying the values gantryd derives and never stores (notebook "
+     "tokens); every replica of one control plane needs the same; default DATA_DIR/secret.key, "
+     "made with random bytes on first start"},
     {"ui-dir", GT_CONFIG_STR, OFF(ui_dir), NULL, 0, 0, false,
      "the built web dashboard served at / (index.html, assets/); default: web beside the "
      "gantryd binary, where make puts it"},

@@ -50,6 +50,7 @@ struct gt_server_config {
     char *gateway_listen; /* --gateway-listen ADDR:PORT: the serving gateway; NULL: none */
     char *gateway_domain; /* --gateway-domain DNS: suffix of the gateway's Host routes */
     char *haproxy;        /* --haproxy PATH: the HAProxy binary the gateway runs */
+    char *secret_key;     /* --secret-key FILE: keys derived secrets; NULL: DATA_DIR/secret.key */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -167,8 +168,8 @@ struct gt_route {
     bool all_projects; /* project-scoped kind listed without a project */
     char project[64];  /* "" when none */
     char name[GT_ROUTE_NAME_MAX + 1];
-    char sub[16]; /* "", "status", "binding", "log", "exec" (tasks), "scalars", "history" (jobs),
-                   * "telemetry" (nodes) */
+    char sub[16]; /* "", "status", "binding", "log", "exec", "secrets" (tasks), "scalars",
+                   * "history" (jobs), "telemetry" (nodes) */
 };
 
 /* Parse a request path (no query) into r. -GT_ENOTFOUND with err saying

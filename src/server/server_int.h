@@ -100,6 +100,7 @@ struct gt_server {
     bool failed;                          /* fsync failed: refuse writes and exit 1 */
     struct gt_uuid_pool uuids;            /* for metadata.uid */
     struct gt_registry_key *registry_key; /* --registry-key; NULL: the registry is open */
+    unsigned char secret_key[32];         /* keys the values secrets.c derives */
     /* stop taking work and exit once writes are done (server.c): for the
      * layers below the life cycle, e.g. on a failed fsync */
     void (*drain)(struct gt_server *s, int exit_code);
