@@ -265,6 +265,21 @@ gt_check_fn gt_check_env_name;
 gt_check_fn gt_check_camel_word;
 gt_check_fn gt_check_requirements;
 
+/* ---- explain (explain.c) ---- */
+
+/* kubectl explain of kind's field at path (dotted, as "spec.replicaSpecs";
+ * a map's or list's entries are stepped over, so "spec.replicaSpecs.
+ * template"; NULL or "": the kind itself) appended to out: KIND and
+ * VERSION, FIELD with its type (<string>, <integer>, <boolean>, <Object>,
+ * <[]Object>, <map[string]string>, ...) and -required-, DESCRIPTION (with
+ * allowed values, bounds and default) and FIELDS, each child's name, type
+ * and description, in the schema's order. 0, or GT_ENOTFOUND with err
+ * naming the first field that does not exist and where it was looked for. */
+int gt_api_explain(enum gt_kind kind, const char *path, struct gt_buf *out, struct gt_err *err);
+/* Whether every row of explain's description table names a field of its
+ * kind's schema: 0, or GT_ENOTFOUND with err naming the row (for tests). */
+int gt_api_explain_check(struct gt_err *err);
+
 /* ---- Kubeflow manifests (kubeflow.c) ---- */
 
 /* runPolicy.backoffLimit meaning "no limit on restarts": a Kubeflow job
@@ -275,8 +290,31 @@ gt_check_fn gt_check_requirements;
  * go through gt_api_kubeflow_convert, which names what it cannot take. */
 bool gt_api_kubeflow_is(const json_t *doc);
 
-/* Convert a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob, PaddleJob or
- * JAXJob (in, borrowed, unchanged)
+/* MPIJobs (kubeflow_mpi.c): the framework annotation's value, the
+ * annotations that carry the manifest's slotsPerWorker ("1", "2", ...) and
+ * mpiImplementation (OpenMPI | Intel | MPICH) to the job controller, the
+ * directory the launcher finds its hostfile (and discover_hosts.sh) in, as
+ * the MPI operator mounts it, and the environment entry that carries the
+ * hostfile's text from gantryd to the launcher's agent, which writes it
+ * there. GT_MPI_RSH_AGENT is the value of the launcher's rsh-agent
+ * variables (OMPI_MCA_plm_rsh_agent, I_MPI_HYDRA_BOOTSTRAP_EXEC,
+ * HYDRA_LAUNCHER_EXEC) as gantryd writes it, the name of a link to the
+ * gantry CLI that runs `gantry mpi-rsh` (one path without arguments, as
+ * hydra's bootstrap exec must be); the agent replaces it with that link's
+ * path next to gantlet. */
+#define GT_API_FRAMEWORK_MPI "mpi"
+#define GT_API_ANNOTATION_MPI_SLOTS "gantry.dev/mpi-slots-per-worker"
+#define GT_API_ANNOTATION_MPI_IMPL "gantry.dev/mpi-implementation"
+#define GT_MPI_DIR "/etc/mpi"
+#define GT_MPI_HOSTFILE_ENV "GANTRY_MPI_HOSTFILE"
+#define GT_MPI_RSH_AGENT "gantry-mpi-rsh"
+/* An MPI launcher's exec credential: this prefix and the hex HMAC-SHA256,
+ * under its node's token, of "<project>/<job>"; it lets the bearer exec
+ * into that job's tasks only. */
+#define GT_MPI_TOKEN_PREFIX "gtmpi:"
+
+/* Convert a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob, PaddleJob,
+ * JAXJob or MPIJob (or a kubeflow.org/v2beta1 MPIJob) (in, borrowed, unchanged)
  * into a validated, canonical gantry Job (*job_out, new; caller
  * json_decref()s). metadata.namespace (required) becomes metadata.project; the
  * framework container ("tensorflow", "pytorch", "xgboost", "paddle",
@@ -414,6 +452,16 @@ struct gt_api_template_resources {
     struct gt_api_res requests;
     struct gt_api_res limits;
 };
+/* template.tolerations[] (Kubernetes' Toleration): key NULL or "" with
+ * op "Exists" tolerates every taint; effect NULL: every effect; seconds:
+ * tolerationSeconds of a NoExecute one (GT_API_UNSET: for ever). */
+struct gt_api_toleration {
+    const char *key;
+    const char *op; /* "Equal" (default) or "Exists" */
+    const char *value;
+    const char *effect;
+    int64_t seconds;
+};
 /* terminationMessagePolicy, by index */
 enum { GT_API_TERMINATION_NONE, GT_API_TERMINATION_FILE };
 
@@ -426,6 +474,10 @@ struct gt_api_template {
     struct gt_api_template_resources resources;
     GT_API_LIST(struct gt_api_container_port) ports;
     GT_API_LIST(struct gt_api_mount) volume_mounts;
+    /* nodeSelector: labels a node must carry (borrowed map of strings, or
+     * NULL); tolerations: the node taints the task tolerates */
+    const json_t *node_selector;
+    GT_API_LIST(struct gt_api_toleration) tolerations;
     int64_t run_as_user;    /* GT_API_UNSET: the creator's uid */
     int64_t grace_period_s; /* terminationGracePeriodSeconds; GT_API_UNSET: 30 */
     /* hostUsers (as in a Kubernetes pod spec): false runs the task as uid 0
@@ -455,16 +507,33 @@ struct gt_api_effective {
 void gt_api_resources_effective(const struct gt_api_template_resources *r,
                                 struct gt_api_effective *out);
 
+/* A spec.volumes entry's emptyDir (Kubernetes' EmptyDirVolumeSource): a
+ * scratch directory of the task's own on its node, made empty when the task
+ * starts and removed with it. medium: GT_API_MEDIUM_DISK (in the task's
+ * data directory) or GT_API_MEDIUM_MEMORY (a tmpfs whose pages count in
+ * the task's memory cgroup). size_limit: the sizeLimit quantity as given
+ * (borrowed; NULL: none); gt_api_empty_dir_bytes reads it. */
+enum { GT_API_MEDIUM_DISK, GT_API_MEDIUM_MEMORY };
+struct gt_api_empty_dir {
+    int medium; /* GT_API_MEDIUM_* */
+    const json_t *size_limit;
+};
+/* sizeLimit of a validated emptyDir in bytes; 0 when it has none. */
+int64_t gt_api_empty_dir_bytes(const struct gt_api_empty_dir *d);
+
 /* One entry of a Job's or Task's spec.volumes: exactly one of host_path
- * (a directory beneath a storage root) and volume (a Volume of the
- * project, by name). image: on a bound Task's volume entry only, the
- * Volume's disk image (its status.path), written at bind by gantryd. */
+ * (a directory beneath a storage root), volume (a Volume of the project,
+ * by name) and empty_dir (scratch space, has_empty_dir). image: on a bound
+ * Task's volume entry only, the Volume's disk image (its status.path),
+ * written at bind by gantryd. */
 struct gt_api_volume {
     const char *name;
     const char *host_path;
     const char *volume;
     const char *image;
     bool read_only;
+    struct gt_api_empty_dir empty_dir;
+    bool has_empty_dir;
 };
 struct gt_api_volumes GT_API_LIST_OF(struct gt_api_volume);
 
@@ -536,6 +605,9 @@ struct gt_api_job_status {
     const char *completion_time;
     int64_t restart_count;
     int64_t requeue_count;
+    /* image pulls that failed and were backed off from (ImagePullBackOff);
+     * they count among the requeues, not toward backoffLimit */
+    int64_t image_pull_backoffs;
 };
 
 struct gt_api_job {
@@ -633,10 +705,18 @@ struct gt_api_task {
 
 /* ---- Node ---- */
 
+/* The NoExecute taint `gantry drain` puts on a node: every task there is
+ * stopped (reason Drained), tolerated or not. */
+#define GT_API_DRAIN_TAINT "gantry.dev/drain"
+
+/* A node taint (Kubernetes' Taint); time_added: when a NoExecute one was
+ * put on (RFC 3339, `gantry taint` writes it; NULL: unknown), from which a
+ * toleration's tolerationSeconds count. */
 struct gt_api_taint {
     const char *key;
     const char *value;
     const char *effect;
+    const char *time_added;
 };
 struct gt_api_node_gpu {
     int64_t index;

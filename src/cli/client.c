@@ -30,7 +30,8 @@ struct gt_cli_client {
     CURL *curl;
     char *server;
     struct curl_slist *headers;
-    int cancel_fd; /* borrowed; -1 none */
+    int cancel_fd;  /* borrowed; -1 none */
+    long timeout_s; /* of gt_cli_client_request; 0: none */
 };
 
 struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
@@ -41,6 +42,7 @@ struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
     GT_ASSERT(c->curl);
     c->server = gt_xstrdup(server);
     c->cancel_fd = -1;
+    c->timeout_s = REQUEST_TIMEOUT_S;
     c->headers = curl_slist_append(NULL, "Accept: application/json");
     c->headers = curl_slist_append(c->headers, "Content-Type: application/json");
     /* No "Expect: 100-continue" round trip before large bodies. */
@@ -266,7 +268,7 @@ int gt_cli_client_request(struct gt_cli_client *c, const char *method, const cha
     if (text) {
         curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
     }
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, (long)REQUEST_TIMEOUT_S);
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, c->timeout_s);
     curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
     int rc = finish(c, curl_easy_perform(c->curl), &t, errbuf, err);
     if (rc == 0 && resp) {
@@ -313,4 +315,9 @@ int gt_cli_client_stream(struct gt_cli_client *c, const char *path, gt_cli_strea
 void gt_cli_client_set_cancel_fd(struct gt_cli_client *c, int fd)
 {
     c->cancel_fd = fd;
+}
+
+void gt_cli_client_set_timeout(struct gt_cli_client *c, long seconds)
+{
+    c->timeout_s = seconds;
 }

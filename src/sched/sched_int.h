@@ -14,6 +14,7 @@
 
 #include "sched/frag.h"
 #include "sched/map.h"
+#include "sched/match.h"
 #include "sched/sched.h"
 
 /* ---- the model ---- */
@@ -71,7 +72,8 @@ struct gt_sched_node {
     int64_t cpu_milli_alloc, memory_bytes_alloc;
     int64_t cpu_milli_used, memory_bytes_used;
     bool ready, unschedulable;
-    struct gt_sched_gpu *gpus; /* sorted by index */
+    struct gt_sched_node_marks marks; /* labels and taints (match.c) */
+    struct gt_sched_gpu *gpus;        /* sorted by index */
     size_t n_gpus;
     size_t n_gpus_free;              /* healthy and FREE: kept by node_recount */
     struct gt_sched_task *task_head; /* tasks holding resources here */
@@ -104,8 +106,21 @@ struct gt_sched_band {
     struct gt_resvec held;
 };
 
+/* Finished jobs' service by gang size (history.c): per size class (whole
+ * GPUs 1, 2, 3-4, ..., 65+), a histogram of total service in GPU-seconds
+ * with power-of-two buckets. */
+#define GT_SCHED_HIST_CLASSES 8
+#define GT_SCHED_HIST_BUCKETS 40
+struct gt_sched_history {
+    struct {
+        double count, sum_ms;
+    } bucket[GT_SCHED_HIST_CLASSES][GT_SCHED_HIST_BUCKETS];
+    double total[GT_SCHED_HIST_CLASSES];
+};
+
 struct gt_sched_dept {
     char *name;
+    struct gt_sched_history history;
     struct gt_resvec guarantee, limit, used;
     __int128 pending[GT_RES_COUNT]; /* sum of its PENDING tasks' use (wide: no overflow) */
     size_t n_jobs;
@@ -137,7 +152,8 @@ struct gt_sched_group {
     char *name;
     int32_t replicas;
     struct gt_sched_task_req req;
-    struct gt_resvec use; /* what one bound task of the group counts against quota */
+    struct gt_resvec use;        /* what one bound task of the group counts against quota */
+    struct gt_sched_where where; /* nodeSelector and tolerations (match.c) */
 };
 
 struct gt_sched_task {
@@ -217,6 +233,8 @@ struct gt_sched_model {
     uint64_t n_cycles;
     uint64_t rng; /* the random placement's state */
     struct gt_sched_workload workload;
+    struct gt_sched_history history; /* every department's, for cold starts */
+    size_t n_served;                 /* jobs with attained service > 0 */
     /* the cycle's scratch, kept between cycles (cycle.c) */
     struct gt_sched_pick *pick;
     struct gt_sched_task **pending;

@@ -103,6 +103,11 @@ size_t gt_server_tokens_count(const struct gt_server_tokens *t);
 /* Call fn(user, arg) for every user of the table (borrowed), in no order. */
 void gt_server_tokens_each(const struct gt_server_tokens *t,
                            void (*fn)(const struct gt_server_user *u, void *arg), void *arg);
+/* Is hex (64 lower-case hex digits) the HMAC-SHA256 of msg under the token
+ * of some gantry:nodes user? An MPI launcher's exec credential
+ * (GT_MPI_TOKEN_PREFIX), which its node's agent derives (taskspec.c). */
+bool gt_server_tokens_node_mac_ok(const struct gt_server_tokens *t, const char *msg,
+                                  const char *hex);
 void gt_server_tokens_free(struct gt_server_tokens *t);
 
 /* ---- authorization (access.c) ----
@@ -155,6 +160,7 @@ enum gt_route_type {
     GT_ROUTE_USAGE,          /* the ledger's usage report (ledger.c) */
     GT_ROUTE_USAGE_RECORDS,  /* the ledger's records (ledger.c) */
     GT_ROUTE_JOB_STATS,      /* every job's current utilisation (telemetry.c) */
+    GT_ROUTE_NODE_STATS,     /* every node's current use by its tasks (telemetry.c) */
     GT_ROUTE_VERSION,        /* /version: gantryd's release */
     GT_ROUTE_COLLECTION,     /* list / create / watch */
     GT_ROUTE_OBJECT,         /* get / put / delete, or a subresource */
@@ -356,6 +362,7 @@ struct gt_job_decision {
     enum gt_job_action action;
     bool begins;        /* RESTART: this reconcile starts the restart */
     bool counted;       /* begins: the restart counts toward backoffLimit */
+    bool pull_backoff;  /* begins: an image pull failed; the restart waits its back-off */
     int64_t generation; /* the job's generation (restarts so far) after this decision */
     char reason[64];    /* FAIL / RESTART: condition reason (FAIL: also the stop reason) */
     char message[320];  /* FAIL / RESTART: condition message */
@@ -421,6 +428,21 @@ struct gt_jobenv_member {
  * else tensorflow. */
 json_t *gt_jobenv_env(const char *job, const char *project, const char *framework,
                       const struct gt_jobenv_member *m, size_t n, size_t self);
+/* The env entries of member self of an MPIJob (framework
+ * GT_API_FRAMEWORK_MPI; annotations: the job's, borrowed, with
+ * GT_API_ANNOTATION_MPI_SLOTS and _IMPL) as the MPI operator sets them
+ * (jobenv_mpi.c): K_MPI_JOB_ROLE for every member; for the launcher the
+ * hostfile's variables for its MPI implementation, the rsh agent
+ * (GT_MPI_RSH_AGENT) and GT_MPI_HOSTFILE_ENV, the hostfile's text. New
+ * array, the caller's. */
+json_t *gt_jobenv_mpi_env(const char *job, const char *project, const json_t *annotations,
+                          const struct gt_jobenv_member *m, size_t n, size_t self);
+/* The MPI hostfile of a job whose members are m[0..n): one line per Worker,
+ * by index, "HOST slots=N" (OpenMPI) or "HOST:N" (Intel, MPICH), HOST the
+ * MPI operator v2beta1's "<job>-worker-<i>.<job>.<project>.svc". Caller
+ * frees. */
+char *gt_jobenv_mpi_hostfile(const char *job, const char *project, const char *impl,
+                             long long slots, const struct gt_jobenv_member *m, size_t n);
 /* Kubeflow's TF_CONFIG for member self (compact JSON; caller frees). */
 char *gt_jobenv_tf_config(const char *job, const char *project, const struct gt_jobenv_member *m,
                           size_t n, size_t self);
@@ -445,9 +467,15 @@ json_t *gt_node_allocated(const char *node, const struct gt_api_task *const *tas
  * before since_ms, when gantryd started watching) is more than grace_ms old? */
 bool gt_node_lost(const struct gt_api_node *node, int64_t now_ms, int64_t grace_ms,
                   int64_t since_ms);
-/* Is the node draining: has it a NoExecute taint (`gantry drain` sets
- * gantry.dev/drain)? Its tasks are stopped with reason Drained. */
+/* Is the node draining: has it the NoExecute taint gantry.dev/drain
+ * (`gantry drain` sets it)? Its tasks are stopped with reason Drained. */
 bool gt_node_draining(const struct gt_api_node *node);
+/* The node's NoExecute taint (borrowed) that evicts task at now_ms: one
+ * its tolerations do not tolerate, or tolerate for tolerationSeconds that
+ * have passed since the taint's timeAdded (else since the task was
+ * bound); NULL when none does (Kubernetes' taint-based eviction). */
+const struct gt_api_taint *gt_node_evicting_taint(const struct gt_api_node *node,
+                                                  const struct gt_api_task *task, int64_t now_ms);
 /* {"cpu": "<milli>m", "memory": "<bytes>", "nvidia.com/gpu": "<n>" or
  * "<milli>m"} (new reference): resource amounts as status fields show them. */
 json_t *gt_resources_json(int64_t cpu_milli, int64_t memory_bytes, int64_t gpu_milli);

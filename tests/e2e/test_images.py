@@ -15,12 +15,17 @@ image from a busybox-static rootfs with umoci and pushes it with skopeo
   same overlayfs lower directory) and a file one writes is not in the
   other's root;
 - a bad reference, a missing tag and a stopped registry each fail the task
-  with ImagePullFailed and a message naming the cause; no GPU stays
-  allocated;
+  with ImagePullFailed and a message naming the cause; the job backs off
+  (Restarting, reason ImagePullBackOff, the cause in its message, shown by
+  `gantry get jobs`) holding no GPU, pulls again after a delay that doubles,
+  and never fails for it;
 - with --image-gc-threshold 1 (byte) an image stays while a task uses it
   and goes, least recently used first, once unused and another is pulled;
 - an image task survives a SIGKILL of the agent and is re-adopted; deleting
-  it leaves no runc container, cgroup or mount behind.
+  it leaves no runc container, cgroup or mount behind;
+- an image task's PID 1 is the shim's init (issue 16, defect 5), so a plain
+  script without a SIGTERM handler stops within 2 s of its job's delete,
+  not after its 30 s grace period.
 Skipped when runc, skopeo, umoci, docker-registry or busybox is missing.
 """
 import glob
@@ -34,8 +39,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gantry_e2e import (GANTLET, AgentTest, free_port, obj, task_cgroups,  # noqa: E402
-                        wait_for)
+from gantry_e2e import (GANTLET, AgentTest, free_port, obj, pid_alive,  # noqa: E402
+                        task_cgroups, wait_for)
 from gantry_e2e import main  # noqa: E402
 
 ALICE_UID = 1001
@@ -126,7 +131,8 @@ class Images(AgentTest):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gantry-images-vol-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.gantryd_args = AgentTest.gantryd_args + ("--storage-root", self.tmp)
+        self.gantryd_args = AgentTest.gantryd_args + ("--storage-root", self.tmp,
+                                                      "--restart-backoff-ms", "1000")
         super().setUp()
         os.chmod(self.tmp, 0o711)
         self.stopped_port = free_port()
@@ -255,16 +261,34 @@ class Images(AgentTest):
                 "Failed"), timeout=20)
             self.assertEqual(ev["type"], "Warning", ev)
 
-            def failed():
+            # the job backs off (ImagePullBackOff, the pull's error in its
+            # message) instead of failing, and pulls again later
+            def backing_off():
                 st, job = self.g.request("GET", self.PROJECT + "/jobs/" + name, token="alice")
                 return [c for c in job["status"]["conditions"]
-                        if c["type"] == "Failed" and c["status"] == "True"]
-            self.assertEqual(wait_for("the job to fail", failed, timeout=20)[0]["reason"],
-                             "ImagePullFailed")
+                        if c["type"] == "Restarting" and c["status"] == "True" and
+                        c.get("reason") == "ImagePullBackOff"]
+            c = wait_for("the job to back off", backing_off, timeout=20)[0]
+            self.assertIn(cause, c["message"], c)
+            self.assertIn("its GPUs are released, pulling again in", c["message"], c)
+            out = self.g.cli("get", "jobs", "-p", "proj-a").stdout
+            self.assertRegex(out, name + r"\s.*ImagePullBackOff")
         self.assertIn("cannot reach registry 127.0.0.1:%d" % self.stopped_port,
                       self.task("noreg-worker-0")["status"]["message"])
-        wait_for("no GPU allocated",
+        wait_for("no GPU allocated while backing off",
                  lambda: self.agent.node()["status"]["allocated"]["gpus"] == [], timeout=20)
+
+        # the delay grows (base 1 s here: 1 s, 2 s, ...) and never reaches
+        # backoffLimit: the job is not Failed
+        def pulls():
+            st, job = self.g.request("GET", self.PROJECT + "/jobs/notag", token="alice")
+            return job["status"].get("imagePullBackOffs", 0) >= 3 and job
+        job = wait_for("three pulls backed off", pulls, timeout=40)
+        self.assertNotIn("restartCount", job["status"])
+        self.assertFalse([c for c in job["status"]["conditions"]
+                          if c["type"] == "Failed" and c["status"] == "True"])
+        c = [c for c in job["status"]["conditions"] if c["type"] == "Restarting"][0]
+        self.assertIn("pulling again in 4s", c["message"], c)
 
     def test_gc_collects_unused_images(self):
         self.agent.kill()
@@ -310,6 +334,21 @@ class Images(AgentTest):
         with self.assertRaises(ProcessLookupError):
             os.kill(pid, 0)
 
+    def test_init_is_pid_1_and_a_stop_is_prompt(self):
+        # sh execs a lone command (sleep would be PID 1); in the loop sh
+        # stays and outlives each sleep the stop's SIGTERM ends
+        for name, script in (("plain", "sleep 1000"), ("loop", "while :; do sleep 1; done")):
+            t = self.submit_image(name, self.ref, ["/bin/sh", "-c", script], grace_s=30)
+            pid = self.wait_host_pid(t, timeout=60)
+            with open("/proc/%d/cmdline" % pid) as f:
+                argv = f.read().split("\0")[:-1]
+            self.assertEqual(argv, ["/sbin/gantry-init", "--init-exec", "3", "/bin/sh", "-c",
+                                    script])
+            t0 = time.monotonic()
+            self.g.cli("delete", "job", name, "-p", "proj-a")
+            wait_for("the task's init gone", lambda: not pid_alive(pid), timeout=40)
+            self.assertLess(time.monotonic() - t0, 2.0, script)
+            wait_for("deleted task gone", lambda: self.task(t) is None, timeout=30)
 
 if __name__ == "__main__":
     main()

@@ -318,7 +318,8 @@ class VolumeKind(AgentTest):
         st, body = self.g.request("POST", self.PROJECT + "/jobs", obj("Job", "both", "proj-a",
                                                                       spec=spec), token="alice")
         self.assertEqual((st, body["message"]), (422, "spec.volumes[0].volume: exactly one of "
-                                                      "hostPath and volume is required"), body)
+                                                      "hostPath, volume and emptyDir is "
+                                                      "required"), body)
         p = self.g.cli("volume", "create", "y", "-p", "proj-a", token="alice", check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("--size: required", p.stderr)

@@ -217,38 +217,49 @@ static void test_job_finished_not_failed(void **state)
     json_decref(job);
 }
 
-/* A failed pull says so in the job's reason: ImagePullFailed when it ends
- * the job, ImagePullBackOff for the counted restart that waits its
- * back-off before the next pull. */
+/* A failed pull backs off whatever the restartPolicy, as kubelet's
+ * ImagePullBackOff: the job restarts with reason ImagePullBackOff and the
+ * pull's error in its message, not toward backoffLimit (a requeue), and the
+ * next pull waits 10 s, then 20 s, ... (the back-off of the pulls so far). */
 static void test_image_pull_reasons(void **state)
 {
     (void)state;
     const int64_t t0 = 1700000000000;
     char ts[32];
     gt_time_format(t0, ts, sizeof(ts));
-    json_t *job = job_with("Never", json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
-    json_t *tasks[2] = {running("Master", "0"), failed("Worker", "ImagePullFailed", 127, "0")};
-    struct gt_job_decision d;
-    decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
-    assert_int_equal(d.action, GT_JOB_FAIL);
-    assert_string_equal(d.reason, "ImagePullFailed");
-    json_decref(job);
-    job = job_with("OnFailure", json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
-    decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
-    assert_int_equal(d.action, GT_JOB_RESTART);
-    assert_true(d.counted);
-    assert_string_equal(d.reason, "ImagePullBackOff");
-    json_object_set_new(job, "status", derive_json(job, tasks, 2, &d, NULL, t0 + 1000));
-    /* every task ended: the next pull waits the back-off */
-    json_decref(tasks[0]);
-    tasks[0] = failed("Master", GT_STOP_RESTARTING, 143, "0");
-    decide_json(job, tasks, 2, t0 + 5000, 10000, &d);
-    assert_int_equal(d.action, GT_JOB_RESTART);
-    assert_string_equal(d.reason, "ImagePullBackOff");
-    assert_true(d.wake_ms >= t0 + 1000 + 10000);
-    json_decref(tasks[0]);
-    json_decref(tasks[1]);
-    json_decref(job);
+    for (int pol = 0; pol < 2; pol++) {
+        json_t *job = job_with(pol ? "OnFailure" : "Never",
+                               json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
+        json_t *tasks[2] = {running("Master", "0"), failed("Worker", "ImagePullFailed", 127, "0")};
+        json_object_set_new(json_object_get(tasks[1], "status"), "message",
+                            json_string("pulling reg/x:1: manifest unknown"));
+        struct gt_job_decision d;
+        decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
+        assert_int_equal(d.action, GT_JOB_RESTART);
+        assert_false(d.counted);
+        assert_true(d.pull_backoff);
+        assert_string_equal(d.reason, "ImagePullBackOff");
+        assert_non_null(strstr(d.message, "manifest unknown"));
+        assert_non_null(strstr(d.message, "pulling again in 10s"));
+        json_t *st = derive_json(job, tasks, 2, &d, NULL, t0 + 1000);
+        assert_int_equal(json_integer_value(json_object_get(st, "imagePullBackOffs")), 1);
+        assert_null(json_object_get(st, "restartCount"));
+        json_object_set_new(job, "status", st);
+        /* every task ended: the next pull waits the back-off */
+        json_decref(tasks[0]);
+        tasks[0] = failed("Master", GT_STOP_RESTARTING, 143, "0");
+        decide_json(job, tasks, 2, t0 + 5000, 10000, &d);
+        assert_int_equal(d.action, GT_JOB_RESTART);
+        assert_string_equal(d.reason, "ImagePullBackOff");
+        assert_true(d.wake_ms >= t0 + 1000 + 10000);
+        /* a second failed pull waits twice as long */
+        json_object_set_new(json_object_get(job, "status"), "imagePullBackOffs", json_integer(2));
+        decide_json(job, tasks, 2, t0 + 5000, 10000, &d);
+        assert_true(d.wake_ms >= t0 + 1000 + 20000);
+        json_decref(tasks[0]);
+        json_decref(tasks[1]);
+        json_decref(job);
+    }
 }
 
 static void test_decide_exit_code_and_ttl(void **state)
@@ -313,6 +324,51 @@ static const char *env_of(const json_t *env, const char *name)
         }
     }
     return NULL;
+}
+
+/* An MPIJob's launcher and workers: the MPI operator's variables per
+ * implementation and its hostfile formats. */
+static void test_mpi_env(void **state)
+{
+    (void)state;
+    const struct gt_jobenv_member m[] = {
+        {"Launcher", 0, 30000, "10.0.0.1"},
+        {"Worker", 1, 30002, "10.0.0.3"},
+        {"Worker", 0, 30001, "10.0.0.2"},
+    };
+    json_t *ann = json_pack("{s:s, s:s}", GT_API_ANNOTATION_MPI_SLOTS, "2",
+                            GT_API_ANNOTATION_MPI_IMPL, "OpenMPI");
+    json_t *env = gt_jobenv_mpi_env("pi", "team", ann, m, 3, 0);
+    assert_string_equal(env_of(env, "K_MPI_JOB_ROLE"), "launcher");
+    assert_string_equal(env_of(env, "OMPI_MCA_plm_rsh_agent"), GT_MPI_RSH_AGENT);
+    assert_string_equal(env_of(env, "OMPI_MCA_orte_default_hostfile"), "/etc/mpi/hostfile");
+    assert_string_equal(env_of(env, "OMPI_MCA_orte_keep_fqdn_hostnames"), "true");
+    assert_string_equal(env_of(env, "OMPI_MCA_orte_set_default_slots"), "2");
+    assert_string_equal(env_of(env, GT_MPI_HOSTFILE_ENV),
+                        "pi-worker-0.pi.team.svc slots=2\npi-worker-1.pi.team.svc slots=2\n");
+    json_decref(env);
+    env = gt_jobenv_mpi_env("pi", "team", ann, m, 3, 1);
+    assert_string_equal(env_of(env, "K_MPI_JOB_ROLE"), "worker");
+    assert_null(env_of(env, GT_MPI_HOSTFILE_ENV));
+    assert_null(env_of(env, "OMPI_MCA_plm_rsh_agent"));
+    json_decref(env);
+    json_object_set_new(ann, GT_API_ANNOTATION_MPI_IMPL, json_string("Intel"));
+    env = gt_jobenv_mpi_env("pi", "team", ann, m, 3, 0);
+    assert_string_equal(env_of(env, "I_MPI_HYDRA_HOST_FILE"), "/etc/mpi/hostfile");
+    assert_string_equal(env_of(env, "I_MPI_HYDRA_BOOTSTRAP"), "rsh");
+    assert_string_equal(env_of(env, "I_MPI_HYDRA_BOOTSTRAP_EXEC"), GT_MPI_RSH_AGENT);
+    assert_string_equal(env_of(env, "I_MPI_PERHOST"), "2");
+    assert_null(env_of(env, "OMPI_MCA_plm_rsh_agent"));
+    assert_string_equal(env_of(env, GT_MPI_HOSTFILE_ENV),
+                        "pi-worker-0.pi.team.svc:2\npi-worker-1.pi.team.svc:2\n");
+    json_decref(env);
+    json_object_set_new(ann, GT_API_ANNOTATION_MPI_IMPL, json_string("MPICH"));
+    env = gt_jobenv_mpi_env("pi", "team", ann, m, 3, 0);
+    assert_string_equal(env_of(env, "HYDRA_HOST_FILE"), "/etc/mpi/hostfile");
+    assert_string_equal(env_of(env, "HYDRA_LAUNCHER"), "rsh");
+    assert_string_equal(env_of(env, "HYDRA_LAUNCHER_EXEC"), GT_MPI_RSH_AGENT);
+    json_decref(env);
+    json_decref(ann);
 }
 
 static void test_pytorch_env(void **state)
@@ -663,6 +719,7 @@ int main(void)
         cmocka_unit_test(test_check_volumes),
         cmocka_unit_test(test_build_tasks_pip),
         cmocka_unit_test(test_cluster_config),
+        cmocka_unit_test(test_mpi_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
