@@ -179,8 +179,8 @@ int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t 
     w->done = done;
     w->arg = arg;
     w->submit_ns = gt_now_ns();
-    int rc = gt_server_write(c->s, op, key, text, len, op == GT_STORE_CREATE ? 0 : expected_rev,
-                             write_done, w);
+    int rc = gt_server_write(c->s, true, op, key, text, len,
+                             op == GT_STORE_CREATE ? 0 : expected_rev, write_done, w);
     free(text);
     if (rc) {
         json_decref(w->obj);

@@ -76,6 +76,10 @@ struct gt_ctl_hooks {
     void (*serve)(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *query);
 };
 
+/* A replica's part (leader.c): not ready until its cache is loaded;
+ * elected, it is a leader only once its cache has caught up. */
+enum gt_server_role { GT_ROLE_NOT_READY, GT_ROLE_FOLLOWER, GT_ROLE_ELECTED, GT_ROLE_LEADER };
+
 /* The daemon. */
 struct gt_server {
     const struct gt_server_config *cfg;
@@ -100,6 +104,14 @@ struct gt_server {
     bool failed;                          /* fsync failed: refuse writes and exit 1 */
     struct gt_uuid_pool uuids;            /* for metadata.uid */
     struct gt_registry_key *registry_key; /* --registry-key; NULL: the registry is open */
+    /* leadership (leader.c) */
+    enum gt_server_role role;
+    char *replica_id;
+    struct gt_store_guard guard; /* strings owned; the controllers' writes carry it */
+    bool have_guard;
+    int64_t leader_rev;      /* elected at; controllers start once the cache has it */
+    uint64_t leader_changes; /* times this replica became leader or lost it */
+    struct event *leader_timer;
     /* stop taking work and exit once writes are done (server.c): for the
      * layers below the life cycle, e.g. on a failed fsync */
     void (*drain)(struct gt_server *s, int exit_code);
