@@ -35,6 +35,20 @@ def readyz(g):
     return st, (body or {}).get("status") if isinstance(body, dict) else None
 
 
+class Replicas:
+    """Several gantryd as a client sees them: url is the comma list."""
+
+    def __init__(self, *gs):
+        self.gs = gs
+        self.url = ",".join(g.url for g in gs)
+
+    def request(self, *args, **kw):
+        for g in self.gs:
+            if g.proc.poll() is None:
+                return g.request(*args, **kw)
+        raise OSError("no replica is up")
+
+
 class TwoReplicas(unittest.TestCase):
     def setUp(self):
         self.etcd = Etcd().start()
@@ -94,7 +108,9 @@ class TwoReplicas(unittest.TestCase):
 
     def test_failover(self):
         self.seed(self.g2)  # a follower takes writes itself
-        agent = Gantlet(self.g2, name="n1", fake_gpus="2xA100-80GB")
+        # the agent knows both replicas (r2 first) and moves on by itself
+        both = Replicas(self.g2, self.g1)
+        agent = Gantlet(both, name="n1", fake_gpus="2xA100-80GB")
         self.addCleanup(agent.cleanup)
         agent.start()
 
@@ -139,13 +155,12 @@ class TwoReplicas(unittest.TestCase):
         self.assertTrue("leadership lost" in log or "guarded write was refused" in log, log)
         self.g2.log.close()
 
-        # the agent's server went away with r2: point it at r1 and go on
-        agent.g = self.g1
-        agent.proc.send_signal(signal.SIGTERM)
-        agent.proc.wait(timeout=20)
-        agent.start()
+        # the agent's server went away with r2: it moved on to r1 itself; the
+        # CLI given both (the dead one first) does the same
         self.submit(self.g1, "three")
         self.wait_succeeded(self.g1, "three")
+        out = self.g1.cli("--server", both.url, "get", "tasks", "-p", "proj-a").stdout
+        self.assertIn("three-worker-0", out)
         for name in ("one", "two", "three"):
             st, body = self.g1.request("GET", PROJECT + "/tasks/%s-worker-0" % name)
             self.assertEqual(st, 200, body)
