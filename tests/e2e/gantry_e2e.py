@@ -151,6 +151,20 @@ class Gantryd:
 
 
 
+def etcd_answers(port, path, body):
+    """Does the etcd member on loopback port answer POST path (its JSON
+    gateway) with 200?"""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            conn.request("POST", path, body=body)
+            return conn.getresponse().status == 200
+        finally:
+            conn.close()
+    except OSError:
+        return False
+
+
 class Etcd:
     """A one-member etcd (Debian's etcd-server) on loopback free ports, with
     its data in a temporary directory; .store is gantryd's --store value."""
@@ -182,16 +196,8 @@ class Etcd:
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("etcd exited %d" % self.proc.returncode)
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.client, timeout=2)
-                try:
-                    conn.request("POST", "/v3/kv/range", body='{"key":"AA=="}')
-                    if conn.getresponse().status == 200:
-                        return self
-                finally:
-                    conn.close()
-            except OSError:
-                pass
+            if etcd_answers(self.client, "/v3/kv/range", '{"key":"AA=="}'):
+                return self
             time.sleep(0.1)
         raise RuntimeError("etcd did not answer on " + curl)
 
@@ -236,18 +242,8 @@ class EtcdCluster:
         return self
 
     def writable(self):
-        for c, _ in self.ports:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", c, timeout=2)
-                try:
-                    conn.request("POST", "/v3/kv/put", body='{"key":"AQ==","value":""}')
-                    if conn.getresponse().status == 200:
-                        return True
-                finally:
-                    conn.close()
-            except OSError:
-                pass
-        return False
+        return any(etcd_answers(c, "/v3/kv/put", '{"key":"AQ==","value":""}')
+                   for c, _ in self.ports)
 
     def kill(self, i):
         self.procs[i].kill()
