@@ -188,6 +188,12 @@ struct gt_ctl {
      * waits for it, which marks them dirty */
     struct gt_strmap unseen;
     struct gt_strmap fresh; /* key -> a committed write of ours until its watch event */
+    /* key -> revision of our committed delete, applied to the cache at once
+     * on a shared store (cache.c), until the watch has passed it */
+    struct gt_strmap gone;
+    /* gt_ctl_event (ctl.c), for cache.c to apply a write of ours at once */
+    void (*event)(struct gt_ctl *c, const struct gt_kind_info *kind,
+                  const struct gt_store_event *ev);
     struct gt_strmap timed; /* job keys whose next step is due by time (gt_jobctl_tick) */
     /* job keys with a status write of ours in flight after which a
      * reconcile would change nothing (jobctl.c): its write_done and watch

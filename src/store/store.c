@@ -736,6 +736,11 @@ int gt_store_list(struct gt_store *st, const char *prefix, gt_store_list_fn fn, 
     return st->ops->list(st->be, prefix, fn, arg, rev, err);
 }
 
+bool gt_store_feeding(const struct gt_store *st)
+{
+    return st->feeding;
+}
+
 int64_t gt_store_seen_revision(const struct gt_store *st)
 {
     return st->hist_rev;

@@ -183,6 +183,11 @@ typedef void (*gt_store_elect_fn)(bool leader, const struct gt_store_guard *guar
 int gt_store_elect(struct gt_store *st, const char *key, const char *value, int ttl_s, int renew_ms,
                    gt_store_elect_fn fn, void *arg, struct gt_err *err);
 
+/* True when other processes write to this store too and a feed brings
+ * their changes (etcd with an event base): a write's own watch event may
+ * then come after its done callback and after other writers' events. */
+bool gt_store_feeding(const struct gt_store *st);
+
 /* The revision of the newest change the watch history has seen: this
  * process's own writes, and on etcd the changes of every other writer as
  * the backend's watch feed delivers them. */
