@@ -85,6 +85,10 @@ int gt_cgroup_read_pids(const char *procs_file, pid_t **pids, size_t *n_pids, st
  * name holds the old or the new content after a crash. 0 or -errno. */
 int gt_agent_file_write_atomic(const char *dir, const char *name, const void *data, size_t len,
                                bool sync, struct gt_err *err);
+/* The same, unsynced, readable by its owner only (0600): for what holds a
+ * task's secrets. */
+int gt_agent_file_write_private(const char *dir, const char *name, const void *data, size_t len,
+                                struct gt_err *err);
 
 /* SHA-256 of len bytes of data as 64 lower-case hex digits + NUL (sha256.c). */
 void gt_sha256_hex(const void *data, size_t len, char out[65]);
@@ -326,9 +330,11 @@ struct gt_gantlet {
     struct evhttp *http;
     struct gt_apic_stream *watch;
     char watch_rv[32];
-    struct gt_strmap tel; /* Task uid -> its telemetry state (telemetry.c) */
-    bool tel_in_flight;   /* a telemetry report is being sent */
-    struct event *tel_ev; /* once a second: gt_gantlet_telemetry_poll */
+    struct gt_strmap tel;     /* Task uid -> its telemetry state (telemetry.c) */
+    struct gt_strmap secrets; /* Task uid -> a task waiting for its secrets (secrets.c) */
+    struct event *secrets_ev; /* asks again after a failure; NULL until one */
+    bool tel_in_flight;       /* a telemetry report is being sent */
+    struct event *tel_ev;     /* once a second: gt_gantlet_telemetry_poll */
     bool registered;
     bool listing;
     bool stopping;
@@ -380,6 +386,24 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g);
 void gt_gantlet_tasks_count(const struct gt_gantlet *g, int *running, int *gpus);
 struct gt_ltask *gt_gantlet_task_find(const struct gt_gantlet *g, const char *uid);
 void gt_gantlet_tasks_free(struct gt_gantlet *g);
+/* Start a task not known here (taken: kept as the task's Task) with the
+ * values of its gantry secrets (borrowed, {NAME: value}; NULL: none); with
+ * fail (borrowed) it is not run but recorded as failed to start, reason
+ * SecretUnavailable with that message. */
+void gt_gantlet_task_start(struct gt_gantlet *g, struct gt_api_task *task, const json_t *secrets,
+                           const char *fail);
+
+/* secrets.c: tasks whose env has valueFrom.gantrySecret wait here for the
+ * values gantryd makes for them, then start through start (as
+ * gt_gantlet_task_start). fetch takes task (a newer version replaces the
+ * waiting one); forget drops the task of uid if it waits (it is gone, or
+ * not to be started). */
+typedef void gt_gantlet_start_fn(struct gt_gantlet *g, struct gt_api_task *task,
+                                 const json_t *secrets, const char *fail);
+void gt_gantlet_secrets_fetch(struct gt_gantlet *g, struct gt_api_task *task,
+                              gt_gantlet_start_fn *start);
+void gt_gantlet_secrets_forget(struct gt_gantlet *g, const char *uid);
+void gt_gantlet_secrets_free(struct gt_gantlet *g);
 
 /* image_events.c: post the new lines of a task's DIR/events as Events. */
 void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t);

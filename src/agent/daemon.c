@@ -434,6 +434,7 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
     g->cfg = cfg;
     gt_strmap_init(&g->by_uid);
     gt_strmap_init(&g->tel);
+    gt_strmap_init(&g->secrets);
     gt_gid_cache_init(&g->gids);
     gt_log_set_level((enum gt_log_level)cfg->log_level);
     signal(SIGPIPE, SIG_IGN);
@@ -483,6 +484,7 @@ out:
     }
     gt_apic_free(g->api);
     gt_gantlet_telemetry_free(g);
+    gt_gantlet_secrets_free(g);
     gt_gantlet_tasks_free(g); /* frees the events of starting tasks: before their base */
     if (g->base) {
         event_base_free(g->base);

@@ -29,8 +29,8 @@ static int write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-int gt_agent_file_write_atomic(const char *dir, const char *name, const void *data, size_t len,
-                               bool sync, struct gt_err *err)
+static int write_atomic(const char *dir, const char *name, const void *data, size_t len, bool sync,
+                        mode_t mode, struct gt_err *err)
 {
     char tmp[256];
     snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
@@ -40,7 +40,8 @@ int gt_agent_file_write_atomic(const char *dir, const char *name, const void *da
         return gt_err_set(err, rc, "open %s: %s", dir, strerror(errno));
     }
     int rc = 0;
-    int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    unlinkat(dir_fd, tmp, 0); /* a leftover keeps its mode through O_CREAT */
+    int fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0) {
         rc = -errno;
         gt_err_set(err, rc, "create %s/%s: %s", dir, tmp, strerror(errno));
@@ -71,4 +72,16 @@ int gt_agent_file_write_atomic(const char *dir, const char *name, const void *da
 out:
     close(dir_fd);
     return rc;
+}
+
+int gt_agent_file_write_atomic(const char *dir, const char *name, const void *data, size_t len,
+                               bool sync, struct gt_err *err)
+{
+    return write_atomic(dir, name, data, len, sync, 0644, err);
+}
+
+int gt_agent_file_write_private(const char *dir, const char *name, const void *data, size_t len,
+                                struct gt_err *err)
+{
+    return write_atomic(dir, name, data, len, false, 0600, err);
 }

@@ -109,17 +109,22 @@ struct gt_task_spec_params {
     const struct gt_task_image_params *image; /* NULL: images are refused */
     struct gt_gid_cache *gids;                /* NULL: look each uid up */
     const char *volumes_dir; /* RUN/volumes: Volumes' mount points; NULL: Volumes refused */
+    /* the values of the env entries with valueFrom.gantrySecret, {NAME:
+     * value} as gantryd made them (borrowed); NULL: none fetched */
+    const json_t *secrets;
 };
+/* Does task's template name a gantry secret (env valueFrom.gantrySecret),
+ * whose value the agent must fetch before it starts the task? */
+bool gt_task_needs_secrets(const struct gt_api_task *task);
 
 /* Build the shim spec of a Task (borrowed) into spec (caller's
  * storage; gt_shim_spec_fini frees it): argv = command + args, env =
  * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent) +
- * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME, uid = runAsUser else creator uid
- * (0 only with spec.privileged), cwd = workingDir else DATA_DIR/work,
- * cgroup limits the template's effective limits (gt_api_resources_effective:
- * a limit not given is the request), log files in DATA_DIR,
- * dataDir DATA_DIR;
- * spec.source and spec.requirements as they are (venvDir =
+ * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME (an entry with valueFrom.gantrySecret
+ * takes its value from p->secrets: GT_EINVAL naming it when absent), uid = runAsUser else creator
+ * uid (0 only with spec.privileged), cwd = workingDir else DATA_DIR/work, cgroup limits the
+ * template's effective limits (gt_api_resources_effective: a limit not given is the request), log
+ * files in DATA_DIR, dataDir DATA_DIR; spec.source and spec.requirements as they are (venvDir =
  * VENV_ROOT/<task uid>) with spec.pip's indexUrl and findLinks (the
  * cluster's, from gantryd), template.volumeMounts joined with spec.volumes and
  * placed beneath a storage root, spec.hosts (plus NAME.<project>.svc for

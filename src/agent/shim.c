@@ -676,7 +676,8 @@ static int start_container(struct shim *s, struct gt_err *err)
                                      .dev_dir = s->cg.sys.dev_dir};
         cfg = gt_oci_config_build(base_cfg, &s->spec, &proc, &paths);
         text = gt_json_dumps(cfg);
-        rc = gt_agent_file_write_atomic(s->dir, "config.json", text, strlen(text), false, err);
+        /* the task's environment, its secrets too: for root only */
+        rc = gt_agent_file_write_private(s->dir, "config.json", text, strlen(text), err);
         free(text);
     }
     if (rc == 0 && pipe2(out, O_CLOEXEC) < 0) {

@@ -457,7 +457,8 @@ void gt_gantlet_volumes_sweep(struct gt_gantlet *g)
     gt_volume_sweep(g->volumes_dir, image_in_use, g);
 }
 
-static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
+static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *secrets,
+                   struct gt_err *err)
 {
     struct gt_task_spec_params p = {.state_dir = t->dir,
                                     .data_dir = t->data,
@@ -471,7 +472,8 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
                                     .cluster_ifname = g->cluster_ifname,
                                     .image = &g->image,
                                     .gids = &g->gids,
-                                    .volumes_dir = g->volumes_dir};
+                                    .volumes_dir = g->volumes_dir,
+                                    .secrets = secrets};
     struct gt_shim_spec spec;
     int rc = attach_volumes(g, t->obj, err);
     if (rc < 0) {
@@ -495,8 +497,10 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, struct gt_err *err)
     }
     if (rc == 0) {
         char *text = gt_shim_spec_to_json(&spec);
-        /* read once by the shim started next; nothing needs it after a crash */
-        rc = gt_agent_file_write_atomic(t->dir, "spec.json", text, strlen(text), false, err);
+        /* read once by the shim started next; nothing needs it after a
+         * crash. Only root reads it: it may hold the task's secrets. */
+        rc = gt_agent_file_write_private(t->dir, "spec.json", text, strlen(text), err);
+        explicit_bzero(text, strlen(text));
         free(text);
     }
     gt_shim_spec_fini(&spec);
@@ -544,8 +548,8 @@ static int spawn_shim(struct gt_gantlet *g, struct gt_ltask *t)
     return 0;
 }
 
-/* Start a task not known here; task is taken (kept as the task's Task). */
-static void task_start(struct gt_gantlet *g, struct gt_api_task *task)
+void gt_gantlet_task_start(struct gt_gantlet *g, struct gt_api_task *task, const json_t *secrets,
+                           const char *fail)
 {
     const char *uid = task->o.meta.uid;
     char dir[PATH_MAX + 160];
@@ -568,7 +572,12 @@ static void task_start(struct gt_gantlet *g, struct gt_api_task *task)
     t->start_ms = gt_now_ms();
     t->seen = true;
     struct gt_err err = {0};
-    if (write_meta(t, &err) < 0 || prepare(g, t, &err) < 0) {
+    if (fail) {
+        write_meta(t, NULL);
+        exit_synthesize(t, "SecretUnavailable", fail);
+        return;
+    }
+    if (write_meta(t, &err) < 0 || prepare(g, t, secrets, &err) < 0) {
         exit_synthesize(t, err.code == GT_EFORBIDDEN ? "VolumeDenied" : NULL, err.msg);
         return;
     }
@@ -680,9 +689,16 @@ void gt_gantlet_task_observe(struct gt_gantlet *g, struct gt_api_task *task, boo
     struct gt_ltask *t = gt_gantlet_task_find(g, uid);
     struct gt_task_local none = {0};
     unsigned a = gt_task_decide(t ? &t->st : &none, deleted ? NULL : task);
-    if (!t && (a & GT_TA_START)) {
-        task_start(g, task);
+    if (!t && (a & GT_TA_START) && gt_task_needs_secrets(task)) {
+        gt_gantlet_secrets_fetch(g, task, gt_gantlet_task_start); /* started once they come */
         return;
+    }
+    if (!t && (a & GT_TA_START)) {
+        gt_gantlet_task_start(g, task, NULL, NULL);
+        return;
+    }
+    if (!t) {
+        gt_gantlet_secrets_forget(g, uid); /* gone, or not to be started any more */
     }
     if (!t && (a & GT_TA_REPORT_UNSTARTED)) {
         report_unstarted(g, task);

@@ -61,9 +61,38 @@ char *gt_task_cache_dir(const char *cache_root, const struct gt_shim_spec *spec)
     return gt_xasprintf("%s/%u", cache_root, (unsigned)spec->uid);
 }
 
-/* The task's environment; spec's uid, namespaces and termination log are set. */
+bool gt_task_needs_secrets(const struct gt_api_task *task)
+{
+    const struct gt_api_template *tmpl = &task->spec.template;
+    for (size_t i = 0; i < tmpl->env.n; i++) {
+        if (tmpl->env.v[i].value_from.gantry_secret) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Has every env entry with valueFrom.gantrySecret its value in secrets?
+ * 0, or GT_EINVAL naming the first without. */
+static int check_secrets(const struct gt_api_template *tmpl, const json_t *secrets,
+                         struct gt_err *err)
+{
+    for (size_t i = 0; i < tmpl->env.n; i++) {
+        const struct gt_api_env *e = &tmpl->env.v[i];
+        if (e->value_from.gantry_secret && !json_is_string(json_object_get(secrets, e->name))) {
+            return gt_err_set(err, GT_EINVAL,
+                              "spec.template.env[%zu] %s: the value of gantry secret %s did not "
+                              "come from gantryd",
+                              i, e->name, e->value_from.gantry_secret);
+        }
+    }
+    return 0;
+}
+
+/* The task's environment; spec's uid, namespaces and termination log are
+ * set, and secrets (checked) holds the gantry secrets' values. */
 static void build_env(const struct gt_api_task *task, const char *ifname, const char *cache_root,
-                      struct gt_shim_spec *spec)
+                      const json_t *secrets, struct gt_shim_spec *spec)
 {
     const struct gt_api_task_spec *ts = &task->spec;
     struct strvec sv = {0};
@@ -73,6 +102,9 @@ static void build_env(const struct gt_api_task *task, const char *ifname, const 
         const char *val = ts->template.env.v[i].value;
         if (!name || is_agent_env(name)) {
             continue;
+        }
+        if (ts->template.env.v[i].value_from.gantry_secret) {
+            val = json_string_value(json_object_get(secrets, name));
         }
         has_path = has_path || !strcmp(name, "PATH");
         strvec_push(&sv, gt_xasprintf("%s=%s", name, val ? val : ""));
@@ -348,6 +380,10 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
     if (!uid || !task->o.meta.name) {
         return gt_err_set(err, GT_EINVAL, "task without a name or uid");
     }
+    int rc = check_secrets(tmpl, p->secrets, err);
+    if (rc < 0) {
+        return rc;
+    }
     build_argv(tmpl, spec);
     if (spec->n_argv == 0 && !tmpl->image) {
         gt_shim_spec_fini(spec);
@@ -359,8 +395,8 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
     }
     spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC |
                        (tmpl->has_host_users && !tmpl->host_users ? GT_NS_USER : 0);
-    int rc = build_user(task, p, spec, err);
-    build_env(task, p->cluster_ifname, p->cache_root, spec);
+    rc = build_user(task, p, spec, err);
+    build_env(task, p->cluster_ifname, p->cache_root, p->secrets, spec);
     build_limits(task, p, spec);
     rc = rc < 0 ? rc : build_prep(&task->spec, p, spec, err);
     rc = rc < 0 ? rc : build_volumes(&task->spec, p, spec, err);

@@ -380,10 +380,26 @@ json_t *gt_api_conditions_json(const json_t *obj);
 
 /* ---- the container template (Job replicas and Tasks) ---- */
 
+/* valueFrom of an env entry: gantrySecret names a value gantryd derives
+ * on demand and never stores (GT_API_SECRET_*); the node's agent fetches
+ * it when the task starts (GET .../tasks/T/secrets). NULL: none (fieldRef,
+ * resolved by gantryd at binding, is not decoded). */
+struct gt_api_env_source {
+    const char *gantry_secret;
+};
 struct gt_api_env {
     const char *name;
     const char *value;
+    struct gt_api_env_source value_from;
 };
+/* The gantrySecret names: a notebook's Jupyter token, an ImageBuild's
+ * registry push credential ("user:credential", buildah --creds). */
+#define GT_API_SECRET_NOTEBOOK_TOKEN "notebook-token"
+#define GT_API_SECRET_REGISTRY_CREDENTIAL "registry-credential"
+/* Refuse what only gantryd's controllers may write: any env valueFrom
+ * with gantrySecret anywhere in obj (a user's object of any kind,
+ * borrowed). 0, or GT_EINVAL with err naming the field (secretref.c). */
+int gt_api_check_no_secret_refs(const json_t *obj, struct gt_err *err);
 struct gt_api_container_port {
     const char *name;
     int64_t container_port;
@@ -731,10 +747,15 @@ const char *gt_api_notebook_phase_name(enum gt_notebook_phase p);
 /* spec.home: the volume kept across stops, in a Job volume's form
  * (hostPath beneath a storage root), mounted at mountPath (default: the
  * hostPath itself), which is also the notebook's HOME and directory. */
+/* spec.home: a Volume of the notebook's project (volume) or a hostPath
+ * beneath a storage root, one of them; mounted at mount_path. */
 struct gt_api_notebook_home {
+    const char *volume;
     const char *host_path;
     const char *mount_path;
 };
+/* The default spec.home.mountPath of a Volume home (Jupyter's images' home). */
+#define GT_NOTEBOOK_VOLUME_HOME "/home/jovyan"
 /* spec.idle: culling. enabled defaults to whether the notebook asks for
  * GPUs; timeout_s GT_API_UNSET: the project's annotation
  * gantry.dev/notebook-idle-timeout-seconds, else gantryd's

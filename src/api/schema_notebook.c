@@ -2,10 +2,10 @@
  * The Notebook kind's schema (api.h "Notebook"): spec.template is a Job
  * replica's container template whose command may be left out (the
  * notebook controller then runs Jupyter), spec.home the volume kept
- * across stops, spec.idle the culling settings, spec.priorityClass and
- * spec.stopped; status is written only by the notebook controller.
- * Defaults: idle.enabled is whether the template asks for GPUs
- * (nvidia.com/gpu or gantry.dev/gpu-milli, in requests or limits).
+ * across stops (a Volume of the project by name, or a hostPath), spec.idle the culling settings,
+ * spec.priorityClass and spec.stopped; status is written only by the notebook controller. Defaults:
+ * idle.enabled is whether the template asks for GPUs (nvidia.com/gpu or gantry.dev/gpu-milli, in
+ * requests or limits).
  */
 #include <string.h>
 
@@ -25,18 +25,28 @@ static const struct gt_schema nb_template_schema = {gt_api_template_fields, NULL
                                                     sizeof(struct gt_api_template)};
 
 static const struct gt_field home_fields[] = {
-    STR("hostPath", REQ, .check = gt_check_host_path, AT(notebook_home, host_path)),
+    STR("volume", DNS, AT(notebook_home, volume)),
+    STR("hostPath", .check = gt_check_host_path, AT(notebook_home, host_path)),
     STR("mountPath", .check = gt_check_abs_path, AT(notebook_home, mount_path)),
     END,
 };
 
-/* mountPath defaults to the hostPath */
+/* One of volume and hostPath; mountPath defaults to the hostPath, or for
+ * a Volume to GT_NOTEBOOK_VOLUME_HOME. */
 static int home_post(json_t *home, const char *path, struct gt_err *err)
 {
-    (void)path;
-    (void)err;
+    const json_t *host = json_object_get(home, "hostPath");
+    bool vol = json_object_get(home, "volume") != NULL;
+    if (vol == (host != NULL)) {
+        char sub[GT_API_PATH_MAX];
+        return gt_err_set(err, GT_EINVAL, "%s: give volume (a Volume's name) or hostPath, %s",
+                          gt_path_join(sub, sizeof(sub), path, vol ? "hostPath" : "volume"),
+                          vol ? "not both" : "one is required");
+    }
     if (!json_object_get(home, "mountPath")) {
-        json_object_set(home, "mountPath", json_object_get(home, "hostPath"));
+        json_object_set_new(home, "mountPath",
+                            vol ? json_string(GT_NOTEBOOK_VOLUME_HOME)
+                                : json_incref((json_t *)host));
     }
     return 0;
 }

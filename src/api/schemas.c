@@ -476,16 +476,34 @@ static const struct gt_field field_ref_fields[] = {
     END,
 };
 static const struct gt_schema field_ref_schema = {field_ref_fields, NULL, 0};
+/* valueFrom.gantrySecret: a value gantryd derives and never stores, set
+ * only by its controllers (gt_api_check_no_secret_refs refuses it from
+ * users). */
+static const char *const env_secrets[] = {GT_API_SECRET_NOTEBOOK_TOKEN,
+                                          GT_API_SECRET_REGISTRY_CREDENTIAL, NULL};
 static const struct gt_field value_from_fields[] = {
-    OBJ("fieldRef", field_ref_schema, REQ),
+    OBJ("fieldRef", field_ref_schema),
+    STR("gantrySecret", .enums = env_secrets, AT(env_source, gantry_secret)),
     END,
 };
-static const struct gt_schema value_from_schema = {value_from_fields, NULL, 0};
+/* Exactly one of fieldRef and gantrySecret. */
+static int value_from_post(json_t *vf, const char *path, struct gt_err *err)
+{
+    bool ref = json_object_get(vf, "fieldRef") != NULL;
+    bool secret = json_object_get(vf, "gantrySecret") != NULL;
+    if (ref == secret) {
+        return gt_err_set(err, GT_EINVAL, "%s: give fieldRef or gantrySecret, %s", path,
+                          ref ? "not both" : "one is required");
+    }
+    return 0;
+}
+static const struct gt_schema value_from_schema = {value_from_fields, value_from_post,
+                                                   sizeof(struct gt_api_env_source)};
 
 static const struct gt_field env_fields[] = {
     STR("name", REQ, SHORT, .check = gt_check_env_name, AT(env, name)),
     STR("value", MESSAGE, AT(env, value)),
-    OBJ("valueFrom", value_from_schema),
+    OBJ("valueFrom", value_from_schema, AT(env, value_from)),
     END,
 };
 static const struct gt_schema env_schema = {env_fields, NULL, sizeof(struct gt_api_env)};

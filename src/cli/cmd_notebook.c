@@ -4,13 +4,14 @@
  *
  * create POSTs a Notebook whose template asks for --gpus, --cpu and
  * --memory (quantities as typed; the server checks them), with --image
- * (default: the node's environment, which runs Jupyter) and --home HOSTPATH
- * (its home volume). open prints the URL to open in a browser: gantryd's
+ * (default: the node's environment, which runs Jupyter) and --home VOL
+ * (its home: the project's Volume VOL, or, for an absolute path, that
+ * hostPath). open prints the URL to open in a browser: gantryd's
  * address, the notebook's base URL and ?gantry-token= with the caller's
  * own token, which the proxy turns into a cookie. stop and start set
  * spec.stopped by a read-modify-write conditional on the resourceVersion,
  * retried on conflict (the controller writes the notebook's status).
- * delete removes the notebook (its home directory stays).
+ * delete removes the notebook (its home Volume or directory stays).
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -81,7 +82,8 @@ static int create(struct gt_cli_client *c, const struct nb_flags *f, const char 
     }
     json_t *spec = json_pack("{s:o}", "template", tmpl);
     if (f->home) {
-        json_object_set_new(spec, "home", json_pack("{s:s}", "hostPath", f->home));
+        json_object_set_new(spec, "home",
+                            json_pack("{s:s}", f->home[0] == '/' ? "hostPath" : "volume", f->home));
     }
     json_t *nb = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", GT_API_VERSION, "kind",
                            "Notebook", "metadata", "name", name, "project", project, "spec", spec);

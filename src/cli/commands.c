@@ -122,7 +122,8 @@ static const struct gt_cli_command commands[] = {
                    "      --gpus N            create: GPUs (nvidia.com/gpu)\n"
                    "      --cpu Q, --memory Q create: CPU and memory limits\n"
                    "      --image IMG         create: an image (default: the node's Jupyter)\n"
-                   "      --home HOSTPATH     create: the home volume, beneath a storage root\n",
+                   "      --home VOL          create: the home, a Volume of the project (or an\n"
+                   "                          absolute hostPath beneath a storage root)\n",
         .run = gt_cli_cmd_notebook,
     },
     {

@@ -17,6 +17,10 @@
  * "building at STEP" lines) for a failing step, which this controller
  * records as reason BuildFailed; any other failure keeps the task's reason.
  *
+ * The push credential is never stored: the job's env names it
+ * (GANTRY_REGISTRY_CREDS, valueFrom.gantrySecret registry-credential) and
+ * the agent starting the task has it made by gt_buildctl_job_creds.
+ *
  * Status: phase Pending (job queued) -> Running (task running) ->
  * Succeeded | Failed, written only here; a terminal status never changes.
  * Deleting the ImageBuild deletes its job (which stops a running build).
@@ -122,13 +126,11 @@ static json_t *build_job(struct gt_ctl *c, const struct gt_cobj *o)
                 sp->dockerfile_path ? sp->dockerfile_path : "Dockerfile");
     }
     env_add(env, "GANTRY_BUILD_CONTEXT", sp->context ? sp->context : ".");
-    const char *user = b->o.meta.creator.user;
-    if (c->s->registry_key && user) {
-        char *cred = gt_registry_credential(c->s->registry_key, user, b->o.meta.project);
-        char *creds = gt_xasprintf("%s:%s", user, cred);
-        env_add(env, "GANTRY_REGISTRY_CREDS", creds);
-        free(creds);
-        free(cred);
+    if (c->s->registry_key && b->o.meta.creator.user) {
+        /* a reference only: the agent fetches the value (gt_buildctl_job_creds) */
+        json_array_append_new(env, json_pack("{s:s, s:{s:s}}", "name", "GANTRY_REGISTRY_CREDS",
+                                             "valueFrom", "gantrySecret",
+                                             GT_API_SECRET_REGISTRY_CREDENTIAL));
     }
     json_t *cmd = json_pack("[s, s, s, s]", "/bin/sh", "-c", build_script, "gantry-build");
     for (size_t i = 0; i < sp->build_args.n; i++) {
@@ -163,6 +165,31 @@ static json_t *build_job(struct gt_ctl *c, const struct gt_cobj *o)
     free(ref);
     return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", GT_API_VERSION, "kind", "Job",
                      "metadata", md, "spec", spec);
+}
+
+char *gt_buildctl_job_creds(const struct gt_ctl *c, const struct gt_cobj *jo, struct gt_err *err)
+{
+    const struct gt_api_job *job = gt_cobj_job(jo);
+    const char *build = json_string_value(json_object_get(job->o.meta.labels, BUILD_LABEL));
+    char *bk = build ? gt_xasprintf("/imagebuilds/%s/%s", job->o.meta.project, build) : NULL;
+    const struct gt_cobj *bo = bk ? gt_ctl_get(c, GT_KIND_IMAGEBUILD, bk) : NULL;
+    free(bk);
+    char *own = gt_xasprintf("%s-build", build ? build : ""); /* its job's name */
+    bool owns = bo && !strcmp(own, job->o.meta.name);
+    free(own);
+    const char *user = owns ? gt_cobj_build(bo)->o.meta.creator.user : NULL;
+    if (!user) {
+        gt_err_set(err, GT_ECONFLICT, "job %s is not an image build's", job->o.meta.name);
+        return NULL;
+    }
+    if (!c->s->registry_key) {
+        gt_err_set(err, GT_ECONFLICT, "gantryd has no --registry-key to sign with");
+        return NULL;
+    }
+    char *cred = gt_registry_credential(c->s->registry_key, user, job->o.meta.project);
+    char *creds = gt_xasprintf("%s:%s", user, cred);
+    free(cred);
+    return creds;
 }
 
 /* The status a finished task gives the build: digest, or why it failed. */

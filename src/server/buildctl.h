@@ -15,6 +15,11 @@ void gt_buildctl_event(struct gt_ctl *c, enum gt_kind kind, const char *key,
 /* Reconcile the marked builds: create each one's job, follow its task into
  * the build's status. Runs on the loop thread, once per kick. */
 void gt_buildctl_run(struct gt_ctl *c);
+/* The push credential of the build whose Job jo is (cached, borrowed), as
+ * buildah --creds takes it, "USER:CREDENTIAL" (gt_registry_credential for
+ * the build's creator and project; new string), or NULL with err
+ * (GT_ECONFLICT) when jo is no build's or gantryd has no --registry-key. */
+char *gt_buildctl_job_creds(const struct gt_ctl *c, const struct gt_cobj *jo, struct gt_err *err);
 /* REGISTRY/PROJECT/IMAGE, the reference a build pushes (new string). */
 char *gt_buildctl_image_ref(const char *registry, const char *project, const char *image);
 

@@ -84,6 +84,10 @@ static const struct gt_config_opt opts[] = {
      "a PEM RSA private key: gantryd serves GET registry/token, the token realm of the cluster "
      "registry (docker-registry auth: token, trusting this key's certificate), and builds "
      "push with credentials it signs; none: the registry is open"},
+    {"secret-key", GT_CONFIG_STR, OFF(secret_key), NULL, 0, 0, false,
+     "a file of at least 32 bytes keying the values gantryd derives and never stores (notebook "
+     "tokens); every replica of one control plane needs the same; default DATA_DIR/secret.key, "
+     "made with random bytes on first start"},
     {"ui-dir", GT_CONFIG_STR, OFF(ui_dir), NULL, 0, 0, false,
      "the built web dashboard served at / (index.html, assets/); default: web beside the "
      "gantryd binary, where make puts it"},

@@ -29,6 +29,7 @@
 #include "server/ledger.h"
 #include "server/nbctl.h"
 #include "server/nodes.h"
+#include "server/secrets.h"
 #include "server/server_int.h"
 #include "server/statemetrics.h"
 #include "server/telemetry.h"
@@ -355,12 +356,15 @@ static bool proxy_hook(struct gt_ctl *c, struct gt_req *r, const char *path)
     return true;
 }
 
-/* Telemetry (scalars, history, job stats) and the ledger (usage). */
+/* Telemetry (scalars, history, job stats), the ledger (usage) and the
+ * tasks' secrets. */
 static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *q)
 {
     enum gt_route_type t = r->route.type;
     if (t == GT_ROUTE_USAGE || t == GT_ROUTE_USAGE_RECORDS) {
         gt_ledger_serve(c, r, method, q);
+    } else if (!strcmp(r->route.sub, "secrets")) {
+        gt_secrets_serve(c, r, method, q);
     } else {
         gt_telemetry_serve(c, r, method, q);
     }

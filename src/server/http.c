@@ -421,7 +421,7 @@ static void serve_api(struct gt_req *r, enum evhttp_cmd_type cmd, const char *pa
         return;
     }
     if (!strcmp(rt->sub, "scalars") || !strcmp(rt->sub, "history") ||
-        !strcmp(rt->sub, "telemetry")) {
+        !strcmp(rt->sub, "telemetry") || !strcmp(rt->sub, "secrets")) {
         serve_ctl(r, cmd, q);
         return;
     }

@@ -6,10 +6,13 @@
  * gantry.dev/notebook: <name>, the notebook's creator as its creator) so
  * that admission, quota, priority, the scheduler and the agent treat it
  * as any other job; its task is "nb-<name>-worker-0". The job's template
- * is the notebook's, plus: the home volume (spec.volumes "home" and its
- * mount), HOME and the working directory at the home's mount path, the
- * notebook's own Jupyter token (JUPYTER_TOKEN, made here and kept only in
- * the job), GANTRY_NOTEBOOK_BASE_URL, a port "http" unless the template
+ * is the notebook's, plus: the home volume (spec.volumes "home", the
+ * project's Volume spec.home.volume or the hostPath, and its mount), HOME and the working directory
+ * at the home's mount path, the notebook's own Jupyter token (JUPYTER_TOKEN: only a reference,
+ * valueFrom.gantrySecret notebook-token, is stored; the value is derived
+ * from the notebook's name and its job's uid, so each start has a new one,
+ * by secrets.c for the agent and here for the proxy and the culler),
+ * GANTRY_NOTEBOOK_BASE_URL, a port "http" unless the template
  * names ports (the first one is proxied), and, with neither command nor
  * image, Jupyter: `jupyter notebook` on GANTRY_PORT_HTTP, the port bound
  * at placement, with base_url /projects/P/notebooks/N/.
@@ -50,6 +53,7 @@
 #include "server/events.h"
 #include "server/feeder.h"
 #include "server/nbctl.h"
+#include "server/secretkey.h"
 #include "server/server_int.h"
 
 #define LABEL_NOTEBOOK "gantry.dev/notebook"
@@ -192,11 +196,18 @@ static json_t *build_job(struct gt_ctl *c, const struct gt_api_notebook *nbk, st
         env = json_array();
         json_object_set_new(tmpl, "env", env);
     }
-    char tok[40], tok2[40], token[80];
-    gt_uuid4(&c->s->uuids, tok, sizeof(tok));
-    gt_uuid4(&c->s->uuids, tok2, sizeof(tok2));
-    snprintf(token, sizeof(token), "%s%s", tok, tok2);
-    env_set(env, "JUPYTER_TOKEN", token);
+    /* the token is the derived one, whatever the template said */
+    size_t i;
+    json_t *e;
+    json_array_foreach(env, i, e)
+    {
+        if (!strcmp(json_string_value(json_object_get(e, "name")), "JUPYTER_TOKEN")) {
+            json_array_remove(env, i);
+            break;
+        }
+    }
+    json_array_append_new(env, json_pack("{s:s, s:{s:s}}", "name", "JUPYTER_TOKEN", "valueFrom",
+                                         "gantrySecret", GT_API_SECRET_NOTEBOOK_TOKEN));
     env_set(env, "GANTRY_NOTEBOOK_BASE_URL", base);
     if (home) {
         env_set(env, "HOME", home);
@@ -238,9 +249,10 @@ static json_t *build_job(struct gt_ctl *c, const struct gt_api_notebook *nbk, st
         json_pack("{s:{s:{s:i, s:s, s:o}}, s:o}", "replicaSpecs", "Worker", "replicas", 1,
                   "restartPolicy", "Never", "template", tmpl, "runPolicy", run_policy);
     if (home) {
-        json_object_set_new(
-            jspec, "volumes",
-            json_pack("[{s:s, s:s}]", "name", "home", "hostPath", nbk->spec.home.host_path));
+        const char *vol = nbk->spec.home.volume;
+        json_object_set_new(jspec, "volumes",
+                            json_pack("[{s:s, s:s}]", "name", "home", vol ? "volume" : "hostPath",
+                                      vol ? vol : nbk->spec.home.host_path));
     }
     json_t *job = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", GT_API_VERSION, "kind", "Job",
                             "metadata", md, "spec", jspec);
@@ -480,11 +492,35 @@ void gt_nbctl_reconcile(struct gt_nbctl *nb)
     GT_VEC_FREE(&k);
 }
 
+/* The home Volume is one of nbk's project, and Available unless nbk is stopped. */
+static int admit_home_volume(const struct gt_ctl *c, const struct gt_api_notebook *nbk,
+                             struct gt_err *err)
+{
+    const char *name = nbk->spec.home.volume, *project = nbk->o.meta.project;
+    char *k = gt_xasprintf("/volumes/%s/%s", project, name);
+    const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_VOLUME, k);
+    free(k);
+    if (!o) {
+        return gt_err_set(err, GT_EINVAL, "spec.home.volume: no Volume \"%s\" in project \"%s\"",
+                          name, project);
+    }
+    const struct gt_api_volume_obj *v = (const struct gt_api_volume_obj *)o->t;
+    if (v->status.phase != GT_VOLUME_AVAILABLE && !nbk->spec.stopped) {
+        return gt_err_set(err, GT_EINVAL, "spec.home.volume: Volume \"%s\" is not Available", name);
+    }
+    return 0;
+}
+
 int gt_nbctl_admit(struct gt_ctl *c, const struct gt_api_notebook *nbk,
                    const struct gt_server_user *user, struct gt_err *err)
 {
     const struct gt_config_list *roots = &c->s->cfg->storage_roots;
-    if (nbk->spec.has_home) {
+    if (nbk->spec.has_home && nbk->spec.home.volume) {
+        int rc = admit_home_volume(c, nbk, err);
+        if (rc) {
+            return rc;
+        }
+    } else if (nbk->spec.has_home && nbk->spec.home.host_path) {
         struct gt_api_volume v = {.name = "home", .host_path = nbk->spec.home.host_path};
         struct gt_api_volumes vols = {.v = &v, .n = 1};
         int rc = gt_job_check_volumes(&vols, roots->items, roots->n, err);
@@ -507,23 +543,63 @@ int gt_nbctl_admit(struct gt_ctl *c, const struct gt_api_notebook *nbk,
     return 0;
 }
 
+/* ---- the notebook's token ---- */
+
+/* The token of the notebook project/name run by the job of uid job_uid. */
+static void token_of(const struct gt_ctl *c, const char *project, const char *name,
+                     const char *job_uid, char hex[65])
+{
+    char *subject = gt_xasprintf("%s/%s/%s", project, name, job_uid ? job_uid : "");
+    gt_secretkey_derive(c->s, GT_API_SECRET_NOTEBOOK_TOKEN, subject, hex);
+    free(subject);
+}
+
+/* The notebook whose job jo is (its name, borrowed), or NULL. */
+static const char *job_notebook(const struct gt_cobj *jo)
+{
+    const struct gt_api_job *job = gt_cobj_job(jo);
+    const char *nb = json_string_value(json_object_get(job->o.meta.labels, LABEL_NOTEBOOK));
+    size_t pl = strlen(GT_NOTEBOOK_JOB_PREFIX);
+    const char *jn = job->o.meta.name;
+    return nb && jn && !strncmp(jn, GT_NOTEBOOK_JOB_PREFIX, pl) && !strcmp(jn + pl, nb) ? nb : NULL;
+}
+
+char *gt_nbctl_job_token(const struct gt_ctl *c, const struct gt_cobj *jo, struct gt_err *err)
+{
+    const char *nb = job_notebook(jo);
+    const char *project = gt_cobj_job(jo)->o.meta.project;
+    char *k = nb ? nb_key(project, nb) : NULL;
+    bool exists = k && gt_ctl_get(c, GT_KIND_NOTEBOOK, k);
+    free(k);
+    if (!exists) {
+        gt_err_set(err, GT_ECONFLICT, "job %s is not a notebook's", gt_cobj_job(jo)->o.meta.name);
+        return NULL;
+    }
+    char hex[65];
+    token_of(c, project, nb, gt_cobj_job(jo)->o.meta.uid, hex);
+    return gt_xstrdup(hex);
+}
+
 /* ---- the proxy's view ---- */
 
 int gt_nbctl_target(const struct gt_ctl *c, const char *project, const char *name,
                     struct gt_nb_target *t, struct gt_err *err)
 {
-    char *k = nb_key(project, name), *tk = task_key(project, name);
+    char *k = nb_key(project, name), *tk = task_key(project, name), *jk = job_key(project, name);
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_NOTEBOOK, k);
     const struct gt_cobj *to = gt_ctl_get(c, GT_KIND_TASK, tk);
+    const struct gt_cobj *jo = gt_ctl_get(c, GT_KIND_JOB, jk);
     free(k);
     free(tk);
+    free(jk);
     if (!o) {
         return gt_err_set(err, GT_ENOTFOUND, "notebook %s/%s not found", project, name);
     }
     const struct gt_api_notebook *nbk = cobj_nb(o);
     const struct gt_api_task *task = to ? gt_cobj_task(to) : NULL;
     if (nbk->spec.stopped || !task || task->status.phase != GT_TASK_RUNNING ||
-        task->spec.has_stop) {
+        task->spec.has_stop || !jo || !job_notebook(jo) || !task->spec.job ||
+        strcmp(task->spec.job, gt_cobj_job(jo)->o.meta.name) != 0) {
         return gt_err_set(err, GT_ESTORE, "notebook %s/%s is not running (phase %s)", project, name,
                           gt_api_notebook_phase_name(nbk->status.phase));
     }
@@ -537,12 +613,7 @@ int gt_nbctl_target(const struct gt_ctl *c, const char *project, const char *nam
             t->port = (int)task->spec.ports.v[i].port;
         }
     }
-    t->token[0] = '\0';
-    for (size_t i = 0; i < tmpl->env.n; i++) {
-        if (!strcmp(tmpl->env.v[i].name, "JUPYTER_TOKEN") && tmpl->env.v[i].value) {
-            snprintf(t->token, sizeof(t->token), "%s", tmpl->env.v[i].value);
-        }
-    }
+    token_of(c, project, name, gt_cobj_job(jo)->o.meta.uid, t->token);
     char *nk = gt_xasprintf("/nodes/%s", task->spec.node_name);
     const struct gt_cobj *no = gt_ctl_get(c, GT_KIND_NODE, nk);
     free(nk);

@@ -27,11 +27,16 @@ void gt_nbctl_tick(struct gt_nbctl *nb);
 int gt_nbctl_admit(struct gt_ctl *c, const struct gt_api_notebook *nbk,
                    const struct gt_server_user *user, struct gt_err *err);
 
+/* The Jupyter token of the notebook whose Job jo is (cached, borrowed):
+ * derived from the notebook and the job's uid (secrets.c), never stored
+ * (new string), or NULL with err (GT_ECONFLICT) when jo runs no notebook. */
+char *gt_nbctl_job_token(const struct gt_ctl *c, const struct gt_cobj *jo, struct gt_err *err);
+
 /* Where the proxy sends a notebook's traffic. */
 struct gt_nb_target {
     char host[64];
     int port;
-    char token[80]; /* the notebook's own Jupyter token */
+    char token[80]; /* the notebook's own Jupyter token (gt_nbctl_job_token) */
 };
 /* The running notebook name of project (its task on a Ready node): 0 and
  * *t filled, or GT_ENOTFOUND (no such notebook) or GT_ESTORE (503, not

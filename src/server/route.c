@@ -89,7 +89,7 @@ static int set_sub(struct gt_route *r, const char *s, size_t len)
         memcpy(r->sub, "exec", 5);
         return 0;
     }
-    /* served by the controllers (telemetry.c) */
+    /* served by the controllers (telemetry.c, secrets.c) */
     static const struct {
         const char *sub;
         enum gt_kind kind;
@@ -97,6 +97,7 @@ static int set_sub(struct gt_route *r, const char *s, size_t len)
         {"scalars", GT_KIND_JOB},
         {"history", GT_KIND_JOB},
         {"telemetry", GT_KIND_NODE},
+        {"secrets", GT_KIND_TASK},
     };
     for (size_t i = 0; i < GT_ARRAY_LEN(served); i++) {
         if (seg_is(s, len, served[i].sub) && r->kind->kind == served[i].kind) {

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include <event2/listener.h>
+#include <openssl/crypto.h>
 
 #include "server/cache.h"
 #include "server/ctl.h"
@@ -36,6 +37,7 @@
 #include "server/leader.h"
 #include "server/registry.h"
 #include "server/reply.h"
+#include "server/secretkey.h"
 #include "server/server_int.h"
 #include "server/watch.h"
 
@@ -286,6 +288,7 @@ static int start(struct gt_server *s, struct gt_err *err)
     event_config_free(ec);
     GT_ASSERT(s->base);
     rc = open_store(s, err);
+    rc = rc ? rc : gt_secretkey_load(s, err); /* DATA_DIR exists now */
     return rc ? rc : gt_server_start(s, err);
 }
 
@@ -308,6 +311,7 @@ void gt_server_stop(struct gt_server *s)
     gt_server_tokens_free(s->tokens);
     gt_registry_key_free(s->registry_key);
     s->registry_key = NULL;
+    OPENSSL_cleanse(s->secret_key, sizeof(s->secret_key));
     struct event *evs[] = {s->sig_term, s->sig_int, s->drain_timer, s->fault_timer};
     for (size_t i = 0; i < GT_ARRAY_LEN(evs); i++) {
         if (evs[i]) {

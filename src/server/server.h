@@ -50,6 +50,7 @@ struct gt_server_config {
     char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
     char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
     char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
+    char *secret_key;     /* --secret-key FILE: keys derived secrets; NULL: DATA_DIR/secret.key */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -164,8 +165,8 @@ struct gt_route {
     bool all_projects; /* project-scoped kind listed without a project */
     char project[64];  /* "" when none */
     char name[GT_ROUTE_NAME_MAX + 1];
-    char sub[16]; /* "", "status", "binding", "log", "exec" (tasks), "scalars", "history" (jobs),
-                   * "telemetry" (nodes) */
+    char sub[16]; /* "", "status", "binding", "log", "exec", "secrets" (tasks), "scalars",
+                   * "history" (jobs), "telemetry" (nodes) */
 };
 
 /* Parse a request path (no query) into r. -GT_ENOTFOUND with err saying

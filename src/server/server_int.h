@@ -104,6 +104,7 @@ struct gt_server {
     bool failed;                          /* fsync failed: refuse writes and exit 1 */
     struct gt_uuid_pool uuids;            /* for metadata.uid */
     struct gt_registry_key *registry_key; /* --registry-key; NULL: the registry is open */
+    unsigned char secret_key[32];         /* keys the values secrets.c derives */
     /* leadership (leader.c) */
     enum gt_server_role role;
     char *replica_id;

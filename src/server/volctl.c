@@ -198,6 +198,7 @@ struct users {
     struct gt_buf tasks; /* ", "-separated */
     json_t *list;        /* task names, or NULL */
     struct gt_buf jobs;
+    struct gt_buf notebooks; /* whose spec.home it is, stopped or not */
 };
 
 static int task_user_cb(const char *key, void *val, void *arg)
@@ -228,8 +229,21 @@ static int job_user_cb(const char *key, void *val, void *arg)
     return 0;
 }
 
+static int notebook_user_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    struct users *u = arg;
+    const struct gt_api_notebook *nb = (const struct gt_api_notebook *)((struct gt_cobj *)val)->t;
+    const char *home = nb->spec.has_home ? nb->spec.home.volume : NULL;
+    if (!strcmp(nb->o.meta.project, u->project) && home && !strcmp(home, u->name)) {
+        gt_buf_printf(&u->notebooks, "%s%s", u->notebooks.len ? ", " : "", nb->o.meta.name);
+    }
+    return 0;
+}
+
 /* The users of Volume project/name: tasks not ended that mount it (into
- * u->tasks, and u->list when set) and jobs not finished that name it. */
+ * u->tasks, and u->list when set), jobs not finished that name it, and
+ * notebooks whose home it is (a stopped one starts on it again). */
 static void users_find(const struct gt_ctl *c, const char *project, const char *name,
                        struct users *u)
 {
@@ -237,27 +251,39 @@ static void users_find(const struct gt_ctl *c, const char *project, const char *
     u->name = name;
     gt_buf_init(&u->tasks);
     gt_buf_init(&u->jobs);
+    gt_buf_init(&u->notebooks);
     gt_strmap_each(&c->objs[GT_KIND_TASK], task_user_cb, u);
     gt_strmap_each(&c->objs[GT_KIND_JOB], job_user_cb, u);
+    gt_strmap_each(&c->objs[GT_KIND_NOTEBOOK], notebook_user_cb, u);
 }
 
 static void users_fini(struct users *u)
 {
     gt_buf_fini(&u->tasks);
     gt_buf_fini(&u->jobs);
+    gt_buf_fini(&u->notebooks);
 }
 
-/* "tasks a, b; jobs j" of u into err's message after prefix, as GT_ECONFLICT;
- * 0 when u has none. */
+/* "tasks a, b; jobs j; notebooks n" of u into err's message after prefix,
+ * as GT_ECONFLICT; 0 when u has none. */
 static int users_refuse(struct users *u, const char *what, struct gt_err *err)
 {
-    if (!u->tasks.len && !u->jobs.len) {
-        return 0;
+    const struct {
+        const char *word;
+        const struct gt_buf *names;
+    } parts[] = {{"tasks", &u->tasks}, {"jobs", &u->jobs}, {"notebooks", &u->notebooks}};
+    struct gt_buf b;
+    gt_buf_init(&b);
+    for (size_t i = 0; i < GT_ARRAY_LEN(parts); i++) {
+        if (parts[i].names->len) {
+            gt_buf_printf(&b, "%s%s %s", b.len ? "; " : "", parts[i].word, parts[i].names->data);
+        }
     }
-    return gt_err_set(err, GT_ECONFLICT, "%s: volume \"%s\" is in use by %s%s%s%s%s", what, u->name,
-                      u->tasks.len ? "tasks " : "", u->tasks.len ? u->tasks.data : "",
-                      u->tasks.len && u->jobs.len ? "; " : "", u->jobs.len ? "jobs " : "",
-                      u->jobs.len ? u->jobs.data : "");
+    int rc = b.len ? gt_err_set(err, GT_ECONFLICT, "%s: volume \"%s\" is in use by %s", what,
+                                u->name, b.data)
+                   : 0;
+    gt_buf_fini(&b);
+    return rc;
 }
 
 /* ---- admission ---- */

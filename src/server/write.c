@@ -194,12 +194,14 @@ static void set_created_condition(json_t *obj)
 }
 
 /* Admission of obj, the object a create (create: true) or an update
- * writes: validated (canonicalized in place) and decoded once, then
- * checked by the controllers. 0, or GT_EINVAL with err naming the field. */
+ * writes: validated (canonicalized in place) and decoded once, without
+ * the gantry secret references only controllers write, then checked by
+ * the controllers. 0, or GT_EINVAL with err naming the field. */
 static int admit(struct gt_req *r, json_t *obj, bool create, struct gt_err *err)
 {
     struct gt_api_object *t = NULL;
     int rc = gt_api_decode(r->route.kind->kind, obj, &t, err);
+    rc = rc ? rc : gt_api_check_no_secret_refs(obj, err);
     const struct gt_ctl_hooks *h = r->s->ctl_hooks;
     if (rc == 0 && h) {
         rc = h->admit(r->s->ctl, t, create, r->user, err);

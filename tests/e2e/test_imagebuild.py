@@ -35,7 +35,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gantry_e2e import (API, GANTLET, AgentTest, free_port, make_git_repo, obj,  # noqa: E402
+from gantry_e2e import (API, GANTLET, AgentTest, Watch, free_port, make_git_repo, obj,  # noqa: E402
                         wait_for)
 from test_images import port_open  # noqa: E402
 from gantry_e2e import main  # noqa: E402
@@ -137,6 +137,10 @@ class ImageBuilds(AgentTest):
             "--registry", MOD["registry"], "--registry-key", MOD["key"],
             "--image", "busybox=%s/proj-a/base:1" % MOD["registry"])
         super().setUp()
+        st, body = self.g.request("PUT", API + "/projects/proj-a", obj(
+            "Project", "proj-a", spec={"department": "dept-a", "members": [
+                {"user": "alice", "role": "admin"}, {"user": "carol", "role": "viewer"}]}))
+        self.assertEqual(st, 200, body)
         st, body = self.g.request("POST", API + "/projects", obj(
             "Project", "proj-b", spec={"department": "dept-a",
                                        "members": [{"user": "dave", "role": "member"}]}))
@@ -159,8 +163,26 @@ class ImageBuilds(AgentTest):
         return wait_for("build %s done" % name, done, timeout=BUILD_TIMEOUT_S, interval=0.2)
 
     def test_build_run_rebuild_and_fail(self):
+        watches = [Watch(self.g, self.PROJECT + "/" + kind, token="carol")
+                   for kind in ("jobs", "tasks")]
         b = self.wait_build_of("app", "app:1")
         self.assertEqual(b["status"]["phase"], "Succeeded", b["status"])
+        # it pushed with a credential no object holds: a viewer's GET, list
+        # and watch of its Job and Task show a reference, never a value
+        for w in watches:
+            w.close()
+        seen = [json.dumps(o) for w in watches for _, _, o in w.events]
+        self.assertTrue(any("app-build-worker-0" in s for s in seen), "the watch saw nothing")
+        for path in ("/jobs/app-build", "/tasks/app-build-worker-0", "/jobs", "/tasks"):
+            st, body = self.g.request("GET", self.PROJECT + path, token="carol")
+            self.assertEqual(st, 200, body)
+            seen.append(json.dumps(body))
+        for s in seen:
+            self.assertNotIn("gtb1.", s)  # gt_registry_credential's form
+        env = self.g.request("GET", self.PROJECT + "/jobs/app-build", token="carol")[1][
+            "spec"]["replicaSpecs"]["Worker"]["template"]["env"]
+        self.assertIn({"name": "GANTRY_REGISTRY_CREDS",
+                       "valueFrom": {"gantrySecret": "registry-credential"}}, env)
         ref = "%s/proj-a/app:1" % MOD["registry"]
         self.assertEqual(b["status"]["image"], ref)
         self.assertRegex(b["status"]["digest"], r"^sha256:[0-9a-f]{64}$")

@@ -1,8 +1,8 @@
 """Notebooks end to end: a real gantryd and gantlet run Debian's Jupyter as
 the notebook's task; a small client drives it through gantryd's proxy over
 Jupyter's REST and WebSocket protocols, with members', viewers' and
-outsiders' tokens; Stop/Start keep the home volume and free the GPUs; the
-culler stops idle notebooks and only those."""
+outsiders' tokens; Stop/Start keep the home volume (a Volume of the
+project) and free the GPUs; the culler stops idle notebooks and only those."""
 import json
 import os
 import socket
@@ -12,7 +12,7 @@ import uuid
 
 import websocket
 
-from gantry_e2e import (API, TOKENS, AgentTest, Gantlet, main, obj, wait_for)
+from gantry_e2e import (API, TOKENS, AgentTest, Gantlet, Watch, main, obj, wait_for)
 
 STORAGE = tempfile.mkdtemp(prefix="gantry-nb-storage-")
 os.chmod(STORAGE, 0o711)
@@ -30,6 +30,7 @@ def home_dir(name, uid=ALICE_UID):
 class NotebookTest(AgentTest):
     CHECK_MS = 500
     gantryd_args = ("--node-grace", "4", "--storage-root", STORAGE,
+                    "--storage-class", "fast=" + os.path.join(STORAGE, "volumes"),
                     "--notebook-check-interval-ms", str(CHECK_MS))
 
     def setUp(self):
@@ -50,9 +51,10 @@ class NotebookTest(AgentTest):
     # ---- helpers ----
 
     def create(self, name, home, gpus=1, idle=None, token="alice"):
+        """home: a hostPath, or spec.home itself (a dict)."""
         spec = {"template": {"resources": {"limits": {
             "nvidia.com/gpu": gpus, "cpu": "1", "memory": "1Gi"}}},
-            "home": {"hostPath": home}}
+            "home": home if isinstance(home, dict) else {"hostPath": home}}
         if idle is not None:
             spec["idle"] = idle
         st, body = self.g.request("POST", self.PROJECT + "/notebooks",
@@ -135,6 +137,12 @@ class NotebookTest(AgentTest):
                 return "".join(out)
         self.fail("no idle status for the cell")
 
+    def secret_values(self, task):
+        """The values of the task's gantry secrets, as its node's agent gets them."""
+        st, body = self.g.request("GET", self.PROJECT + "/tasks/%s/secrets" % task, token="node")
+        self.assertEqual(st, 200, body)
+        return {e["name"]: e["value"] for e in body["env"]}
+
     def events(self, name, reason):
         st, body = self.g.request("GET", API + "/events")
         return [e for e in body["items"] if e["involvedObject"]["name"] == name and
@@ -147,6 +155,9 @@ class TestNotebookProxy(NotebookTest):
         home = home_dir("nb1")
         with open(os.path.join(home, "hello.txt"), "w") as f:
             f.write("from the home volume")
+        # what a project viewer's watches show while the notebook starts
+        watches = [Watch(self.g, self.PROJECT + "/" + kind, token="carol")
+                   for kind in ("jobs", "tasks")]
         self.create("nb1", home)
         nb = self.wait_nb("nb1", "Running")
         self.assertEqual(nb["status"]["url"], self.base("nb1"))
@@ -164,12 +175,27 @@ class TestNotebookProxy(NotebookTest):
         self.assertEqual(lines[0], "0", out)
         self.assertEqual(lines[1], str(ALICE_UID), out)
         self.assertEqual(lines[2], "from the home volume", out)
+        # the token is in no object: a viewer's GET, list and watch of the
+        # Job and the Task show its name and reference, never its value
+        token = self.secret_values("nb-nb1-worker-0")["JUPYTER_TOKEN"]
+        self.assertGreaterEqual(len(token), 32)
+        for w in watches:
+            w.close()
+        seen = [json.dumps(o) for _, _, o in watches[0].events + watches[1].events]
+        for path in ("/jobs/nb-nb1", "/tasks/nb-nb1-worker-0", "/jobs", "/tasks"):
+            st, body = self.g.request("GET", self.PROJECT + path, token="carol")
+            self.assertEqual(st, 200, body)
+            seen.append(json.dumps(body))
+        self.assertTrue(any("nb-nb1-worker-0" in s for s in seen[:-4]), "the watch saw nothing")
+        for s in seen:
+            self.assertNotIn(token, s)
+        job = self.g.request("GET", self.PROJECT + "/jobs/nb-nb1", token="carol")[1]
+        env = job["spec"]["replicaSpecs"]["Worker"]["template"]["env"]
+        self.assertEqual([e for e in env if e["name"] == "JUPYTER_TOKEN"], [
+            {"name": "JUPYTER_TOKEN", "valueFrom": {"gantrySecret": "notebook-token"}}])
         # the notebook's own token never comes back to the browser
         st, page = self.proxied("GET", "nb1", "tree")
         self.assertEqual(st, 200)
-        job = self.g.request("GET", self.PROJECT + "/jobs/nb-nb1")[1]
-        env = job["spec"]["replicaSpecs"]["Worker"]["template"]["env"]
-        token = [e["value"] for e in env if e["name"] == "JUPYTER_TOKEN"][0]
         self.assertNotIn(token, page)
         conn = socket.create_connection(("127.0.0.1", self.g.port))
         conn.sendall(("GET %stree HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n"
@@ -197,6 +223,26 @@ class TestNotebookProxy(NotebookTest):
         self.assertEqual(self.proxied("GET", "nb2", "api/status", token="bogus")[0], 401)
         with self.assertRaises(websocket.WebSocketBadStatusException):
             self.ws("nb2", "api/kernels/x/channels", token="carol")
+        # the token's values are for the node's agent only: every user gets 403
+        secrets = self.PROJECT + "/tasks/nb-nb2-worker-0/secrets"
+        for user in ("admin", "alice", "bob", "carol", "dave", "nobody"):
+            st, body = self.g.request("GET", secrets, token=user)
+            self.assertEqual(st, 403, (user, body))
+        self.assertEqual(self.g.request("GET", secrets, token="node")[0], 200)
+        self.assertEqual(self.g.request("GET", secrets + "?uid=other", token="node")[0], 404)
+        # and only gantryd writes gantry secret references: a member's are refused
+        ref = [{"name": "JUPYTER_TOKEN", "valueFrom": {"gantrySecret": "notebook-token"}}]
+        st, body = self.g.request("POST", self.PROJECT + "/notebooks", obj(
+            "Notebook", "nb6", "proj-a", spec={"template": {"env": ref}}), token="bob")
+        self.assertEqual(st, 422, body)
+        self.assertIn("spec.template.env[0].valueFrom.gantrySecret: set only by gantryd",
+                      body["message"])
+        st, body = self.g.request("POST", self.PROJECT + "/jobs", obj(
+            "Job", "steal", "proj-a", spec={"replicaSpecs": {"Worker": {"template": {
+                "command": ["env"], "env": ref}}}}), token="bob")
+        self.assertEqual(st, 422, body)
+        self.assertIn("spec.replicaSpecs.Worker.template.env[0].valueFrom.gantrySecret",
+                      body["message"])
         # a browser: the cookie from ?gantry-token=, then the page with it
         st, _ = self.g.request("GET", self.base("nb2") + "tree?gantry-token=" +
                                TOKENS["bob"][0], token=None)
@@ -273,30 +319,57 @@ class TestNotebookProxy(NotebookTest):
         self.assertEqual(data, big)
 
     def test_stop_start_keeps_the_home_and_frees_gpus(self):
-        home = home_dir("nb4")
-        self.create("nb4", home)
+        # the home is a Volume of the project (64 MiB, within dept-a's storage quota)
+        st, dept = self.g.request("GET", API + "/departments/dept-a")
+        dept.pop("status", None)
+        dept["spec"]["quota"]["storage"] = "128Mi"
+        self.assertEqual(self.g.request("PUT", API + "/departments/dept-a", dept)[0], 200)
+        vol = self.PROJECT + "/volumes/nb4-home"
+        st, body = self.g.request("POST", self.PROJECT + "/volumes", obj(
+            "Volume", "nb4-home", "proj-a", spec={"capacity": {"storage": "64Mi"}}),
+            token="alice")
+        self.assertEqual(st, 201, body)
+        wait_for("volume Available", lambda: self.g.request("GET", vol)[1].get(
+            "status", {}).get("phase") == "Available", timeout=30)
+        st, body = self.g.request("POST", self.PROJECT + "/notebooks", obj(
+            "Notebook", "nbx", "proj-a", spec={"home": {"volume": "no-such"}}), token="alice")
+        self.assertEqual(st, 422, body)
+        self.assertIn('spec.home.volume: no Volume "no-such" in project "proj-a"', body["message"])
+        self.create("nb4", {"volume": "nb4-home"})
         self.wait_nb("nb4", "Running")
+        job = self.g.request("GET", self.PROJECT + "/jobs/nb-nb4")[1]
+        self.assertEqual(job["spec"]["volumes"], [{"name": "home", "volume": "nb4-home"}])
         self.wait_jupyter("nb4")
         self.assertEqual(len(self.gpus_held()), 1)
         st, body = self.proxied("PUT", "nb4", "api/contents/kept.txt", body={
             "type": "file", "format": "text", "content": "written before stop"})
         self.assertIn(st, (200, 201), body)
+        # in use by the running notebook: the Volume cannot be deleted
+        st, body = self.g.request("DELETE", vol, token="alice")
+        self.assertEqual(st, 409, body)
+        self.assertIn("tasks nb-nb4-worker-0; jobs nb-nb4; notebooks nb4", body["message"])
         self.set_stopped("nb4", True)
         self.wait_nb("nb4", "Stopped")
         wait_for("GPUs free", lambda: not self.gpus_held(), timeout=20)
         self.assertEqual(self.proxied("GET", "nb4", "api/status")[0], 503)
+        # stopped, it is still the notebook's home
+        st, body = self.g.request("DELETE", vol, token="alice")
+        self.assertEqual(st, 409, body)
+        self.assertIn('volume "nb4-home" is in use by notebooks nb4', body["message"])
         self.set_stopped("nb4", False)
         self.wait_nb("nb4", "Running")
         self.wait_jupyter("nb4")
         st, body = self.proxied("GET", "nb4", "api/contents/kept.txt")
         self.assertEqual(st, 200, body)
         self.assertEqual(body["content"], "written before stop")
-        # delete: the job goes, the home stays
+        # delete: the job goes, the Volume stays until it is deleted itself
         st, _ = self.g.request("DELETE", self.PROJECT + "/notebooks/nb4", token="bob")
         self.assertEqual(st, 200)
         wait_for("job gone", lambda: self.g.request(
             "GET", self.PROJECT + "/jobs/nb-nb4")[0] == 404, timeout=30)
-        self.assertTrue(os.path.exists(os.path.join(home, "kept.txt")))
+        self.assertEqual(self.g.request("GET", vol)[0], 200)
+        wait_for("volume deleted", lambda: self.g.request("DELETE", vol, token="alice")[0] == 200,
+                 timeout=30)
 
 
 class TestNotebookCli(NotebookTest):
@@ -324,6 +397,11 @@ class TestNotebookCli(NotebookTest):
                        check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("spec.template.resources.limits.nvidia.com/gpu", p.stderr)
+        # --home without a leading / names a Volume of the project
+        p = self.g.cli("notebook", "create", "vol", "--home", "nosuch", "-p", "proj-a",
+                       token="bob", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn('spec.home.volume: no Volume "nosuch" in project "proj-a"', p.stderr)
         self.g.cli("notebook", "delete", "cli", "-p", "proj-a", token="bob")
         wait_for("notebook gone", lambda: self.notebook("cli") is None, timeout=10)
 

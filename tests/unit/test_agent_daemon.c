@@ -121,6 +121,36 @@ static void spec_from_task(void **state)
     gt_api_task_free(t);
 }
 
+/* An env entry naming a gantry secret takes the value the agent fetched;
+ * without it the task does not start. */
+static void spec_secret_env(void **state)
+{
+    (void)state;
+    json_t *obj = task_json(NULL, NULL);
+    json_object_set_new(gt_json_path(obj, "spec.template"), "env",
+                        json_pack("[{s:s, s:s}, {s:s, s:{s:s}}]", "name", "A", "value", "1", "name",
+                                  "JUPYTER_TOKEN", "valueFrom", "gantrySecret", "notebook-token"));
+    struct gt_api_task *t = task_decoded(obj);
+    assert_true(gt_task_needs_secrets(t));
+    struct gt_task_spec_params p = params;
+    struct gt_shim_spec s;
+    struct gt_err err = {0};
+    assert_int_equal(gt_task_spec_build(t, &p, &s, &err), GT_EINVAL);
+    assert_string_equal(err.msg, "spec.template.env[1] JUPYTER_TOKEN: the value of gantry secret "
+                                 "notebook-token did not come from gantryd");
+    json_t *values = json_pack("{s:s}", "JUPYTER_TOKEN", "derived-token");
+    p.secrets = values;
+    assert_int_equal(gt_task_spec_build(t, &p, &s, &err), 0);
+    assert_string_equal(env_get(&s, "JUPYTER_TOKEN"), "derived-token");
+    assert_string_equal(env_get(&s, "A"), "1");
+    gt_shim_spec_fini(&s);
+    json_decref(values);
+    gt_api_task_free(t);
+    t = task_new(NULL, NULL);
+    assert_false(gt_task_needs_secrets(t));
+    gt_api_task_free(t);
+}
+
 static void spec_prep_parts(void **state)
 {
     (void)state;
@@ -467,15 +497,11 @@ static void config_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(spec_from_task),
-        cmocka_unit_test(spec_user_rules),
-        cmocka_unit_test(spec_prep_parts),
-        cmocka_unit_test(exit_status),
-        cmocka_unit_test(decide),
-        cmocka_unit_test(stop_grace),
-        cmocka_unit_test(spec_limits_defaulted),
-        cmocka_unit_test(log_tail),
-        cmocka_unit_test(token_file),
+        cmocka_unit_test(spec_from_task),  cmocka_unit_test(spec_user_rules),
+        cmocka_unit_test(spec_prep_parts), cmocka_unit_test(spec_secret_env),
+        cmocka_unit_test(exit_status),     cmocka_unit_test(decide),
+        cmocka_unit_test(stop_grace),      cmocka_unit_test(spec_limits_defaulted),
+        cmocka_unit_test(log_tail),        cmocka_unit_test(token_file),
         cmocka_unit_test(config_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -195,6 +195,41 @@ static void test_notebook_defaults(void **state)
     assert_int_equal(gt_api_validate(GT_KIND_NOTEBOOK, v, &err), GT_EINVAL);
     assert_non_null(strstr(err.msg, "spec.home.hostPath"));
     json_decref(v);
+
+    /* a Volume as the home: mounted at /home/jovyan unless mountPath says */
+    v = parse("{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Notebook\","
+              "\"metadata\":{\"name\":\"n\",\"project\":\"p\"},"
+              "\"spec\":{\"home\":{\"volume\":\"work\"}}}");
+    assert_int_equal(gt_api_validate(GT_KIND_NOTEBOOK, v, &err), 0);
+    assert_path_str(v, "spec.home.mountPath", GT_NOTEBOOK_VOLUME_HOME);
+    nb = gt_api_notebook_new(v);
+    assert_string_equal(nb->spec.home.volume, "work");
+    assert_null(nb->spec.home.host_path);
+    gt_api_notebook_free(nb);
+    json_decref(v);
+    static const struct {
+        const char *home, *want;
+    } bad[] = {
+        {"{\"volume\":\"w\",\"hostPath\":\"/srv/h\"}",
+         "spec.home.hostPath: give volume (a Volume's name) or hostPath, not both"},
+        {"{\"mountPath\":\"/h\"}",
+         "spec.home.volume: give volume (a Volume's name) or hostPath, one is required"},
+        {"{\"volume\":\"Bad_Name\"}", "spec.home.volume"},
+    };
+    for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {
+        char *text = gt_xasprintf("{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Notebook\","
+                                  "\"metadata\":{\"name\":\"n\",\"project\":\"p\"},"
+                                  "\"spec\":{\"home\":%s}}",
+                                  bad[i].home);
+        v = parse(text);
+        free(text);
+        memset(&err, 0, sizeof(err));
+        assert_int_equal(gt_api_validate(GT_KIND_NOTEBOOK, v, &err), GT_EINVAL);
+        if (!strstr(err.msg, bad[i].want)) {
+            fail_msg("home %s: \"%s\", want \"%s\"", bad[i].home, err.msg, bad[i].want);
+        }
+        json_decref(v);
+    }
 }
 
 static void test_canonical_department(void **state)
@@ -381,6 +416,16 @@ static const struct bad_case bad_cases[] = {
     {GT_KIND_JOB, "spec|source", "{\"revision\":\"x\"}", "spec.source.git: required"},
     {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|env", "[{\"name\":\"1BAD\"}]",
      "spec.replicaSpecs.Worker.template.env[0].name: must match"},
+    {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|env",
+     "[{\"name\":\"T\",\"valueFrom\":{\"gantrySecret\":\"root-password\"}}]",
+     "spec.replicaSpecs.Worker.template.env[0].valueFrom.gantrySecret: must be one of"},
+    {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|env", "[{\"name\":\"T\",\"valueFrom\":{}}]",
+     "spec.replicaSpecs.Worker.template.env[0].valueFrom: give fieldRef or gantrySecret, one is "
+     "required"},
+    {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|env",
+     "[{\"name\":\"T\",\"valueFrom\":{\"gantrySecret\":\"notebook-token\","
+     "\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}}]",
+     "spec.replicaSpecs.Worker.template.env[0].valueFrom: give fieldRef or gantrySecret, not both"},
     {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|ports", "[{\"containerPort\":70000}]",
      "spec.replicaSpecs.Worker.template.ports[0].containerPort: must be <= 65535"},
     {GT_KIND_JOB, "spec|replicaSpecs|Worker|template|image", "\"bad image\"",
@@ -535,6 +580,44 @@ static void test_bad_inputs(void **state)
         }
         json_decref(v);
     }
+}
+
+/* A gantry secret reference decodes into the env entry, and a user's
+ * object holding one anywhere is refused naming where. */
+static void test_secret_refs(void **state)
+{
+    (void)state;
+    json_t *v = parse(examples[GT_KIND_JOB]);
+    mutate(v, "spec|replicaSpecs|Worker|template|env",
+           "[{\"name\":\"A\",\"value\":\"1\"},"
+           "{\"name\":\"T\",\"valueFrom\":{\"gantrySecret\":\"notebook-token\"}}]");
+    assert_int_equal(gt_api_validate(GT_KIND_JOB, v, NULL), 0);
+    struct gt_api_job *job = gt_api_job_new(v);
+    const struct gt_api_template *tmpl = NULL;
+    for (size_t i = 0; i < job->spec.replica_specs.n; i++) {
+        if (!strcmp(job->spec.replica_specs.v[i].type, "Worker")) {
+            tmpl = &job->spec.replica_specs.v[i].template;
+        }
+    }
+    assert_non_null(tmpl);
+    assert_int_equal(tmpl->env.n, 2);
+    assert_null(tmpl->env.v[0].value_from.gantry_secret);
+    assert_string_equal(tmpl->env.v[1].value_from.gantry_secret, GT_API_SECRET_NOTEBOOK_TOKEN);
+    assert_null(tmpl->env.v[1].value);
+    struct gt_err err = {0};
+    assert_int_equal(gt_api_check_no_secret_refs(v, &err), GT_EINVAL);
+    assert_string_equal(err.msg, "spec.replicaSpecs.Worker.template.env[1].valueFrom.gantrySecret: "
+                                 "set only by gantryd for the tasks of the kinds it runs "
+                                 "(notebooks, image builds), never by a user");
+    gt_api_job_free(job);
+    json_decref(v);
+    /* fieldRef, the downward API, is the user's own */
+    v = parse(examples[GT_KIND_JOB]);
+    mutate(v, "spec|replicaSpecs|Worker|template|env",
+           "[{\"name\":\"N\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}}]");
+    assert_int_equal(gt_api_validate(GT_KIND_JOB, v, NULL), 0);
+    assert_int_equal(gt_api_check_no_secret_refs(v, NULL), 0);
+    json_decref(v);
 }
 
 static void test_annotations_bounded(void **state)
@@ -692,6 +775,7 @@ int main(void)
         cmocka_unit_test(test_canonical_job),
         cmocka_unit_test(test_canonical_others),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_secret_refs),
         cmocka_unit_test(test_annotations_bounded),
         cmocka_unit_test(test_git_urls),
         cmocka_unit_test(test_parse),

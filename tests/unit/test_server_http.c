@@ -46,7 +46,9 @@ static void env_open(struct env *e)
     struct gt_store_options o = {
         .backend = &gt_store_memory_backend, .base = e->s.base, .watch_history = 100};
     assert_int_equal(gt_store_open(&o, &e->s.store, NULL), 0);
-    const char tokens[] = TOKEN ",admin,0,\"gantry:admins\"\nt-bob,bob,1002\n";
+    const char tokens[] = TOKEN ",admin,0,\"gantry:admins\"\nt-bob,bob,1002\n"
+                                "t-n1,system:node:n1,65534,\"gantry:nodes\"\n"
+                                "t-n2,system:node:n2,65534,\"gantry:nodes\"\n";
     assert_int_equal(gt_server_tokens_parse(tokens, strlen(tokens), &e->s.tokens, NULL), 0);
     struct gt_err err = {0};
     if (gt_server_start(&e->s, &err) != 0) {
@@ -210,6 +212,79 @@ static void test_routes(void **state)
     snprintf(want, sizeof(want), "%lld", (long long)gt_store_revision(e.s.store));
     assert_string_equal(rv_of(r.body), want);
     assert_non_null(json_object_get(json_object_get(r.body, "status"), "used"));
+    json_decref(r.body);
+    env_close(&e);
+}
+
+/* GET of path with token, asked again (each request turns the loop, so
+ * the controllers' cache catches up with the writes before) until it
+ * answers want or 200 tries passed: the last code. */
+static int code_when_cached(struct env *e, const char *path, const char *token, int want)
+{
+    int code = 0;
+    for (int i = 0; i < 200 && code != want; i++) {
+        struct reply r = request(e, "GET", path, token, NULL);
+        json_decref(r.body);
+        code = r.code;
+    }
+    return code;
+}
+
+/* A task's secrets are for the agent of its node only; references to them
+ * are gantryd's to write. */
+static void test_task_secrets(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+#define TASK_FMT                                                                                   \
+    "{\"apiVersion\":\"gantry.dev/"                                                                \
+    "v1\",\"kind\":\"Task\",\"metadata\":{\"name\":\"t\",\"project\":"                             \
+    "\"p\"},\"spec\":{\"job\":\"j\",\"nodeName\":\"n1\",\"template\":{\"command\":[\"true\"]%s}}}"
+    char *ref = gt_xasprintf(TASK_FMT, ",\"env\":[{\"name\":\"T\",\"valueFrom\":"
+                                       "{\"gantrySecret\":\"notebook-token\"}}]");
+    char *d = dept("d1", 1);
+    struct reply r = request(&e, "POST", BASE "/departments", TOKEN, d);
+    assert_int_equal(r.code, 201);
+    json_decref(r.body);
+    free(d);
+    r = request(&e, "POST", BASE "/projects", TOKEN,
+                "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Project\",\"metadata\":{\"name\":"
+                "\"p\"},\"spec\":{\"department\":\"d1\"}}");
+    assert_int_equal(r.code, 201);
+    json_decref(r.body);
+    r = request(&e, "POST", BASE "/projects/p/tasks", TOKEN, ref);
+    assert_int_equal(r.code, 422);
+    assert_non_null(strstr(json_string_value(json_object_get(r.body, "message")),
+                           "spec.template.env[0].valueFrom.gantrySecret: set only by gantryd"));
+    json_decref(r.body);
+    free(ref);
+    char *plain = gt_xasprintf(TASK_FMT, "");
+#undef TASK_FMT
+    r = request(&e, "POST", BASE "/projects/p/tasks", TOKEN, plain);
+    assert_int_equal(r.code, 201);
+    json_decref(r.body);
+    free(plain);
+    const char *path = BASE "/projects/p/tasks/t/secrets";
+    assert_int_equal(code_when_cached(&e, path, "t-n1", 200), 200);
+    r = request(&e, "GET", path, "t-n1", NULL);
+    assert_string_equal(json_string_value(json_object_get(r.body, "kind")), "TaskSecrets");
+    assert_int_equal(json_array_size(json_object_get(r.body, "env")), 0);
+    json_decref(r.body);
+    static const struct {
+        const char *token;
+        int code;
+    } asks[] = {{TOKEN, 403}, {"t-bob", 403}, {"t-n2", 403}, {NULL, 401}};
+    for (size_t i = 0; i < GT_ARRAY_LEN(asks); i++) {
+        r = request(&e, "GET", path, asks[i].token, NULL);
+        assert_int_equal(r.code, asks[i].code);
+        json_decref(r.body);
+    }
+    r = request(&e, "GET", BASE "/projects/p/tasks/t/secrets?uid=another-run", "t-n1", NULL);
+    assert_int_equal(r.code, 404);
+    json_decref(r.body);
+    r = request(&e, "POST", path, "t-n1", "{}");
+    assert_int_equal(r.code, 405);
     json_decref(r.body);
     env_close(&e);
 }
@@ -388,6 +463,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_task_secrets),
         cmocka_unit_test(test_writes),
         cmocka_unit_test(test_watch),
         cmocka_unit_test(test_watch_from_version),

@@ -42,7 +42,7 @@ function newForm(ctx: Ctx, status: HTMLElement): HTMLElement {
   const project = h("select", { name: "project", required: true }, writable.map((p) => h("option", { value: p.metadata.name }, p.metadata.name)));
   const name = h("input", { name: "name", required: true, pattern: "[a-z0-9]([-a-z0-9]*[a-z0-9])?", maxlength: 51, autocomplete: "off" });
   const gpus = h("input", { name: "gpus", type: "number", min: 0, max: 64, value: "1" });
-  const home = h("input", { name: "home", autocomplete: "off", placeholder: "/srv/gantry/home/me" });
+  const home = h("input", { name: "home", autocomplete: "off", placeholder: "my-home" });
   const image = h("input", { name: "image", autocomplete: "off" });
   const form = h(
     "form",
@@ -51,7 +51,7 @@ function newForm(ctx: Ctx, status: HTMLElement): HTMLElement {
     field("Project", project),
     field("Name", name, "lower-case letters, digits and '-'"),
     field("GPUs", gpus),
-    field("Home volume", home, "a directory beneath a storage root, kept across stops"),
+    field("Home volume", home, "a Volume of the project (or a directory beneath a storage root), kept across stops"),
     field("Image", image, "empty: the node's Jupyter"),
     h("button", { type: "submit", class: "primary" }, "Create notebook"),
   );
@@ -60,7 +60,8 @@ function newForm(ctx: Ctx, status: HTMLElement): HTMLElement {
     const tmpl: Obj = { resources: { limits: { [GPU]: Number(gpus.value || 0), cpu: "1", memory: "2Gi" } } };
     if (image.value.trim()) tmpl.image = image.value.trim();
     const spec: Obj = { template: tmpl };
-    if (home.value.trim()) spec.home = { hostPath: home.value.trim() };
+    const homeValue = home.value.trim();
+    if (homeValue) spec.home = homeValue.startsWith("/") ? { hostPath: homeValue } : { volume: homeValue };
     try {
       await call("POST", `projects/${project.value}/notebooks`, {
         apiVersion: "gantry.dev/v1", kind: "Notebook", metadata: { name: name.value, project: project.value }, spec,
