@@ -448,14 +448,18 @@ static int start_replicas(struct cluster *cl, char **server_argv, size_t n_serve
     gt_buf_init(&all);
     gt_buf_puts(&all, cl->server);
     int rc = 0;
+    /* the first replica made it in its data directory on start */
+    char *key = gt_xasprintf("%s/secret.key", cl->store);
     for (int n = 2; n <= GT_CLI_UP_HA_REPLICAS && rc == 0; n++) {
         char *url = NULL;
-        rc = gt_cli_up_ha_replica(server_argv, n_server, n, cl->dir, cl->logs, host, &url, err);
+        rc =
+            gt_cli_up_ha_replica(server_argv, n_server, n, cl->dir, cl->logs, host, key, &url, err);
         if (rc == 0) {
             gt_buf_printf(&all, ",%s", url);
         }
         free(url);
     }
+    free(key);
     if (rc == 0) {
         free(cl->server);
         cl->server = gt_buf_take(&all);

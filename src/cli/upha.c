@@ -129,7 +129,7 @@ int gt_cli_up_ha_etcd(const char *dir, const char *logs, const char *host, char 
 }
 
 int gt_cli_up_ha_replica(char **argv, size_t argc, int n, const char *dir, const char *logs,
-                         const char *host, char **url, struct gt_err *err)
+                         const char *host, const char *secret_key, char **url, struct gt_err *err)
 {
     *url = NULL;
     int port = gt_cli_up_free_port(host);
@@ -140,10 +140,11 @@ int gt_cli_up_ha_replica(char **argv, size_t argc, int n, const char *dir, const
     snprintf(pidname, sizeof(pidname), "gantryd%d", n);
     char *log = gt_xasprintf("%s/%s.log", logs, pidname);
     char *pid_path = gt_xasprintf("%s/%s.pid", dir, pidname);
-    char **av = gt_xcalloc(argc + 7, sizeof(*av));
+    char **av = gt_xcalloc(argc + 9, sizeof(*av));
     memcpy(av, argv, argc * sizeof(*av));
     size_t k = argc;
-    char *extra[] = {"--data-dir", data, "--listen", listen, "--replica-id", id};
+    char *extra[] = {"--data-dir",   data, "--listen",     listen,
+                     "--replica-id", id,   "--secret-key", (char *)secret_key};
     for (size_t i = 0; i < GT_ARRAY_LEN(extra); i++) {
         av[k++] = extra[i]; /* later flags win over the first replica's */
     }
