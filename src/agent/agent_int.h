@@ -92,6 +92,8 @@ int gt_agent_file_write_private(const char *dir, const char *name, const void *d
 
 /* SHA-256 of len bytes of data as 64 lower-case hex digits + NUL (sha256.c). */
 void gt_sha256_hex(const void *data, size_t len, char out[65]);
+/* HMAC-SHA256 (RFC 2104) of msg under key, as 64 lower-case hex digits + NUL. */
+void gt_hmac_sha256_hex(const void *key, size_t key_len, const void *msg, size_t len, char out[65]);
 
 /* The interface owning the IP address of listen ("ADDR:PORT", "[V6]:PORT")
  * into ifname (len bytes). GT_EINVAL for a wildcard or non-IP address,
@@ -258,6 +260,11 @@ typedef void gt_apic_end_fn(int status, void *arg);
 int gt_apic_new(struct event_base *base, const char *url, const char *token, struct gt_apic **out,
                 struct gt_err *err);
 void gt_apic_free(struct gt_apic *c);
+/* Most keep-alive connections one client keeps for requests. */
+#define GT_APIC_POOL_MAX 64
+/* Use up to n_conns (1..GT_APIC_POOL_MAX) connections for requests, each
+ * running one request at a time (4 unless set). */
+void gt_apic_pool_set(struct gt_apic *c, int n_conns);
 /* Send method path with body (borrowed, may be NULL); cb (may be NULL) runs
  * on the loop once answered or failed. */
 void gt_apic_request(struct gt_apic *c, enum evhttp_cmd_type method, const char *path,
@@ -290,11 +297,14 @@ struct gt_ltask {
     int64_t retry_at_ms;     /* no status write before this (monotonic) */
     int64_t started_mono_ms; /* when its start was reported here (monotonic); 0 adopted */
     bool put_in_flight;
-    int gpus;          /* GPUs it holds on this node */
-    bool seen;         /* in the last full list */
-    int events_posted; /* lines of DIR/events posted as Events */
-    bool events_done;  /* DIR/events is complete and posted */
-    bool quiet;        /* ended and reported: off the active list until its Task object changes */
+    int gpus;            /* GPUs it holds on this node */
+    bool seen;           /* in the last full list */
+    int events_posted;   /* lines of DIR/events posted as Events */
+    bool events_done;    /* DIR/events is complete and posted */
+    bool quiet;          /* ended and reported: off the active list until its Task object changes */
+    char boot_id[40];    /* the boot it started under (task.json); "" unknown */
+    uint64_t shim_ticks; /* its shim's and its process's start times (clock ticks since */
+    uint64_t task_ticks; /* boot, /proc/PID/stat field 22; task.json); 0 unknown */
     int64_t gpu_active_ms; /* last sample with one of its GPUs above 0 % (monotonic); 0 none */
     bool idle_warned;      /* its IdleGPU Event is posted */
     struct gt_ltask *act_prev, *act_next; /* the active list (not quiet) */
@@ -321,7 +331,9 @@ struct gt_gantlet {
     char registry_auth[PATH_MAX];      /* ROOT/registry-auth.json once written */
     char cluster_ifname[64];           /* "" when unknown */
     char shim[PATH_MAX];
+    char mpi_rsh_bin[PATH_MAX]; /* GT_MPI_RSH_AGENT next to gantlet: MPI launchers' rsh agent */
     char agent_url[300];
+    char boot_id[40];        /* this boot's id (--boot-id-file); "" when unreadable */
     struct gt_ltask *tasks;  /* every local task */
     struct gt_ltask *active; /* those polls visit (not quiet) */
     struct gt_strmap by_uid; /* Task uid -> struct gt_ltask (borrowed) */
@@ -341,6 +353,17 @@ struct gt_gantlet {
     int backoff_ms;
     struct event *heartbeat_ev, *poll_ev, *rewatch_ev, *gpu_ev;
 };
+
+/* daemon.c: what a node reports. This machine's memory (/proc/meminfo
+ * MemTotal) and online CPUs in milli-CPUs. */
+int64_t gt_agent_mem_total_bytes(void);
+int64_t gt_agent_cpu_milli(void);
+/* A new Node status (caller decrefs): capacity and allocatable of cpu_milli,
+ * mem_bytes and set's GPUs, the GPUs, addresses InternalIP (the host of
+ * listen, "ADDR:PORT") and AgentURL (agent_url), and Ready=True with
+ * lastHeartbeatTime now. */
+json_t *gt_agent_node_status(const struct gt_gpu_set *set, int64_t cpu_milli, int64_t mem_bytes,
+                             const char *listen, const char *agent_url);
 
 /* The cluster registry (registry.c). From GET clusterinfo's body info
  * (borrowed): its "registry" joins the insecure registries and, without
@@ -405,6 +428,26 @@ void gt_gantlet_secrets_fetch(struct gt_gantlet *g, struct gt_api_task *task,
 void gt_gantlet_secrets_forget(struct gt_gantlet *g, const char *uid);
 void gt_gantlet_secrets_free(struct gt_gantlet *g);
 
+/* taskident.c: is an adopted task's record still a live task? */
+
+/* The boot id: the first word of path (the kernel's
+ * /proc/sys/kernel/random/boot_id, a UUID) into buf (len bytes). 0, or
+ * -errno / GT_EINVAL with err naming the file. */
+int gt_boot_id_read(const char *path, char *buf, size_t len, struct gt_err *err);
+/* The start time of process pid in clock ticks since boot (/proc/PID/stat
+ * field 22, proc(5)): 0, or -ESRCH when there is no such process or it is
+ * a zombie. */
+int gt_proc_start_ticks(pid_t pid, uint64_t *ticks);
+/* For a task adopted from its state directory that has not exited: true
+ * while its record names a live task (its shim running: it records the
+ * end; or the end already recorded, then t->st.exited is set). false when
+ * it is stale: the boot changed (reason NodeRebooted) or its shim is gone
+ * (TaskLost), with reason and a message for its status into the buffers.
+ * A process counts as the recorded one only with the recorded start time
+ * (a reused pid is not) and, for the task, in its cgroup gantry/<uid>. */
+bool gt_task_ident_check(const struct gt_gantlet *g, struct gt_ltask *t, char *reason,
+                         size_t reason_len, char *msg, size_t msg_len);
+
 /* image_events.c: post the new lines of a task's DIR/events as Events. */
 void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t);
 /* POST an Event of type ("Normal", "Warning") about t (borrowed): on its
@@ -464,7 +507,14 @@ struct gt_oci_paths {
     const char *hosts;                 /* bind-mounted over /etc/hosts, NULL: none */
     const char *const *volume_sources; /* resolved host path per spec volume */
     const char *dev_dir;               /* where /dev/nvidia* nodes are ("/dev") */
+    const char *init;                  /* static gantry-shim for the init, NULL: none */
 };
+
+/* Where an image task's init (the shim binary, bind-mounted read-only) is
+ * in its container, and the fd its report of the main process's wait
+ * status is on there (runc's --preserve-fds 1: the first after stdio). */
+#define GT_OCI_INIT_PATH "/sbin/gantry-init"
+#define GT_OCI_INIT_FD 3
 
 /* The OCI runtime config of spec's task: base (umoci's config.json of the
  * image, borrowed; defaults for mounts, masked paths) with the process
@@ -473,7 +523,9 @@ struct gt_oci_paths {
  * namespace, cgroupsPath /<cgroup path> with the spec's limits, devices
  * denied but the task's GPUs (+ nvidiactl, nvidia-uvm) and the driver's
  * files bind-mounted read-only, volumes, hosts and the working directory.
- * Returns a new object (caller decrefs). */
+ * With paths->init, the process runs under the shim's init as PID 1
+ * (`GT_OCI_INIT_PATH --init-exec GT_OCI_INIT_FD ARGS...`, as `docker
+ * --init` wraps it in docker-init). Returns a new object (caller decrefs). */
 json_t *gt_oci_config_build(const json_t *base, const struct gt_shim_spec *spec,
                             const struct gt_image_proc *proc, const struct gt_oci_paths *paths);
 /* DATA_DIR/rootfs: an overlayfs of image_rootfs (read-only lower) and
@@ -482,10 +534,12 @@ json_t *gt_oci_config_build(const json_t *base, const struct gt_shim_spec *spec,
 int gt_oci_rootfs_prepare(const char *image_rootfs, const char *data_dir, bool *mounted,
                           struct gt_err *err);
 /* `RUNTIME run -d` of the bundle STATE_DIR (config.json written) with
- * stdin /dev/null and stdout/stderr out_fd: *pid is the container's init
- * (host pid). On failure err has the runtime's message. */
-int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, pid_t *pid,
-               struct gt_err *err);
+ * stdin /dev/null, stdout out_fd and stderr err_fd: *pid is the container's init
+ * (host pid). init_fd (borrowed; -1: none) is passed to the container as
+ * GT_OCI_INIT_FD (--preserve-fds 1). On failure err has the runtime's
+ * message. */
+int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, int err_fd,
+               int init_fd, pid_t *pid, struct gt_err *err);
 /* After the container's processes are gone: `RUNTIME delete --force`,
  * the empty parent cgroups the runtime left in hierarchies outside sys
  * removed, the rootfs unmounted (when mounted). Best effort, logged. */

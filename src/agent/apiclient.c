@@ -24,7 +24,7 @@
 
 #include "agent/agent_int.h"
 
-#define POOL_SIZE 4
+#define POOL_DEFAULT 4
 #define REQUEST_TIMEOUT_S 30
 /* A watch is re-listed after this much silence, whatever the server does. */
 #define STREAM_TIMEOUT_S 600
@@ -40,9 +40,10 @@ struct gt_apic {
     struct server *servers;
     size_t n_servers, cur;
     char *auth; /* "Bearer TOKEN" */
-    struct evhttp_connection *conns[POOL_SIZE];
-    size_t conn_server[POOL_SIZE]; /* the server conns[i] goes to */
-    int in_flight[POOL_SIZE];
+    struct evhttp_connection *conns[GT_APIC_POOL_MAX];
+    size_t conn_server[GT_APIC_POOL_MAX]; /* the server conns[i] goes to */
+    int in_flight[GT_APIC_POOL_MAX];
+    int n_conns; /* pool size, at most GT_APIC_POOL_MAX */
 };
 
 struct call {
@@ -110,6 +111,7 @@ int gt_apic_new(struct event_base *base, const char *url, const char *token, str
         gt_apic_free(c);
         return rc;
     }
+    c->n_conns = POOL_DEFAULT;
     *out = c;
     return 0;
 }
@@ -129,7 +131,7 @@ void gt_apic_free(struct gt_apic *c)
     if (!c) {
         return;
     }
-    for (int i = 0; i < POOL_SIZE; i++) {
+    for (int i = 0; i < GT_APIC_POOL_MAX; i++) {
         if (c->conns[i]) {
             evhttp_connection_free(c->conns[i]);
         }
@@ -141,6 +143,12 @@ void gt_apic_free(struct gt_apic *c)
     free(c->servers);
     free(c->auth);
     free(c);
+}
+
+void gt_apic_pool_set(struct gt_apic *c, int n_conns)
+{
+    GT_ASSERT(n_conns >= 1 && n_conns <= GT_APIC_POOL_MAX);
+    c->n_conns = n_conns;
 }
 
 static struct evhttp_request *req_prepare(struct gt_apic *c, struct evhttp_request *req,
@@ -208,7 +216,7 @@ static void send_call(struct call *k)
 {
     struct gt_apic *c = k->c;
     int slot = -1;
-    for (int i = 0; i < POOL_SIZE; i++) {
+    for (int i = 0; i < c->n_conns; i++) {
         bool here = !c->conns[i] || c->conn_server[i] == c->cur || c->in_flight[i] == 0;
         if (here && (slot < 0 || c->in_flight[i] < c->in_flight[slot])) {
             slot = i;

@@ -34,6 +34,7 @@ struct gt_gantlet_config {
     int64_t idle_gpu_s; /* 0: no IdleGPU Events */
     char *root;         /* data root: ROOT/tasks/<uid>/ (logs, working dirs), venvs, images */
     char *run_dir;      /* runtime state: RUN/tasks/<uid>/ (the shims' files) */
+    char *boot_id_file; /* the kernel's boot id (/proc/sys/kernel/random/boot_id) */
     char *shim;         /* NULL: gantry-shim next to the gantlet binary */
     struct gt_config_list storage_roots;       /* allowed volume roots, owned */
     char *cluster_interface;                   /* NULL: the interface owning the --listen address */
@@ -43,8 +44,11 @@ struct gt_gantlet_config {
     struct gt_config_list insecure_registries; /* HOST:PORT, owned */
     char *oci_runtime;                         /* "runc" or "crun" */
     int64_t heartbeat_s;
-    int64_t log_max_bytes; /* per task log file before rotation */
-    int64_t log_level;     /* enum gt_log_level */
+    int64_t hollow;             /* > 0: run this many hollow nodes (hollow.c) instead */
+    int64_t hollow_start_ms;    /* a hollow task's Bound -> Running delay */
+    int64_t hollow_connections; /* the hollow nodes' API connections */
+    int64_t log_max_bytes;      /* per task log file before rotation */
+    int64_t log_level;          /* enum gt_log_level */
 };
 
 /* Parse argv (flags --name VALUE or --name=VALUE) and envp (GANTLET_<NAME>)
@@ -55,6 +59,10 @@ int gt_gantlet_config_parse(struct gt_gantlet_config *cfg, int argc, char *const
 void gt_gantlet_config_fini(struct gt_gantlet_config *cfg);
 /* Print the flags, their defaults and help to f. */
 void gt_gantlet_config_usage(FILE *f);
+
+/* Run cfg->hollow hollow nodes (hollow.c) until SIGTERM or SIGINT: 0, or
+ * 1 when they cannot start (logged). */
+int gt_hollow_run(const struct gt_gantlet_config *cfg);
 
 /* Read the token from the first line of path: "token,user,uid,..." or a
  * bare token. *token is a new string (caller frees). 0 or negative + err. */
@@ -112,16 +120,30 @@ struct gt_task_spec_params {
     /* the values of the env entries with valueFrom.gantrySecret, {NAME:
      * value} as gantryd made them (borrowed); NULL: none fetched */
     const json_t *secrets;
+    /* for an MPI launcher (gt_task_mpi_hostfile): its rsh agent (the
+     * GT_MPI_RSH_AGENT link to gantry), gantryd's URL and the node's token
+     * (all borrowed) */
+    const char *mpi_rsh_bin;
+    const char *server_url;
+    const char *node_token;
 };
 /* Does task's template name a gantry secret (env valueFrom.gantrySecret),
  * whose value the agent must fetch before it starts the task? */
 bool gt_task_needs_secrets(const struct gt_api_task *task);
 
+/* The hostfile text of an MPI launcher task (borrowed from task), or NULL
+ * when task is not one: a Launcher whose env has GT_MPI_HOSTFILE_ENV, as
+ * gantryd writes it for an MPIJob (jobenv_mpi.c). Its shim spec then
+ * mounts DATA_DIR/mpi read-only at GT_MPI_DIR and its environment carries
+ * the rsh agent and credential (gt_task_spec_build). */
+const char *gt_task_mpi_hostfile(const struct gt_api_task *task);
+
 /* Build the shim spec of a Task (borrowed) into spec (caller's
  * storage; gt_shim_spec_fini frees it): argv = command + args, env =
  * template env + the CUDA/NVIDIA/GANTRY variables (+ PATH if absent) +
  * GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME (an entry with valueFrom.gantrySecret
- * takes its value from p->secrets: GT_EINVAL naming it when absent), uid = runAsUser else creator
+ * takes its value from p->secrets: GT_EINVAL naming it when absent; an MPI
+ * launcher: see gt_task_mpi_hostfile), uid = runAsUser else creator
  * uid (0 only with spec.privileged), cwd = workingDir else DATA_DIR/work, cgroup limits the
  * template's effective limits (gt_api_resources_effective: a limit not given is the request), log
  * files in DATA_DIR, dataDir DATA_DIR; spec.source and spec.requirements as they are (venvDir =

@@ -1,10 +1,14 @@
 /*
  * gantlet's --listen server (evhttp): GET /v1/tasks/{uid}/log
- * [?follow=true&tailLines=N], GET /v1/tasks/{uid}/usage (usage.c) and POST
+ * [?follow=true&tailLines=N&timestamps=true&sinceMs=MS], GET
+ * /v1/tasks/{uid}/usage (usage.c) and POST
  * /v1/tasks/{uid}/exec (exec.c) for the agent's own bearer token only, plus
  * /healthz and /metrics. A log is the shim's rotated files read oldest
  * first (task.log.K .. task.log.1, task.log); tailLines counts over their
- * concatenation. Following polls every 5 ms after new output, backing off
+ * concatenation. Their CRI entries (crilog.c) are sent as the task wrote
+ * its output, with each line's time in front with timestamps, and without
+ * the entries before sinceMs (ms since the epoch); lines of a log written
+ * before the CRI format pass as they are. Following polls every 5 ms after new output, backing off
  * to every 100 ms while the log is quiet, opens task.log once the
  * shim has created it (a follow may start before the task), moves to the
  * new task.log when the shim rotates, and ends once the file is drained
@@ -26,6 +30,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "agent/agent_int.h"
+#include "agent/crilog.h"
 
 #define KEEP_FILES 3
 #define MAX_FILES (KEEP_FILES + 2)
@@ -46,6 +51,9 @@ struct logstream {
     bool follow;
     int idle_ms; /* the next follow poll's delay: doubles while nothing comes */
     struct event *tick;
+    struct gt_crilog_view view;
+    bool mid_line;        /* the text sent so far ends inside a line */
+    struct evbuffer *raw; /* read from the files, not yet a whole line */
 };
 
 static void open_files(struct logstream *ls)
@@ -72,6 +80,7 @@ static void stream_free(struct logstream *ls)
         }
     }
     event_free(ls->tick);
+    evbuffer_free(ls->raw);
     free(ls);
 }
 
@@ -132,6 +141,38 @@ static void schedule(struct logstream *ls, int ms)
     evtimer_add(ls->tick, &tv);
 }
 
+/* Send the whole lines read so far, as the view shows them; at the end
+ * also what is left (a plain log's last line without its newline). */
+static void send_lines(struct logstream *ls, bool ending)
+{
+    struct gt_buf b;
+    gt_buf_init(&b);
+    size_t n;
+    char *line;
+    while ((line = evbuffer_readln(ls->raw, &n, EVBUFFER_EOL_LF)) != NULL) {
+        gt_crilog_render(line, n, &ls->view, &ls->mid_line, &b);
+        free(line);
+    }
+    size_t left = evbuffer_get_length(ls->raw);
+    if (ending && left) {
+        const char *rest = (const char *)evbuffer_pullup(ls->raw, -1);
+        struct gt_crilog_entry e;
+        if (gt_crilog_parse(rest, left, &e)) {
+            gt_crilog_render(rest, left, &ls->view, &ls->mid_line, &b);
+        } else {
+            gt_buf_append(&b, rest, left);
+        }
+        evbuffer_drain(ls->raw, left);
+    }
+    if (b.len) {
+        struct evbuffer *out = evbuffer_new();
+        evbuffer_add(out, b.data, b.len);
+        evhttp_send_reply_chunk(ls->req, out);
+        evbuffer_free(out);
+    }
+    gt_buf_fini(&b);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -150,13 +191,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (ls->n_fds == 0) {
         open_files(ls); /* the shim has not created task.log yet */
     }
-    struct evbuffer *out = evbuffer_new();
     size_t sent = 0;
     while (sent < OUT_HIGH_BYTES && ls->cur < ls->n_fds) {
         char buf[BLOCK_BYTES];
         ssize_t r = read(ls->fds[ls->cur], buf, sizeof(buf));
         if (r > 0) {
-            evbuffer_add(out, buf, (size_t)r);
+            evbuffer_add(ls->raw, buf, (size_t)r);
             sent += (size_t)r;
             continue;
         }
@@ -176,10 +216,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         }
         break;
     }
-    if (sent) {
-        evhttp_send_reply_chunk(ls->req, out);
-    }
-    evbuffer_free(out);
+    bool ending = sent < OUT_HIGH_BYTES && (!ls->follow || exited);
+    send_lines(ls, ending);
     if (sent >= OUT_HIGH_BYTES) {
         schedule(ls, 1);
     } else if (!ls->follow || exited) {
@@ -189,6 +227,23 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         ls->idle_ms = ls->idle_ms > FOLLOW_MAX_MS ? FOLLOW_MAX_MS : ls->idle_ms;
         schedule(ls, ls->idle_ms);
     }
+}
+
+/* A query parameter that is a count: absent or empty leaves *out as it
+ * is; false for anything but a non-negative decimal integer. */
+static bool count_param(const char *v, int64_t *out)
+{
+    if (!v || !*v) {
+        return true;
+    }
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || *end || n < 0) {
+        return false;
+    }
+    *out = n;
+    return true;
 }
 
 static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const char *uid,
@@ -203,15 +258,16 @@ static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const ch
     evhttp_parse_query_str(query ? query : "", &q);
     const char *follow = evhttp_find_header(&q, "follow");
     const char *tail = evhttp_find_header(&q, "tailLines");
-    int64_t tail_n = -1;
-    if (tail && *tail) {
-        char *end;
-        tail_n = strtoll(tail, &end, 10);
-        if (*end || tail_n < 0) {
-            evhttp_clear_headers(&q);
-            evhttp_send_error(req, 400, "tailLines: not a non-negative integer");
-            return;
-        }
+    const char *stamps = evhttp_find_header(&q, "timestamps");
+    const char *since = evhttp_find_header(&q, "sinceMs");
+    int64_t tail_n = -1, since_ms = 0;
+    const char *bad = !count_param(tail, &tail_n)      ? "tailLines: not a non-negative integer"
+                      : !count_param(since, &since_ms) ? "sinceMs: not a non-negative integer"
+                                                       : NULL;
+    if (bad) {
+        evhttp_clear_headers(&q);
+        evhttp_send_error(req, 400, bad);
+        return;
     }
     struct logstream *ls = gt_xcalloc(1, sizeof(*ls));
     ls->req = req;
@@ -220,6 +276,9 @@ static void serve_log(struct gt_gantlet *g, struct evhttp_request *req, const ch
     snprintf(ls->uid, sizeof(ls->uid), "%s", uid);
     ls->follow = follow && (!strcmp(follow, "true") || !strcmp(follow, "1"));
     ls->idle_ms = FOLLOW_MIN_MS;
+    ls->view.timestamps = stamps && !strcmp(stamps, "true");
+    ls->view.since_ms = since_ms;
+    ls->raw = evbuffer_new();
     evhttp_clear_headers(&q);
     snprintf(ls->dir, sizeof(ls->dir), "%s", t->dir);
     snprintf(ls->data, sizeof(ls->data), "%s", t->data);

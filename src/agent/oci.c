@@ -13,8 +13,13 @@
  * the runtime's --root is the node's. The container runs detached
  * (`run -d`): its init is re-parented to the shim (a child subreaper), so
  * the shim waits for it as for a host task, and its stdout/stderr are the
- * task's log pipe. Its cgroup is the one the shim created (cgroupsPath),
- * so limits, OOM counting and kill-all work unchanged; the runtime also
+ * task's log pipe. That init is the shim's own (static) binary,
+ * bind-mounted read-only at GT_OCI_INIT_PATH and run as `--init-exec`
+ * over the image's process: a script without a SIGTERM handler would
+ * otherwise be PID 1 and ignore the stop (issue 16, defect 5); it reports
+ * the process's wait status on the fd runc passes in (--preserve-fds).
+ * Its cgroup is the one the shim created (cgroupsPath), so limits, OOM
+ * counting and kill-all work unchanged; the runtime also
  * creates that path in the hierarchies gantry does not use and leaves
  * their parents behind after `delete`: gt_oci_cleanup removes them.
  */
@@ -123,7 +128,7 @@ static json_t *strv_json(char *const *v, size_t n)
 }
 
 static json_t *process_json(json_t *base, const struct gt_shim_spec *spec,
-                            const struct gt_image_proc *proc)
+                            const struct gt_image_proc *proc, bool init)
 {
     json_t *p = json_is_object(base) ? json_deep_copy(base) : json_object();
     json_t *groups = json_array();
@@ -134,7 +139,13 @@ static json_t *process_json(json_t *base, const struct gt_shim_spec *spec,
     json_object_set_new(p, "user",
                         json_pack("{s:I, s:I, s:o}", "uid", (json_int_t)spec->uid, "gid",
                                   (json_int_t)spec->gid, "additionalGids", groups));
-    json_object_set_new(p, "args", strv_json(proc->argv, proc->n_argv));
+    json_t *args = strv_json(proc->argv, proc->n_argv);
+    if (init) {
+        json_array_insert_new(args, 0, json_string(GT_OCI_INIT_PATH));
+        json_array_insert_new(args, 1, json_string("--init-exec"));
+        json_array_insert_new(args, 2, json_sprintf("%d", GT_OCI_INIT_FD));
+    }
+    json_object_set_new(p, "args", args);
     json_object_set_new(p, "env", strv_json(proc->env, proc->n_env));
     json_object_set_new(p, "cwd", json_string(proc->cwd));
     json_object_set_new(p, "noNewPrivileges", json_boolean(!spec->privileged));
@@ -177,7 +188,8 @@ json_t *gt_oci_config_build(const json_t *base, const struct gt_shim_spec *spec,
 {
     json_t *c = json_is_object(base) ? json_deep_copy(base) : json_object();
     json_object_set_new(c, "ociVersion", json_string("1.0.2"));
-    json_object_set_new(c, "process", process_json(json_object_get(c, "process"), spec, proc));
+    json_object_set_new(
+        c, "process", process_json(json_object_get(c, "process"), spec, proc, paths->init != NULL));
     json_object_set_new(c, "root", json_pack("{s:s, s:b}", "path", paths->rootfs, "readonly", 0));
     if (spec->hostname && (spec->namespaces & GT_NS_UTS)) {
         json_object_set_new(c, "hostname", json_string(spec->hostname));
@@ -199,6 +211,9 @@ json_t *gt_oci_config_build(const json_t *base, const struct gt_shim_spec *spec,
     }
     if (proc->mount_work) {
         json_array_append_new(mounts, bind_mount_json(spec->cwd, GT_IMAGE_WORK_DIR, false));
+    }
+    if (paths->init) {
+        json_array_append_new(mounts, bind_mount_json(paths->init, GT_OCI_INIT_PATH, true));
     }
     json_t *lnx = json_object_get(c, "linux");
     if (!json_is_object(lnx)) {
@@ -297,22 +312,50 @@ static const char *container_id(const struct gt_shim_spec *spec)
     return slash ? slash + 1 : spec->cgroup_path;
 }
 
-int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, pid_t *pid,
-               struct gt_err *err)
+int gt_oci_run(const struct gt_shim_spec *spec, const char *state_dir, int out_fd, int err_fd,
+               int init_fd, pid_t *pid, struct gt_err *err)
 {
     const struct gt_shim_image *im = spec->image;
     char log[PATH_MAX + 16], pid_file[PATH_MAX + 16];
     snprintf(log, sizeof(log), "%s/runtime.log", state_dir);
     snprintf(pid_file, sizeof(pid_file), "%s/container.pid", state_dir);
-    char *argv[] = {im->runtime, (char *)"--root",   im->runtime_root,  (char *)"--log",
-                    log,         (char *)"run",      (char *)"-d",      (char *)"--pid-file",
-                    pid_file,    (char *)"--bundle", (char *)state_dir, (char *)container_id(spec),
+    char *argv[] = {im->runtime,
+                    (char *)"--root",
+                    im->runtime_root,
+                    (char *)"--log",
+                    log,
+                    (char *)"run",
+                    (char *)"-d",
+                    (char *)"--pid-file",
+                    pid_file,
+                    (char *)"--bundle",
+                    (char *)state_dir,
+                    (char *)"--preserve-fds",
+                    (char *)"1",
+                    NULL,
                     NULL};
+    /* the id last: in place of --preserve-fds 1 when there is no init fd */
+    size_t id_at = init_fd >= 0 ? 13 : 11;
+    argv[id_at] = (char *)container_id(spec);
+    argv[id_at + 1] = NULL;
     char *env[] = {(char *)"PATH=" GT_GANTLET_DEFAULT_PATH, NULL};
     int lock_fd = cgroup_lock(im, LOCK_SH);
     pid_t child = fork();
     if (child == 0) {
-        gt_shim_exec_tool(argv, env, out_fd, out_fd);
+        /* the init's report fd goes to the runtime as the first fd after stdio */
+        if (init_fd >= 0) {
+            if (out_fd == GT_OCI_INIT_FD) {
+                out_fd = dup(out_fd);
+            }
+            if (err_fd == GT_OCI_INIT_FD) {
+                err_fd = dup(err_fd);
+            }
+            if (out_fd < 0 || err_fd < 0 || dup2(init_fd, GT_OCI_INIT_FD) < 0 ||
+                fcntl(GT_OCI_INIT_FD, F_SETFD, 0) < 0) {
+                _exit(127);
+            }
+        }
+        gt_shim_exec_tool(argv, env, out_fd, err_fd);
     }
     int st = -1;
     while (child > 0 && waitpid(child, &st, 0) < 0 && errno == EINTR) {

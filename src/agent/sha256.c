@@ -1,10 +1,12 @@
 /*
  * SHA-256 (FIPS 180-4) of a buffer, as lower-case hex: the key of a cached
- * virtual environment (the hash of its requirements). Small and
+ * virtual environment (the hash of its requirements); and HMAC-SHA256 (RFC
+ * 2104) over it, an MPI launcher's exec credential. Small and
  * dependency-free because the agent links no crypto library.
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/agent_int.h"
@@ -61,7 +63,8 @@ static void block(uint32_t h[8], const unsigned char *p)
     h[7] += hh;
 }
 
-void gt_sha256_hex(const void *data, size_t len, char out[65])
+/* SHA-256 of data as 32 bytes. */
+static void sha256(const void *data, size_t len, unsigned char out[32])
 {
     uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
@@ -86,7 +89,44 @@ void gt_sha256_hex(const void *data, size_t len, char out[65])
     if (tail_len == 128) {
         block(h, tail + 64);
     }
-    for (int i = 0; i < 8; i++) {
-        snprintf(out + 8 * i, 9, "%08x", h[i]);
+    for (int i = 0; i < 32; i++) {
+        out[i] = (unsigned char)(h[i / 4] >> (24 - 8 * (i % 4)));
     }
+}
+
+static void to_hex(const unsigned char d[32], char out[65])
+{
+    for (int i = 0; i < 32; i++) {
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    }
+}
+
+void gt_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char d[32];
+    sha256(data, len, d);
+    to_hex(d, out);
+}
+
+void gt_hmac_sha256_hex(const void *key, size_t key_len, const void *msg, size_t len, char out[65])
+{
+    unsigned char kb[64] = {0}, d[32];
+    if (key_len > sizeof(kb)) {
+        sha256(key, key_len, kb);
+    } else {
+        memcpy(kb, key, key_len);
+    }
+    unsigned char *buf = gt_xmalloc(64 + (len > 32 ? len : 32));
+    for (int i = 0; i < 64; i++) {
+        buf[i] = kb[i] ^ 0x36;
+    }
+    memcpy(buf + 64, msg, len);
+    sha256(buf, 64 + len, d);
+    for (int i = 0; i < 64; i++) {
+        buf[i] = kb[i] ^ 0x5c;
+    }
+    memcpy(buf + 64, d, 32);
+    sha256(buf, 64 + 32, d);
+    free(buf);
+    to_hex(d, out);
 }

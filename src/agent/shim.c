@@ -37,12 +37,14 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <link.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -108,7 +110,8 @@ struct shim {
     bool cg_created;
     struct gt_shim_log log;
     int sig_fd;
-    int log_rd_fd; /* read end of the task's stdout/stderr pipe; -1 at EOF */
+    int log_rd_fd[2]; /* read ends of the task's stdout and stderr pipes (by
+                       * enum gt_shim_stream); -1 at EOF */
     pid_t task_pid;
     bool exited;
     int status;         /* wait status of the task */
@@ -131,7 +134,7 @@ struct child_fds {
     int cg_fds[GT_CG_NCTRL]; /* the cgroup's cgroup.procs files, to join it */
     size_t n_cg_fds;
     int fail_wr_fd;
-    int out_wr_fd;
+    int out_wr_fd, err_wr_fd;
     int null_fd;
     const bool *vol_is_dir;
     const char *hosts_src;   /* NULL: keep /etc/hosts */
@@ -369,7 +372,7 @@ static int child_run(void *arg)
         child_fail(fds, ST_HOSTNAME, errno);
     }
     if (dup2(fds->null_fd, STDIN_FILENO) < 0 || dup2(fds->out_wr_fd, STDOUT_FILENO) < 0 ||
-        dup2(fds->out_wr_fd, STDERR_FILENO) < 0) {
+        dup2(fds->err_wr_fd, STDERR_FILENO) < 0) {
         child_fail(fds, ST_STDIO, errno);
     }
     /* the shim's mask (its signalfd's signals blocked) stays on until the
@@ -519,7 +522,7 @@ static void plan_fini(struct child_plan *pl)
 /* Start the task in the cgroup. 0, or negative with err set (nothing runs). */
 static int start_task(struct shim *s, struct gt_err *err)
 {
-    int fail[2] = {-1, -1}, out[2] = {-1, -1};
+    int fail[2] = {-1, -1}, out[2] = {-1, -1}, errp[2] = {-1, -1};
     int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     struct child_fds fds = {.spec = &s->spec, .n_cg_fds = 0};
     struct child_plan pl;
@@ -528,12 +531,14 @@ static int start_task(struct shim *s, struct gt_err *err)
     if (rc < 0) {
         goto out;
     }
-    if (null_fd < 0 || pipe2(fail, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
+    if (null_fd < 0 || pipe2(fail, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+        pipe2(errp, O_CLOEXEC) < 0) {
         rc = gt_err_set(err, -errno, "pipes: %s", strerror(errno));
         goto out;
     }
     fds.fail_wr_fd = fail[1];
     fds.out_wr_fd = out[1];
+    fds.err_wr_fd = errp[1];
     fds.null_fd = null_fd;
     fds.vol_is_dir = s->vol_is_dir;
     fds.hosts_src = s->spec.n_hosts ? pl.hosts_src : NULL;
@@ -551,6 +556,7 @@ static int start_task(struct shim *s, struct gt_err *err)
     s->task_pid = pid;
     close_fd(&fail[1]);
     close_fd(&out[1]);
+    close_fd(&errp[1]);
     close_fd(&pl.prep[1]);
     close_fd(&pl.init[1]);
     struct child_fail f;
@@ -581,8 +587,9 @@ static int start_task(struct shim *s, struct gt_err *err)
         waitpid(pid, NULL, 0);
         s->task_pid = 0;
     } else {
-        s->log_rd_fd = out[0];
-        out[0] = -1;
+        s->log_rd_fd[GT_SHIM_STDOUT] = out[0];
+        s->log_rd_fd[GT_SHIM_STDERR] = errp[0];
+        out[0] = errp[0] = -1;
         s->prep_rd_fd = pl.prep[0];
         pl.prep[0] = -1;
         s->init_rd_fd = pl.init[0];
@@ -597,6 +604,8 @@ out:
     close_fd(&fail[1]);
     close_fd(&out[0]);
     close_fd(&out[1]);
+    close_fd(&errp[0]);
+    close_fd(&errp[1]);
     close_fd(&null_fd);
     return rc;
 }
@@ -635,8 +644,30 @@ static const char *data_dir(const struct shim *s)
     return s->spec.data_dir ? s->spec.data_dir : s->dir;
 }
 
+/* This binary's path into path when it is statically linked (no program
+ * interpreter: it runs in any image's root as the container's init), else
+ * false. */
+static bool static_self(char *path, size_t len)
+{
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+    size_t n = getauxval(AT_PHNUM);
+    for (size_t i = 0; ph && i < n; i++) {
+        if (ph[i].p_type == PT_INTERP) {
+            return false;
+        }
+    }
+    ssize_t r = readlink("/proc/self/exe", path, len - 1);
+    if (!ph || r <= 0) {
+        return false;
+    }
+    path[r] = '\0';
+    return true;
+}
+
 /* An image task: its process merged from the image, its rootfs, its
- * config.json, then the runtime. 0, or negative with err set. */
+ * config.json, then the runtime, with the shim's init as the container's
+ * PID 1 where this binary is static (else the process itself, which
+ * ignores an unhandled SIGTERM). 0, or negative with err set. */
 static int start_container(struct shim *s, struct gt_err *err)
 {
     const struct gt_shim_image *im = s->spec.image;
@@ -649,8 +680,10 @@ static int start_container(struct shim *s, struct gt_err *err)
                               .working_dir = im->working_dir};
     struct gt_image_proc proc;
     char lower[PATH_MAX + 16], rootfs[PATH_MAX + 16], hosts[PATH_MAX + 16], base[PATH_MAX + 16];
+    char self[PATH_MAX];
     char **sources = NULL, *text = NULL;
-    int out[2] = {-1, -1};
+    int out[2] = {-1, -1}, errp[2] = {-1, -1}, init[2] = {-1, -1};
+    bool has_init = static_self(self, sizeof(self));
     json_t *cfg = NULL, *base_cfg = NULL;
     int rc = gt_image_process_merge(s->img.config, &t, &proc, err);
     if (rc < 0) {
@@ -673,26 +706,36 @@ static int start_container(struct shim *s, struct gt_err *err)
         struct gt_oci_paths paths = {.rootfs = rootfs,
                                      .hosts = s->spec.n_hosts ? hosts : NULL,
                                      .volume_sources = (const char *const *)sources,
-                                     .dev_dir = s->cg.sys.dev_dir};
+                                     .dev_dir = s->cg.sys.dev_dir,
+                                     .init = has_init ? self : NULL};
         cfg = gt_oci_config_build(base_cfg, &s->spec, &proc, &paths);
         text = gt_json_dumps(cfg);
         /* the task's environment, its secrets too: for root only */
         rc = gt_agent_file_write_private(s->dir, "config.json", text, strlen(text), err);
         free(text);
     }
-    if (rc == 0 && pipe2(out, O_CLOEXEC) < 0) {
+    if (rc == 0 &&
+        (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+         (has_init && (pipe2(init, O_CLOEXEC) < 0 || fcntl(init[0], F_SETFL, O_NONBLOCK) < 0)))) {
         rc = gt_err_set(err, -errno, "pipe: %s", strerror(errno));
     }
     if (rc == 0) {
         s->container = true;
-        rc = gt_oci_run(&s->spec, s->dir, out[1], &s->task_pid, err);
+        rc = gt_oci_run(&s->spec, s->dir, out[1], errp[1], init[1], &s->task_pid, err);
     }
     if (rc == 0) {
-        s->log_rd_fd = out[0];
-        out[0] = -1;
+        s->log_rd_fd[GT_SHIM_STDOUT] = out[0];
+        s->log_rd_fd[GT_SHIM_STDERR] = errp[0];
+        out[0] = errp[0] = -1;
+        s->init_rd_fd = init[0];
+        init[0] = -1;
     }
     close_fd(&out[0]);
     close_fd(&out[1]);
+    close_fd(&errp[0]);
+    close_fd(&errp[1]);
+    close_fd(&init[0]);
+    close_fd(&init[1]);
     for (size_t i = 0; sources && i < s->spec.n_volumes; i++) {
         free(sources[i]);
     }
@@ -775,19 +818,19 @@ static void kill_everything(struct shim *s)
     }
 }
 
-static void copy_output(struct shim *s)
+static void copy_output(struct shim *s, enum gt_shim_stream stream)
 {
     char buf[65536];
-    ssize_t r = read(s->log_rd_fd, buf, sizeof(buf));
+    ssize_t r = read(s->log_rd_fd[stream], buf, sizeof(buf));
     if (r < 0 && (errno == EINTR || errno == EAGAIN)) {
         return;
     }
     if (r <= 0) {
-        close_fd(&s->log_rd_fd);
+        close_fd(&s->log_rd_fd[stream]);
         return;
     }
     struct gt_err err = {0};
-    if (gt_shim_log_write(&s->log, buf, (size_t)r, &err) < 0) {
+    if (gt_shim_log_write(&s->log, stream, buf, (size_t)r, &err) < 0) {
         gt_log_error("task output lost", "err=\"%s\"", err.msg);
     }
 }
@@ -796,7 +839,7 @@ static void copy_output(struct shim *s)
 static void supervise(struct shim *s)
 {
     int64_t drain_until_ms = -1;
-    while (!s->exited || s->log_rd_fd >= 0) {
+    while (!s->exited || s->log_rd_fd[0] >= 0 || s->log_rd_fd[1] >= 0) {
         int64_t now = gt_mono_ms();
         if (s->kill_at_ms >= 0 && now >= s->kill_at_ms) {
             gt_log_info("grace period over, killing the task's cgroup", NULL);
@@ -811,7 +854,8 @@ static void supervise(struct shim *s)
         }
         if (drain_until_ms >= 0 && now >= drain_until_ms) {
             gt_log_warn("task output pipe still open after the task's exit", NULL);
-            close_fd(&s->log_rd_fd);
+            close_fd(&s->log_rd_fd[0]);
+            close_fd(&s->log_rd_fd[1]);
             break;
         }
         int64_t wait_ms = -1;
@@ -819,16 +863,21 @@ static void supervise(struct shim *s)
         if (deadline >= 0) {
             wait_ms = deadline > now ? deadline - now : 0;
         }
-        struct pollfd pfd[2] = {{s->sig_fd, POLLIN, 0}, {s->log_rd_fd, POLLIN, 0}};
-        if (poll(pfd, s->log_rd_fd >= 0 ? 2 : 1, (int)wait_ms) < 0 && errno != EINTR) {
+        /* a closed pipe's entry (fd -1) is ignored by poll */
+        struct pollfd pfd[3] = {{s->sig_fd, POLLIN, 0},
+                                {s->log_rd_fd[GT_SHIM_STDOUT], POLLIN, 0},
+                                {s->log_rd_fd[GT_SHIM_STDERR], POLLIN, 0}};
+        if (poll(pfd, 3, (int)wait_ms) < 0 && errno != EINTR) {
             gt_log_error("poll failed", "err=\"%s\"", strerror(errno));
             break;
         }
         if (pfd[0].revents) {
             on_signal(s);
         }
-        if (s->log_rd_fd >= 0 && pfd[1].revents) {
-            copy_output(s);
+        for (int i = 0; i < 2; i++) {
+            if (s->log_rd_fd[i] >= 0 && pfd[1 + i].revents) {
+                copy_output(s, (enum gt_shim_stream)i);
+            }
         }
     }
 }
@@ -1034,7 +1083,7 @@ static int prepare_and_start(struct shim *s, struct gt_err *err)
 static _Noreturn void run_detached(struct shim *s)
 {
     s->sig_fd = -1;
-    s->log_rd_fd = -1;
+    s->log_rd_fd[0] = s->log_rd_fd[1] = -1;
     s->log.fd = -1;
     s->log.dir_fd = -1;
     s->kill_at_ms = -1;
@@ -1054,7 +1103,8 @@ static _Noreturn void run_detached(struct shim *s)
             /* where the user looks first: the task's own log */
             char line[sizeof(err.msg) + 64];
             int n = snprintf(line, sizeof(line), "gantry: the task did not start: %s\n", err.msg);
-            gt_shim_log_write(&s->log, line, (size_t)n < sizeof(line) ? (size_t)n : 0, NULL);
+            gt_shim_log_write(&s->log, GT_SHIM_STDERR, line,
+                              (size_t)n < sizeof(line) ? (size_t)n : 0, NULL);
         }
         s->ex.exit_code = 127;
         snprintf(s->ex.error, sizeof(s->ex.error), "%s", err.msg);

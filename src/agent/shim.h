@@ -17,7 +17,7 @@
  *   exit.json    how the task ended (format below), fsynced; the shim's last act
  *   shim.log     the shim's own diagnostics
  *   <log dir>/task.log, task.log.1 ... task.log.<keepFiles>: stdout and
- *                stderr combined, newest first
+ *                stderr as CRI log entries (crilog.h), newest first
  *
  * spec.json:
  *   {"argv": ["sh", "-c", "echo hi"],         required, argv[0] searched in
@@ -120,5 +120,13 @@ int gt_shim_prepare_main(int spec_fd, int status_fd);
  * status (an int) to fd FD once it has exited and returns its exit code
  * (128 + signal for a signal). See shim_init.c. */
 int gt_shim_init_main(pid_t main_pid, int status_fd);
+
+/* "gantry-shim --init-exec FD ARGV...": PID 1 of an image task's
+ * container (oci.c wraps the process's args in it): forks, execs ARGV in
+ * the child (PATH of env searched; leader of its own process group; on
+ * failure "cannot run ARGV0: why" on stderr and exit 127, 126 when found
+ * but not runnable), then runs as gt_shim_init_main over it, its report on
+ * FD (-1: none). argv and env are borrowed. See shim_init.c. */
+int gt_shim_init_exec_main(int status_fd, char *const *argv, char *const *env);
 
 #endif

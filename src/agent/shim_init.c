@@ -14,12 +14,21 @@
  * same code (128 + the signal's number for a signal: PID 1 cannot die of
  * its own signal). Leaving PID 1 ends the namespace: the kernel kills what
  * is left in it. It owns nothing and allocates nothing.
+ *
+ * An image task's container has no shim inside to fork its main process:
+ * there the runtime starts this binary (bind-mounted read-only from the
+ * host) as `--init-exec FD ARGV...`, which forks and execs ARGV itself and
+ * then does the same, as docker-init does for `docker --init`.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/agent_int.h"
 #include "agent/shim.h"
 
 /* Faults and the like are the init's own; terminal stops do not apply. */
@@ -53,14 +62,20 @@ static bool reap(pid_t main_pid, int *status)
     return done || (p < 0 && errno == ECHILD);
 }
 
+/* Every asynchronous signal: the ones the init takes with sigwaitinfo. */
+static void async_signals(sigset_t *set)
+{
+    sigfillset(set);
+    static const int sync_sigs[] = {SIGFPE, SIGILL, SIGSEGV, SIGBUS, SIGABRT, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++) {
+        sigdelset(set, sync_sigs[i]);
+    }
+}
+
 int gt_shim_init_main(pid_t main_pid, int status_fd)
 {
     sigset_t set;
-    sigfillset(&set);
-    static const int sync_sigs[] = {SIGFPE, SIGILL, SIGSEGV, SIGBUS, SIGABRT, SIGTRAP, SIGSYS};
-    for (size_t i = 0; i < sizeof(sync_sigs) / sizeof(sync_sigs[0]); i++) {
-        sigdelset(&set, sync_sigs[i]);
-    }
+    async_signals(&set);
     /* blocked signals are queued even for PID 1, handled or not (shim.c
      * execs this with all of them blocked, so none sent meanwhile is lost) */
     sigprocmask(SIG_SETMASK, &set, NULL);
@@ -76,10 +91,40 @@ int gt_shim_init_main(pid_t main_pid, int status_fd)
             kill(main_pid, sig);
         }
     }
-    ssize_t w = write(status_fd, &status, sizeof(status));
-    (void)w;
+    if (status_fd >= 0) {
+        ssize_t w = write(status_fd, &status, sizeof(status));
+        (void)w;
+    }
     if (WIFSIGNALED(status)) {
         return 128 + WTERMSIG(status);
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int gt_shim_init_exec_main(int status_fd, char *const *argv, char *const *env)
+{
+    sigset_t set, none;
+    async_signals(&set);
+    sigemptyset(&none);
+    /* blocked before the fork: a stop that comes meanwhile waits for the init */
+    sigprocmask(SIG_SETMASK, &set, NULL);
+    if (status_fd >= 0) {
+        fcntl(status_fd, F_SETFD, FD_CLOEXEC);
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        dprintf(STDERR_FILENO, "gantry-init: fork: %s\n", strerror(errno));
+        return 127;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int e = 0;
+        gt_shim_exec_search(argv, env, &e);
+        dprintf(STDERR_FILENO, "cannot run %s: %s\n", argv[0], strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    /* both sides set the group, so a signal forwarded at once finds it */
+    setpgid(pid, pid);
+    return gt_shim_init_main(pid, status_fd);
 }

@@ -18,7 +18,8 @@ static void usage(FILE *f)
                "The caller starts it as a session leader; it writes one byte on fd N once\n"
                "the task started (or its failure to start is recorded).\n"
                "(gantry-shim --prepare --spec-fd N --status-fd M is the task's own first step;\n"
-               "gantry-shim --init PID FD its PID 1.)\n");
+               "gantry-shim --init PID FD its PID 1;\n"
+               "gantry-shim --init-exec FD ARGV... an image task's PID 1.)\n");
 }
 
 /* "--prepare --spec-fd N --status-fd M": the task's preparer (shim.h). */
@@ -51,13 +52,28 @@ static int init(int argc, char **argv)
     return gt_shim_init_main((pid_t)pid, (int)fd);
 }
 
-int main(int argc, char **argv)
+/* "--init-exec FD ARGV...": an image task's PID 1 (shim.h). */
+static int init_exec(int argc, char **argv, char **env)
+{
+    char *end = NULL;
+    long fd = argc >= 4 ? strtol(argv[2], &end, 10) : 0;
+    if (argc < 4 || *end || end == argv[2] || fd < -1 || fd > INT_MAX) {
+        usage(stderr);
+        return 2;
+    }
+    return gt_shim_init_exec_main((int)fd, argv + 3, env);
+}
+
+int main(int argc, char **argv, char **env)
 {
     if (argc >= 2 && strcmp(argv[1], "--prepare") == 0) {
         return prepare(argc, argv);
     }
     if (argc >= 2 && strcmp(argv[1], "--init") == 0) {
         return init(argc, argv);
+    }
+    if (argc >= 2 && strcmp(argv[1], "--init-exec") == 0) {
+        return init_exec(argc, argv, env);
     }
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);

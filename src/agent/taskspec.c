@@ -21,6 +21,20 @@ static const char *const agent_env[] = {
     "GANTRY_REPLICA_INDEX", "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME",
 };
 
+/* Names an MPI launcher's agent sets itself (mpi_env) or consumes. */
+static const char *const mpi_agent_env[] = {GT_MPI_HOSTFILE_ENV, "GANTRY_SERVER", "GANTRY_TOKEN",
+                                            "GANTRY_PROJECT"};
+
+static bool is_mpi_env(const char *name)
+{
+    for (size_t i = 0; i < GT_ARRAY_LEN(mpi_agent_env); i++) {
+        if (!strcmp(name, mpi_agent_env[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool is_agent_env(const char *name)
 {
     for (size_t i = 0; i < GT_ARRAY_LEN(agent_env); i++) {
@@ -89,25 +103,78 @@ static int check_secrets(const struct gt_api_template *tmpl, const json_t *secre
     return 0;
 }
 
-/* The task's environment; spec's uid, namespaces and termination log are
- * set, and secrets (checked) holds the gantry secrets' values. */
-static void build_env(const struct gt_api_task *task, const char *ifname, const char *cache_root,
-                      const json_t *secrets, struct gt_shim_spec *spec)
+const char *gt_task_mpi_hostfile(const struct gt_api_task *task)
 {
     const struct gt_api_task_spec *ts = &task->spec;
+    if (!ts->replica_type || strcmp(ts->replica_type, "Launcher") != 0) {
+        return NULL;
+    }
+    for (size_t i = 0; i < ts->template.env.n; i++) {
+        const char *name = ts->template.env.v[i].name;
+        if (name && !strcmp(name, GT_MPI_HOSTFILE_ENV)) {
+            const char *v = ts->template.env.v[i].value;
+            return v ? v : "";
+        }
+    }
+    return NULL;
+}
+
+/* An MPI launcher's own variables (besides the rsh agent gantryd named,
+ * GT_MPI_RSH_AGENT, which build_env replaces with its path): what that command
+ * needs to reach its job's workers: gantryd's address, the project and the
+ * job's exec credential, GT_MPI_TOKEN_PREFIX + HMAC-SHA256 under the
+ * node's token of "<project>/<job>" (gantryd checks it, logproxy.c). */
+static void mpi_env(const struct gt_api_task *task, const struct gt_task_spec_params *p,
+                    struct strvec *sv)
+{
+    const char *project = task->o.meta.project ? task->o.meta.project : "";
+    const char *job = task->spec.job ? task->spec.job : "";
+    char *msg = gt_xasprintf("%s/%s", project, job);
+    char mac[65];
+    const char *key = p->node_token ? p->node_token : "";
+    gt_hmac_sha256_hex(key, strlen(key), msg, strlen(msg), mac);
+    free(msg);
+    strvec_push(sv, gt_xasprintf("GANTRY_SERVER=%s", p->server_url ? p->server_url : ""));
+    strvec_push(sv, gt_xasprintf("GANTRY_TOKEN=" GT_MPI_TOKEN_PREFIX "%s", mac));
+    strvec_push(sv, gt_xasprintf("GANTRY_PROJECT=%s", project));
+}
+
+/* The task's environment; spec's uid, namespaces and termination log are
+ * set, and p->secrets (checked) holds the gantry secrets' values. */
+static void build_env(const struct gt_api_task *task, const struct gt_task_spec_params *p,
+                      struct gt_shim_spec *spec)
+{
+    const char *ifname = p->cluster_ifname, *cache_root = p->cache_root;
+    const json_t *secrets = p->secrets;
+    const struct gt_api_task_spec *ts = &task->spec;
+    bool mpi = gt_task_mpi_hostfile(task) != NULL;
     struct strvec sv = {0};
-    bool has_path = false;
+    bool has_path = false, has_home = false, mpi_role = false;
     for (size_t i = 0; i < ts->template.env.n; i++) {
         const char *name = ts->template.env.v[i].name;
         const char *val = ts->template.env.v[i].value;
-        if (!name || is_agent_env(name)) {
+        if (!name || is_agent_env(name) || (mpi && is_mpi_env(name))) {
             continue;
         }
         if (ts->template.env.v[i].value_from.gantry_secret) {
             val = json_string_value(json_object_get(secrets, name));
         }
         has_path = has_path || !strcmp(name, "PATH");
+        has_home = has_home || !strcmp(name, "HOME");
+        mpi_role = mpi_role || !strcmp(name, "K_MPI_JOB_ROLE");
+        if (mpi && val && !strcmp(val, GT_MPI_RSH_AGENT)) {
+            strvec_push(&sv, gt_xasprintf("%s=%s", name, p->mpi_rsh_bin));
+            continue;
+        }
         strvec_push(&sv, gt_xasprintf("%s=%s", name, val ? val : ""));
+    }
+    if (mpi) {
+        mpi_env(task, p, &sv);
+    }
+    if (mpi_role && !has_home) {
+        /* Open MPI's PMIx needs HOME (a container runtime sets it) */
+        struct passwd *pw = getpwuid(spec->uid);
+        strvec_push(&sv, gt_xasprintf("HOME=%s", pw && pw->pw_dir ? pw->pw_dir : "/"));
     }
     if (!has_path) {
         strvec_push(&sv, gt_xstrdup("PATH=" GT_GANTLET_DEFAULT_PATH));
@@ -396,11 +463,20 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
     spec->namespaces = GT_NS_PID | GT_NS_MOUNT | GT_NS_UTS | GT_NS_IPC |
                        (tmpl->has_host_users && !tmpl->host_users ? GT_NS_USER : 0);
     rc = build_user(task, p, spec, err);
-    build_env(task, p->cluster_ifname, p->cache_root, p->secrets, spec);
+    build_env(task, p, spec);
     build_limits(task, p, spec);
     rc = rc < 0 ? rc : build_prep(&task->spec, p, spec, err);
     rc = rc < 0 ? rc : build_volumes(&task->spec, p, spec, err);
     rc = rc < 0 ? rc : build_hosts(task, spec, err);
+    if (rc == 0 && gt_task_mpi_hostfile(task)) {
+        /* DATA_DIR/mpi, which the agent fills (tasks.c), read-only at /etc/mpi */
+        spec->volumes = gt_xrealloc(spec->volumes, (spec->n_volumes + 1) * sizeof(*spec->volumes));
+        spec->volumes[spec->n_volumes++] =
+            (struct gt_shim_volume){.root = gt_xstrdup(data),
+                                    .path = gt_xstrdup("mpi"),
+                                    .mount_path = gt_xstrdup(GT_MPI_DIR),
+                                    .read_only = true};
+    }
     rc = rc < 0 || !tmpl->image ? rc : gt_task_spec_image(tmpl, p, spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(spec);

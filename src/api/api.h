@@ -264,6 +264,21 @@ gt_check_fn gt_check_env_name;
 gt_check_fn gt_check_camel_word;
 gt_check_fn gt_check_requirements;
 
+/* ---- explain (explain.c) ---- */
+
+/* kubectl explain of kind's field at path (dotted, as "spec.replicaSpecs";
+ * a map's or list's entries are stepped over, so "spec.replicaSpecs.
+ * template"; NULL or "": the kind itself) appended to out: KIND and
+ * VERSION, FIELD with its type (<string>, <integer>, <boolean>, <Object>,
+ * <[]Object>, <map[string]string>, ...) and -required-, DESCRIPTION (with
+ * allowed values, bounds and default) and FIELDS, each child's name, type
+ * and description, in the schema's order. 0, or GT_ENOTFOUND with err
+ * naming the first field that does not exist and where it was looked for. */
+int gt_api_explain(enum gt_kind kind, const char *path, struct gt_buf *out, struct gt_err *err);
+/* Whether every row of explain's description table names a field of its
+ * kind's schema: 0, or GT_ENOTFOUND with err naming the row (for tests). */
+int gt_api_explain_check(struct gt_err *err);
+
 /* ---- Kubeflow manifests (kubeflow.c) ---- */
 
 /* runPolicy.backoffLimit meaning "no limit on restarts": a Kubeflow job
@@ -274,8 +289,31 @@ gt_check_fn gt_check_requirements;
  * go through gt_api_kubeflow_convert, which names what it cannot take. */
 bool gt_api_kubeflow_is(const json_t *doc);
 
-/* Convert a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob, PaddleJob or
- * JAXJob (in, borrowed, unchanged)
+/* MPIJobs (kubeflow_mpi.c): the framework annotation's value, the
+ * annotations that carry the manifest's slotsPerWorker ("1", "2", ...) and
+ * mpiImplementation (OpenMPI | Intel | MPICH) to the job controller, the
+ * directory the launcher finds its hostfile (and discover_hosts.sh) in, as
+ * the MPI operator mounts it, and the environment entry that carries the
+ * hostfile's text from gantryd to the launcher's agent, which writes it
+ * there. GT_MPI_RSH_AGENT is the value of the launcher's rsh-agent
+ * variables (OMPI_MCA_plm_rsh_agent, I_MPI_HYDRA_BOOTSTRAP_EXEC,
+ * HYDRA_LAUNCHER_EXEC) as gantryd writes it, the name of a link to the
+ * gantry CLI that runs `gantry mpi-rsh` (one path without arguments, as
+ * hydra's bootstrap exec must be); the agent replaces it with that link's
+ * path next to gantlet. */
+#define GT_API_FRAMEWORK_MPI "mpi"
+#define GT_API_ANNOTATION_MPI_SLOTS "gantry.dev/mpi-slots-per-worker"
+#define GT_API_ANNOTATION_MPI_IMPL "gantry.dev/mpi-implementation"
+#define GT_MPI_DIR "/etc/mpi"
+#define GT_MPI_HOSTFILE_ENV "GANTRY_MPI_HOSTFILE"
+#define GT_MPI_RSH_AGENT "gantry-mpi-rsh"
+/* An MPI launcher's exec credential: this prefix and the hex HMAC-SHA256,
+ * under its node's token, of "<project>/<job>"; it lets the bearer exec
+ * into that job's tasks only. */
+#define GT_MPI_TOKEN_PREFIX "gtmpi:"
+
+/* Convert a kubeflow.org/v1 TFJob, PyTorchJob, XGBoostJob, PaddleJob,
+ * JAXJob or MPIJob (or a kubeflow.org/v2beta1 MPIJob) (in, borrowed, unchanged)
  * into a validated, canonical gantry Job (*job_out, new; caller
  * json_decref()s). metadata.namespace (required) becomes metadata.project; the
  * framework container ("tensorflow", "pytorch", "xgboost", "paddle",

@@ -89,4 +89,12 @@ extern const struct gt_schema gt_api_notebook_schema; /* schema_notebook.c */
     STR("apiVersion", REQ), STR("kind", REQ),                                                      \
         OBJ("metadata", gt_api_metadata_schema, REQ, AT(object, meta))
 
+/* kubeflow_mpi.c: an MPIJob's own spec fields (spec, the manifest's,
+ * borrowed) into job, the converted gantry Job being built (borrowed,
+ * changed): the MPI annotations, cleanPodPolicy, a worker's default
+ * command; the training operator's kubeflow.org/v1 MPIJob and the MPI
+ * operator's kubeflow.org/v2beta1 one. GT_EINVAL naming the field. */
+int gt_api_kubeflow_mpi_v1(const json_t *spec, json_t *job, struct gt_err *err);
+int gt_api_kubeflow_mpi_v2beta1(const json_t *spec, json_t *job, struct gt_err *err);
+
 #endif

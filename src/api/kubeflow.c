@@ -1,7 +1,9 @@
 /*
  * Kubeflow training-operator manifests (kubeflow.org/v1 TFJob, PyTorchJob,
- * XGBoostJob, PaddleJob and JAXJob) converted into gantry Jobs, so people can apply the manifests
- * they already have.
+ * XGBoostJob, PaddleJob, JAXJob and MPIJob, and the MPI operator's
+ * kubeflow.org/v2beta1 MPIJob, whose own fields kubeflow_mpi.c converts)
+ * converted into gantry Jobs, so people can apply the manifests they
+ * already have.
  *
  * The conversion is strict in the same way as validation: every field of the
  * input is either carried over or refused with its path and "not supported
@@ -20,7 +22,7 @@
  * runPolicy.backoffLimit: GT_API_BACKOFF_UNLIMITED, as the operator does not
  * limit restarts then), and the output
  * is annotated gantry.dev/framework (pytorch | tensorflow | xgboost |
- * paddle | jax) so that the job
+ * paddle | jax | mpi) so that the job
  * controller knows which distributed environment the tasks expect. The
  * annotation gantry.dev/tensorboard-log-dir becomes spec.tensorboard.logDir.
  *
@@ -34,14 +36,16 @@
 #include "api/api_int.h"
 
 #define KUBEFLOW_API_VERSION "kubeflow.org/v1"
+#define KUBEFLOW_API_V2BETA1 "kubeflow.org/v2beta1" /* the MPI operator's MPIJob */
 #define KUBEFLOW_GROUP "kubeflow.org/"
 #define FRAMEWORK_ANNOTATION "gantry.dev/framework"
 /* Where the job writes TensorBoard event files: its spec.tensorboard.logDir. */
 #define TENSORBOARD_ANNOTATION "gantry.dev/tensorboard-log-dir"
 
-/* What differs between the two job kinds. */
+/* What differs between the job kinds. */
 struct framework {
     const char *kind;            /* "PyTorchJob" */
+    const char *api_version;     /* "kubeflow.org/v1" */
     const char *specs_key;       /* spec.<specs_key> holds the replica specs */
     const char *container;       /* the framework container's name */
     const char *name;            /* value of the gantry.dev/framework annotation */
@@ -49,6 +53,8 @@ struct framework {
     const char *const *types;    /* replica types, canonical spelling */
     const char *const *extras;   /* other spec fields, handled by check_extras */
     const char *const *upstream; /* every field of its spec upstream */
+    /* the kind's own spec fields (extras) into the converted job; NULL: none */
+    int (*finish)(const json_t *spec, json_t *job, struct gt_err *err);
 };
 
 static const char *const tf_types[] = {"Chief", "PS", "Worker", "Evaluator", "Master", NULL};
@@ -65,17 +71,40 @@ static const char *const xgb_upstream[] = {"runPolicy", "xgbReplicaSpecs", NULL}
 static const char *const paddle_upstream[] = {"runPolicy", "elasticPolicy", "paddleReplicaSpecs",
                                               NULL};
 static const char *const jax_upstream[] = {"runPolicy", "jaxReplicaSpecs", NULL};
+static const char *const mpi_types[] = {"Launcher", "Worker", NULL};
+/* MPIJob of the training operator v1.9 (kubeflow.org/v1) and of the MPI
+ * operator (kubeflow.org/v2beta1): every spec field is taken (kubeflow_mpi.c) */
+static const char *const mpi_v1_extras[] = {"slotsPerWorker", "cleanPodPolicy", "mainContainer",
+                                            "mpiImplementation", NULL};
+static const char *const mpi_v1_upstream[] = {"runPolicy",
+                                              "mpiReplicaSpecs",
+                                              "slotsPerWorker",
+                                              "cleanPodPolicy",
+                                              "mainContainer",
+                                              "mpiImplementation",
+                                              NULL};
+static const char *const mpi_v2_extras[] = {"slotsPerWorker",    "runLauncherAsWorker",
+                                            "sshAuthMountPath",  "launcherCreationPolicy",
+                                            "mpiImplementation", NULL};
+static const char *const mpi_v2_upstream[] = {
+    "runPolicy",        "mpiReplicaSpecs",        "slotsPerWorker",    "runLauncherAsWorker",
+    "sshAuthMountPath", "launcherCreationPolicy", "mpiImplementation", NULL};
 
 static const struct framework frameworks[] = {
-    {"PyTorchJob", "pytorchReplicaSpecs", "pytorch", "pytorch", "OnFailure", master_worker_types,
-     pytorch_extras, pytorch_upstream},
-    {"TFJob", "tfReplicaSpecs", "tensorflow", "tensorflow", "Never", tf_types, tf_extras,
-     tf_upstream},
-    {"XGBoostJob", "xgbReplicaSpecs", "xgboost", "xgboost", "Never", master_worker_types, no_extras,
-     xgb_upstream},
-    {"PaddleJob", "paddleReplicaSpecs", "paddle", "paddle", "OnFailure", master_worker_types,
-     no_extras, paddle_upstream},
-    {"JAXJob", "jaxReplicaSpecs", "jax", "jax", "Never", worker_types, no_extras, jax_upstream},
+    {"PyTorchJob", KUBEFLOW_API_VERSION, "pytorchReplicaSpecs", "pytorch", "pytorch", "OnFailure",
+     master_worker_types, pytorch_extras, pytorch_upstream, NULL},
+    {"TFJob", KUBEFLOW_API_VERSION, "tfReplicaSpecs", "tensorflow", "tensorflow", "Never", tf_types,
+     tf_extras, tf_upstream, NULL},
+    {"XGBoostJob", KUBEFLOW_API_VERSION, "xgbReplicaSpecs", "xgboost", "xgboost", "Never",
+     master_worker_types, no_extras, xgb_upstream, NULL},
+    {"PaddleJob", KUBEFLOW_API_VERSION, "paddleReplicaSpecs", "paddle", "paddle", "OnFailure",
+     master_worker_types, no_extras, paddle_upstream, NULL},
+    {"JAXJob", KUBEFLOW_API_VERSION, "jaxReplicaSpecs", "jax", "jax", "Never", worker_types,
+     no_extras, jax_upstream, NULL},
+    {"MPIJob", KUBEFLOW_API_VERSION, "mpiReplicaSpecs", "mpi", GT_API_FRAMEWORK_MPI, "Never",
+     mpi_types, mpi_v1_extras, mpi_v1_upstream, gt_api_kubeflow_mpi_v1},
+    {"MPIJob", KUBEFLOW_API_V2BETA1, "mpiReplicaSpecs", "mpi", GT_API_FRAMEWORK_MPI, "Never",
+     mpi_types, mpi_v2_extras, mpi_v2_upstream, gt_api_kubeflow_mpi_v2beta1},
 };
 
 /* Field paths in messages: "spec.pytorchReplicaSpecs.Worker.template". */
@@ -943,9 +972,9 @@ static int check_extras(const json_t *spec, const char *path, struct gt_err *err
 static int convert_spec(const json_t *spec, const struct framework *fw, json_t *gspec,
                         struct gt_err *err)
 {
-    const char *known[5] = {"runPolicy", fw->specs_key};
+    const char *known[12] = {"runPolicy", fw->specs_key};
     size_t n = 2;
-    for (const char *const *x = fw->extras; *x; x++) {
+    for (const char *const *x = fw->extras; *x && n + 1 < GT_ARRAY_LEN(known); x++) {
         known[n++] = *x;
     }
     known[n] = NULL;
@@ -1036,18 +1065,27 @@ static int find_framework(const json_t *in, const struct framework **out, struct
     }
     const char *version = json_string_value(json_object_get(in, "apiVersion"));
     const char *kind = json_string_value(json_object_get(in, "kind"));
-    if (!version || strcmp(version, KUBEFLOW_API_VERSION) != 0) {
-        return gt_err_set(err, GT_EINVAL, "apiVersion: must be " KUBEFLOW_API_VERSION);
+    bool v2 = version && strcmp(version, KUBEFLOW_API_V2BETA1) == 0;
+    if (!version || (strcmp(version, KUBEFLOW_API_VERSION) != 0 && !v2)) {
+        return gt_err_set(err, GT_EINVAL,
+                          "apiVersion: must be " KUBEFLOW_API_VERSION " (or " KUBEFLOW_API_V2BETA1
+                          " for an MPIJob)");
     }
     for (size_t i = 0; kind && i < sizeof(frameworks) / sizeof(frameworks[0]); i++) {
-        if (strcmp(kind, frameworks[i].kind) == 0) {
+        if (strcmp(kind, frameworks[i].kind) == 0 &&
+            strcmp(version, frameworks[i].api_version) == 0) {
             *out = &frameworks[i];
             return 0;
         }
     }
+    if (v2) {
+        return gt_err_set(err, GT_EINVAL,
+                          "kind: not supported by gantry (of " KUBEFLOW_API_V2BETA1
+                          " only MPIJob is)");
+    }
     return gt_err_set(err, GT_EINVAL,
                       "kind: not supported by gantry (of " KUBEFLOW_API_VERSION
-                      " only TFJob, PyTorchJob, XGBoostJob, PaddleJob and JAXJob are)");
+                      " only TFJob, PyTorchJob, XGBoostJob, PaddleJob, JAXJob and MPIJob are)");
 }
 
 int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *err)
@@ -1083,6 +1121,9 @@ int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *e
     if (rc == 0) {
         rc = convert_spec(spec, fw, gspec, err);
         convert_tensorboard(md, gspec);
+    }
+    if (rc == 0 && fw->finish) {
+        rc = fw->finish(spec, job, err);
     }
     if (rc == 0 && (rc = gt_api_validate(GT_KIND_JOB, job, err)) != 0) {
         gt_err_prefix(err, "converted Job");

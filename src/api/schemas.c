@@ -13,7 +13,8 @@
 
 #include "api/api_int.h"
 
-static const char *const replica_types[] = {"Master", "Chief", "PS", "Worker", "Evaluator", NULL};
+static const char *const replica_types[] = {"Master",    "Chief",    "PS", "Worker",
+                                            "Evaluator", "Launcher", NULL};
 static const char *const restart_policies[] = {"Never", "OnFailure", "Always", "ExitCode", NULL};
 static const char *const clean_pod_policies[] = {"All", "Running", "None", NULL};
 static const char *const cond_statuses[] = {"True", "False", "Unknown", NULL};
@@ -71,7 +72,7 @@ static int check_replica_type(const json_t *v, struct gt_err *err)
     }
     return gt_err_set(err, GT_EINVAL,
                       "replica type must be one of Master, Chief, PS, Worker, "
-                      "Evaluator");
+                      "Evaluator, Launcher");
 }
 
 static const struct gt_field string_item = {.name = "item", .type = GT_F_STRING};

@@ -191,10 +191,13 @@ enum gt_cli_node_op {
  * kept. Returns whether anything changed. */
 bool gt_cli_node_mark(json_t *node, enum gt_cli_node_op op);
 /* Append `gantry top nodes`' table for nodes (a JSON array of Nodes with
- * the computed status.allocated, borrowed) to out: per node the GPUs in
- * use (whole or fractional) of its GPUs, CPU and memory in use, and each
- * as a share of the allocatable amount. */
-void gt_cli_top_nodes_render(const json_t *nodes, struct gt_buf *out);
+ * the computed status.allocated, borrowed) to out: per node the GPUs
+ * allocated (whole or fractional) of its GPUs, CPU and memory allocated,
+ * and each as a share of the allocatable amount; then what its tasks use
+ * now, from stats (GET nodestats' items, borrowed; NULL: unknown, shown
+ * "-"): CPU(cores) and MEMORY(bytes) from their cgroups and GPU UTIL, the
+ * mean utilisation of the GPUs they hold ("-" where none is sampled). */
+void gt_cli_top_nodes_render(const json_t *nodes, const json_t *stats, struct gt_buf *out);
 
 /* ---- scalars, top jobs, report usage (cmd_usage.c) ---- */
 
@@ -349,13 +352,16 @@ char *gt_cli_logs_task_name(const char *job, const struct gt_api_job *job_obj, c
 
 /* Which log of a task to read. */
 struct gt_cli_log_opts {
-    bool follow;     /* until the task has ended */
-    bool previous;   /* the run a restart replaced (status.previous) */
-    long tail_lines; /* the last N lines only; -1: all */
+    bool follow;      /* until the task has ended */
+    bool previous;    /* the run a restart replaced (status.previous) */
+    long tail_lines;  /* the last N lines only; -1: all */
+    bool timestamps;  /* each line after its time (RFC 3339, nanoseconds) */
+    int64_t since_ms; /* only lines written from then on (ms since the epoch); 0: all */
 };
 
 /* API path of a task's log: .../projects/P/tasks/T/log with follow=true,
- * previous=true and tailLines=N as o says. Caller frees. */
+ * previous=true, tailLines=N, timestamps=true and sinceTime=RFC3339 (with
+ * milliseconds) as o says. Caller frees. */
 char *gt_cli_log_path(const char *project, const char *task, const struct gt_cli_log_opts *o);
 
 #endif

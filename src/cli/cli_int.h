@@ -66,6 +66,10 @@ int gt_cli_client_stream(struct gt_cli_client *c, const char *path, gt_cli_strea
  * about a second. */
 void gt_cli_client_set_cancel_fd(struct gt_cli_client *c, int fd);
 
+/* How long gt_cli_client_request may take, in seconds (default 120; 0: no
+ * limit, for an exec that lasts as long as its command). */
+void gt_cli_client_set_timeout(struct gt_cli_client *c, long seconds);
+
 /* ---- following a task (taskwatch.c) ---- */
 
 enum gt_cli_task_goal {
@@ -251,7 +255,13 @@ int gt_cli_cmd_describe(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd
 int gt_cli_cmd_delete(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                       char **argv);
 int gt_cli_cmd_run(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv);
+/* explain KIND[.FIELD...] (cmd_explain.c): the schema's description of it. */
+int gt_cli_cmd_explain(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                       char **argv);
 int gt_cli_cmd_version(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                       char **argv);
+/* `gantry mpi-rsh HOST CMD...` (cmd_exec.c): an MPI launcher's rsh agent. */
+int gt_cli_cmd_mpi_rsh(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                        char **argv);
 int gt_cli_cmd_exec(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);

@@ -46,7 +46,8 @@ struct gt_cli_client {
     size_t n_servers, cur;
     char *server; /* servers[cur] */
     struct curl_slist *headers;
-    int cancel_fd; /* borrowed; -1 none */
+    int cancel_fd;  /* borrowed; -1 none */
+    long timeout_s; /* of gt_cli_client_request; 0: none */
 };
 
 struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
@@ -73,6 +74,7 @@ struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
     }
     c->server = c->servers[0];
     c->cancel_fd = -1;
+    c->timeout_s = REQUEST_TIMEOUT_S;
     c->headers = curl_slist_append(NULL, "Accept: application/json");
     c->headers = curl_slist_append(c->headers, "Content-Type: application/json");
     /* No "Expect: 100-continue" round trip before large bodies. */
@@ -340,8 +342,12 @@ static CURLcode request_once(struct gt_cli_client *c, const char *method, const 
     if (text) {
         curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
     }
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT,
-                     (long)(c->n_servers > 1 ? FAILOVER_TIMEOUT_S : REQUEST_TIMEOUT_S));
+    /* the default bound, shorter with other servers to move on to */
+    long timeout_s = c->timeout_s;
+    if (c->n_servers > 1 && timeout_s == REQUEST_TIMEOUT_S) {
+        timeout_s = FAILOVER_TIMEOUT_S;
+    }
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, timeout_s);
     curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
     CURLcode cc = curl_easy_perform(c->curl);
     *status = 0;
@@ -513,4 +519,9 @@ int gt_cli_client_stream(struct gt_cli_client *c, const char *path, gt_cli_strea
 void gt_cli_client_set_cancel_fd(struct gt_cli_client *c, int fd)
 {
     c->cancel_fd = fd;
+}
+
+void gt_cli_client_set_timeout(struct gt_cli_client *c, long seconds)
+{
+    c->timeout_s = seconds;
 }

@@ -6,8 +6,26 @@
  * command's stdout and stderr are printed once it has ended, and gantry
  * exits with its exit code. Standard input and terminals (-i, -t) are not
  * offered.
+ *
+ * `gantry mpi-rsh HOST CMD...` (or gantry called by its link
+ * GT_MPI_RSH_AGENT) is the same request as an MPI launcher's rsh agent, in
+ * place of ssh: mpirun (Open MPI's plm_rsh, Intel MPI's and
+ * MPICH's hydra with bootstrap rsh) calls it as `AGENT [ssh options] HOST
+ * CMD...`, and, as ssh does, it joins CMD's words with spaces and runs them
+ * with /bin/sh -c inside the worker task HOST names (its first label: the
+ * hostfile's "<job>-worker-<i>.<job>.<project>.svc" is task
+ * "<job>-worker-<i>"), in the launcher's project ($GANTRY_PROJECT),
+ * authenticated by the job's credential in $GANTRY_TOKEN (the launcher's
+ * agent sets both, and $GANTRY_SERVER). It lasts as long as the remote
+ * daemon (no request time limit), relays its output when it ends and
+ * exits with its status; mpirun forwards -x variables and the ranks' I/O
+ * over its own connections. A worker that is not running yet (gantry
+ * starts the job's tasks together) is waited for, up to
+ * MPI_RSH_WAIT_S.
  */
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli_int.h"
 
@@ -38,6 +56,83 @@ static int print_answer(struct gt_cli_ctx *ctx, const json_t *ans, struct gt_err
     fwrite(json_string_value(errs), 1, json_string_length(errs), ctx->err);
     ctx->task_status = (int)json_integer_value(code);
     return 0;
+}
+
+/* POST {"command": words} to TASK's exec in project and print the answer;
+ * wait_s > 0: retry while the task is not running yet (409) for up to that
+ * many seconds. */
+static int exec_in(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const char *project,
+                   const char *task, json_t *command, int wait_s)
+{
+    struct gt_err err = {0};
+    json_t *body = json_pack("{s:O}", "command", command);
+    char *obj = gt_cli_kind_path(gt_kind_get(GT_KIND_TASK), project, task);
+    char *path = gt_xasprintf("%s/exec", obj);
+    json_t *ans = NULL;
+    time_t until = time(NULL) + wait_s;
+    int rc;
+    for (;;) {
+        rc = gt_cli_client_request(client, "POST", path, body, &ans, &err);
+        if (rc != GT_ECONFLICT || time(NULL) >= until) {
+            break;
+        }
+        struct timespec ts = {.tv_sec = 1};
+        nanosleep(&ts, NULL);
+        err = (struct gt_err){0};
+    }
+    if (rc == 0) {
+        rc = print_answer(ctx, ans, &err);
+    }
+    rc = rc == 0 ? 0 : gt_cli_fail(ctx, &err);
+    json_decref(ans);
+    json_decref(body);
+    free(path);
+    free(obj);
+    return rc;
+}
+
+enum { MPI_RSH_WAIT_S = 300 };
+
+/* ssh's options that take a value, which mpirun may pass before HOST
+ * (OMPI_MCA_plm_rsh_args, I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS). */
+static bool ssh_opt_with_value(const char *a)
+{
+    return strlen(a) == 2 && strchr("bcDEeFIiJLlmOopQRSWw", a[1]);
+}
+
+int gt_cli_cmd_mpi_rsh(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                       char **argv)
+{
+    int i = 1;
+    while (i < argc && argv[i][0] == '-') {
+        i += ssh_opt_with_value(argv[i]) ? 2 : 1;
+    }
+    if (i + 1 >= argc) {
+        return gt_cli_usage_error(ctx, cmd, "give HOST and the command");
+    }
+    const char *project = getenv("GANTRY_PROJECT");
+    if (!project || !*project) {
+        return gt_cli_usage_error(ctx, cmd,
+                                  "GANTRY_PROJECT is not set (mpi-rsh runs in an MPI launcher)");
+    }
+    struct gt_err err = {0};
+    struct gt_cli_client *client;
+    if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
+        return gt_cli_fail(ctx, &err);
+    }
+    gt_cli_client_set_timeout(client, 0);
+    char *task = gt_xstrndup(argv[i], strcspn(argv[i], "."));
+    struct gt_buf line;
+    gt_buf_init(&line);
+    for (int k = i + 1; k < argc; k++) {
+        gt_buf_printf(&line, "%s%s", k > i + 1 ? " " : "", argv[k]);
+    }
+    json_t *command = json_pack("[s,s,s]", "/bin/sh", "-c", line.data);
+    int rc = exec_in(ctx, client, project, task, command, MPI_RSH_WAIT_S);
+    json_decref(command);
+    gt_buf_fini(&line);
+    free(task);
+    return rc;
 }
 
 int gt_cli_cmd_exec(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc, char **argv)
@@ -87,18 +182,7 @@ int gt_cli_cmd_exec(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     for (int i = dashes + 1; i < argc; i++) {
         json_array_append_new(command, json_string(argv[i]));
     }
-    json_t *body = json_pack("{s:o}", "command", command);
-    char *obj = gt_cli_kind_path(gt_kind_get(GT_KIND_TASK), project, argv[first]);
-    char *path = gt_xasprintf("%s/exec", obj);
-    json_t *ans = NULL;
-    rc = gt_cli_client_request(client, "POST", path, body, &ans, &err);
-    if (rc == 0) {
-        rc = print_answer(ctx, ans, &err);
-    }
-    rc = rc == 0 ? 0 : gt_cli_fail(ctx, &err);
-    json_decref(ans);
-    json_decref(body);
-    free(path);
-    free(obj);
+    rc = exec_in(ctx, client, project, argv[first], command, 0);
+    json_decref(command);
     return rc;
 }

@@ -1,24 +1,61 @@
 /*
- * `gantry logs JOB|TASK [--replica worker-1] [-f] [--tail N] [--previous] [-p
- * PROJECT]`: print the log of one of a job's tasks (see
- * gt_cli_logs_task_name for which), or of the task of that name when no job
- * has it, through gantryd's log endpoint; -f
- * waits for the task to start and follows its log until it has ended;
- * --previous prints the log of the task's run before its last restart.
+ * `gantry logs JOB|TASK [--replica worker-1] [-f] [--tail N] [--previous]
+ * [--timestamps] [--since DURATION | --since-time RFC3339] [-p PROJECT]`:
+ * print the log of one of a job's tasks (see gt_cli_logs_task_name for
+ * which), or of the task of that name when no job has it, through
+ * gantryd's log endpoint; -f waits for the task to start and follows its
+ * log until it has ended; --previous prints the log of the task's run
+ * before its last restart; --timestamps puts each line's time in front,
+ * --since and --since-time leave out what was written before (kubectl's
+ * flags; DURATION as Go's: 30s, 5m, 1h30m).
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli_int.h"
 
-enum { OPT_REPLICA = 1000, OPT_TAIL, OPT_PREVIOUS };
+enum { OPT_REPLICA = 1000, OPT_TAIL, OPT_PREVIOUS, OPT_TIMESTAMPS, OPT_SINCE, OPT_SINCE_TIME };
 
 struct logs_flags {
     const char *project;
     const char *replica;
     struct gt_cli_log_opts lo;
     bool bad_tail;
+    const char *since, *since_time;
 };
+
+/* A Go duration ("90s", "5m", "1h30m", "250ms") in ms; false if malformed. */
+static bool parse_duration(const char *s, int64_t *ms)
+{
+    static const struct {
+        const char *unit;
+        int64_t ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    int64_t total = 0;
+    if (!*s) {
+        return false;
+    }
+    while (*s) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(s, &end, 10);
+        if (errno || end == s || n < 0 || n > 1000000000LL) {
+            return false;
+        }
+        size_t i = 0;
+        while (i < GT_ARRAY_LEN(units) && strncmp(end, units[i].unit, strlen(units[i].unit)) != 0) {
+            i++;
+        }
+        if (i == GT_ARRAY_LEN(units)) {
+            return false;
+        }
+        total += n * units[i].ms;
+        s = end + strlen(units[i].unit);
+    }
+    *ms = total;
+    return true;
+}
 
 static int on_logs_opt(int opt, const char *value, void *arg)
 {
@@ -36,6 +73,15 @@ static int on_logs_opt(int opt, const char *value, void *arg)
         break;
     case OPT_PREVIOUS:
         f->lo.previous = true;
+        break;
+    case OPT_TIMESTAMPS:
+        f->lo.timestamps = true;
+        break;
+    case OPT_SINCE:
+        f->since = value;
+        break;
+    case OPT_SINCE_TIME:
+        f->since_time = value;
         break;
     default:
         GT_ASSERT(opt == OPT_TAIL);
@@ -65,6 +111,9 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
         {"replica", required_argument, NULL, OPT_REPLICA},
         {"tail", required_argument, NULL, OPT_TAIL},
         {"previous", no_argument, NULL, OPT_PREVIOUS},
+        {"timestamps", no_argument, NULL, OPT_TIMESTAMPS},
+        {"since", required_argument, NULL, OPT_SINCE},
+        {"since-time", required_argument, NULL, OPT_SINCE_TIME},
         {NULL, 0, NULL, 0},
     };
     struct logs_flags f = {.lo.tail_lines = -1};
@@ -75,6 +124,21 @@ int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     }
     if (f.bad_tail) {
         return gt_cli_usage_error(ctx, cmd, "--tail: want a number of lines >= 0");
+    }
+    int64_t since_ms = 0;
+    if (f.since && f.since_time) {
+        return gt_cli_usage_error(ctx, cmd, "--since and --since-time: give only one");
+    }
+    if (f.since && !parse_duration(f.since, &since_ms)) {
+        return gt_cli_usage_error(ctx, cmd, "--since: want a duration such as 30s, 5m or 1h30m");
+    }
+    if (f.since) {
+        f.lo.since_ms = gt_now_ms() - since_ms;
+    }
+    if (f.since_time && gt_time_parse(f.since_time, &f.lo.since_ms) != 0) {
+        return gt_cli_usage_error(ctx, cmd,
+                                  "--since-time: want an RFC 3339 time in UTC "
+                                  "(2026-12-02T03:04:05Z)");
     }
     if (argc - first != 1) {
         return gt_cli_usage_error(ctx, cmd, argc - first < 1 ? "name a job" : "too many arguments");

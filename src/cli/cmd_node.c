@@ -11,8 +11,10 @@
  * writes the Node's status every few seconds). Writing a Node needs an
  * admin.
  *
- * top nodes shows each node's GPU, CPU and memory use from the computed
- * status.allocated against status.allocatable.
+ * top nodes shows each node's GPU, CPU and memory allocation from the
+ * computed status.allocated against status.allocatable, beside what its
+ * tasks use now (GET nodestats: their cgroups' cpu and memory, their GPUs'
+ * utilisation), as kubectl top nodes shows CPU(cores) and MEMORY(bytes).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -240,10 +242,39 @@ static char *pct(int64_t used, int64_t total)
     return total > 0 ? gt_xasprintf("%" PRId64 "%%", used * 100 / total) : gt_xstrdup("-");
 }
 
-static const char *const top_headers[] = {"NAME",     "GPUS USED", "GPUS",        "GPU%",
-                                          "CPU USED", "CPU%",      "MEMORY USED", "MEMORY%"};
+static const char *const top_headers[] = {"NAME",       "GPUS USED",     "GPUS",        "GPU%",
+                                          "CPU USED",   "CPU%",          "MEMORY USED", "MEMORY%",
+                                          "CPU(cores)", "MEMORY(bytes)", "GPU UTIL"};
 
-void gt_cli_top_nodes_render(const json_t *nodes, struct gt_buf *out)
+/* The cells of a node's use now: its entry of stats, or "-" without one
+ * (stats NULL: unknown) or, with stats, 0 for a node none of whose tasks
+ * was sampled. */
+static void use_cells(const json_t *stats, const char *name, char **cells)
+{
+    const json_t *e = NULL, *x;
+    size_t i;
+    json_array_foreach(stats, i, x)
+    {
+        const char *n = json_string_value(json_object_get(x, "node"));
+        e = n && name && !strcmp(n, name) ? x : e;
+    }
+    if (!stats) {
+        cells[0] = gt_xstrdup("-");
+        cells[1] = gt_xstrdup("-");
+        cells[2] = gt_xstrdup("-");
+        return;
+    }
+    char b1[32], b2[32];
+    cells[0] = gt_xstrdup(gt_quantity_format(json_integer_value(json_object_get(e, "cpuMilli")),
+                                             GT_QTY_MILLI, 0, b1, sizeof(b1)));
+    cells[1] = gt_xstrdup(gt_quantity_format(json_integer_value(json_object_get(e, "memoryBytes")),
+                                             GT_QTY_UNIT, 1, b2, sizeof(b2)));
+    cells[2] = json_integer_value(json_object_get(e, "gpuMilli")) > 0
+                   ? gt_xasprintf("%.0f%%", json_number_value(json_object_get(e, "gpuUtil")))
+                   : gt_xstrdup("-");
+}
+
+void gt_cli_top_nodes_render(const json_t *nodes, const json_t *stats, struct gt_buf *out)
 {
     struct gt_cli_table t;
     gt_cli_table_init(&t, GT_ARRAY_LEN(top_headers), top_headers);
@@ -274,7 +305,11 @@ void gt_cli_top_nodes_render(const json_t *nodes, struct gt_buf *out)
             pct(cpu_used, cpu),
             gt_xstrdup(gt_quantity_format(mem_used, GT_QTY_UNIT, 1, b3, sizeof(b3))),
             pct(mem_used, mem),
+            NULL,
+            NULL,
+            NULL,
         };
+        use_cells(stats, name, cells + 8);
         gt_cli_table_add(&t, (const char *const *)cells);
         for (size_t k = 0; k < GT_ARRAY_LEN(cells); k++) {
             free(cells[k]);
@@ -303,15 +338,22 @@ int gt_cli_cmd_top(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int
     if (gt_cli_ctx_client(ctx, &client, &err) != 0) {
         return gt_cli_fail(ctx, &err);
     }
-    json_t *list = NULL;
+    json_t *list = NULL, *stats = NULL;
     if (gt_cli_client_request(client, "GET", NODES_PATH, NULL, &list, &err)) {
         return gt_cli_fail(ctx, &err);
     }
+    /* use now is shown where the server has it; allocation either way */
+    struct gt_err stats_err = {0};
+    if (gt_cli_client_request(client, "GET", "/apis/gantry.dev/v1/nodestats", NULL, &stats,
+                              &stats_err)) {
+        stats = NULL;
+    }
     struct gt_buf b;
     gt_buf_init(&b);
-    gt_cli_top_nodes_render(json_object_get(list, "items"), &b);
+    gt_cli_top_nodes_render(json_object_get(list, "items"), json_object_get(stats, "items"), &b);
     fputs(b.data ? b.data : "", ctx->out);
     gt_buf_fini(&b);
     json_decref(list);
+    json_decref(stats);
     return 0;
 }

@@ -96,14 +96,19 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "logs",
-        .usage = "logs JOB|TASK [--replica TYPE-INDEX] [-f] [--tail N] [--previous] [-p PROJECT]",
+        .usage = "logs JOB|TASK [--replica TYPE-INDEX] [-f] [--tail N] [--previous] [--timestamps] "
+                 "[--since DURATION|--since-time TIME] [-p PROJECT]",
         .summary = "Print the log of one of a job's tasks, or of a task",
         .options = "  -p, --project NAME      project (default: the config file's \"project\")\n"
                    "      --replica TYPE-N    which task (worker-1); default master-0, else "
                    "worker-0\n"
                    "  -f, --follow            follow the log until the task ends\n"
                    "      --tail N            only the last N lines\n"
-                   "      --previous          the run before the task's last restart\n",
+                   "      --previous          the run before the task's last restart\n"
+                   "      --timestamps        each line after the time it was written\n"
+                   "      --since DURATION    only what was written in the last 30s, 5m, "
+                   "1h30m, ...\n"
+                   "      --since-time TIME   only what was written from TIME (RFC 3339) on\n",
         .run = gt_cli_cmd_logs,
     },
     {
@@ -112,6 +117,13 @@ static const struct gt_cli_command commands[] = {
         .summary = "Run a command inside a running task; exit with its exit code",
         .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
         .run = gt_cli_cmd_exec,
+    },
+    {
+        .name = "mpi-rsh",
+        .usage = "mpi-rsh HOST CMD...",
+        .summary = "An MPI launcher's rsh agent: run CMD in the job's worker task HOST",
+        .options = NULL,
+        .run = gt_cli_cmd_mpi_rsh,
     },
     {
         .name = "notebook",
@@ -216,6 +228,12 @@ static const struct gt_cli_command commands[] = {
         .summary = "Stop the local cluster: its running tasks, then gantlet and gantryd",
         .options = "      --data-dir DIR   as given to 'gantry up'\n",
         .run = gt_cli_cmd_down,
+    },
+    {
+        .name = "explain",
+        .usage = "explain KIND[.FIELD[.FIELD...]]",
+        .summary = "Describe a kind or one of its fields: type, description, fields",
+        .run = gt_cli_cmd_explain,
     },
     {
         .name = "version",
@@ -402,9 +420,16 @@ static bool wants_help(int argc, char **argv)
     return false;
 }
 
-/* Find argv's command and run it: 0 or its code, reported. */
+/* Find argv's command and run it: 0 or its code, reported. Called by the
+ * name GT_MPI_RSH_AGENT (a link to gantry), gantry is `gantry mpi-rsh`,
+ * whose arguments (the remote daemon's command line) are passed as they
+ * are. */
 static int dispatch(struct gt_cli_ctx *ctx, int argc, char **argv)
 {
+    const char *prog = strrchr(argv[0], '/');
+    if (!strcmp(prog ? prog + 1 : argv[0], GT_MPI_RSH_AGENT)) {
+        return gt_cli_cmd_mpi_rsh(ctx, find_command("mpi-rsh"), argc, argv);
+    }
     argc = strip_globals(ctx, argc, argv);
     if (argc < 0) {
         return GT_EUSAGE;

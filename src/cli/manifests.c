@@ -3,7 +3,9 @@
  * does: a file's "---"-separated YAML or JSON documents in order, a
  * directory's .yaml, .yml and .json files in name order (recursive: its
  * subdirectories too, each where it sorts; dot files skipped), standard
- * input for "-"; then every document in dependency order (Departments,
+ * input for "-"; a List (kind List or KIND + "List", as `get -o yaml`
+ * writes a list) stands for its items, as kubectl flattens it; then every
+ * document in dependency order (Departments,
  * PriorityClasses, Projects, then the rest, each group in reading order).
  * A kubeflow.org document becomes the gantry Job it converts to when its
  * target is worked out, so a field gantry cannot honour fails before
@@ -153,6 +155,31 @@ static int dependency_rank(const json_t *doc)
     return (int)GT_ARRAY_LEN(first);
 }
 
+/* Whether doc is a list of objects: kind "List" or "<Kind>List", with items. */
+static bool is_list(const json_t *doc)
+{
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    size_t n = kind ? strlen(kind) : 0;
+    return n >= 4 && !strcmp(kind + n - 4, "List") && json_is_array(json_object_get(doc, "items"));
+}
+
+/* docs with every list replaced by its items, in order (a new array). */
+static json_t *flatten_lists(const json_t *docs)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *d;
+    json_array_foreach(docs, i, d)
+    {
+        if (is_list(d)) {
+            json_array_extend(out, json_object_get(d, "items"));
+        } else {
+            json_array_append(out, d);
+        }
+    }
+    return out;
+}
+
 /* Read the documents of one file ("-": standard input) onto in. */
 static int read_file_docs(struct gt_cli_manifests *in, const char *file, struct gt_err *err)
 {
@@ -165,6 +192,11 @@ static int read_file_docs(struct gt_cli_manifests *in, const char *file, struct 
         rc = GT_EBADREQ;
     }
     free(text);
+    if (rc == 0) {
+        json_t *flat = flatten_lists(docs);
+        json_decref(docs);
+        docs = flat;
+    }
     if (rc == 0 && json_array_size(docs) == 0) {
         rc = gt_err_set(err, GT_EBADREQ, "no objects in %s", file);
     }

@@ -308,6 +308,17 @@ char *gt_cli_log_path(const char *project, const char *task, const struct gt_cli
     }
     if (o->tail_lines >= 0) {
         gt_buf_printf(&b, "%stailLines=%ld", sep, o->tail_lines);
+        sep = "&";
+    }
+    if (o->timestamps) {
+        gt_buf_printf(&b, "%stimestamps=true", sep);
+        sep = "&";
+    }
+    if (o->since_ms > 0) {
+        char ts[32];
+        gt_time_format(o->since_ms - o->since_ms % 1000, ts, sizeof(ts));
+        ts[strlen(ts) - 1] = '\0'; /* the Z, after the milliseconds */
+        gt_buf_printf(&b, "%ssinceTime=%s.%03dZ", sep, ts, (int)(o->since_ms % 1000));
     }
     free(p);
     free(t);

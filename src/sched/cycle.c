@@ -46,8 +46,10 @@
 #include <string.h>
 
 #include "sched/decisions.h"
+#include "sched/history.h"
 #include "sched/index.h"
 #include "sched/job.h"
+#include "sched/policy.h"
 #include "sched/preempt.h"
 #include "sched/queue.h"
 #include "sched/quota.h"
@@ -281,7 +283,8 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
         made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_PREEMPT, c->policy,
                                     c->now_ms, c->out, NULL);
     }
-    if (!made && c->policy->reserve && !c->head_done && !job->topology_required) {
+    if (!made && c->policy->reserve && !c->head_done && !job->topology_required &&
+        job->attained_gpu_ms == 0) {
         c->head_done = true;
         made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_WAIT, c->policy,
                                     c->now_ms, c->out, NULL);
@@ -340,12 +343,16 @@ static char *quota_preempt(struct cycle *c, struct gt_sched_job *job, size_t gan
         gt_buf_printf(why, "; waiting for the jobs it preempted to exit");
         return gt_buf_take(why);
     }
-    size_t n_victims = 0;
-    bool by_rank = c->policy->rank != NULL;
-    if (may_preempt(c, job) && gt_sched_quota_may_free(c->m, job, use, by_rank)) {
+    size_t n_victims = 0, first = c->out->n_preempts;
+    if (may_preempt(c, job) && gt_sched_quota_may_free(c->m, job, use, c->policy->rank != NULL)) {
         c->n_preemptors++;
         if (gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_QUOTA, c->policy,
                                  c->now_ms, c->out, &n_victims)) {
+            /* name the rank only when a victim was chosen by it */
+            bool by_rank = false;
+            for (size_t i = first; i < c->out->n_preempts; i++) {
+                by_rank = by_rank || c->out->preempts[i].kind == GT_SCHED_PREEMPT_POLICY;
+            }
             gt_buf_printf(why, "; preempting %zu %sjob%s of department %s%s%s%s for it", n_victims,
                           by_rank ? "" : "lower-priority ", n_victims == 1 ? "" : "s", dept,
                           by_rank ? " with a lower priority or a greater rank (" : "",
@@ -579,10 +586,94 @@ static int64_t aging_tier(const struct cycle *c, const struct gt_sched_job *j)
     return tier_ms > 0 && c->now_ms > j->arrival_ms ? (c->now_ms - j->arrival_ms) / tier_ms : 0;
 }
 
-/* Does job a (of department da) go before b (of db) inside one band? */
-static bool gantry_before(const struct cycle *c, const struct gt_sched_job *a,
-                          const struct gt_sched_job *b)
+/* A queued job and its place inside its department's band under the
+ * gantry order: least-attained-service queue, then expected remaining wall
+ * time (history.c), then arrival and id. */
+struct keyed {
+    struct gt_sched_job *job;
+    int64_t las;
+    double remaining_ms;
+};
+
+static int keyed_cmp(const void *pa, const void *pb)
 {
+    const struct keyed *a = pa, *b = pb;
+    if (a->las != b->las) {
+        return a->las < b->las ? -1 : 1;
+    }
+    if (a->remaining_ms != b->remaining_ms) {
+        return a->remaining_ms < b->remaining_ms ? -1 : 1;
+    }
+    if (a->job->arrival_ms != b->job->arrival_ms) {
+        return a->job->arrival_ms < b->job->arrival_ms ? -1 : 1;
+    }
+    return strcmp(a->job->id, b->job->id);
+}
+
+/* One department's band as the merge walks it: its list itself while
+ * nothing sets the jobs apart, else a sorted copy (v). */
+struct band_walk {
+    struct keyed *v;
+    size_t n, cap, at;
+    bool sorted;
+    struct keyed list; /* unsorted: the list's current job (NULL: done) */
+};
+
+/* Start w on band b in the gantry order. The band's list is in arrival
+ * order already; it is copied and sorted only when the model has learned
+ * something (a job has attained service, or history exists), so a
+ * cluster whose jobs report no attained service walks its lists as they
+ * are, in time that grows with the jobs started, not the queue. */
+static void band_walk_start(struct band_walk *w, const struct gt_sched_model *m,
+                            const struct gt_sched_band *b)
+{
+    w->n = w->at = 0;
+    w->list = (struct keyed){.job = b ? b->head : NULL};
+    w->sorted = false;
+    if (!b || (m->n_served == 0 && !gt_sched_history_known(m))) {
+        return;
+    }
+    w->sorted = true;
+    for (struct gt_sched_job *j = b->head; j; j = j->queue_next) {
+        GT_VEC_RESERVE(w->v, w->cap, w->n + 1, 64);
+        w->v[w->n++] = (struct keyed){.job = j,
+                                      .las = gt_sched_las_queue(j),
+                                      .remaining_ms = gt_sched_history_expected_wall_ms(j)};
+    }
+    if (w->n > 1) {
+        qsort(w->v, w->n, sizeof(*w->v), keyed_cmp);
+    }
+}
+
+/* The walk's current job (NULL: none left). */
+static const struct keyed *band_walk_peek(const struct band_walk *w)
+{
+    if (w->sorted) {
+        return w->at < w->n ? &w->v[w->at] : NULL;
+    }
+    return w->list.job ? &w->list : NULL;
+}
+
+static struct gt_sched_job *band_walk_next(struct band_walk *w)
+{
+    if (w->sorted) {
+        return w->v[w->at++].job;
+    }
+    struct gt_sched_job *job = w->list.job;
+    w->list.job = job->queue_next;
+    return job;
+}
+
+static void band_walk_stop(struct band_walk *w)
+{
+    w->at = w->n;
+    w->list.job = NULL;
+}
+
+/* Does job a (of department da) go before b (of db) inside one band? */
+static bool gantry_before(const struct cycle *c, const struct keyed *ka, const struct keyed *kb)
+{
+    const struct gt_sched_job *a = ka->job, *b = kb->job;
     int64_t ta = aging_tier(c, a), tb = aging_tier(c, b);
     if (ta != tb) {
         return ta > tb;
@@ -591,10 +682,7 @@ static bool gantry_before(const struct cycle *c, const struct gt_sched_job *a,
     if (sa != sb) {
         return sa < sb;
     }
-    if (a->arrival_ms != b->arrival_ms) {
-        return a->arrival_ms < b->arrival_ms;
-    }
-    return strcmp(a->id, b->id) < 0;
+    return keyed_cmp(ka, kb) < 0;
 }
 
 static int cmp_desc_i32(const void *a, const void *b)
@@ -618,41 +706,45 @@ static void run_gantry(struct cycle *c, struct gt_sched_pick *pick)
     if (n_values > 1) {
         qsort(values, n_values, sizeof(*values), cmp_desc_i32);
     }
-    struct gt_sched_job **cur = gt_xcalloc(m->n_depts + 1, sizeof(*cur));
+    struct band_walk *walk = gt_xcalloc(m->n_depts + 1, sizeof(*walk));
     for (size_t v = 0; v < n_values; v++) {
         if (v > 0 && values[v] == values[v - 1]) {
             continue;
         }
         for (size_t d = 0; d < m->n_depts; d++) {
-            struct gt_sched_band *b = gt_sched_dept_band(m->depts[d], values[v]);
-            cur[d] = b ? b->head : NULL;
+            band_walk_start(&walk[d], m, gt_sched_dept_band(m->depts[d], values[v]));
         }
         for (;;) {
             if (cycle_done(c) || tell_rest(c, pick)) {
                 goto done;
             }
             size_t best = m->n_depts;
+            const struct keyed *best_key = NULL;
             for (size_t d = 0; d < m->n_depts; d++) {
+                const struct keyed *k = band_walk_peek(&walk[d]);
                 /* A department refused even one GPU: none of its whole-GPU
                  * jobs can start (light jobs keep it in). */
-                if (cur[d] && c->waits_left == 0 && m->n_light_queued == 0 &&
+                if (k && c->waits_left == 0 && m->n_light_queued == 0 &&
                     c->refused_gpu_milli[d] <= 1000) {
-                    cur[d] = NULL;
+                    band_walk_stop(&walk[d]);
+                    k = NULL;
                 }
-                if (cur[d] && (best == m->n_depts || gantry_before(c, cur[d], cur[best]))) {
+                if (k && (!best_key || gantry_before(c, k, best_key))) {
                     best = d;
+                    best_key = k;
                 }
             }
             if (best == m->n_depts) {
                 break;
             }
-            struct gt_sched_job *job = cur[best];
-            cur[best] = job->queue_next;
-            schedule_job(c, job, pick);
+            schedule_job(c, band_walk_next(&walk[best]), pick);
         }
     }
 done:
-    free(cur);
+    for (size_t d = 0; d < m->n_depts; d++) {
+        free(walk[d].v);
+    }
+    free(walk);
     free(values);
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/history.h"
 #include "sched/index.h"
 #include "sched/job.h"
 #include "sched/queue.h"
@@ -221,6 +222,8 @@ int gt_sched_job_remove(struct gt_sched_model *m, const char *id, struct gt_err 
                           job->n_holding);
     }
     gt_sched_resv_drop(job, m);
+    gt_sched_history_record(m, job);
+    m->n_served -= job->attained_gpu_ms > 0;
     for (size_t i = 0; i < job->n_tasks; i++) {
         if (job->tasks[i].state == GT_SCHED_TASK_PENDING) {
             gt_sched_job_pending_delta(job, &job->tasks[i], -1);
@@ -247,6 +250,7 @@ int gt_sched_job_set_attained(struct gt_sched_model *m, const char *id, int64_t 
     if (attained_gpu_ms < 0) {
         return gt_err_set(err, GT_EINVAL, "job %s: negative attained service", id);
     }
+    m->n_served += (attained_gpu_ms > 0) - (job->attained_gpu_ms > 0);
     job->attained_gpu_ms = attained_gpu_ms;
     return 0;
 }

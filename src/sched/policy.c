@@ -20,8 +20,14 @@
  *   a queue is in arrival order, not in order of entry into the queue, and
  *   no starving job is promoted (dlas-gpu's knob is off by default too).
  * - gantry (the default): priority, then aging, then the department's
- *   dominant share, then arrival (merged from the department queues, see
- *   cycle.c); backfill, preemption and head-of-line reservations.
+ *   dominant share (merged from the department queues, see cycle.c), then
+ *   the least-attained-service queue (gt_sched_las_queue), then the
+ *   expected remaining wall time learned online from finished jobs of the
+ *   department and gang size (history.c; no job's duration is known), then
+ *   arrival; backfill, preemption (also of equal-priority jobs of its
+ *   department in a later queue) and head-of-line reservations for jobs
+ *   not yet served (a served job demoted by its queue does not reserve,
+ *   which would undo the demotion).
  * Placements: gantry, bestfit, random (place.c) and firstfit (firstfit.c).
  * "ORDER" alone means ORDER/gantry; "firstfit" is firstfit's own policy.
  */
@@ -103,6 +109,18 @@ static int tiresias_order(const struct gt_sched_job *a, const struct gt_sched_jo
     return cmp_i64(tiresias_rank(a), tiresias_rank(b));
 }
 
+static const int64_t las_thresholds[] = {300LL * 1000, 3250LL * 1000, 7200LL * 1000,
+                                         72000LL * 1000};
+
+int64_t gt_sched_las_queue(const struct gt_sched_job *j)
+{
+    int64_t q = 0;
+    while (q < (int64_t)GT_ARRAY_LEN(las_thresholds) && j->attained_gpu_ms >= las_thresholds[q]) {
+        q++;
+    }
+    return q;
+}
+
 #define ORDER_ROW_AT(oname, ofn, plc, hol, pre, rk, rkw, res)                                      \
     {                                                                                              \
         .name = oname, .order = ofn, .place = plc, .head_of_line = hol, .preempt = pre,            \
@@ -116,7 +134,7 @@ static int tiresias_order(const struct gt_sched_job *a, const struct gt_sched_jo
         ORDER_ROW_AT(oname "/firstfit", ofn, gt_sched_place_firstfit, hol, pre, rk, rkw, res)
 
 static const struct gt_sched_policy policies[] = {
-    ORDER_ROW("gantry", NULL, false, true, NULL, NULL, true),
+    ORDER_ROW("gantry", NULL, false, true, gt_sched_las_queue, "attained-service queue", true),
     ORDER_ROW("fifo", fifo_order, true, false, NULL, NULL, false),
     ORDER_ROW("sjf", sjf_order, true, false, NULL, NULL, false),
     ORDER_ROW("srtf", srtf_order, false, true, gt_sched_job_remaining_ms, "remaining ms", false),

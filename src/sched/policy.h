@@ -12,4 +12,10 @@
  * estimate. */
 int64_t gt_sched_job_remaining_ms(const struct gt_sched_job *j);
 
+/* The gantry order's least-attained-service queue of a job: 0 below
+ * 300 GPU-seconds attained, then one per threshold (3,250, 7,200, 72,000
+ * GPU-s): Tiresias' two thresholds with one added below and one above,
+ * chosen on the Philly quarter-size replay (docs/results). */
+int64_t gt_sched_las_queue(const struct gt_sched_job *j);
+
 #endif

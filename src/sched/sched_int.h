@@ -104,8 +104,21 @@ struct gt_sched_band {
     struct gt_resvec held;
 };
 
+/* Finished jobs' service by gang size (history.c): per size class (whole
+ * GPUs 1, 2, 3-4, ..., 65+), a histogram of total service in GPU-seconds
+ * with power-of-two buckets. */
+#define GT_SCHED_HIST_CLASSES 8
+#define GT_SCHED_HIST_BUCKETS 40
+struct gt_sched_history {
+    struct {
+        double count, sum_ms;
+    } bucket[GT_SCHED_HIST_CLASSES][GT_SCHED_HIST_BUCKETS];
+    double total[GT_SCHED_HIST_CLASSES];
+};
+
 struct gt_sched_dept {
     char *name;
+    struct gt_sched_history history;
     struct gt_resvec guarantee, limit, used;
     __int128 pending[GT_RES_COUNT]; /* sum of its PENDING tasks' use (wide: no overflow) */
     size_t n_jobs;
@@ -217,6 +230,8 @@ struct gt_sched_model {
     uint64_t n_cycles;
     uint64_t rng; /* the random placement's state */
     struct gt_sched_workload workload;
+    struct gt_sched_history history; /* every department's, for cold starts */
+    size_t n_served;                 /* jobs with attained service > 0 */
     /* the cycle's scratch, kept between cycles (cycle.c) */
     struct gt_sched_pick *pick;
     struct gt_sched_task **pending;

@@ -168,7 +168,9 @@ static void plan_env(const struct gt_ctl *c, const struct gt_bind_plan *plan,
     }
     const char *fw =
         json_string_value(json_object_get(job->o.meta.annotations, GT_ANNOTATION_FRAMEWORK));
-    entry->env = gt_jobenv_env(jname, project, fw, m, n, self);
+    entry->env = fw && !strcmp(fw, GT_API_FRAMEWORK_MPI)
+                     ? gt_jobenv_mpi_env(jname, project, job->o.meta.annotations, m, n, self)
+                     : gt_jobenv_env(jname, project, fw, m, n, self);
     entry->hosts = gt_jobenv_hosts(jname, project, m, n);
     free(m);
     port_env(&task->spec.template, entry);

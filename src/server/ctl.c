@@ -72,7 +72,7 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
             gt_ctl_note_job(c, ev->key, NULL);
             gt_telemetry_job_gone(c->tel, ev->key);
         } else if (k == GT_KIND_TASK) {
-            gt_strmap_del(&c->holding, ev->key);
+            gt_ctl_holding_del(c, ev->key);
         }
     } else {
         /* what this process wrote is not parsed back from the stored text */
@@ -399,6 +399,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
         gt_strmap_init(&c->objs[k]);
     }
     gt_strmap_init(&c->holding);
+    gt_strmap_init(&c->holding_on);
     gt_strmap_init(&c->inflight);
     gt_strmap_init(&c->dirty_jobs);
     gt_strmap_init(&c->dirty_tasks);
@@ -496,6 +497,7 @@ void gt_ctl_free(struct gt_ctl *c)
         gt_strmap_fini(&c->objs[k], gt_cobj_free);
     }
     gt_strmap_fini(&c->holding, NULL);
+    gt_strmap_fini(&c->holding_on, gt_ctl_holding_map_free);
     gt_strmap_fini(&c->inflight, NULL);
     gt_strmap_fini(&c->dirty_jobs, NULL);
     gt_strmap_fini(&c->dirty_tasks, NULL);

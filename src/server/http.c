@@ -30,7 +30,8 @@
 
 /* ---- authentication ---- */
 
-static const struct gt_server_user *authenticate(struct gt_server *s, struct evhttp_request *req)
+/* The request's bearer token (borrowed), or NULL. */
+static const char *bearer(struct evhttp_request *req)
 {
     const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
@@ -40,7 +41,28 @@ static const struct gt_server_user *authenticate(struct gt_server *s, struct evh
     while (*h == ' ') {
         h++;
     }
-    return *h ? gt_server_tokens_find(s->tokens, h) : NULL;
+    return *h ? h : NULL;
+}
+
+static const struct gt_server_user *authenticate(struct gt_server *s, struct evhttp_request *req)
+{
+    const char *h = bearer(req);
+    return h ? gt_server_tokens_find(s->tokens, h) : NULL;
+}
+
+/* An MPI launcher's exec into a task of its job (logproxy.c), whose
+ * credential is no user's token: true once answered. */
+static bool mpi_exec(struct gt_req *r, enum evhttp_cmd_type cmd)
+{
+    const char *h = bearer(r->req);
+    size_t plen = strlen(GT_MPI_TOKEN_PREFIX);
+    if (!h || strncmp(h, GT_MPI_TOKEN_PREFIX, plen) != 0 || !r->route.kind ||
+        r->route.kind->kind != GT_KIND_TASK || strcmp(r->route.sub, "exec") != 0 ||
+        cmd != EVHTTP_REQ_POST) {
+        return false;
+    }
+    gt_logproxy_exec_mpi(r, h + plen);
+    return true;
 }
 
 /* ---- reads ---- */
@@ -617,6 +639,9 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
         registry_token(r, cmd, path, uri);
         return;
     }
+    if (mpi_exec(r, cmd)) {
+        return;
+    }
     r->user = authenticate(s, req);
     if (!r->user) {
         gt_req_error(r, GT_EUNAUTH, "a valid bearer token is required");
@@ -633,7 +658,7 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
     } else if (r->route.type == GT_ROUTE_CLUSTERINFO) {
         clusterinfo(r, cmd, path);
     } else if (r->route.type == GT_ROUTE_USAGE || r->route.type == GT_ROUTE_USAGE_RECORDS ||
-               r->route.type == GT_ROUTE_JOB_STATS) {
+               r->route.type == GT_ROUTE_JOB_STATS || r->route.type == GT_ROUTE_NODE_STATS) {
         serve_ctl(r, cmd, &q);
     } else if (r->route.type == GT_ROUTE_FAULT) {
         if (!s->cfg->enable_fault_injection) {

@@ -517,7 +517,7 @@ static void set_cond(json_t *conds, const struct old_status *old, const char *ty
 struct tally {
     size_t expected, found;
     size_t running, succeeded;
-    size_t lead, lead_succeeded;       /* Master/Chief replicas */
+    size_t lead, lead_succeeded;       /* Master/Chief/Launcher replicas */
     size_t workers, workers_succeeded; /* Worker replicas */
 };
 
@@ -540,7 +540,8 @@ static void count_tasks(const struct gt_api_job *job, const struct old_status *o
     for (size_t r = 0; r < job->spec.replica_specs.n; r++) {
         const char *type = job->spec.replica_specs.v[r].type;
         size_t reps = (size_t)job->spec.replica_specs.v[r].replicas;
-        bool lead = !strcmp(type, "Master") || !strcmp(type, "Chief");
+        /* an MPIJob's launcher decides it, as the MPI operator's does */
+        bool lead = !strcmp(type, "Master") || !strcmp(type, "Chief") || !strcmp(type, "Launcher");
         bool worker = !strcmp(type, "Worker");
         t->expected += reps;
         t->lead += lead ? reps : 0;

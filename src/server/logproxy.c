@@ -1,6 +1,7 @@
 /*
  * The task log and exec proxy: GET /apis/gantry.dev/v1/projects/P/tasks/T/log
- * ?follow=&tailLines=&previous= for anyone who may read project P, forwarded
+ * ?follow=&tailLines=&previous=&timestamps=&sinceTime= (kubectl's names)
+ * for anyone who may read project P, forwarded
  * with an evhttp client to the agent of the task's node (its
  * status.addresses AgentURL) at /v1/tasks/<task uid>/log; with
  * previous=true to status.previous.nodeName's agent for status.previous.uid,
@@ -14,7 +15,10 @@
  * POST .../tasks/T/exec with {"command": [ARGV...]}, for those who may
  * write tasks in P (a viewer gets 403), goes the same way to the agent's
  * /v1/tasks/<uid>/exec (src/agent/exec.c) and its JSON answer
- * ({"stdout", "stderr", "exitCode"}) is relayed whole.
+ * ({"stdout", "stderr", "exitCode"}) is relayed whole. An MPI launcher's
+ * rsh agent authenticates with its job's credential instead of a user's
+ * token (GT_MPI_TOKEN_PREFIX, gt_logproxy_exec_mpi): it may exec into the
+ * tasks of that job only.
  *
  * A proxy lives until the agent's answer ends or the client goes away,
  * whichever comes first; the other side is then closed. The upstream
@@ -126,24 +130,46 @@ static void on_done(struct evhttp_request *up, void *arg)
     gt_req_reply(r, code, (const char *)evbuffer_pullup(in, -1), len);
 }
 
+static bool bool_param(const char *v)
+{
+    return !v || !strcmp(v, "true") || !strcmp(v, "false") || !strcmp(v, "");
+}
+
 /* The agent path with the checked query, or NULL after replying 400. */
 static char *agent_path(struct gt_req *r, const char *uid, const struct evkeyvalq *q)
 {
     const char *follow = evhttp_find_header(q, "follow");
     const char *tail = evhttp_find_header(q, "tailLines");
-    int64_t n = 0;
-    if (follow && strcmp(follow, "true") && strcmp(follow, "false") && strcmp(follow, "")) {
-        gt_req_error(r, GT_EBADREQ, "follow: must be true or false");
+    const char *stamps = evhttp_find_header(q, "timestamps");
+    const char *since = evhttp_find_header(q, "sinceTime");
+    int64_t n = 0, since_ms = 0;
+    if (!bool_param(follow) || !bool_param(stamps)) {
+        gt_req_error(r, GT_EBADREQ, "%s: must be true or false",
+                     bool_param(follow) ? "timestamps" : "follow");
         return NULL;
     }
     if (tail && gt_parse_rev(tail, &n)) {
         gt_req_error(r, GT_EBADREQ, "tailLines: must be a non-negative integer");
         return NULL;
     }
-    bool f = follow && !strcmp(follow, "true");
-    return tail ? gt_xasprintf("/v1/tasks/%s/log?follow=%s&tailLines=%lld", uid,
-                               f ? "true" : "false", (long long)n)
-                : gt_xasprintf("/v1/tasks/%s/log?follow=%s", uid, f ? "true" : "false");
+    if (since && gt_time_parse(since, &since_ms)) {
+        gt_req_error(r, GT_EBADREQ, "sinceTime: must be an RFC 3339 time in UTC (...Z)");
+        return NULL;
+    }
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_buf_printf(&b, "/v1/tasks/%s/log?follow=%s", uid,
+                  follow && !strcmp(follow, "true") ? "true" : "false");
+    if (tail) {
+        gt_buf_printf(&b, "&tailLines=%lld", (long long)n);
+    }
+    if (stamps && !strcmp(stamps, "true")) {
+        gt_buf_puts(&b, "&timestamps=true");
+    }
+    if (since) {
+        gt_buf_printf(&b, "&sinceMs=%lld", (long long)since_ms);
+    }
+    return gt_buf_take(&b);
 }
 
 /* Send method path (with body, may be NULL) to the agent at url; a stream
@@ -262,16 +288,10 @@ void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
     }
 }
 
-void gt_logproxy_exec(struct gt_req *r)
+/* Forward the exec request's command to the agent of the task's node. */
+static void forward_exec(struct gt_req *r, const struct gt_api_task *task)
 {
     const struct gt_route *rt = &r->route;
-    struct gt_server_authz az = {
-        .verb = GT_VERB_CREATE, .kind = GT_KIND_TASK, .name = rt->name, .project = rt->project};
-    if (gt_server_authorize(r->s->access, r->user, &az) != 0) {
-        gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot exec in tasks of project %s",
-                     r->user->name, rt->project);
-        return;
-    }
     struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
     json_t *body =
         json_loadb((const char *)evbuffer_pullup(in, -1), evbuffer_get_length(in), 0, NULL);
@@ -285,7 +305,6 @@ void gt_logproxy_exec(struct gt_req *r)
         gt_req_error(r, GT_EBADREQ, "command: want a non-empty array of strings");
         return;
     }
-    const struct gt_api_task *task = route_task(r);
     const char *node = task ? task->spec.node_name : NULL;
     if (task && (!node || !*node || !task->o.meta.uid)) {
         gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" has not been scheduled to a node yet",
@@ -304,4 +323,37 @@ void gt_logproxy_exec(struct gt_req *r)
         free(path);
     }
     json_decref(body);
+}
+
+void gt_logproxy_exec(struct gt_req *r)
+{
+    const struct gt_route *rt = &r->route;
+    struct gt_server_authz az = {
+        .verb = GT_VERB_CREATE, .kind = GT_KIND_TASK, .name = rt->name, .project = rt->project};
+    if (gt_server_authorize(r->s->access, r->user, &az) != 0) {
+        gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot exec in tasks of project %s",
+                     r->user->name, rt->project);
+        return;
+    }
+    const struct gt_api_task *task = route_task(r);
+    if (task) {
+        forward_exec(r, task);
+    }
+}
+
+void gt_logproxy_exec_mpi(struct gt_req *r, const char *mac)
+{
+    const struct gt_api_task *task = route_task(r);
+    if (!task) {
+        return;
+    }
+    char *msg = gt_xasprintf("%s/%s", r->route.project, task->spec.job ? task->spec.job : "");
+    bool ok = task->spec.job && gt_server_tokens_node_mac_ok(r->s->tokens, msg, mac);
+    free(msg);
+    if (!ok) {
+        gt_req_error(r, GT_EFORBIDDEN, "the MPI credential is not for the job of task \"%s\"",
+                     r->route.name);
+        return;
+    }
+    forward_exec(r, task);
 }

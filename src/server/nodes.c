@@ -17,7 +17,9 @@
  * the scheduler binds nothing more there.
  *
  * status.allocated is never stored: Node reads compute it from the cached
- * tasks holding resources on the node (gt_node_allocated).
+ * tasks holding resources on the node (gt_node_allocated), found through
+ * the cache's index of them by node (gt_ctl_holding_on), so a read costs
+ * what the node holds, not what the cluster has ever run.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,7 @@
 #include "server/nodes.h"
 #include "server/server_int.h"
 
-/* The cached tasks on a node: each entry and its typed task. */
+/* The cached tasks holding resources on a node: each entry and its typed task. */
 struct collect {
     const char *node;
     struct GT_VEC(const struct gt_cobj *) o;
@@ -51,7 +53,10 @@ static int collect_cb(const char *key, void *val, void *arg)
 static void collect(const struct gt_ctl *c, const char *node, struct collect *col)
 {
     *col = (struct collect){.node = node};
-    gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, col);
+    const struct gt_strmap *held = gt_ctl_holding_on(c, node);
+    if (held) {
+        gt_strmap_each(held, collect_cb, col);
+    }
 }
 
 static void collect_fini(struct collect *col)

@@ -172,6 +172,7 @@ int gt_route_parse(const char *path, struct gt_route *r, struct gt_err *err)
         {GT_API_GROUP_PREFIX "/usage", GT_ROUTE_USAGE},
         {GT_API_GROUP_PREFIX "/usagerecords", GT_ROUTE_USAGE_RECORDS},
         {GT_API_GROUP_PREFIX "/jobstats", GT_ROUTE_JOB_STATS},
+        {GT_API_GROUP_PREFIX "/nodestats", GT_ROUTE_NODE_STATS},
         {"/version", GT_ROUTE_VERSION},
     };
     memset(r, 0, sizeof(*r));

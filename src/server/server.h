@@ -100,6 +100,11 @@ const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens
  * credentials towards node agents. */
 const struct gt_server_user *gt_server_tokens_first_node(const struct gt_server_tokens *t);
 size_t gt_server_tokens_count(const struct gt_server_tokens *t);
+/* Is hex (64 lower-case hex digits) the HMAC-SHA256 of msg under the token
+ * of some gantry:nodes user? An MPI launcher's exec credential
+ * (GT_MPI_TOKEN_PREFIX), which its node's agent derives (taskspec.c). */
+bool gt_server_tokens_node_mac_ok(const struct gt_server_tokens *t, const char *msg,
+                                  const char *hex);
 void gt_server_tokens_free(struct gt_server_tokens *t);
 
 /* ---- authorization (access.c) ----
@@ -152,6 +157,7 @@ enum gt_route_type {
     GT_ROUTE_USAGE,          /* the ledger's usage report (ledger.c) */
     GT_ROUTE_USAGE_RECORDS,  /* the ledger's records (ledger.c) */
     GT_ROUTE_JOB_STATS,      /* every job's current utilisation (telemetry.c) */
+    GT_ROUTE_NODE_STATS,     /* every node's current use by its tasks (telemetry.c) */
     GT_ROUTE_VERSION,        /* /version: gantryd's release */
     GT_ROUTE_COLLECTION,     /* list / create / watch */
     GT_ROUTE_OBJECT,         /* get / put / delete, or a subresource */
@@ -428,6 +434,21 @@ struct gt_jobenv_member {
  * else tensorflow. */
 json_t *gt_jobenv_env(const char *job, const char *project, const char *framework,
                       const struct gt_jobenv_member *m, size_t n, size_t self);
+/* The env entries of member self of an MPIJob (framework
+ * GT_API_FRAMEWORK_MPI; annotations: the job's, borrowed, with
+ * GT_API_ANNOTATION_MPI_SLOTS and _IMPL) as the MPI operator sets them
+ * (jobenv_mpi.c): K_MPI_JOB_ROLE for every member; for the launcher the
+ * hostfile's variables for its MPI implementation, the rsh agent
+ * (GT_MPI_RSH_AGENT) and GT_MPI_HOSTFILE_ENV, the hostfile's text. New
+ * array, the caller's. */
+json_t *gt_jobenv_mpi_env(const char *job, const char *project, const json_t *annotations,
+                          const struct gt_jobenv_member *m, size_t n, size_t self);
+/* The MPI hostfile of a job whose members are m[0..n): one line per Worker,
+ * by index, "HOST slots=N" (OpenMPI) or "HOST:N" (Intel, MPICH), HOST the
+ * MPI operator v2beta1's "<job>-worker-<i>.<job>.<project>.svc". Caller
+ * frees. */
+char *gt_jobenv_mpi_hostfile(const char *job, const char *project, const char *impl,
+                             long long slots, const struct gt_jobenv_member *m, size_t n);
 /* Kubeflow's TF_CONFIG for member self (compact JSON; caller frees). */
 char *gt_jobenv_tf_config(const char *job, const char *project, const struct gt_jobenv_member *m,
                           size_t n, size_t self);

@@ -70,7 +70,7 @@ struct gt_ctl_hooks {
      * text format). */
     void (*metrics)(const struct gt_ctl *c, struct gt_buf *out);
     /* A request the controllers answer themselves (authenticated, r->user
-     * set): the usage, usagerecords and jobstats routes and the scalars,
+     * set): the usage, usagerecords, jobstats and nodestats routes and the scalars,
      * history and telemetry subresources. method is an evhttp_cmd_type,
      * query its parsed query string (borrowed). Replies through r. */
     void (*serve)(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *query);
@@ -179,6 +179,7 @@ struct gt_ctl {
     struct gt_ledger *ledger;             /* GPU-seconds per task run (ledger.c) */
     struct gt_strmap objs[GT_KIND_COUNT]; /* key -> struct gt_cobj (no Events) */
     struct gt_strmap holding;      /* task key -> its cobj (borrowed): tasks holding a node */
+    struct gt_strmap holding_on;   /* node name -> struct gt_strmap * of its part of holding */
     struct gt_strmap inflight;     /* key -> count of controller writes in flight */
     struct gt_strmap dirty_jobs;   /* job keys to reconcile this turn */
     struct gt_strmap dirty_tasks;  /* task keys to reconcile this turn */

@@ -18,6 +18,10 @@
  * into the open buckets, and a bucket is the mean of the ticks it saw.
  * Nothing here is durable: a restart of gantryd starts empty (the ledger,
  * ledger.c, is what must survive).
+ *
+ * A node's current use (nodestats, for `gantry top nodes`) is the same
+ * sums over the fresh samples of the tasks its agent reported, computed
+ * when asked.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +48,7 @@ struct sample {
 /* One task run, by uid. */
 struct ttask {
     char *job_key;
+    char *node;        /* the node whose agent sent the last sample */
     int64_t gpu_milli; /* what it holds, all GPUs together */
     struct sample last;
     double util_milli_ms; /* utilised milli-GPU x ms so far */
@@ -128,6 +133,7 @@ static void ttask_free(void *p)
     struct ttask *t = p;
     if (t) {
         free(t->job_key);
+        free(t->node);
         free(t);
     }
 }
@@ -448,6 +454,10 @@ static int take_entry(struct gt_ctl *c, const json_t *e, size_t i, const char *n
         gt_strmap_put(&c->tel->tasks, t->o.meta.uid, tt);
     }
     tt->gpu_milli = task_gpu_milli(t);
+    if (!tt->node || strcmp(tt->node, node) != 0) {
+        free(tt->node);
+        tt->node = gt_xstrdup(node);
+    }
     if (tt->last.at_ms) {
         int64_t dt = now_ms - tt->last.at_ms;
         dt = dt < 0 ? 0 : dt > GT_TEL_GAP_MAX_MS ? GT_TEL_GAP_MAX_MS : dt;
@@ -676,6 +686,74 @@ static void get_job_stats(struct gt_ctl *c, struct gt_req *r)
                                    "JobStatsList", "items", x.items));
 }
 
+/* A node's current figures, summed over its tasks' fresh samples. */
+struct nstat {
+    char *node;
+    int n_tasks;
+    int64_t cpu_milli, mem_bytes, gpu_mem_bytes, gpu_milli;
+    double util_weight; /* sum of gpu_util x gpu_milli */
+};
+
+struct nstats_ctx {
+    int64_t now_ms;
+    struct GT_VEC(struct nstat) v;
+};
+
+static int nstat_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    struct nstats_ctx *x = arg;
+    const struct ttask *tt = val;
+    if (!tt->node || x->now_ms - tt->last.at_ms > GT_TEL_FRESH_MS) {
+        return 0;
+    }
+    struct nstat *n = NULL;
+    for (size_t i = 0; i < x->v.n && !n; i++) {
+        n = strcmp(x->v.v[i].node, tt->node) == 0 ? &x->v.v[i] : NULL;
+    }
+    if (!n) {
+        n = GT_VEC_PUSH(&x->v, 8);
+        *n = (struct nstat){.node = tt->node};
+    }
+    n->n_tasks++;
+    n->cpu_milli += tt->last.cpu_milli;
+    n->mem_bytes += tt->last.mem_bytes;
+    n->gpu_mem_bytes += tt->last.gpu_mem_bytes;
+    n->gpu_milli += tt->gpu_milli;
+    n->util_weight += tt->last.gpu_util * (double)tt->gpu_milli;
+    return 0;
+}
+
+static int nstat_order(const void *a, const void *b)
+{
+    return strcmp(((const struct nstat *)a)->node, ((const struct nstat *)b)->node);
+}
+
+/* GET nodestats: any user may read it (nodes are readable by all, and the
+ * sums name no task). */
+static void get_node_stats(struct gt_ctl *c, struct gt_req *r)
+{
+    struct nstats_ctx x = {.now_ms = gt_now_ms()};
+    gt_strmap_each(&c->tel->tasks, nstat_cb, &x);
+    if (x.v.n) {
+        qsort(x.v.v, x.v.n, sizeof(x.v.v[0]), nstat_order);
+    }
+    json_t *items = json_array();
+    for (size_t i = 0; i < x.v.n; i++) {
+        const struct nstat *n = &x.v.v[i];
+        double util = n->gpu_milli ? n->util_weight / (double)n->gpu_milli : 0;
+        json_array_append_new(items,
+                              json_pack("{s:s, s:i, s:I, s:I, s:I, s:I, s:f}", "node", n->node,
+                                        "tasks", n->n_tasks, "cpuMilli", (json_int_t)n->cpu_milli,
+                                        "memoryBytes", (json_int_t)n->mem_bytes, "gpuMemoryBytes",
+                                        (json_int_t)n->gpu_mem_bytes, "gpuMilli",
+                                        (json_int_t)n->gpu_milli, "gpuUtil", util));
+    }
+    GT_VEC_FREE(&x.v);
+    gt_req_reply_json(r, json_pack("{s:s, s:s, s:o}", "apiVersion", GT_API_VERSION, "kind",
+                                   "NodeStatsList", "items", items));
+}
+
 void gt_telemetry_serve(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *q)
 {
     const struct gt_route *rt = &r->route;
@@ -690,6 +768,10 @@ void gt_telemetry_serve(struct gt_ctl *c, struct gt_req *r, int method, const st
     }
     if (rt->type == GT_ROUTE_JOB_STATS) {
         get_job_stats(c, r);
+        return;
+    }
+    if (rt->type == GT_ROUTE_NODE_STATS) {
+        get_node_stats(c, r);
         return;
     }
     struct gt_server_authz az = {

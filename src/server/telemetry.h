@@ -46,7 +46,7 @@ void gt_telemetry_job_gone(struct gt_telemetry *t, const char *job_key);
 int64_t gt_telemetry_task_take(struct gt_telemetry *t, const char *uid);
 
 /* Serve r (borrowed until replied): POST nodes/N/telemetry (agents), GET
- * jobs/J/scalars, jobs/J/history and jobstats. method: evhttp_cmd_type. The
+ * jobs/J/scalars, jobs/J/history, jobstats and nodestats. method: evhttp_cmd_type. The
  * formats are docs/api.md's "Telemetry". */
 void gt_telemetry_serve(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *q);
 

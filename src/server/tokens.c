@@ -9,6 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+
 #include "server/server_int.h"
 
 /* The largest token file read. */
@@ -17,6 +22,8 @@ enum { TOKENS_MAX_BYTES = 64 << 20 };
 struct gt_server_tokens {
     struct gt_strmap by_token;
     const struct gt_server_user *first_node; /* first gantry:nodes line of the file */
+    const struct gt_server_user **nodes;     /* every gantry:nodes user, in file order */
+    size_t n_nodes;
 };
 
 static void user_free(void *p)
@@ -202,6 +209,10 @@ int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens
         if (u->node && !t->first_node) {
             t->first_node = u;
         }
+        if (u->node) {
+            t->nodes = gt_xrealloc(t->nodes, (t->n_nodes + 1) * sizeof(*t->nodes));
+            t->nodes[t->n_nodes++] = u;
+        }
         continue;
     bad:
         gt_server_tokens_free(t);
@@ -249,5 +260,25 @@ void gt_server_tokens_free(struct gt_server_tokens *t)
         return;
     }
     gt_strmap_fini(&t->by_token, user_free);
+    free(t->nodes);
     free(t);
+}
+
+bool gt_server_tokens_node_mac_ok(const struct gt_server_tokens *t, const char *msg,
+                                  const char *hex)
+{
+    bool ok = false;
+    for (size_t i = 0; t && hex && strlen(hex) == 2 * SHA256_DIGEST_LENGTH && i < t->n_nodes; i++) {
+        unsigned char mac[SHA256_DIGEST_LENGTH];
+        unsigned len = 0;
+        const char *key = t->nodes[i]->token;
+        HMAC(EVP_sha256(), key, (int)strlen(key), (const unsigned char *)msg, strlen(msg), mac,
+             &len);
+        char want[2 * SHA256_DIGEST_LENGTH + 1];
+        for (unsigned k = 0; k < len; k++) {
+            snprintf(want + 2 * k, 3, "%02x", mac[k]);
+        }
+        ok = ok || CRYPTO_memcmp(want, hex, sizeof(want) - 1) == 0;
+    }
+    return ok;
 }

@@ -603,6 +603,16 @@ class AgentTest(GantrydTest):
         self.addCleanup(a.cleanup)
         return a.start()
 
+    def gantlet_with_gpu_counters(self, fake_gpus="2xA100-80GB"):
+        """A gantlet whose fake GPUs read from self.counters, a temporary
+        directory of --fake-gpu-counters files (docs/metrics.md), sampled
+        every 100 ms."""
+        self.counters = tempfile.mkdtemp(prefix="gantry-gpus-")
+        self.addCleanup(shutil.rmtree, self.counters, True)
+        return self.gantlet(fake_gpus=fake_gpus,
+                            extra_args=["--fake-gpu-counters", self.counters,
+                                        "--gpu-sample-ms", "100"])
+
     def submit(self, name, command, gpus=1, memory="256Mi", cpu="1", grace_s=None,
                token="alice"):
         """Create a one-task Job; returns its task's name."""

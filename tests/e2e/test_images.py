@@ -20,7 +20,10 @@ image from a busybox-static rootfs with umoci and pushes it with skopeo
 - with --image-gc-threshold 1 (byte) an image stays while a task uses it
   and goes, least recently used first, once unused and another is pulled;
 - an image task survives a SIGKILL of the agent and is re-adopted; deleting
-  it leaves no runc container, cgroup or mount behind.
+  it leaves no runc container, cgroup or mount behind;
+- an image task's PID 1 is the shim's init (issue 16, defect 5), so a plain
+  script without a SIGTERM handler stops within 2 s of its job's delete,
+  not after its 30 s grace period.
 Skipped when runc, skopeo, umoci, docker-registry or busybox is missing.
 """
 import glob
@@ -34,8 +37,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gantry_e2e import (GANTLET, AgentTest, free_port, obj, task_cgroups,  # noqa: E402
-                        wait_for)
+from gantry_e2e import (GANTLET, AgentTest, free_port, obj, pid_alive,  # noqa: E402
+                        task_cgroups, wait_for)
 from gantry_e2e import main  # noqa: E402
 
 ALICE_UID = 1001
@@ -310,6 +313,21 @@ class Images(AgentTest):
         with self.assertRaises(ProcessLookupError):
             os.kill(pid, 0)
 
+    def test_init_is_pid_1_and_a_stop_is_prompt(self):
+        # sh execs a lone command (sleep would be PID 1); in the loop sh
+        # stays and outlives each sleep the stop's SIGTERM ends
+        for name, script in (("plain", "sleep 1000"), ("loop", "while :; do sleep 1; done")):
+            t = self.submit_image(name, self.ref, ["/bin/sh", "-c", script], grace_s=30)
+            pid = self.wait_host_pid(t, timeout=60)
+            with open("/proc/%d/cmdline" % pid) as f:
+                argv = f.read().split("\0")[:-1]
+            self.assertEqual(argv, ["/sbin/gantry-init", "--init-exec", "3", "/bin/sh", "-c",
+                                    script])
+            t0 = time.monotonic()
+            self.g.cli("delete", "job", name, "-p", "proj-a")
+            wait_for("the task's init gone", lambda: not pid_alive(pid), timeout=40)
+            self.assertLess(time.monotonic() - t0, 2.0, script)
+            wait_for("deleted task gone", lambda: self.task(t) is None, timeout=30)
 
 if __name__ == "__main__":
     main()

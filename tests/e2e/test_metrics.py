@@ -85,11 +85,7 @@ class MetricsTest(E.AgentTest):
         if not PROMETHEUS or not PROMTOOL:
             self.skipTest("prometheus and promtool are not installed (scripts/install-deps)")
         super().setUp()
-        self.counters = tempfile.mkdtemp(prefix="gantry-gpus-")
-        self.addCleanup(shutil.rmtree, self.counters, True)
-        self.agent = self.gantlet(fake_gpus="2xA100-80GB",
-                                  extra_args=["--fake-gpu-counters", self.counters,
-                                              "--gpu-sample-ms", "100"])
+        self.agent = self.gantlet_with_gpu_counters()
 
     def set_gpu(self, index, text):
         path = os.path.join(self.counters, str(index))

@@ -403,6 +403,22 @@ static void test_oci_config(void **state)
                         "/etc/hosts");
     assert_string_equal(json_string_value(gt_json_path(json_array_get(mounts, 3), "source")),
                         "/state/work");
+    assert_int_equal(json_array_size(json_object_get(p, "args")), 1); /* no init: as given */
+    json_decref(c);
+    /* with an init: the process runs under it, its binary bind-mounted read-only */
+    paths.init = "/usr/lib/gantry/gantry-shim";
+    c = gt_oci_config_build(base, &spec, &proc, &paths);
+    json_t *args = gt_json_path(c, "process.args");
+    assert_int_equal(json_array_size(args), 4);
+    const char *want[] = {GT_OCI_INIT_PATH, "--init-exec", "3", "sh"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_string_equal(json_string_value(json_array_get(args, i)), want[i]);
+    }
+    mounts = json_object_get(c, "mounts");
+    json_t *m = json_array_get(mounts, json_array_size(mounts) - 1);
+    assert_string_equal(json_string_value(json_object_get(m, "source")), paths.init);
+    assert_string_equal(json_string_value(json_object_get(m, "destination")), GT_OCI_INIT_PATH);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(m, "options"), 3)), "ro");
     json_decref(c);
     json_decref(base);
 }

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "agent/agent_int.h"
 #include "agent/gantlet.h"
 #include "agent/shim.h"
 #include "test_agent_util.h"
@@ -135,7 +136,9 @@ static void run_task(struct fixture *fx, const char *argv_json, const char *extr
 static char *task_log(const struct fixture *fx)
 {
     char *logs = gt_xasprintf("%s/logs", fx->dir);
-    char *text = test_read_file(logs, "task.log");
+    char *raw = test_read_file(logs, "task.log");
+    char *text = test_log_text(raw);
+    free(raw);
     free(logs);
     return text ? text : gt_xstrdup("");
 }
@@ -423,6 +426,22 @@ static void test_volume_checks(void **state)
     free(root);
 }
 
+/* HMAC-SHA256 as RFC 4231 gives it (test cases 2 and 6: a short key, and
+ * one longer than the block, which is hashed first). */
+static void test_hmac_sha256(void **state)
+{
+    (void)state;
+    char out[65];
+    const char *msg = "what do ya want for nothing?";
+    gt_hmac_sha256_hex("Jefe", 4, msg, strlen(msg), out);
+    assert_string_equal(out, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    char key[131];
+    memset(key, 0xaa, sizeof(key));
+    msg = "Test Using Larger Than Block-Size Key - Hash Key First";
+    gt_hmac_sha256_hex(key, sizeof(key), msg, strlen(msg), out);
+    assert_string_equal(out, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_no_node_pip_flags),
         cmocka_unit_test(test_volumes_and_hosts),
         cmocka_unit_test(test_volume_checks),
+        cmocka_unit_test(test_hmac_sha256),
     };
     if (geteuid() != 0) {
         return gt_test_skip_all("the preparation tests need root");

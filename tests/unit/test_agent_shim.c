@@ -165,50 +165,134 @@ static void test_spec_rejects(void **state)
 
 /* ---- the rotating log ---- */
 
+/* The CRI entries of dir/name, parsed; *n their number (at most max). */
+static size_t log_entries(const char *dir, const char *name, char **raw, struct gt_crilog_entry *e,
+                          size_t max)
+{
+    *raw = test_read_file(dir, name);
+    size_t n = 0;
+    for (char *p = *raw; p && *p && n < max;) {
+        size_t len = strcspn(p, "\n");
+        assert_true(gt_crilog_parse(p, len, &e[n]));
+        n++;
+        p += len + (p[len] == '\n');
+    }
+    return n;
+}
+
+static void test_log_entries(void **state)
+{
+    (void)state;
+    char *dir = test_tmpdir("log");
+    struct gt_shim_log log;
+    struct gt_err err = {0};
+    assert_int_equal(gt_shim_log_open(&log, dir, 0, 2, &err), 0);
+    int64_t before = gt_now_ms();
+    assert_int_equal(gt_shim_log_write(&log, GT_SHIM_STDOUT, "a\nbb", 4, &err), 0);
+    assert_int_equal(gt_shim_log_write(&log, GT_SHIM_STDOUT, "b\n", 2, &err), 0);
+    assert_int_equal(gt_shim_log_write(&log, GT_SHIM_STDERR, "oops\n", 5, &err), 0);
+    gt_shim_log_close(&log);
+    char *raw;
+    struct gt_crilog_entry e[8];
+    assert_int_equal(log_entries(dir, "task.log", &raw, e, 8), 4);
+    const char *texts[] = {"a", "bb", "b", "oops"};
+    const bool partial[] = {false, true, false, false};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(e[i].text_len, strlen(texts[i]));
+        assert_memory_equal(e[i].text, texts[i], e[i].text_len);
+        assert_int_equal(e[i].partial, partial[i]);
+        assert_int_equal(e[i].stream, i == 3 ? GT_SHIM_STDERR : GT_SHIM_STDOUT);
+        int64_t at;
+        assert_int_equal(gt_time_parse(e[i].time, &at), 0);
+        assert_true(at >= before - 1 && at <= gt_now_ms());
+        assert_int_equal(strlen(e[i].time), 30);
+    }
+    /* as the task wrote it, and with times, each line's once */
+    char *text = test_log_text(raw);
+    assert_string_equal(text, "a\nbbb\noops\n");
+    free(text);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    struct gt_crilog_view v = {.timestamps = true};
+    bool mid = false;
+    for (char *p = raw; *p;) {
+        size_t len = strcspn(p, "\n");
+        gt_crilog_render(p, len, &v, &mid, &b);
+        p += len + 1;
+    }
+    char want[256];
+    snprintf(want, sizeof(want), "%s a\n%s bbb\n%s oops\n", e[0].time, e[1].time, e[3].time);
+    assert_string_equal(b.data, want);
+    /* --since-time after them all leaves nothing; a plain line is kept */
+    gt_buf_reset(&b);
+    v = (struct gt_crilog_view){.since_ms = gt_now_ms() + 1000};
+    gt_crilog_render(raw, strcspn(raw, "\n"), &v, &mid, &b);
+    assert_int_equal(b.len, 0);
+    gt_crilog_render("plain old line", 14, &v, &mid, &b);
+    assert_string_equal(b.data, "plain old line\n");
+    gt_buf_fini(&b);
+    free(raw);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_log_rotation(void **state)
 {
     (void)state;
     char *dir = test_tmpdir("log");
     struct gt_shim_log log;
     struct gt_err err = {0};
-    char chunk[250];
-    memset(chunk, 'a', 100);
-    memset(chunk + 100, 'b', 100);
-    memset(chunk + 200, 'c', 50);
+    char line[200];
+    memset(line, 'x', sizeof(line));
+    /* an entry is 41 bytes of prefix and separators and its text: two of
+     * 20 characters (61 bytes each) do not fit in 100, so each is a file */
     assert_int_equal(gt_shim_log_open(&log, dir, 100, 2, &err), 0);
-    assert_int_equal(gt_shim_log_write(&log, chunk, 250, &err), 0);
-    char *cur = test_read_file(dir, "task.log"), *one = test_read_file(dir, "task.log.1"),
-         *two = test_read_file(dir, "task.log.2");
-    assert_non_null(cur);
-    assert_non_null(one);
-    assert_non_null(two);
-    assert_int_equal(strlen(cur), 50);
-    assert_int_equal(strspn(cur, "c"), 50);
-    assert_int_equal(strspn(one, "b"), 100);
-    assert_int_equal(strspn(two, "a"), 100);
-    free(cur);
-    free(one);
-    free(two);
-    /* 60 more: 50 fill task.log, 10 start a new one; the "a" file falls off */
-    assert_int_equal(gt_shim_log_write(&log, chunk + 100, 60, &err), 0);
-    cur = test_read_file(dir, "task.log");
-    one = test_read_file(dir, "task.log.1");
-    two = test_read_file(dir, "task.log.2");
-    assert_string_equal(cur, "bbbbbbbbbb");
-    assert_int_equal(strlen(one), 100);
-    assert_int_equal(strspn(two, "b"), 100);
-    char *three = test_read_file(dir, "task.log.3");
-    assert_null(three);
-    free(cur);
-    free(one);
-    free(two);
+    for (char c = 'a'; c <= 'c'; c++) {
+        char text[21];
+        memset(text, c, 20);
+        text[20] = '\n';
+        assert_int_equal(gt_shim_log_write(&log, GT_SHIM_STDOUT, text, 21, &err), 0);
+    }
+    const char *files[] = {"task.log.2", "task.log.1", "task.log"};
+    for (int i = 0; i < 3; i++) {
+        char *raw;
+        struct gt_crilog_entry e[4];
+        assert_int_equal(log_entries(dir, files[i], &raw, e, 4), 1);
+        assert_int_equal(e[0].text_len, 20);
+        assert_int_equal(e[0].text[0], 'a' + i);
+        assert_int_equal(strlen(raw), 61);
+        free(raw);
+    }
+    /* a line longer than an entry may be: parts of the cap's size, then its end */
+    line[150] = '\n';
+    assert_int_equal(gt_shim_log_write(&log, GT_SHIM_STDOUT, line, 151, &err), 0);
+    char *joined = gt_xstrdup("");
+    for (int i = 0; i < 3; i++) {
+        char *raw = test_read_file(dir, files[i]);
+        assert_true(strlen(raw) <= 100);
+        char *t = test_log_text(raw);
+        char *j = gt_xasprintf("%s%s", joined, t);
+        free(joined);
+        free(t);
+        free(raw);
+        joined = j;
+    }
+    char want[152];
+    memset(want, 'x', 150);
+    memcpy(want + 150, "\n", 2);
+    assert_string_equal(joined, want);
+    free(joined);
     gt_shim_log_close(&log);
     /* keep 0: a full log starts over; reopening appends */
-    assert_int_equal(gt_shim_log_open(&log, dir, 10, 0, &err), 0);
-    assert_int_equal(gt_shim_log_write(&log, "0123456789XY", 12, &err), 0);
-    cur = test_read_file(dir, "task.log");
-    assert_string_equal(cur, "XY");
-    free(cur);
+    assert_int_equal(gt_shim_log_open(&log, dir, 100, 0, &err), 0);
+    assert_int_equal(gt_shim_log_write(&log, GT_SHIM_STDOUT, "first line of twenty\n", 21, &err),
+                     0);
+    assert_int_equal(gt_shim_log_write(&log, GT_SHIM_STDOUT, "XY\n", 3, &err), 0);
+    char *raw = test_read_file(dir, "task.log");
+    char *text = test_log_text(raw);
+    assert_string_equal(text, "XY\n");
+    free(text);
+    free(raw);
     gt_shim_log_close(&log);
     test_rm_rf(dir);
     free(dir);
@@ -321,7 +405,9 @@ static void assert_cgroup_gone(const struct fixture *fx)
 static char *task_log(const struct fixture *fx)
 {
     char *logs = gt_xasprintf("%s/logs", fx->dir);
-    char *text = test_read_file(logs, "task.log");
+    char *raw = test_read_file(logs, "task.log");
+    char *text = test_log_text(raw);
+    free(raw);
     free(logs);
     return text ? text : gt_xstrdup("");
 }
@@ -559,6 +645,7 @@ int main(void)
     const struct CMUnitTest pure[] = {
         cmocka_unit_test(test_spec_round_trip),
         cmocka_unit_test(test_spec_rejects),
+        cmocka_unit_test(test_log_entries),
         cmocka_unit_test(test_log_rotation),
     };
     const struct CMUnitTest shim[] = {

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/shim_log.h"
 #include "common/common.h"
 
 extern char **environ;
@@ -168,6 +169,27 @@ static inline char *test_read_file(const char *dir, const char *name)
     gt_buf_append(&b, "", 0);
     char *text = gt_buf_take(&b);
     gt_buf_fini(&b);
+    return text ? text : gt_xstrdup("");
+}
+
+/* A task log's raw text (CRI entries, or plain) as the task wrote it (a
+ * new string, caller frees; raw is borrowed, NULL gives NULL). */
+static inline char *test_log_text(const char *raw)
+{
+    if (!raw) {
+        return NULL;
+    }
+    struct gt_buf b;
+    gt_buf_init(&b);
+    struct gt_crilog_view v = {0};
+    bool mid = false;
+    for (const char *p = raw; *p;) {
+        size_t n = strcspn(p, "\n");
+        gt_crilog_render(p, n, &v, &mid, &b);
+        p += n + (p[n] == '\n');
+    }
+    gt_buf_append(&b, "", 0);
+    char *text = gt_buf_take(&b);
     return text ? text : gt_xstrdup("");
 }
 

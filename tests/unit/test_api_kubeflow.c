@@ -305,10 +305,13 @@ static const struct bad_case bad_cases[] = {
      "spec.pytorchReplicaSpecs.worker: Worker given twice"},
     {"metadata", "generateName", "\"x-\"", "metadata.generateName: not supported by gantry"},
     {"", "status", "{}", "status: not supported by gantry"},
-    {"", "kind", "\"MPIJob\"",
+    {"", "kind", "\"MXJob\"",
      "kind: not supported by gantry (of kubeflow.org/v1 only TFJob, PyTorchJob, XGBoostJob, "
-     "PaddleJob and JAXJob are)"},
-    {"", "apiVersion", "\"kubeflow.org/v1beta2\"", "apiVersion: must be kubeflow.org/v1"},
+     "PaddleJob, JAXJob and MPIJob are)"},
+    {"", "apiVersion", "\"kubeflow.org/v1beta2\"",
+     "apiVersion: must be kubeflow.org/v1 (or kubeflow.org/v2beta1 for an MPIJob)"},
+    {"", "apiVersion", "\"kubeflow.org/v2beta1\"",
+     "kind: not supported by gantry (of kubeflow.org/v2beta1 only MPIJob is)"},
     {"spec.pytorchReplicaSpecs.Worker", "replicas", "0",
      "converted Job: spec.replicaSpecs.Worker.replicas: must be >= 1"},
     {CTR, "env", "[{\"name\":7}]",
@@ -572,7 +575,77 @@ static const struct {
      "(only hostPath and persistentVolumeClaim volumes are)"},
     {"jax/cpu-demo/demo.yaml", "jax", "Worker=2/OnFailure"},
     {"jax/jax-dist-spmd-mnist/jaxjob_dist_spmd_mnist_gloo.yaml", "jax", "Worker=2/OnFailure"},
+    {"mpi/tensorflow-mnist.yaml", "mpi", "Launcher=1/Never Worker=2/Never"},
+    {"mpi/tensorflow-mnist-elastic.yaml", "mpi", "Launcher=1/Never Worker=2/Never"},
 };
+
+/* The MPI operator's v2beta1 MPIJob (its examples/v2beta1/pi shape). */
+static const char *const mpi_yaml = "apiVersion: kubeflow.org/v2beta1\n"
+                                    "kind: MPIJob\n"
+                                    "metadata: {name: pi, namespace: team}\n"
+                                    "spec:\n"
+                                    "  slotsPerWorker: 2\n"
+                                    "  mpiImplementation: Intel\n"
+                                    "  launcherCreationPolicy: WaitForWorkersReady\n"
+                                    "  sshAuthMountPath: /home/mpiuser/.ssh\n"
+                                    "  runPolicy: {cleanPodPolicy: Running}\n"
+                                    "  mpiReplicaSpecs:\n"
+                                    "    Launcher:\n"
+                                    "      replicas: 1\n"
+                                    "      template:\n"
+                                    "        spec:\n"
+                                    "          containers:\n"
+                                    "          - name: mpi-launcher\n"
+                                    "            image: mpioperator/mpi-pi:intel\n"
+                                    "            args: [mpirun, -n, '4', /home/mpiuser/pi]\n"
+                                    "    Worker:\n"
+                                    "      replicas: 2\n"
+                                    "      template:\n"
+                                    "        spec:\n"
+                                    "          containers:\n"
+                                    "          - name: mpi-worker\n"
+                                    "            image: mpioperator/mpi-pi:intel\n";
+
+static const char *const mpi_expected =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"pi\","
+    "\"project\":\"team\",\"annotations\":{\"gantry.dev/framework\":\"mpi\","
+    "\"gantry.dev/mpi-slots-per-worker\":\"2\",\"gantry.dev/mpi-implementation\":\"Intel\"}},"
+    "\"spec\":{\"replicaSpecs\":{\"Launcher\":{\"replicas\":1,\"restartPolicy\":\"OnFailure\","
+    "\"template\":{\"image\":\"mpioperator/mpi-pi:intel\",\"args\":[\"mpirun\",\"-n\",\"4\","
+    "\"/home/mpiuser/pi\"]}},\"Worker\":{\"replicas\":2,\"restartPolicy\":\"Never\","
+    "\"template\":{\"image\":\"mpioperator/mpi-pi:intel\",\"command\":[\"sleep\",\"365d\"]}}},"
+    "\"runPolicy\":{\"cleanPodPolicy\":\"Running\",\"backoffLimit\":2147483647}}}";
+
+static void test_mpijob(void **state)
+{
+    (void)state;
+    json_t *in = load_yaml(mpi_yaml);
+    assert_converts_to(in, mpi_expected);
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    /* v1: the spec-level cleanPodPolicy; mainContainer names the container */
+    json_object_set_new(in, "apiVersion", json_string("kubeflow.org/v1"));
+    json_t *spec = json_object_get(in, "spec");
+    json_object_del(spec, "launcherCreationPolicy");
+    json_object_del(spec, "sshAuthMountPath");
+    json_object_del(spec, "runPolicy");
+    json_object_set_new(spec, "cleanPodPolicy", json_string("All"));
+    json_object_set_new(spec, "mainContainer", json_string("mpi-launcher"));
+    assert_int_equal(gt_api_kubeflow_convert(in, &job, &err), GT_EINVAL);
+    assert_string_equal(err.msg, "spec.mainContainer: must name the container of "
+                                 "spec.mpiReplicaSpecs.Worker (gantry runs one container per "
+                                 "task)");
+    json_object_del(spec, "mainContainer");
+    if (gt_api_kubeflow_convert(in, &job, &err) != 0) {
+        fail_msg("convert v1: %s", err.msg);
+    }
+    assert_string_equal(json_string_value(gt_json_path(job, "spec.runPolicy.cleanPodPolicy")),
+                        "All");
+    assert_string_equal(
+        json_string_value(gt_json_path(job, "spec.replicaSpecs.Launcher.restartPolicy")), "Never");
+    json_decref(job);
+    json_decref(in);
+}
 
 static void test_operator_examples(void **state)
 {
@@ -633,6 +706,7 @@ int main(void)
         cmocka_unit_test(test_kueue_topology),
         cmocka_unit_test(test_operator_examples),
         cmocka_unit_test(test_claim_volumes),
+        cmocka_unit_test(test_mpijob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -954,16 +954,30 @@ static void test_top_nodes_table(void **state)
                 "\"allocatable\":{\"cpu\":\"500m\",\"memory\":\"1Gi\"}}},"
                 /* no allocatable at all: shares are \"-\" */
                 "{\"metadata\":{\"name\":\"cpu-1\"},\"status\":{}}]");
+    /* what gpu-1's tasks use now; gpu-2's sampled none; cpu-1 has no entry */
+    json_t *stats = json_of("[{\"node\":\"gpu-1\",\"tasks\":2,\"cpuMilli\":1250,"
+                            "\"memoryBytes\":100663296,\"gpuMilli\":2500,\"gpuUtil\":61.6},"
+                            "{\"node\":\"gpu-2\",\"tasks\":1,\"cpuMilli\":0,"
+                            "\"memoryBytes\":0,\"gpuMilli\":0,\"gpuUtil\":0}]");
     struct gt_buf b;
     gt_buf_init(&b);
-    gt_cli_top_nodes_render(nodes, &b);
-    /* GPUs in use against whole GPUs x 1000, shares rounded down */
-    assert_string_equal(
-        b.data, "NAME    GPUS USED   GPUS   GPU%   CPU USED   CPU%   MEMORY USED   MEMORY%\n"
-                "gpu-1   2500m       8      31%    16         25%    128Gi         25%\n"
-                "gpu-2   0           2      0%     0          0%     0             0%\n"
-                "cpu-1   0           0      -      0          -      0             -\n");
+    gt_cli_top_nodes_render(nodes, stats, &b);
+    /* GPUs in use against whole GPUs x 1000, shares rounded down; use now beside */
+    assert_string_equal(b.data, "NAME    GPUS USED   GPUS   GPU%   CPU USED   CPU%   MEMORY USED   "
+                                "MEMORY%   CPU(cores)   MEMORY(bytes)   GPU UTIL\n"
+                                "gpu-1   2500m       8      31%    16         25%    128Gi         "
+                                "25%       1250m        96Mi            62%\n"
+                                "gpu-2   0           2      0%     0          0%     0             "
+                                "0%        0            0               -\n"
+                                "cpu-1   0           0      -      0          -      0             "
+                                "-         0            0               -\n");
+    /* without the server's figures the use is unknown */
+    gt_buf_reset(&b);
+    gt_cli_top_nodes_render(nodes, NULL, &b);
+    assert_non_null(strstr(b.data, "\ngpu-1   2500m       8      31%    16         25%    128Gi"
+                                   "         25%       -            -               -\n"));
     gt_buf_fini(&b);
+    json_decref(stats);
     json_decref(nodes);
 }
 

@@ -872,6 +872,10 @@ static void test_top_nodes(void **state)
          "{\"nvidia.com/gpu\":4,\"cpu\":\"8\",\"memory\":\"64Gi\"},\"allocated\":{\"resources\":"
          "{\"nvidia.com/gpu\":\"4\",\"cpu\":\"2\",\"memory\":\"48Gi\"}}}}]}",
          NULL},
+        {"GET", "/apis/gantry.dev/v1/nodestats", 200,
+         "{\"items\":[{\"node\":\"gpu-1\",\"tasks\":2,\"cpuMilli\":1500,"
+         "\"memoryBytes\":2147483648,\"gpuMilli\":4000,\"gpuUtil\":80}]}",
+         NULL},
         {"GET", "/apis/gantry.dev/v1/jobstats", 200,
          "{\"items\":[{\"project\":\"p\",\"job\":\"train\",\"tasks\":2,\"gpuMilli\":1500,"
          "\"gpuUtil\":42.4,\"gpuMemoryBytes\":1073741824,\"cpuMilli\":2500,"
@@ -882,8 +886,10 @@ static void test_top_nodes(void **state)
     struct run_result r = run_cli(f, (const char *[]){"top", "nodes", NULL});
     assert_int_equal(r.rc, 0);
     assert_string_equal(
-        r.out, "NAME    GPUS USED   GPUS   GPU%   CPU USED   CPU%   MEMORY USED   MEMORY%\n"
-               "gpu-1   4           4      100%   2          25%    48Gi          75%\n");
+        r.out, "NAME    GPUS USED   GPUS   GPU%   CPU USED   CPU%   MEMORY USED   MEMORY%   "
+               "CPU(cores)   MEMORY(bytes)   GPU UTIL\n"
+               "gpu-1   4           4      100%   2          25%    48Gi          75%       "
+               "1500m        2Gi             80%\n");
     run_result_free(&r);
     r = run_cli(f, (const char *[]){"top", "jobs", NULL});
     assert_int_equal(r.rc, 0);

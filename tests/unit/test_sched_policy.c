@@ -597,7 +597,8 @@ static void preempts_then_binds(struct gt_sched_model *m, const char *policy, in
 /* srtf preempts equal priority by remaining time: the running job with the
  * longest remaining time goes first, and only jobs whose remaining time is
  * longer than the preemptor's; a job without an estimate preempts nothing,
- * and the gantry order never preempts equal priority. */
+ * and the gantry order does not preempt equal priority while no job has
+ * attained service. */
 static void test_srtf_remaining(void **state)
 {
     (void)state;
@@ -685,6 +686,80 @@ static void test_tiresias_las(void **state)
     run(m, "tiresias", 100, &d);
     assert_int_equal(binds_of(&d, "fresh"), 1);
     assert_int_equal(binds_of(&d, "q2"), 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* Run job (1 replica of gpus) on its own until it has attained gpu_s
+ * GPU-seconds, then finish it: what the gantry order learns from. */
+static void finish_with(struct gt_sched_model *m, const char *job, int64_t gpus, int64_t gpu_s,
+                        struct gt_sched_decisions *d)
+{
+    char task[64];
+    snprintf(task, sizeof(task), "%s-worker-0", job);
+    assert_int_equal(add_job(m, job, "cv", NULL, 1, 1, gpus), 0);
+    run(m, "gantry", 2, d);
+    assert_int_equal(binds_of(d, job), 1);
+    assert_int_equal(gt_sched_job_set_attained(m, job, gpu_s * 1000, NULL), 0);
+    assert_int_equal(gt_sched_task_exit(m, task, false, NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, job, NULL), 0);
+}
+
+/* The gantry order inside a department and priority: least attained
+ * service first (queues at 300, 3,250, 7,200 and 72,000 GPU-s), a fresh
+ * job preempting an equal-priority one of a later queue; among equals, the
+ * shorter expected remaining wall time learned from finished jobs of the
+ * same gang size; a job that has been served does not reserve. */
+static void test_gantry_las_and_history(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 4);
+    add_dept(m, "cv", 4, 4);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    /* Without history or service: arrival order, wide first. */
+    assert_int_equal(add_job(m, "filler", "cv", NULL, 10, 1, 4), 0);
+    run(m, "gantry", 20, &d);
+    assert_int_equal(binds_of(&d, "filler"), 1);
+    assert_int_equal(add_job(m, "wide", "cv", NULL, 30, 1, 4), 0);
+    assert_int_equal(add_job(m, "narrow", "cv", NULL, 31, 1, 1), 0);
+    run(m, "gantry", 40, &d);
+    assert_int_equal(d.n_preempts, 0);
+    /* filler passes 300 GPU-s: queue 1; wide (queue 0, first) preempts it */
+    assert_int_equal(gt_sched_job_set_attained(m, "filler", INT64_C(400) * 1000, NULL), 0);
+    preempts_then_binds(m, "gantry", 50, "filler", "narrow",
+                        "attained-service queue 0, under its 1", "wide", &d);
+    /* filler, served, waits behind narrow and reserves nothing */
+    run(m, "gantry", 70, &d);
+    assert_int_equal(d.n_binds, 0);
+    assert_int_equal(d.n_reserves, 0);
+    assert_int_equal(gt_sched_task_exit(m, "wide-worker-0", false, NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "wide", NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "filler", NULL), 0);
+    run(m, "gantry", 80, &d);
+    assert_int_equal(binds_of(&d, "narrow"), 1);
+    assert_int_equal(gt_sched_task_exit(m, "narrow-worker-0", false, NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "narrow", NULL), 0);
+    /* History: 1-GPU jobs finished after a minute, 4-GPU ones after ten
+     * hours. Now the later 1-GPU job goes first. */
+    for (int i = 0; i < 25; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "short-%d", i);
+        finish_with(m, name, 1, 60, &d);
+        snprintf(name, sizeof(name), "long-%d", i);
+        finish_with(m, name, 4, 4 * 36000, &d);
+    }
+    assert_int_equal(add_job(m, "blocker", "cv", NULL, 90, 1, 4), 0);
+    run(m, "gantry", 95, &d);
+    assert_int_equal(binds_of(&d, "blocker"), 1);
+    assert_int_equal(add_job(m, "wide2", "cv", NULL, 100, 1, 4), 0);
+    assert_int_equal(add_job(m, "narrow2", "cv", NULL, 101, 1, 1), 0);
+    assert_int_equal(gt_sched_task_exit(m, "blocker-worker-0", false, NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "blocker", NULL), 0);
+    run(m, "gantry", 110, &d);
+    assert_int_equal(binds_of(&d, "narrow2"), 1);
+    assert_int_equal(binds_of(&d, "wide2"), 0);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
 }
@@ -1406,6 +1481,7 @@ int main(void)
         cmocka_unit_test(test_preempt_frees_enough),
         cmocka_unit_test(test_srtf_remaining),
         cmocka_unit_test(test_tiresias_las),
+        cmocka_unit_test(test_gantry_las_and_history),
         cmocka_unit_test(test_preempt_rules),
         cmocka_unit_test(test_reclaim_and_no_loop),
         cmocka_unit_test(test_quota_preempts_own_lower),

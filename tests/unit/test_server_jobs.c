@@ -315,6 +315,51 @@ static const char *env_of(const json_t *env, const char *name)
     return NULL;
 }
 
+/* An MPIJob's launcher and workers: the MPI operator's variables per
+ * implementation and its hostfile formats. */
+static void test_mpi_env(void **state)
+{
+    (void)state;
+    const struct gt_jobenv_member m[] = {
+        {"Launcher", 0, 30000, "10.0.0.1"},
+        {"Worker", 1, 30002, "10.0.0.3"},
+        {"Worker", 0, 30001, "10.0.0.2"},
+    };
+    json_t *ann = json_pack("{s:s, s:s}", GT_API_ANNOTATION_MPI_SLOTS, "2",
+                            GT_API_ANNOTATION_MPI_IMPL, "OpenMPI");
+    json_t *env = gt_jobenv_mpi_env("pi", "team", ann, m, 3, 0);
+    assert_string_equal(env_of(env, "K_MPI_JOB_ROLE"), "launcher");
+    assert_string_equal(env_of(env, "OMPI_MCA_plm_rsh_agent"), GT_MPI_RSH_AGENT);
+    assert_string_equal(env_of(env, "OMPI_MCA_orte_default_hostfile"), "/etc/mpi/hostfile");
+    assert_string_equal(env_of(env, "OMPI_MCA_orte_keep_fqdn_hostnames"), "true");
+    assert_string_equal(env_of(env, "OMPI_MCA_orte_set_default_slots"), "2");
+    assert_string_equal(env_of(env, GT_MPI_HOSTFILE_ENV),
+                        "pi-worker-0.pi.team.svc slots=2\npi-worker-1.pi.team.svc slots=2\n");
+    json_decref(env);
+    env = gt_jobenv_mpi_env("pi", "team", ann, m, 3, 1);
+    assert_string_equal(env_of(env, "K_MPI_JOB_ROLE"), "worker");
+    assert_null(env_of(env, GT_MPI_HOSTFILE_ENV));
+    assert_null(env_of(env, "OMPI_MCA_plm_rsh_agent"));
+    json_decref(env);
+    json_object_set_new(ann, GT_API_ANNOTATION_MPI_IMPL, json_string("Intel"));
+    env = gt_jobenv_mpi_env("pi", "team", ann, m, 3, 0);
+    assert_string_equal(env_of(env, "I_MPI_HYDRA_HOST_FILE"), "/etc/mpi/hostfile");
+    assert_string_equal(env_of(env, "I_MPI_HYDRA_BOOTSTRAP"), "rsh");
+    assert_string_equal(env_of(env, "I_MPI_HYDRA_BOOTSTRAP_EXEC"), GT_MPI_RSH_AGENT);
+    assert_string_equal(env_of(env, "I_MPI_PERHOST"), "2");
+    assert_null(env_of(env, "OMPI_MCA_plm_rsh_agent"));
+    assert_string_equal(env_of(env, GT_MPI_HOSTFILE_ENV),
+                        "pi-worker-0.pi.team.svc:2\npi-worker-1.pi.team.svc:2\n");
+    json_decref(env);
+    json_object_set_new(ann, GT_API_ANNOTATION_MPI_IMPL, json_string("MPICH"));
+    env = gt_jobenv_mpi_env("pi", "team", ann, m, 3, 0);
+    assert_string_equal(env_of(env, "HYDRA_HOST_FILE"), "/etc/mpi/hostfile");
+    assert_string_equal(env_of(env, "HYDRA_LAUNCHER"), "rsh");
+    assert_string_equal(env_of(env, "HYDRA_LAUNCHER_EXEC"), GT_MPI_RSH_AGENT);
+    json_decref(env);
+    json_decref(ann);
+}
+
 static void test_pytorch_env(void **state)
 {
     (void)state;
@@ -663,6 +708,7 @@ int main(void)
         cmocka_unit_test(test_check_volumes),
         cmocka_unit_test(test_build_tasks_pip),
         cmocka_unit_test(test_cluster_config),
+        cmocka_unit_test(test_mpi_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
