@@ -22,6 +22,16 @@ static const struct gt_config_opt opts[] = {
      "turn)"},
     {"etcd-cafile", GT_CONFIG_STR, OFF(etcd_cafile), NULL, 0, 0, false,
      "CA certificates to verify the etcd members by (https); none: plain http"},
+    {"leader-lease-ttl", GT_CONFIG_INT, OFF(leader_lease_ttl_s), "2", 1, 3600, false,
+     "etcd store: seconds the leader's lease outlives its last renewal; with the renew "
+     "interval it bounds failover (docs/ha.md: a SIGKILLed leader is replaced within about "
+     "ttl + 0.5 s + renew interval)"},
+    {"leader-renew-interval", GT_CONFIG_INT, OFF(leader_renew_ms), "250", 10, 3600000, false,
+     "etcd store: milliseconds between lease renewals, and between a follower's tries to "
+     "become leader; less than the lease ttl"},
+    {"replica-id", GT_CONFIG_STR, OFF(replica_id), NULL, 0, 0, false,
+     "etcd store: this replica's name in the leader key (unique among the replicas); default "
+     "HOSTNAME-PID-RANDOM"},
     {"listen", GT_CONFIG_STR, OFF(listen), "127.0.0.1:8443", 0, 0, false,
      "ADDR:PORT to serve plain HTTP on (port 0: any free port)"},
     {"token-file", GT_CONFIG_STR, OFF(token_file), NULL, 0, 0, true,

@@ -56,6 +56,16 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     if (k == GT_KIND_EVENT) {
         return;
     }
+    /* not newer than what the cache holds: our own write, applied at its
+     * commit (cache.c apply_own), or what came before it */
+    const struct gt_cobj *held = gt_strmap_get(&c->objs[k], ev->key);
+    int64_t gone = (int64_t)(intptr_t)gt_strmap_get(&c->gone, ev->key);
+    if (gone && ev->mod_rev >= gone) {
+        gt_strmap_del(&c->gone, ev->key);
+    }
+    if ((held && ev->mod_rev <= held->rev) || (gone && ev->mod_rev <= gone)) {
+        return;
+    }
     struct gt_cobj *old = NULL;
     bool mine = false;
     if (ev->type == GT_STORE_EV_DELETE) {
@@ -427,6 +437,8 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->waits);
     gt_strmap_init(&c->in_model);
     gt_strmap_init(&c->fresh);
+    gt_strmap_init(&c->gone);
+    c->event = gt_ctl_event;
     gt_strmap_init(&c->unseen);
     gt_strmap_init(&c->timed);
     gt_strmap_init(&c->settled);
@@ -526,6 +538,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->waits, free);
     gt_strmap_fini(&c->in_model, NULL);
     gt_strmap_fini(&c->fresh, gt_ctl_fresh_free);
+    gt_strmap_fini(&c->gone, NULL);
     gt_strmap_fini(&c->unseen, NULL);
     gt_strmap_fini(&c->timed, NULL);
     gt_strmap_fini(&c->settled, NULL);

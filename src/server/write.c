@@ -140,7 +140,7 @@ static void submit(struct gt_req *r, enum gt_store_op op, int64_t expected_rev)
         text = r->value;
     }
     r->submit_ns = gt_now_ns();
-    int rc = gt_server_write(r->s, op, r->key, text, len, expected_rev, write_done, r);
+    int rc = gt_server_write(r->s, false, op, r->key, text, len, expected_rev, write_done, r);
     if (rc && r->prepared) {
         r->s->ctl_hooks->created(r->s->ctl, r->route.kind->kind, r->key, rc);
     }
@@ -437,7 +437,7 @@ static int read_stored(struct gt_req *r, json_t **stored, bool with_text)
     }
     struct gt_store_kv kv = {0};
     struct gt_err err = {0};
-    int rc = gt_store_get(r->s->store, r->key, &kv, &err);
+    int rc = gt_server_get(r->s, r->key, &kv, &err);
     if (rc == GT_ENOTFOUND) {
         gt_req_error(r, GT_ENOTFOUND, "%s \"%s\" not found", r->route.kind->plural, r->route.name);
         return -1;
