@@ -58,6 +58,10 @@ static const struct gt_config_opt opts[] = {
      "NAME=DIR: a storage class for Volumes, their disk images kept in DIR (repeatable; an "
      "absolute path, a storage root the nodes' gantlet --storage-root also names); the first "
      "is the default; none: Volumes are refused"},
+    {"model-store", GT_CONFIG_STR, OFF(model_store), NULL, 0, 0, false,
+     "DIR: the content-addressed model store (ModelVersion artifacts, DIR/sha256/<hex>/), a "
+     "storage root every node sees (not beneath a --storage-class directory, where hostPath "
+     "volumes are refused); none: ModelVersions are refused"},
     {"image", GT_CONFIG_LIST, OFF(images), NULL, 0, 0, false,
      "NAME=REF: an image offered to clients by GET clusterinfo (repeatable; REF an OCI image "
      "reference); jobs may still name any image"},
@@ -74,6 +78,14 @@ static const struct gt_config_opt opts[] = {
      "a PEM RSA private key: gantryd serves GET registry/token, the token realm of the cluster "
      "registry (docker-registry auth: token, trusting this key's certificate), and builds "
      "push with credentials it signs; none: the registry is open"},
+    {"gateway-listen", GT_CONFIG_STR, OFF(gateway_listen), NULL, 0, 0, false,
+     "ADDR:PORT of the serving gateway: gantryd runs HAProxy there, routing "
+     "/serving/PROJECT/NAME/... and Host NAME.PROJECT.<--gateway-domain> to InferenceService "
+     "replicas; none: no gateway (services run but are not routed)"},
+    {"gateway-domain", GT_CONFIG_STR, OFF(gateway_domain), "serving.local", 0, 0, false,
+     "the DNS suffix of the gateway's Host routes (NAME.PROJECT.<domain>)"},
+    {"haproxy", GT_CONFIG_STR, OFF(haproxy), "haproxy", 0, 0, false,
+     "the HAProxy binary the gateway runs (2.6 or later: dynamic servers, http_auth_bearer)"},
     {"secret-key", GT_CONFIG_STR, OFF(secret_key), NULL, 0, 0, false,
      "a file of at least 32 bytes keying the values gantryd derives and never stores (notebook "
      "tokens); every replica of one control plane needs the same; default DATA_DIR/secret.key, "
@@ -145,6 +157,10 @@ int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *
             rc = gt_err_set(err, GT_EINVAL, "--storage-root %s: want an absolute path",
                             cfg->storage_roots.items[i]);
         }
+    }
+    if (rc == 0 && !*help && cfg->model_store && cfg->model_store[0] != '/') {
+        rc =
+            gt_err_set(err, GT_EINVAL, "--model-store %s: want an absolute path", cfg->model_store);
     }
     for (size_t i = 0; rc == 0 && !*help && i < cfg->storage_classes.n; i++) {
         rc = check_storage_class_flag(cfg->storage_classes.items[i], err);

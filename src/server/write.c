@@ -211,12 +211,16 @@ static int admit(struct gt_req *r, json_t *obj, bool create, struct gt_err *err)
 }
 
 /* A kubeflow.org training job (TFJob, PyTorchJob, ...) POSTed to a jobs collection becomes
- * the gantry Job it converts to (as `gantry apply` sends it), its
- * metadata.namespace (default: the project in the path) the project. 0, or
- * replies 422 naming the manifest's field and returns -1. */
+ * the gantry Job it converts to, and a serving.kserve.io InferenceService
+ * POSTed to an inferenceservices collection gantry's InferenceService, (as `gantry apply` sends
+ * it), its metadata.namespace (default: the project in the path) the project. 0, or replies 422
+ * naming the manifest's field and returns -1. */
 static int kubeflow_body(struct gt_req *r)
 {
-    if (r->route.kind->kind != GT_KIND_JOB || !gt_api_kubeflow_is(r->body)) {
+    enum gt_kind k = r->route.kind->kind;
+    bool kubeflow = k == GT_KIND_JOB && gt_api_kubeflow_is(r->body);
+    bool kserve = k == GT_KIND_INFERENCESERVICE && gt_api_kserve_is(r->body);
+    if (!kubeflow && !kserve) {
         return 0;
     }
     json_t *md = json_object_get(r->body, "metadata");
@@ -225,7 +229,8 @@ static int kubeflow_body(struct gt_req *r)
     }
     json_t *job = NULL;
     struct gt_err err = {0};
-    if (gt_api_kubeflow_convert(r->body, &job, &err)) {
+    if (kubeflow ? gt_api_kubeflow_convert(r->body, &job, &err)
+                 : gt_api_kserve_convert(r->body, &job, &err)) {
         gt_req_error_err(r, &err);
         return -1;
     }
@@ -269,6 +274,12 @@ void gt_write_create(struct gt_req *r)
                      rt->project);
         return;
     }
+    struct gt_err err = {0};
+    const struct gt_ctl_hooks *h = r->s->ctl_hooks;
+    if (h && h->name && h->name(r->s->ctl, rt->kind->kind, route_project(rt), obj, &err)) {
+        gt_req_error_err(r, &err);
+        return;
+    }
     json_t *md = json_object_get(obj, "metadata");
     if (json_is_object(md)) {
         json_object_del(md, "resourceVersion");
@@ -276,7 +287,6 @@ void gt_write_create(struct gt_req *r)
         set_server_metadata(r, md);
     }
     json_object_del(obj, "status");
-    struct gt_err err = {0};
     if (admit(r, obj, true, &err)) {
         gt_req_error_err(r, &err);
         return;
@@ -287,7 +297,6 @@ void gt_write_create(struct gt_req *r)
     r->obj = json_incref(obj);
     snprintf(r->route.name, sizeof(r->route.name), "%s", gt_obj_name(obj));
     r->key = gt_route_key(rt->kind, route_project(rt), r->route.name);
-    const struct gt_ctl_hooks *h = r->s->ctl_hooks;
     int rc = h ? h->prepare(r->s->ctl, rt->kind->kind, r->key, r->obj, prepared, r, &err) : 0;
     if (rc < 0) {
         gt_req_error_err(r, &err);
