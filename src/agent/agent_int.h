@@ -512,6 +512,26 @@ int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
  * body's command inside task uid and answer its output and exit code.
  * Replies itself, now or once the command has ended. */
 void gt_gantlet_exec_serve(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
+enum { GT_EXEC_MAX_ARGS = 256 };
+/* exec.c: the running task uid of an exec request, *body its parsed body
+ * (caller json_decref()s) and argv (room for GT_EXEC_MAX_ARGS) its
+ * "command", NULL-terminated, strings borrowed from *body; or NULL after
+ * answering 404, 409, 413 or 400 (naming the field). */
+struct gt_ltask *gt_gantlet_exec_request(struct gt_gantlet *g, struct evhttp_request *req,
+                                         const char *uid, json_t **body, char **argv);
+/* exec.c: fork a process that joins the task whose process is host_pid
+ * (its cgroups, namespaces, root, cwd, environment and user) and runs argv
+ * there with std[0..2] as its standard streams (tty: in a new session
+ * whose controlling terminal is std[0]); the command's wait status is
+ * written to status_fd when it ends. The pid, or -1 (errno). */
+pid_t gt_gantlet_exec_spawn(pid_t host_pid, char **argv, const int std[3], bool tty, int status_fd);
+/* exec_stream.c: POST /v1/tasks/{uid}/exec of req (authorised already)
+ * with "Upgrade: GT_EXEC_PROTOCOL": answer 101 and run the body's command
+ * (its "stdin" and "tty" say how) in task uid, streaming frames
+ * (execframe.h) both ways until the command has ended and its status was
+ * sent, or the client went away (the command is then killed). Takes over
+ * req's connection; errors before the 101 as gt_gantlet_exec_request. */
+void gt_gantlet_exec_stream(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
 /* GET /v1/tasks/{uid}/usage (usage.c), authorized by the caller: the
  * task's CPU time so far, {"cpuNanoseconds": N} (its cgroup's, from
  * gt_cgroup_stats; 0 where unknown), and, where known, each
