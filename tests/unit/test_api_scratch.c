@@ -172,6 +172,44 @@ static void test_canonical_and_decoded(void **state)
     json_decref(v);
 }
 
+/* A PyTorchJob with a 1Gi ephemeral-storage limit and an emptyDir of
+ * sizeLimit %s. */
+#define PYTORCH_FMT                                                                                \
+    "{\"apiVersion\":\"kubeflow.org/v1\",\"kind\":\"PyTorchJob\","                                 \
+    "\"metadata\":{\"name\":\"pt\",\"namespace\":\"vision\"},"                                     \
+    "\"spec\":{\"pytorchReplicaSpecs\":{\"Master\":{\"replicas\":1,\"template\":{\"spec\":{"       \
+    "\"containers\":[{\"name\":\"pytorch\",\"command\":[\"true\"],"                                \
+    "\"resources\":{\"limits\":{\"ephemeral-storage\":\"1Gi\"}},"                                  \
+    "\"volumeMounts\":[{\"name\":\"x\",\"mountPath\":\"/x\"}]}],"                                  \
+    "\"volumes\":[{\"name\":\"x\",\"emptyDir\":{\"sizeLimit\":\"%s\"}}]}}}}}}"
+
+/* Kubeflow's container ephemeral-storage carries over and bounds the
+ * pod's emptyDirs the same way. */
+static void test_kubeflow_form(void **state)
+{
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof(text), PYTORCH_FMT, "512Mi");
+    json_t *in = json_loads(text, 0, NULL);
+    json_t *job = NULL;
+    struct gt_err err = {0};
+    assert_int_equal(gt_api_kubeflow_convert(in, &job, &err), 0);
+    assert_string_equal(
+        json_string_value(gt_json_path(job, "spec.replicaSpecs.Master.template.resources.limits."
+                                            "ephemeral-storage")),
+        "1Gi");
+    json_decref(job);
+    json_decref(in);
+
+    snprintf(text, sizeof(text), PYTORCH_FMT, "2Gi");
+    in = json_loads(text, 0, NULL);
+    assert_int_equal(gt_api_kubeflow_convert(in, &job, &err), GT_EINVAL);
+    assert_non_null(strstr(err.msg, "sizeLimits add up to 2Gi, more than "
+                                    "spec.replicaSpecs.Master.template.resources.limits."
+                                    "ephemeral-storage (1Gi)"));
+    json_decref(in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -179,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_size_limits_past_the_limit_refused),
         cmocka_unit_test(test_quantity_checked),
         cmocka_unit_test(test_canonical_and_decoded),
+        cmocka_unit_test(test_kubeflow_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
