@@ -280,6 +280,7 @@ struct cluster {
         *store, *agent_root, *agent_run, *gantryd, *gantlet;
     char *node, *user, *server, *agent_listen;
     char *registry, *registry_key; /* HOST:PORT and gantryd's key; NULL: no registry */
+    char *gateway;                 /* the serving gateway's ADDR:PORT; NULL: none */
     char *volumes, *volume_class;  /* the "local" storage class: DIR/volumes, "local=DIR/volumes" */
 };
 
@@ -290,7 +291,7 @@ static void cluster_fini(struct cluster *cl)
                     &cl->store,        &cl->agent_root,  &cl->agent_run,    &cl->gantryd,
                     &cl->gantlet,      &cl->node,        &cl->user,         &cl->server,
                     &cl->agent_listen, &cl->registry,    &cl->registry_key, &cl->volumes,
-                    &cl->volume_class};
+                    &cl->volume_class, &cl->gateway};
     for (size_t i = 0; i < GT_ARRAY_LEN(all); i++) {
         free(*all[i]);
         *all[i] = NULL;
@@ -476,7 +477,7 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
     pid_t server_pid, agent_pid;
     /* gantryd admits hostPath volumes beneath the same roots the agent
      * mounts from; Volumes' images live in the data directory's volumes/ */
-    char *server_argv[14 + 2 * MAX_STORAGE_ROOTS] = {
+    char *server_argv[16 + 2 * MAX_STORAGE_ROOTS] = {
         cl->gantryd, "--data-dir",      cl->store,         "--token-file",  cl->tokens,
         "--listen",  (char *)f->listen, "--storage-class", cl->volume_class};
     size_t n_server = 9;
@@ -497,6 +498,12 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         cl->registry = NULL;
     } else {
         return rc;
+    }
+    /* the serving gateway (HAProxy, run by gantryd) on a free port of its address */
+    cl->gateway = agent_port(f->listen);
+    if (cl->gateway) {
+        server_argv[n_server++] = "--gateway-listen";
+        server_argv[n_server++] = cl->gateway;
     }
     for (size_t i = 0; i < f->n_storage_roots; i++) {
         server_argv[n_server++] = "--storage-root";
@@ -704,6 +711,9 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
                 "config written to %s (project \"default\"); stop with 'gantry down'\n",
                 cl.server, cl.node, cl.dir,
                 cl.registry ? cl.registry : "none (docker-registry or openssl missing)", cfg_path);
+    }
+    if (rc == 0 && cl.gateway) {
+        fprintf(ctx->err, "serving gateway at http://%s/serving/PROJECT/NAME/\n", cl.gateway);
     }
     free(cfg_path);
     json_decref(node);

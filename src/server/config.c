@@ -78,6 +78,14 @@ static const struct gt_config_opt opts[] = {
      "a PEM RSA private key: gantryd serves GET registry/token, the token realm of the cluster "
      "registry (docker-registry auth: token, trusting this key's certificate), and builds "
      "push with credentials it signs; none: the registry is open"},
+    {"gateway-listen", GT_CONFIG_STR, OFF(gateway_listen), NULL, 0, 0, false,
+     "ADDR:PORT of the serving gateway: gantryd runs HAProxy there, routing "
+     "/serving/PROJECT/NAME/... and Host NAME.PROJECT.<--gateway-domain> to InferenceService "
+     "replicas; none: no gateway (services run but are not routed)"},
+    {"gateway-domain", GT_CONFIG_STR, OFF(gateway_domain), "serving.local", 0, 0, false,
+     "the DNS suffix of the gateway's Host routes (NAME.PROJECT.<domain>)"},
+    {"haproxy", GT_CONFIG_STR, OFF(haproxy), "haproxy", 0, 0, false,
+     "the HAProxy binary the gateway runs (2.6 or later: dynamic servers, http_auth_bearer)"},
     {"secret-key", GT_CONFIG_STR, OFF(secret_key), NULL, 0, 0, false,
      "a file of at least 32 bytes keying the values gantryd derives and never stores (notebook "
      "tokens); every replica of one control plane needs the same; default DATA_DIR/secret.key, "

@@ -25,6 +25,7 @@
 #include "server/cache.h"
 #include "server/ctl.h"
 #include "server/feeder.h"
+#include "server/isvcctl.h"
 #include "server/jobctl.h"
 #include "server/ledger.h"
 #include "server/modelctl.h"
@@ -98,6 +99,7 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     }
     if (now || old) {
         gt_nbctl_event(c->nb, k, ev->key, now ? now->t : old->t);
+        gt_isvcctl_event(c->isvc, k, now ? now->t : old->t);
     }
     if (k == GT_KIND_IMAGEBUILD || k == GT_KIND_JOB || k == GT_KIND_TASK) {
         gt_buildctl_event(c, k, ev->key, now, old);
@@ -194,6 +196,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     }
     free_keys(&jobs);
     gt_nbctl_reconcile(c->nb);
+    gt_isvcctl_reconcile(c->isvc);
     gt_buildctl_run(c);
 }
 
@@ -434,6 +437,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     c->tel = gt_telemetry_new();
     c->nb = gt_nbctl_new(c);
     c->models = gt_modelctl_new(c, gt_volctl_storage_check);
+    c->isvc = gt_isvcctl_new(c);
     gt_sched_decisions_init(&c->dec);
     s->metrics.schedule_seconds.bounds = gt_histogram_wait_bounds;
     s->ctl_hooks = &hooks;
@@ -459,6 +463,7 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
     }
     rc = gt_feed_build(c, err);
     rc = rc ? rc : gt_ledger_open(c, &c->ledger, err);
+    rc = rc ? rc : gt_isvcctl_start(c->isvc, err);
     if (rc) {
         return rc;
     }
@@ -529,6 +534,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_sched_decisions_fini(&c->dec);
     gt_nbctl_free(c->nb);
     gt_modelctl_free(c->models);
+    gt_isvcctl_free(c->isvc);
     gt_sched_model_free(c->model);
     gt_telemetry_free(c->tel);
     gt_ledger_free(c->ledger);

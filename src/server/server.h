@@ -47,6 +47,9 @@ struct gt_server_config {
     char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
     char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
     char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
+    char *gateway_listen; /* --gateway-listen ADDR:PORT: the serving gateway; NULL: none */
+    char *gateway_domain; /* --gateway-domain DNS: suffix of the gateway's Host routes */
+    char *haproxy;        /* --haproxy PATH: the HAProxy binary the gateway runs */
     char *secret_key;     /* --secret-key FILE: keys derived secrets; NULL: DATA_DIR/secret.key */
 
     char *model_store; /* --model-store DIR: the ModelVersions' store; NULL: none */
@@ -99,6 +102,9 @@ const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens
  * credentials towards node agents. */
 const struct gt_server_user *gt_server_tokens_first_node(const struct gt_server_tokens *t);
 size_t gt_server_tokens_count(const struct gt_server_tokens *t);
+/* Call fn(user, arg) for every user of the table (borrowed), in no order. */
+void gt_server_tokens_each(const struct gt_server_tokens *t,
+                           void (*fn)(const struct gt_server_user *u, void *arg), void *arg);
 /* Is hex (64 lower-case hex digits) the HMAC-SHA256 of msg under the token
  * of some gantry:nodes user? An MPI launcher's exec credential
  * (GT_MPI_TOKEN_PREFIX), which its node's agent derives (taskspec.c). */

@@ -205,6 +205,7 @@ struct gt_ctl {
     struct gt_sched_model *model;
     struct gt_nbctl *nb;        /* the notebook controller (nbctl.c) */
     struct gt_modelctl *models; /* the model registry (modelctl.c) */
+    struct gt_isvcctl *isvc;    /* the serving controller and gateway (isvcctl.c) */
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions dec;
 };

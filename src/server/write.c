@@ -211,12 +211,16 @@ static int admit(struct gt_req *r, json_t *obj, bool create, struct gt_err *err)
 }
 
 /* A kubeflow.org training job (TFJob, PyTorchJob, ...) POSTed to a jobs collection becomes
- * the gantry Job it converts to (as `gantry apply` sends it), its
- * metadata.namespace (default: the project in the path) the project. 0, or
- * replies 422 naming the manifest's field and returns -1. */
+ * the gantry Job it converts to, and a serving.kserve.io InferenceService
+ * POSTed to an inferenceservices collection gantry's InferenceService, (as `gantry apply` sends
+ * it), its metadata.namespace (default: the project in the path) the project. 0, or replies 422
+ * naming the manifest's field and returns -1. */
 static int kubeflow_body(struct gt_req *r)
 {
-    if (r->route.kind->kind != GT_KIND_JOB || !gt_api_kubeflow_is(r->body)) {
+    enum gt_kind k = r->route.kind->kind;
+    bool kubeflow = k == GT_KIND_JOB && gt_api_kubeflow_is(r->body);
+    bool kserve = k == GT_KIND_INFERENCESERVICE && gt_api_kserve_is(r->body);
+    if (!kubeflow && !kserve) {
         return 0;
     }
     json_t *md = json_object_get(r->body, "metadata");
@@ -225,7 +229,8 @@ static int kubeflow_body(struct gt_req *r)
     }
     json_t *job = NULL;
     struct gt_err err = {0};
-    if (gt_api_kubeflow_convert(r->body, &job, &err)) {
+    if (kubeflow ? gt_api_kubeflow_convert(r->body, &job, &err)
+                 : gt_api_kserve_convert(r->body, &job, &err)) {
         gt_req_error_err(r, &err);
         return -1;
     }
