@@ -17,6 +17,7 @@
   medium Memory at /dev/shm) runs, and the task sees a tmpfs there.
 - Bad input names the field.
 """
+import json
 import os
 import sys
 import unittest
@@ -119,25 +120,15 @@ class EmptyDirTest(AgentTest):
         st, body = self.job("bad-eph", "true", vols[:1], m, ephemeral="lots")
         self.assertEqual(st, 422, body)
         self.assertIn("limits.ephemeral-storage", body["message"])
-        manifest = """apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: pt-over, namespace: proj-a}
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              command: ["true"]
-              resources: {limits: {cpu: "1", ephemeral-storage: 1Gi}}
-              volumeMounts: [{mountPath: /tmp/x, name: x}]
-          volumes:
-            - name: x
-              emptyDir: {sizeLimit: 2Gi}
-"""
+        ctr = {"name": "pytorch", "command": ["true"],
+               "resources": {"limits": {"cpu": "1", "ephemeral-storage": "1Gi"}},
+               "volumeMounts": [{"mountPath": "/tmp/x", "name": "x"}]}
+        pod = {"containers": [ctr], "volumes": [{"name": "x", "emptyDir": {"sizeLimit": "2Gi"}}]}
+        manifest = json.dumps({
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": "pt-over", "namespace": "proj-a"},
+            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "restartPolicy": "Never",
+                                                        "template": {"spec": pod}}}}})
         r = self.g.cli("apply", "-f", "-", token="alice", input=manifest, check=False)
         self.assertNotEqual(r.returncode, 0, r.stdout)
         self.assertIn("sizeLimits add up to 2Gi, more than", r.stderr)
