@@ -388,12 +388,13 @@ void gt_agent_node_labels_sync(struct gt_gantlet *g);
  * data_dir, into buf. */
 void gt_scratch_path(const char *data_dir, const char *name, char *buf, size_t len);
 /* Make every emptyDir of vols (borrowed) beneath data_dir, owned by uid and
- * gid: a tmpfs for medium Memory (of sizeLimit, else memory_bytes), an ext4
- * image of sizeLimit loop-mounted for a disk one with a limit, else a plain
- * directory. Already made ones are kept. 0, or -errno / GT_EINTERNAL with
- * err naming the emptyDir. */
+ * gid: a tmpfs for medium Memory (of sizeLimit, else the memory limit of
+ * eff, the task's effective resources), an ext4 image of sizeLimit
+ * loop-mounted for a disk one with a limit, or of its share of what those
+ * leave of eff's ephemeral storage, else a plain directory. Already made
+ * ones are kept. 0, or -errno / GT_EINTERNAL with err naming the emptyDir. */
 int gt_scratch_make(const char *data_dir, const struct gt_api_volumes *vols, uid_t uid, gid_t gid,
-                    int64_t memory_bytes, struct gt_err *err);
+                    const struct gt_api_effective *eff, struct gt_err *err);
 /* Detach the scratch mounts beneath data_dir, before it is removed. */
 void gt_scratch_unmount(const char *data_dir);
 /* taskspec.c: the volume of vols called name (borrowed; NULL: none). */
