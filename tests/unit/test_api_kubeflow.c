@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "test_api_util.h"
+
 #include "api/api.h"
 #include "common/common.h"
 
@@ -167,19 +169,6 @@ static const char tf_expected[] =
     "\"image\":\"kubeflow/tf-dist-mnist-test:latest\","
     "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}}},"
     "\"runPolicy\":{\"backoffLimit\":2147483647,\"cleanPodPolicy\":\"None\"}}}";
-
-static json_t *load_yaml(const char *text)
-{
-    json_t *docs = NULL;
-    struct gt_err err = {0};
-    if (gt_yaml_load_documents(text, strlen(text), &docs, &err) != 0) {
-        fail_msg("yaml: %s", err.msg);
-    }
-    assert_int_equal(json_array_size(docs), 1);
-    json_t *doc = json_incref(json_array_get(docs, 0));
-    json_decref(docs);
-    return doc;
-}
 
 static void assert_converts_to(json_t *in, const char *expected_json)
 {
