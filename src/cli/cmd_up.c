@@ -902,13 +902,13 @@ int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     stop_daemon(ctx, cl.dir, "registry");
     /* --ha: the other replicas, then etcd once no gantryd uses it */
     for (int n = GT_CLI_UP_HA_REPLICAS; n >= 2; n--) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof(name), "gantryd%d", n);
         stop_daemon(ctx, cl.dir, name);
     }
     stop_daemon(ctx, cl.dir, "gantryd");
     for (int m = 1; m <= GT_CLI_UP_HA_REPLICAS; m++) {
-        char name[16];
+        char name[32];
         snprintf(name, sizeof(name), "etcd%d", m);
         stop_daemon(ctx, cl.dir, name);
     }
