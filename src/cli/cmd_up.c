@@ -9,8 +9,10 @@
  * gantlet), waits until the node is Ready, writes the client configuration
  * and creates Department and Project "default" when they are missing. The
  * cluster has one storage class, "local", whose Volumes' disk images live
- * in DATA_DIR/volumes (a storage root of the gantlet too). An up that
- * finds gantryd alive and healthy says so and changes nothing.
+ * in DATA_DIR/volumes (a storage root of the gantlet too); the model store
+ * (gantryd --model-store) is DATA_DIR/models, a storage root of the gantlet
+ * as well. An up that finds gantryd alive and healthy says so and changes
+ * nothing.
  *
  * With --prometheus, up also starts Prometheus (found on PATH) scraping both
  * daemons, with the configuration of docs/metrics.md in
