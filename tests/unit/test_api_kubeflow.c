@@ -277,8 +277,8 @@ static const struct bad_case bad_cases[] = {
      "[{\"name\":\"K\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v2\",\"fieldPath\":\"metadata."
      "name\"}}}]",
      CTR_PATH ".env[0].valueFrom.fieldRef.apiVersion: only \"v1\" is supported by gantry"},
-    {CTR ".resources.limits", "ephemeral-storage", "\"1Gi\"",
-     CTR_PATH ".resources.limits.ephemeral-storage: not supported by gantry"},
+    {CTR ".resources.limits", "hugepages-2Mi", "\"1Gi\"",
+     CTR_PATH ".resources.limits.hugepages-2Mi: not supported by gantry"},
     {CTR ".volumeMounts.0", "subPath", "\"x\"",
      CTR_PATH ".volumeMounts[0].subPath: not supported by gantry"},
     {CTR, "ports", "[{\"containerPort\":80,\"hostPort\":80}]",
