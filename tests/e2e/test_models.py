@@ -249,6 +249,7 @@ class Models(IsvcHelpers, AgentTest):
         self.wait_split(name, [("stable", 90, 1), ("canary", 10, 1)], timeout=90)
         time.sleep(1)  # the new weights reach HAProxy
         seen = shares(name)
+        print("canary 10 %%: versions answering 400 requests %s" % seen)
         self.assertAlmostEqual(seen.get("2", 0) / 400.0, 0.10, delta=0.04, msg=seen)
         self.apply_kserve("rollout/promotion.yaml", "models://proj-a/iris/2", "sklearn")
         wait_for("promoted", lambda: self.status(name).get("retired"), timeout=60)
