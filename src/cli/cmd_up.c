@@ -9,8 +9,10 @@
  * gantlet), waits until the node is Ready, writes the client configuration
  * and creates Department and Project "default" when they are missing. The
  * cluster has one storage class, "local", whose Volumes' disk images live
- * in DATA_DIR/volumes (a storage root of the gantlet too). An up that
- * finds gantryd alive and healthy says so and changes nothing.
+ * in DATA_DIR/volumes (a storage root of the gantlet too); the model store
+ * (gantryd --model-store) is DATA_DIR/models, a storage root of the gantlet
+ * as well. An up that finds gantryd alive and healthy says so and changes
+ * nothing.
  *
  * With --prometheus, up also starts Prometheus (found on PATH) scraping both
  * daemons, with the configuration of docs/metrics.md in
@@ -287,6 +289,7 @@ struct cluster {
     char *registry, *registry_key; /* HOST:PORT and gantryd's key; NULL: no registry */
     char *gateway;                 /* the serving gateway's ADDR:PORT; NULL: none */
     char *volumes, *volume_class;  /* the "local" storage class: DIR/volumes, "local=DIR/volumes" */
+    char *models;                  /* DIR/models: gantryd's --model-store, an agent storage root */
 };
 
 static void cluster_fini(struct cluster *cl)
@@ -296,7 +299,7 @@ static void cluster_fini(struct cluster *cl)
                     &cl->store,        &cl->agent_root,  &cl->agent_run,    &cl->gantryd,
                     &cl->gantlet,      &cl->node,        &cl->user,         &cl->server,
                     &cl->agent_listen, &cl->registry,    &cl->registry_key, &cl->volumes,
-                    &cl->volume_class, &cl->gateway};
+                    &cl->volume_class, &cl->gateway,     &cl->models};
     for (size_t i = 0; i < GT_ARRAY_LEN(all); i++) {
         free(*all[i]);
         *all[i] = NULL;
@@ -364,6 +367,7 @@ static int cluster_init(struct cluster *cl, const char *dir, struct gt_err *err)
     cl->agent_run = gt_xasprintf("%s/agent-run", cl->dir);
     cl->volumes = gt_xasprintf("%s/volumes", cl->dir);
     cl->volume_class = gt_xasprintf("local=%s", cl->volumes);
+    cl->models = gt_xasprintf("%s/models", cl->dir);
     return 0;
 }
 
@@ -508,11 +512,12 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
     pid_t server_pid, agent_pid;
     /* gantryd admits hostPath volumes beneath the same roots the agent
      * mounts from; Volumes' images live in the data directory's volumes/ */
-    /* 9 + registry 4 + gateway 2 + HA 4 + NULL, and 2 per storage root */
-    char *server_argv[20 + 2 * MAX_STORAGE_ROOTS] = {
-        cl->gantryd, "--data-dir",      cl->store,         "--token-file",  cl->tokens,
-        "--listen",  (char *)f->listen, "--storage-class", cl->volume_class};
-    size_t n_server = 9;
+    /* 11 + registry 4 + gateway 2 + HA 4 + NULL, and 2 per storage root */
+    char *server_argv[22 + 2 * MAX_STORAGE_ROOTS] = {
+        cl->gantryd,      "--data-dir",    cl->store,         "--token-file",
+        cl->tokens,       "--listen",      (char *)f->listen, "--storage-class",
+        cl->volume_class, "--model-store", cl->models};
+    size_t n_server = 11;
     cl->registry = agent_port(f->listen);
     struct gt_cli_up_registry reg = {.dir = cl->dir,
                                      .logs = cl->logs,
@@ -571,11 +576,13 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
             goto out;
         }
     }
-    char *agent_argv[18 + 2 * MAX_STORAGE_ROOTS] = {
-        cl->gantlet,    "--server",  cl->server,    "--token-file",   cl->node_token,
-        "--name",       cl->node,    "--listen",    cl->agent_listen, "--root",
-        cl->agent_root, "--run-dir", cl->agent_run, "--storage-root", cl->volumes};
-    size_t n_argv = 15;
+    /* serving tasks may mount the model store (read-only blobs) */
+    char *agent_argv[20 + 2 * MAX_STORAGE_ROOTS] = {
+        cl->gantlet,      "--server",  cl->server,    "--token-file",   cl->node_token,
+        "--name",         cl->node,    "--listen",    cl->agent_listen, "--root",
+        cl->agent_root,   "--run-dir", cl->agent_run, "--storage-root", cl->volumes,
+        "--storage-root", cl->models};
+    size_t n_argv = 17;
     if (f->fake_gpus) {
         agent_argv[n_argv++] = "--fake-gpus";
         agent_argv[n_argv++] = (char *)f->fake_gpus;
@@ -731,6 +738,10 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
     rc = find_binaries(&cl, &err);
     rc = rc ? rc : mkdir_p(cl.logs, &err);
     rc = rc ? rc : mkdir_p(cl.volumes, &err);
+    /* the model store: tasks' uid passes through to the blobs gantryd makes readable */
+    if (rc == 0 && mkdir(cl.models, 0755) != 0 && errno != EEXIST) {
+        rc = gt_err_set(&err, -errno, "create %s: %s", cl.models, strerror(errno));
+    }
     /* Tasks run as another uid with working directories under the agent's
      * root in here: others may pass through, not list. */
     if (rc == 0 && chmod(cl.dir, 0711) != 0) {

@@ -49,10 +49,12 @@
  * started, drained and stopped, canary weights, promotion, retirement,
  * rollback).
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/cache.h"
 #include "server/events.h"
@@ -69,7 +71,7 @@
 #define TRAFFIC_WRITE_MS 2000 /* status traffic numbers are rewritten at most this often */
 #define ROLLBACK_MIN_REQUESTS 20.0
 #define ROLLBACK_WINDOW_S 10.0
-#define MODEL_SERVER "gantry-model-server"
+#define MODEL_SERVER "gantry-model-server" /* installed beside gantryd */
 
 /* what is known of one service between reconciles (not stored) */
 struct svc_state {
@@ -443,6 +445,7 @@ static json_t *model_command(struct svc *v, const json_t *model, struct pool *p)
         return NULL;
     }
     const char *dir = NULL;
+    int64_t version = 0;
     if (uri[0] == '/') {
         dir = uri;
     } else if (!strncmp(uri, "models://", 9) || !strncmp(uri, "gantry://", 9)) {
@@ -460,6 +463,7 @@ static json_t *model_command(struct svc *v, const json_t *model, struct pool *p)
                      uri);
             return NULL;
         }
+        version = json_integer_value(gt_json_path(mv, "status.version"));
     } else {
         p->blocked_reason = "StorageUriUnsupported";
         snprintf(p->blocked, sizeof(p->blocked),
@@ -468,9 +472,19 @@ static json_t *model_command(struct svc *v, const json_t *model, struct pool *p)
                  uri);
         return NULL;
     }
-    char *line = gt_xasprintf("exec %s --name '%s' --model-dir '%s' --format %s --port "
-                              "\"$GANTRY_PORT_HTTP\"",
-                              MODEL_SERVER, v->name, dir, format);
+    /* the task's PATH is the node's system one: the server is named by its
+     * absolute path, beside this gantryd (the same install on every node) */
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    exe[n > 0 ? n : 0] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) {
+        slash[1] = '\0';
+    }
+    char *line = gt_xasprintf("exec '%s" MODEL_SERVER "' --name '%s' --model-dir '%s' --format %s "
+                              "--model-version %lld --port \"$GANTRY_PORT_HTTP\"",
+                              slash ? exe : "", v->name, dir, format,
+                              (long long)(version > 0 ? version : 1));
     json_t *cmd = json_pack("[s, s, s]", "/bin/sh", "-c", line);
     free(line);
     return cmd;

@@ -21,11 +21,13 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gantry_e2e import API, BUILD, GANTLET, SOURCE, AgentTest, obj, wait_for  # noqa: E402
 from gantry_e2e import main  # noqa: E402
+from test_serving import KSERVE, Gateway, IsvcHelpers  # noqa: E402
 
 EXAMPLE = os.path.join(SOURCE, "examples", "pytorch-digits")
 SERVER = os.path.join(BUILD, "gantry-model-server")
@@ -66,7 +68,7 @@ def get(port, path):
 
 @unittest.skipUnless(os.access(GANTLET, os.X_OK) and os.access(SERVER, os.X_OK),
                      "needs gantlet and gantry-model-server in the build directory")
-class Models(AgentTest):
+class Models(IsvcHelpers, AgentTest):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gantry-models-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
@@ -79,7 +81,7 @@ class Models(AgentTest):
         os.makedirs(self.out)
         os.chmod(self.root, 0o755)
         os.chmod(self.out, 0o777)  # tasks run as alice
-        self.gantryd_args = AgentTest.gantryd_args + (
+        self.gantryd_args = AgentTest.gantryd_args + self.gateway_args() + (
             "--storage-root", self.root, "--model-store", self.store)
         super().setUp()
         self.set_storage_quota("1Gi")
@@ -152,6 +154,108 @@ class Models(AgentTest):
                 return False
         wait_for("model server ready", ready, timeout=60)
         return port
+
+    def gw_post(self, path, body):
+        """(status, JSON answer) of a POST through the gateway as alice."""
+        gw = Gateway(self.gw_port)
+        st, data = gw.call(path, body=json.dumps(body).encode())
+        gw.close()
+        return st, json.loads(data)
+
+    def apply_kserve(self, sample, storage_uri, fmt=None):
+        """Apply a KServe sample unchanged but for its storageUri (and its
+        tensorflow predictor made fmt, when given); the service's name."""
+        with open(os.path.join(KSERVE, sample)) as f:
+            text = f.read()
+        if fmt:
+            text = text.replace("tensorflow:", fmt + ":")
+        lines = [line.split("storageUri:")[0] + "storageUri: " + storage_uri
+                 if "storageUri:" in line and not line.lstrip().startswith("#") else line
+                 for line in text.splitlines()]
+        path = os.path.join(self.tmp, os.path.basename(sample))
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        r = self.g.cli("apply", "-f", path, "-p", "proj-a", token="alice")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return next(line.split(":", 1)[1].strip().strip('"') for line in lines
+                    if line.strip().startswith("name:"))
+
+    def test_digits_served_by_an_inference_service(self):
+        self.run_job("train", [PY, "/code/train.py", "--epochs", "10", "--output-dir", "/out"])
+        self.g.cli("model", "register", "digits", "--from-job", "train", "--path",
+                   "/out/model.pt", "-p", "proj-a", token="alice")
+        mv = self.version("digits-v1")
+        self.put("digits", {"variants": [{
+            "name": "main", "model": {"format": "pytorch", "storageUri": "models://proj-a/digits/1"},
+            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}, create=True)
+        self.wait_ready("digits", timeout=120)
+        sys.path.insert(0, EXAMPLE)
+        import torch
+        from digits import load_split
+        _, _, x_test, y_test = load_split()
+        x, y = x_test[:8], y_test[:8]
+        local = torch.jit.load(mv["status"]["path"])(x).argmax(dim=1).tolist()
+        code, r = self.gw_post("/serving/proj-a/digits/v2/models/digits/infer", {"inputs": [{
+            "name": "input-0", "shape": list(x.shape), "datatype": "FP32",
+            "data": x.reshape(-1).tolist()}]})
+        self.assertEqual(code, 200, r)
+        self.assertEqual((r["model_name"], r["model_version"]), ("digits", "1"))
+        pred = torch.tensor(r["outputs"][0]["data"]).reshape(len(y), 10).argmax(dim=1)
+        self.assertEqual(pred.tolist(), local)
+        self.assertGreaterEqual((pred == y).float().mean().item(), 0.75, (pred, y))
+        # KServe's torchserve v2 sample on the same version: the pytorch format
+        # maps to gantry-model-server (TorchServe's own args are ignored)
+        name = self.apply_kserve("torchserve/v2/mnist.yaml", "models://proj-a/digits/1")
+        self.wait_ready(name, timeout=120)
+        code, r = self.gw_post("/serving/proj-a/%s/v2/models/%s/infer" % (name, name), {
+            "inputs": [{"name": "input-0", "shape": [1, 64], "datatype": "FP32",
+                        "data": x[0].tolist()}]})
+        self.assertEqual(code, 200, r)
+        self.assertEqual(torch.tensor(r["outputs"][0]["data"]).argmax().item(), local[0])
+
+    def test_kserve_sklearn_samples_and_rollout_served(self):
+        self.run_job("iris", [PY, "-c", SKLEARN_TRAIN])
+        for _ in (1, 2):  # the same artifact as versions 1 and 2, told apart by model_version
+            self.g.cli("model", "register", "iris", "--from-job", "iris", "--path", "/out/iris",
+                       "--format", "sklearn", "-p", "proj-a", token="alice")
+        rows = [[5.1, 3.5, 1.4, 0.2], [6.7, 3.0, 5.2, 2.3]]
+        v2_body = {"inputs": [{"name": "input-0", "shape": [2, 4], "datatype": "FP64",
+                               "data": [v for row in rows for v in row]}]}
+        v1 = self.apply_kserve("sklearn/v1/sklearn.yaml", "models://proj-a/iris/1")
+        v2 = self.apply_kserve("sklearn/v2/sklearn.yaml", "models://proj-a/iris/1")
+        self.wait_ready(v1, timeout=90)
+        self.wait_ready(v2, timeout=90)
+        code, r = self.gw_post("/serving/proj-a/%s/v1/models/%s:predict" % (v1, v1),
+                               {"instances": rows})
+        self.assertEqual((code, r), (200, {"predictions": [0, 2]}))
+        code, r = self.gw_post(self.infer(v2), v2_body)
+        self.assertEqual(code, 200, r)
+        self.assertEqual(r["outputs"][0]["data"], [0, 2])
+
+        # KServe's rollout series with the sklearn format: default, canary 10 %, promotion
+        def shares(name, n=400):
+            seen = {}
+            for _ in range(n):
+                code, r = self.gw_post(self.infer(name), v2_body)
+                self.assertEqual(code, 200, r)
+                self.assertEqual(r["outputs"][0]["data"], [0, 2])
+                seen[r["model_version"]] = seen.get(r["model_version"], 0) + 1
+            return seen
+        name = self.apply_kserve("rollout/default.yaml", "models://proj-a/iris/1", "sklearn")
+        self.wait_ready(name, timeout=90)
+        self.assertEqual(shares(name, 50), {"1": 50})
+        self.apply_kserve("rollout/canary.yaml", "models://proj-a/iris/2", "sklearn")
+        self.assertEqual(self.get(name)["spec"]["canaryTrafficPercent"], 10)
+        self.wait_split(name, [("stable", 90, 1), ("canary", 10, 1)], timeout=90)
+        time.sleep(1)  # the new weights reach HAProxy
+        seen = shares(name)
+        print("canary 10 %%: versions answering 400 requests %s" % seen)
+        self.assertAlmostEqual(seen.get("2", 0) / 400.0, 0.10, delta=0.04, msg=seen)
+        self.apply_kserve("rollout/promotion.yaml", "models://proj-a/iris/2", "sklearn")
+        wait_for("promoted", lambda: self.status(name).get("retired"), timeout=60)
+        self.wait_split(name, [("stable", 100, 1)], timeout=60)
+        wait_for("all traffic on version 2", lambda: shares(name, 50) == {"2": 50}, timeout=30)
+        self.assertEqual(shares(name), {"2": 400})
 
     def test_digits_trained_registered_served(self):
         self.run_job("train", [PY, "/code/train.py", "--epochs", "20", "--output-dir", "/out"])

@@ -167,27 +167,14 @@ class Load:
         return {k: now.get(k, 0) - before.get(k, 0) for k in now if now.get(k, 0) - before.get(k, 0)}
 
 
-class ServingTest(AgentTest):
-    def setUp(self):
+class IsvcHelpers:
+    """InferenceService helpers for an AgentTest whose gantryd runs the
+    gateway (self.gw_port, see gateway_args)."""
+
+    def gateway_args(self):
+        """gantryd's arguments for a gateway on a free port (kept in gw_port)."""
         self.gw_port = free_port()
-        self.gantryd_args = ("--node-grace", "4", "--gateway-listen",
-                             "127.0.0.1:%d" % self.gw_port)
-        super().setUp()
-        self.dir = server_dir()
-        self.addCleanup(shutil.rmtree, self.dir, True)
-        self.agent = self.gantlet(fake_gpus="2xA100-80GB")
-
-    # ---- helpers ----
-
-    def variant(self, name, version, weight=None, replicas=1, **env):
-        e = [{"name": "VERSION", "value": str(version)}] + [
-            {"name": k, "value": str(v)} for k, v in env.items()]
-        v = {"name": name, "replicas": replicas, "template": {
-            "command": [PY, os.path.join(self.dir, "serving_echo.py")], "env": e,
-            "resources": {"limits": {"cpu": "100m", "memory": "128Mi"}}}}
-        if weight is not None:
-            v["weight"] = weight
-        return v
+        return ("--gateway-listen", "127.0.0.1:%d" % self.gw_port)
 
     def put(self, name, spec, create=False):
         path = self.PROJECT + "/inferenceservices"
@@ -210,6 +197,9 @@ class ServingTest(AgentTest):
         self.assertEqual(st, 200, body)
         return body
 
+    def status(self, name):
+        return self.get(name).get("status") or {}
+
     def ready_cond(self, name):
         for c in (self.get(name).get("status") or {}).get("conditions", []):
             if c["type"] == "Ready":
@@ -228,6 +218,30 @@ class ServingTest(AgentTest):
         wait_for("%s split %s (now %s)" % (name, want, have()), lambda: have() == sorted(want),
                  timeout=timeout)
 
+    def infer(self, name):
+        return "/serving/proj-a/%s/v2/models/%s/infer" % (name, name)
+
+
+class ServingTest(IsvcHelpers, AgentTest):
+    def setUp(self):
+        self.gantryd_args = ("--node-grace", "4") + self.gateway_args()
+        super().setUp()
+        self.dir = server_dir()
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.agent = self.gantlet(fake_gpus="2xA100-80GB")
+
+    # ---- helpers ----
+
+    def variant(self, name, version, weight=None, replicas=1, **env):
+        e = [{"name": "VERSION", "value": str(version)}] + [
+            {"name": k, "value": str(v)} for k, v in env.items()]
+        v = {"name": name, "replicas": replicas, "template": {
+            "command": [PY, os.path.join(self.dir, "serving_echo.py")], "env": e,
+            "resources": {"limits": {"cpu": "100m", "memory": "128Mi"}}}}
+        if weight is not None:
+            v["weight"] = weight
+        return v
+
     def count(self, path, n, token="alice-token"):
         gw = Gateway(self.gw_port)
         seen = {}
@@ -242,9 +256,6 @@ class ServingTest(AgentTest):
     def haproxy_starts(self):
         with open(self.g.log_path, errors="replace") as f:
             return f.read().count("gateway: haproxy started")
-
-    def infer(self, name):
-        return "/serving/proj-a/%s/v2/models/%s/infer" % (name, name)
 
     # ---- the cases ----
 
@@ -312,9 +323,6 @@ class ServingTest(AgentTest):
         self.assertEqual(seen, {"G": 500})
         st = self.get("nr")["status"]
         self.assertEqual(self.ready_cond("nr")["status"], "False", st)
-
-    def status(self, name):
-        return self.get(name).get("status") or {}
 
     def share(self, load, seconds, version, n=0):
         """The share of version in what load saw over the next seconds and
