@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from digits import MODEL_FILE, accuracy, load_split, make_model
+from digits import MODEL_FILE, accuracy, load_split
 
 
 def main():
@@ -21,9 +21,7 @@ def main():
     args = p.parse_args()
     if not args.model_dir:
         p.error("give the model directory (or set OUTPUT_DIR)")
-    saved = torch.load(os.path.join(args.model_dir, MODEL_FILE))
-    model = make_model(saved["hidden"])
-    model.load_state_dict(saved["state_dict"])
+    model = torch.jit.load(os.path.join(args.model_dir, MODEL_FILE))
     _, _, x_test, y_test = load_split()
     acc = accuracy(model, x_test, y_test)
     print(f"test_images={len(y_test)} accuracy={acc:.4f}")

@@ -11,10 +11,11 @@ network. Everything is seeded: the same world size gives the same weights.
 Each rank prints its rank, world size and host address, the loss of every
 epoch (averaged over all ranks), a checksum of the final weights (all-reduced,
 and checked equal on every rank) and the test accuracy. Rank 0 saves the
-model to --output-dir (default $OUTPUT_DIR) for evaluate.py and, with
---tensorboard-dir, writes each epoch's loss and test accuracy there as
-TensorBoard event files (tfevents.py), which gantry shows as the job's
-training curves (spec.tensorboard).
+model as TorchScript (model.pt) to --output-dir (default $OUTPUT_DIR) for
+evaluate.py and gantry-model-server and, with --tensorboard-dir, writes each
+epoch's loss and test accuracy there as TensorBoard event files
+(tfevents.py), which gantry shows as the job's training curves
+(spec.tensorboard).
 """
 import argparse
 import datetime
@@ -29,7 +30,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-from digits import HIDDEN, MODEL_FILE, accuracy, load_split, make_model
+from digits import MODEL_FILE, accuracy, load_split, make_model
 from tfevents import SummaryWriter
 
 
@@ -117,8 +118,9 @@ def main():
 
     if rank == 0 and args.output_dir:
         os.makedirs(args.output_dir, exist_ok=True)
-        torch.save({"state_dict": model.module.state_dict(), "hidden": HIDDEN},
-                   os.path.join(args.output_dir, MODEL_FILE))
+        # TorchScript: loadable without this code (torch.jit.load), as
+        # gantry-model-server serves it
+        torch.jit.save(torch.jit.script(model.module), os.path.join(args.output_dir, MODEL_FILE))
         with open(os.path.join(args.output_dir, "metrics.json"), "w") as f:
             json.dump({"world_size": world, "epochs": args.epochs, "checksum": checksum,
                        "test_accuracy": acc}, f)

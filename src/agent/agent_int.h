@@ -259,6 +259,11 @@ typedef void gt_apic_end_fn(int status, void *arg);
 int gt_apic_new(struct event_base *base, const char *url, const char *token, struct gt_apic **out,
                 struct gt_err *err);
 void gt_apic_free(struct gt_apic *c);
+/* Most keep-alive connections one client keeps for requests. */
+#define GT_APIC_POOL_MAX 64
+/* Use up to n_conns (1..GT_APIC_POOL_MAX) connections for requests, each
+ * running one request at a time (4 unless set). */
+void gt_apic_pool_set(struct gt_apic *c, int n_conns);
 /* Send method path with body (borrowed, may be NULL); cb (may be NULL) runs
  * on the loop once answered or failed. */
 void gt_apic_request(struct gt_apic *c, enum evhttp_cmd_type method, const char *path,
@@ -291,11 +296,14 @@ struct gt_ltask {
     int64_t retry_at_ms;     /* no status write before this (monotonic) */
     int64_t started_mono_ms; /* when its start was reported here (monotonic); 0 adopted */
     bool put_in_flight;
-    int gpus;          /* GPUs it holds on this node */
-    bool seen;         /* in the last full list */
-    int events_posted; /* lines of DIR/events posted as Events */
-    bool events_done;  /* DIR/events is complete and posted */
-    bool quiet;        /* ended and reported: off the active list until its Task object changes */
+    int gpus;            /* GPUs it holds on this node */
+    bool seen;           /* in the last full list */
+    int events_posted;   /* lines of DIR/events posted as Events */
+    bool events_done;    /* DIR/events is complete and posted */
+    bool quiet;          /* ended and reported: off the active list until its Task object changes */
+    char boot_id[40];    /* the boot it started under (task.json); "" unknown */
+    uint64_t shim_ticks; /* its shim's and its process's start times (clock ticks since */
+    uint64_t task_ticks; /* boot, /proc/PID/stat field 22; task.json); 0 unknown */
     int64_t gpu_active_ms; /* last sample with one of its GPUs above 0 % (monotonic); 0 none */
     bool idle_warned;      /* its IdleGPU Event is posted */
     struct gt_ltask *act_prev, *act_next; /* the active list (not quiet) */
@@ -324,6 +332,7 @@ struct gt_gantlet {
     char shim[PATH_MAX];
     char mpi_rsh_bin[PATH_MAX]; /* GT_MPI_RSH_AGENT next to gantlet: MPI launchers' rsh agent */
     char agent_url[300];
+    char boot_id[40];        /* this boot's id (--boot-id-file); "" when unreadable */
     struct gt_ltask *tasks;  /* every local task */
     struct gt_ltask *active; /* those polls visit (not quiet) */
     struct gt_strmap by_uid; /* Task uid -> struct gt_ltask (borrowed) */
@@ -344,6 +353,17 @@ struct gt_gantlet {
     struct event *heartbeat_ev, *poll_ev, *rewatch_ev, *gpu_ev;
 };
 
+/* daemon.c: what a node reports. This machine's memory (/proc/meminfo
+ * MemTotal) and online CPUs in milli-CPUs. */
+int64_t gt_agent_mem_total_bytes(void);
+int64_t gt_agent_cpu_milli(void);
+/* A new Node status (caller decrefs): capacity and allocatable of cpu_milli,
+ * mem_bytes and set's GPUs, the GPUs, addresses InternalIP (the host of
+ * listen, "ADDR:PORT") and AgentURL (agent_url), and Ready=True with
+ * lastHeartbeatTime now. */
+json_t *gt_agent_node_status(const struct gt_gpu_set *set, int64_t cpu_milli, int64_t mem_bytes,
+                             const char *listen, const char *agent_url);
+
 /* The cluster registry (registry.c). From GET clusterinfo's body info
  * (borrowed): its "registry" joins the insecure registries and, without
  * --registry-auth-file, gets an auth file with this node's token for
@@ -355,6 +375,26 @@ void gt_agent_registry_free(struct gt_gantlet *g);
  * scalars, sent to gantryd in one report per round (about once a second). */
 void gt_gantlet_telemetry_poll(struct gt_gantlet *g);
 void gt_gantlet_telemetry_free(struct gt_gantlet *g);
+/* nodelabels.c: the GPU feature discovery labels of the node's GPUs
+ * (nvidia.com/gpu.present, .count, .product, .memory in MiB; none without
+ * GPUs), a new object. */
+json_t *gt_agent_gfd_labels(const struct gt_gpu_set *gpus);
+/* Read the Node and write it back with those labels, if they differ (the
+ * Node existed before this agent registered). Asynchronous, logs failures. */
+void gt_agent_node_labels_sync(struct gt_gantlet *g);
+/* scratch.c: a task's emptyDir volumes (see the file's comment). The
+ * directory of emptyDir name of the task whose data directory is
+ * data_dir, into buf. */
+void gt_scratch_path(const char *data_dir, const char *name, char *buf, size_t len);
+/* Make every emptyDir of vols (borrowed) beneath data_dir, owned by uid and
+ * gid: a tmpfs for medium Memory (of sizeLimit, else memory_bytes), an ext4
+ * image of sizeLimit loop-mounted for a disk one with a limit, else a plain
+ * directory. Already made ones are kept. 0, or -errno / GT_EINTERNAL with
+ * err naming the emptyDir. */
+int gt_scratch_make(const char *data_dir, const struct gt_api_volumes *vols, uid_t uid, gid_t gid,
+                    int64_t memory_bytes, struct gt_err *err);
+/* Detach the scratch mounts beneath data_dir, before it is removed. */
+void gt_scratch_unmount(const char *data_dir);
 /* taskspec.c: the volume of vols called name (borrowed; NULL: none). */
 const struct gt_api_volume *gt_task_volume_named(const struct gt_api_volumes *vols,
                                                  const char *name);
@@ -406,6 +446,26 @@ void gt_gantlet_secrets_fetch(struct gt_gantlet *g, struct gt_api_task *task,
                               gt_gantlet_start_fn *start);
 void gt_gantlet_secrets_forget(struct gt_gantlet *g, const char *uid);
 void gt_gantlet_secrets_free(struct gt_gantlet *g);
+
+/* taskident.c: is an adopted task's record still a live task? */
+
+/* The boot id: the first word of path (the kernel's
+ * /proc/sys/kernel/random/boot_id, a UUID) into buf (len bytes). 0, or
+ * -errno / GT_EINVAL with err naming the file. */
+int gt_boot_id_read(const char *path, char *buf, size_t len, struct gt_err *err);
+/* The start time of process pid in clock ticks since boot (/proc/PID/stat
+ * field 22, proc(5)): 0, or -ESRCH when there is no such process or it is
+ * a zombie. */
+int gt_proc_start_ticks(pid_t pid, uint64_t *ticks);
+/* For a task adopted from its state directory that has not exited: true
+ * while its record names a live task (its shim running: it records the
+ * end; or the end already recorded, then t->st.exited is set). false when
+ * it is stale: the boot changed (reason NodeRebooted) or its shim is gone
+ * (TaskLost), with reason and a message for its status into the buffers.
+ * A process counts as the recorded one only with the recorded start time
+ * (a reused pid is not) and, for the task, in its cgroup gantry/<uid>. */
+bool gt_task_ident_check(const struct gt_gantlet *g, struct gt_ltask *t, char *reason,
+                         size_t reason_len, char *msg, size_t msg_len);
 
 /* image_events.c: post the new lines of a task's DIR/events as Events. */
 void gt_gantlet_task_events(struct gt_gantlet *g, struct gt_ltask *t);

@@ -15,7 +15,7 @@
 
 #include "agent/agent_int.h"
 
-#define POOL_SIZE 4
+#define POOL_DEFAULT 4
 #define REQUEST_TIMEOUT_S 30
 /* A watch is re-listed after this much silence, whatever the server does. */
 #define STREAM_TIMEOUT_S 600
@@ -26,8 +26,9 @@ struct gt_apic {
     int port;
     char *auth;     /* "Bearer TOKEN" */
     char *hostport; /* Host header */
-    struct evhttp_connection *conns[POOL_SIZE];
-    int in_flight[POOL_SIZE];
+    struct evhttp_connection *conns[GT_APIC_POOL_MAX];
+    int in_flight[GT_APIC_POOL_MAX];
+    int n_conns; /* pool size, at most GT_APIC_POOL_MAX */
 };
 
 struct call {
@@ -64,6 +65,7 @@ int gt_apic_new(struct event_base *base, const char *url, const char *token, str
     c->port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
     c->auth = gt_xasprintf("Bearer %s", token);
     c->hostport = gt_xasprintf("%s:%d", c->host, c->port);
+    c->n_conns = POOL_DEFAULT;
     evhttp_uri_free(u);
     *out = c;
     return 0;
@@ -83,7 +85,7 @@ void gt_apic_free(struct gt_apic *c)
     if (!c) {
         return;
     }
-    for (int i = 0; i < POOL_SIZE; i++) {
+    for (int i = 0; i < GT_APIC_POOL_MAX; i++) {
         if (c->conns[i]) {
             evhttp_connection_free(c->conns[i]);
         }
@@ -92,6 +94,12 @@ void gt_apic_free(struct gt_apic *c)
     free(c->auth);
     free(c->hostport);
     free(c);
+}
+
+void gt_apic_pool_set(struct gt_apic *c, int n_conns)
+{
+    GT_ASSERT(n_conns >= 1 && n_conns <= GT_APIC_POOL_MAX);
+    c->n_conns = n_conns;
 }
 
 static struct evhttp_request *req_prepare(struct gt_apic *c, struct evhttp_request *req,
@@ -134,7 +142,7 @@ void gt_apic_request(struct gt_apic *c, enum evhttp_cmd_type method, const char 
                      const json_t *body, gt_apic_done_fn *cb, void *arg)
 {
     int slot = 0;
-    for (int i = 1; i < POOL_SIZE; i++) {
+    for (int i = 1; i < c->n_conns; i++) {
         if (c->in_flight[i] < c->in_flight[slot]) {
             slot = i;
         }

@@ -29,7 +29,7 @@
 #define BACKOFF_MAX_MS 10000
 #define API "/apis/gantry.dev/v1"
 
-static int64_t mem_total_bytes(void)
+int64_t gt_agent_mem_total_bytes(void)
 {
     FILE *f = fopen("/proc/meminfo", "re");
     char line[256];
@@ -45,25 +45,29 @@ static int64_t mem_total_bytes(void)
     return (int64_t)kb * 1024;
 }
 
-static json_t *resources_json(const struct gt_gantlet *g)
+int64_t gt_agent_cpu_milli(void)
 {
-    char cpu[32], mem[32];
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    return json_pack("{s:s, s:s, s:I}", "cpu",
-                     gt_quantity_format((int64_t)(ncpu > 0 ? ncpu : 1) * 1000, GT_QTY_MILLI, 0, cpu,
-                                        sizeof(cpu)),
-                     "memory",
-                     gt_quantity_format(mem_total_bytes(), GT_QTY_UNIT, 1, mem, sizeof(mem)),
-                     GT_RES_NAME_GPU, (json_int_t)g->gpus.n_gpus);
+    return (int64_t)(ncpu > 0 ? ncpu : 1) * 1000;
 }
 
-static json_t *node_status(const struct gt_gantlet *g)
+static json_t *resources_json(const struct gt_gpu_set *gpus, int64_t cpu_milli, int64_t mem_bytes)
+{
+    char cpu[32], mem[32];
+    return json_pack("{s:s, s:s, s:I}", "cpu",
+                     gt_quantity_format(cpu_milli, GT_QTY_MILLI, 0, cpu, sizeof(cpu)), "memory",
+                     gt_quantity_format(mem_bytes, GT_QTY_UNIT, 1, mem, sizeof(mem)),
+                     GT_RES_NAME_GPU, (json_int_t)gpus->n_gpus);
+}
+
+json_t *gt_agent_node_status(const struct gt_gpu_set *set, int64_t cpu_milli, int64_t mem_bytes,
+                             const char *listen, const char *agent_url)
 {
     char ts[32];
     gt_time_format(gt_now_ms(), ts, sizeof(ts));
     json_t *gpus = json_array();
-    for (size_t i = 0; i < g->gpus.n_gpus; i++) {
-        const struct gt_gpu *d = &g->gpus.gpus[i];
+    for (size_t i = 0; i < set->n_gpus; i++) {
+        const struct gt_gpu *d = &set->gpus[i];
         json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:I, s:i, s:s, s:s}", "index",
                                               d->index, "uuid", d->uuid, "model", d->model,
                                               "memoryBytes", (json_int_t)d->memory_bytes,
@@ -71,13 +75,20 @@ static json_t *node_status(const struct gt_gantlet *g)
                                               d->healthy ? "Healthy" : "Unhealthy"));
     }
     char host[256];
-    const char *colon = strrchr(g->cfg->listen, ':');
-    snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - g->cfg->listen) : 0, g->cfg->listen);
+    const char *colon = strrchr(listen, ':');
+    snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - listen) : 0, listen);
     return json_pack("{s:o, s:o, s:o, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s, s:s, s:s, s:s}], s:s}",
-                     "capacity", resources_json(g), "allocatable", resources_json(g), "gpus", gpus,
-                     "addresses", "type", "InternalIP", "address", host, "type", "AgentURL",
-                     "address", g->agent_url, "conditions", "type", "Ready", "status", "True",
-                     "reason", "AgentReady", "lastHeartbeatTime", ts, "lastHeartbeatTime", ts);
+                     "capacity", resources_json(set, cpu_milli, mem_bytes), "allocatable",
+                     resources_json(set, cpu_milli, mem_bytes), "gpus", gpus, "addresses", "type",
+                     "InternalIP", "address", host, "type", "AgentURL", "address", agent_url,
+                     "conditions", "type", "Ready", "status", "True", "reason", "AgentReady",
+                     "lastHeartbeatTime", ts, "lastHeartbeatTime", ts);
+}
+
+static json_t *node_status(const struct gt_gantlet *g)
+{
+    return gt_agent_node_status(&g->gpus, gt_agent_cpu_milli(), gt_agent_mem_total_bytes(),
+                                g->cfg->listen, g->agent_url);
 }
 
 static void backoff_next(struct gt_gantlet *g)
@@ -208,6 +219,9 @@ static void register_done(int status, json_t *body, void *arg)
 {
     struct gt_gantlet *g = arg;
     if (status == 201 || status == 200 || status == 409) {
+        if (status == 409) {
+            gt_agent_node_labels_sync(g);
+        }
         g->registered = true;
         g->backoff_ms = 0;
         gt_log_info("node registered", "node=%s gpus=%zu", g->cfg->name, g->gpus.n_gpus);
@@ -222,8 +236,9 @@ static void register_done(int status, json_t *body, void *arg)
 
 static void register_start(struct gt_gantlet *g)
 {
-    json_t *node = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "gantry.dev/v1", "kind", "Node",
-                             "metadata", "name", g->cfg->name);
+    json_t *node =
+        json_pack("{s:s, s:s, s:{s:s, s:o}}", "apiVersion", "gantry.dev/v1", "kind", "Node",
+                  "metadata", "name", g->cfg->name, "labels", gt_agent_gfd_labels(&g->gpus));
     gt_apic_request(g->api, EVHTTP_REQ_POST, API "/nodes", node, register_done, g);
     json_decref(node);
 }
@@ -423,6 +438,11 @@ static int setup(struct gt_gantlet *g, struct gt_err *err)
     g->have_cgroups = gt_cgroup_sys_detect(&g->cgsys, &cgerr) == 0;
     if (!g->have_cgroups) {
         gt_log_warn("no cgroups; tasks cannot be killed as a whole", "err=\"%s\"", cgerr.msg);
+    }
+    if (gt_boot_id_read(g->cfg->boot_id_file, g->boot_id, sizeof(g->boot_id), &cgerr) < 0) {
+        gt_log_warn("no boot id; a reboot is told only by the tasks' processes", "err=\"%s\"",
+                    cgerr.msg);
+        gt_err_clear(&cgerr);
     }
     discover_gpus(g);
     /* shims outlive a restart of the agent; as subreaper it inherits and reaps them */

@@ -34,6 +34,7 @@ struct gt_gantlet_config {
     int64_t idle_gpu_s; /* 0: no IdleGPU Events */
     char *root;         /* data root: ROOT/tasks/<uid>/ (logs, working dirs), venvs, images */
     char *run_dir;      /* runtime state: RUN/tasks/<uid>/ (the shims' files) */
+    char *boot_id_file; /* the kernel's boot id (/proc/sys/kernel/random/boot_id) */
     char *shim;         /* NULL: gantry-shim next to the gantlet binary */
     struct gt_config_list storage_roots;       /* allowed volume roots, owned */
     char *cluster_interface;                   /* NULL: the interface owning the --listen address */
@@ -43,8 +44,11 @@ struct gt_gantlet_config {
     struct gt_config_list insecure_registries; /* HOST:PORT, owned */
     char *oci_runtime;                         /* "runc" or "crun" */
     int64_t heartbeat_s;
-    int64_t log_max_bytes; /* per task log file before rotation */
-    int64_t log_level;     /* enum gt_log_level */
+    int64_t hollow;             /* > 0: run this many hollow nodes (hollow.c) instead */
+    int64_t hollow_start_ms;    /* a hollow task's Bound -> Running delay */
+    int64_t hollow_connections; /* the hollow nodes' API connections */
+    int64_t log_max_bytes;      /* per task log file before rotation */
+    int64_t log_level;          /* enum gt_log_level */
 };
 
 /* Parse argv (flags --name VALUE or --name=VALUE) and envp (GANTLET_<NAME>)
@@ -55,6 +59,10 @@ int gt_gantlet_config_parse(struct gt_gantlet_config *cfg, int argc, char *const
 void gt_gantlet_config_fini(struct gt_gantlet_config *cfg);
 /* Print the flags, their defaults and help to f. */
 void gt_gantlet_config_usage(FILE *f);
+
+/* Run cfg->hollow hollow nodes (hollow.c) until SIGTERM or SIGINT: 0, or
+ * 1 when they cannot start (logged). */
+int gt_hollow_run(const struct gt_gantlet_config *cfg);
 
 /* Read the token from the first line of path: "token,user,uid,..." or a
  * bare token. *token is a new string (caller frees). 0 or negative + err. */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "agent/gantlet.h"
+#include "agent/agent_int.h"
 #include "common/config.h"
 
 #define OFF(f) offsetof(struct gt_gantlet_config, f)
@@ -38,6 +38,10 @@ static const struct gt_config_opt opts[] = {
     {"run-dir", GT_CONFIG_STR, OFF(run_dir), "/run/gantlet", 0, 0, false,
      "runtime state of the tasks (RUN/tasks/<task-uid>/: the shims' small files), best on "
      "tmpfs; kept across agent restarts, not needed across reboots"},
+    {"boot-id-file", GT_CONFIG_STR, OFF(boot_id_file), "/proc/sys/kernel/random/boot_id", 0, 0,
+     false,
+     "the boot id, recorded with each task: a task recorded under another boot is gone (the "
+     "node rebooted); tests point it at a file of their own"},
     {"storage-root", GT_CONFIG_LIST, OFF(storage_roots), NULL, 0, 0, false,
      "a directory volumes may be mounted from (repeatable)"},
     {"cluster-interface", GT_CONFIG_STR, OFF(cluster_interface), NULL, 0, 0, false,
@@ -60,6 +64,14 @@ static const struct gt_config_opt opts[] = {
      "HOST:PORT of a registry reached over plain HTTP (repeatable)"},
     {"oci-runtime", GT_CONFIG_STR, OFF(oci_runtime), "runc", 0, 0, false,
      "OCI runtime of image tasks: runc or crun (crun needs a pure cgroup v2 machine)"},
+    {"hollow", GT_CONFIG_INT, OFF(hollow), "0", 0, 100000, false,
+     "run this many hollow nodes NAME-0 .. NAME-(N-1) instead of one real node: registered, "
+     "heartbeated and their tasks' lives played through the API, no process started "
+     "(needs --fake-gpus; for scale tests)"},
+    {"hollow-start-ms", GT_CONFIG_INT, OFF(hollow_start_ms), "0", 0, 3600000, false,
+     "a hollow node's task reports Running this long after it is bound"},
+    {"hollow-connections", GT_CONFIG_INT, OFF(hollow_connections), "64", 1, GT_APIC_POOL_MAX, false,
+     "keep-alive connections the hollow nodes' status writes share"},
     {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false,
      "debug, info, warn or error"},
 };

@@ -23,7 +23,7 @@ int main(int argc, char **argv)
         gt_gantlet_config_fini(&cfg);
         return 0;
     }
-    int rc = gt_gantlet_run(&cfg);
+    int rc = cfg.hollow > 0 ? gt_hollow_run(&cfg) : gt_gantlet_run(&cfg);
     gt_gantlet_config_fini(&cfg);
     return rc;
 }

@@ -219,6 +219,17 @@ static void fd_path(char *buf, int fd)
 
 static void child_mounts(const struct gt_shim_spec *spec, const struct child_fds *fds)
 {
+    /* opened before the volumes are mounted: one at /dev/shm (an emptyDir
+     * of medium Memory) would hide a hosts file on a run directory there */
+    int hosts_fd = -1;
+    char hosts[32];
+    if (fds->hosts_src) {
+        hosts_fd = open(fds->hosts_src, O_PATH | O_CLOEXEC);
+        if (hosts_fd < 0) {
+            child_fail(fds, ST_HOSTS, errno);
+        }
+        fd_path(hosts, hosts_fd);
+    }
     for (size_t i = 0; i < spec->n_volumes; i++) {
         const struct gt_shim_volume *v = &spec->volumes[i];
         char src[32];
@@ -234,8 +245,11 @@ static void child_mounts(const struct gt_shim_spec *spec, const struct child_fds
         }
         close(fd);
     }
-    if (fds->hosts_src && bind_mount(fds->hosts_src, "/etc/hosts", true) < 0) {
-        child_fail(fds, ST_HOSTS, errno);
+    if (hosts_fd >= 0) {
+        if (bind_mount(hosts, "/etc/hosts", true) < 0) {
+            child_fail(fds, ST_HOSTS, errno);
+        }
+        close(hosts_fd);
     }
 }
 

@@ -123,13 +123,14 @@ static void start_fd_close(struct gt_ltask *t)
     }
 }
 
-/* A task's directory on disk, its image overlay unmounted first (left
- * mounted when the shim died). */
+/* A task's directory on disk, its image overlay (left mounted when the
+ * shim died) and its scratch mounts unmounted first. */
 static void data_remove(const char *data)
 {
     char rootfs[PATH_MAX + 300];
     snprintf(rootfs, sizeof(rootfs), "%s/rootfs", data);
     umount2(rootfs, MNT_DETACH);
+    gt_scratch_unmount(data);
     nftw(data, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
@@ -181,11 +182,14 @@ void gt_gantlet_tasks_free(struct gt_gantlet *g)
     gt_strmap_fini(&g->by_uid, NULL);
 }
 
-/* Record a start that never happened as the task's exit (exit code 127);
- * reason may be NULL. */
-static void exit_synthesize(struct gt_ltask *t, const char *reason, const char *why)
+/* Record an end no shim recorded as the task's exit: a start that never
+ * happened (exit code 127), or a task lost with its shim (137, as killed by
+ * SIGKILL); reason may be NULL. */
+static void exit_synthesize(struct gt_ltask *t, int exit_code, const char *reason, const char *why)
 {
-    struct gt_shim_exit ex = {.exit_code = 127, .finished_at_ms = gt_now_ms()};
+    struct gt_shim_exit ex = {.exit_code = exit_code,
+                              .signal = exit_code > 128 ? exit_code - 128 : 0,
+                              .finished_at_ms = gt_now_ms()};
     snprintf(ex.error, sizeof(ex.error), "%s", why);
     snprintf(ex.reason, sizeof(ex.reason), "%s", reason ? reason : "");
     char *text = gt_shim_exit_to_json(&ex);
@@ -195,7 +199,8 @@ static void exit_synthesize(struct gt_ltask *t, const char *reason, const char *
     }
     free(text);
     t->st.exited = true;
-    gt_log_warn("task did not start", "task=%s reason=\"%s\"", t->name, why);
+    gt_log_warn(exit_code == 127 ? "task did not start" : "task lost", "task=%s reason=\"%s\"",
+                t->name, why);
 }
 
 /* The task's name and project, from its Task. */
@@ -221,7 +226,27 @@ static void load_meta(struct gt_ltask *t)
     snprintf(t->name, sizeof(t->name), "%s", name ? name : "");
     snprintf(t->project, sizeof(t->project), "%s", project ? project : "");
     t->gpus = (int)json_integer_value(json_object_get(m, "gpus"));
+    const char *boot = json_string_value(json_object_get(m, "bootId"));
+    snprintf(t->boot_id, sizeof(t->boot_id), "%s", boot ? boot : "");
+    t->shim_ticks = (uint64_t)json_integer_value(json_object_get(m, "shimStartTicks"));
+    t->task_ticks = (uint64_t)json_integer_value(json_object_get(m, "taskStartTicks"));
     json_decref(m);
+}
+
+static int write_meta(struct gt_ltask *t, struct gt_err *err);
+static void cgroup_kill(struct gt_gantlet *g, const struct gt_ltask *t, bool remove);
+
+/* An adopted task that has not ended: is it still running? A stale one
+ * (the node rebooted, or its shim is gone) is ended as lost, anything left
+ * in its cgroup killed. */
+static void adopt_check(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    char reason[32], msg[400];
+    if (gt_task_ident_check(g, t, reason, sizeof(reason), msg, sizeof(msg))) {
+        return;
+    }
+    cgroup_kill(g, t, true);
+    exit_synthesize(t, 137, reason, msg);
 }
 
 void gt_gantlet_tasks_adopt(struct gt_gantlet *g)
@@ -241,6 +266,9 @@ void gt_gantlet_tasks_adopt(struct gt_gantlet *g)
         t->st.reported = file_exists(t->dir, "reported");
         t->st.started = gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0;
         t->start_ms = gt_now_ms();
+        if (!t->st.exited) {
+            adopt_check(g, t);
+        }
         gt_log_info("task adopted", "task=%s uid=%s pid=%d exited=%d reported=%d", t->name, t->uid,
                     (int)t->host_pid, t->st.exited, t->st.reported);
     }
@@ -366,14 +394,18 @@ static void report_exit(struct gt_gantlet *g, struct gt_ltask *t)
 
 /* ---- start, stop, kill ---- */
 
+/* task.json: the task's name, project and GPUs, and what identifies its
+ * run (taskident.c): the boot id and the start times of shim and task. */
 static int write_meta(struct gt_ltask *t, struct gt_err *err)
 {
-    json_t *m = json_pack("{s:s, s:s, s:I}", "name", t->name, "project", t->project, "gpus",
-                          (json_int_t)t->gpus);
+    json_t *m = json_pack("{s:s, s:s, s:I, s:s, s:I, s:I}", "name", t->name, "project", t->project,
+                          "gpus", (json_int_t)t->gpus, "bootId", t->boot_id, "shimStartTicks",
+                          (json_int_t)t->shim_ticks, "taskStartTicks", (json_int_t)t->task_ticks);
     char *text = gt_json_dumps(m);
     json_decref(m);
     /* not synced (nor is the state directory): a crash of the machine ends
-     * the shim too, and an adopted task without a name takes it from the list */
+     * the shim too (its boot id then tells), and an adopted task without a
+     * name takes it from the list */
     int rc = gt_agent_file_write_atomic(t->dir, "task.json", text, strlen(text), false, err);
     free(text);
     return rc;
@@ -523,6 +555,9 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *secre
     rc = gt_task_spec_build(t->obj, &p, &spec, err);
     const char *hostfile = gt_task_mpi_hostfile(t->obj);
     rc = rc < 0 || !hostfile ? rc : write_mpi_files(t->data, hostfile, err);
+    rc = rc < 0 ? rc
+                : gt_scratch_make(t->data, &t->obj->spec.volumes, spec.uid, spec.gid,
+                                  spec.limits.memory_bytes, err);
     rc = rc < 0 ? rc : check_volumes(&spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(&spec); /* a failed build left it zeroed */
@@ -585,6 +620,7 @@ static int spawn_shim(struct gt_gantlet *g, struct gt_ltask *t)
         close(p[0]);
         return -rc;
     }
+    gt_proc_start_ticks(pid, &t->shim_ticks); /* not reaped before the next poll */
     t->start_fd = p[0];
     t->start_ev = event_new(g->base, p[0], EV_READ, started_cb, g);
     event_add(t->start_ev, NULL);
@@ -614,18 +650,19 @@ void gt_gantlet_task_start(struct gt_gantlet *g, struct gt_api_task *task, const
     t->obj = task;
     t->start_ms = gt_now_ms();
     t->seen = true;
+    snprintf(t->boot_id, sizeof(t->boot_id), "%s", g->boot_id);
     struct gt_err err = {0};
     if (fail) {
         write_meta(t, NULL);
-        exit_synthesize(t, "SecretUnavailable", fail);
+        exit_synthesize(t, 127, "SecretUnavailable", fail);
         return;
     }
     if (write_meta(t, &err) < 0 || prepare(g, t, secrets, &err) < 0) {
-        exit_synthesize(t, err.code == GT_EFORBIDDEN ? "VolumeDenied" : NULL, err.msg);
+        exit_synthesize(t, 127, err.code == GT_EFORBIDDEN ? "VolumeDenied" : NULL, err.msg);
         return;
     }
     if (spawn_shim(g, t) < 0) {
-        exit_synthesize(t, NULL, "cannot run gantry-shim");
+        exit_synthesize(t, 127, NULL, "cannot run gantry-shim");
         return;
     }
     g->starts_total++;
@@ -646,24 +683,33 @@ static void task_stop(struct gt_ltask *t)
     }
 }
 
+/* SIGKILL everything in the task's cgroup; with remove, remove it too
+ * (what its shim would have done). */
+static void cgroup_kill(struct gt_gantlet *g, const struct gt_ltask *t, bool remove)
+{
+    if (!g->have_cgroups) {
+        return;
+    }
+    struct gt_err err = {0};
+    struct gt_cgroup cg;
+    char rel[200];
+    snprintf(rel, sizeof(rel), "gantry/%s", t->uid);
+    if (gt_cgroup_init(&cg, &g->cgsys, rel, &err) == 0 &&
+        (gt_cgroup_kill_all(&cg, &err) < 0 || (remove && gt_cgroup_remove(&cg, &err) < 0))) {
+        gt_log_error("cannot kill the task's cgroup", "task=%s err=\"%s\"", t->name, err.msg);
+    }
+    gt_cgroup_fini(&cg);
+}
+
 /* Kill a task gantryd no longer wants here (gone, or failed as NodeLost):
  * everything in its cgroup now, then its state goes once the shim has
  * recorded the exit. */
 static void task_kill(struct gt_gantlet *g, struct gt_ltask *t)
 {
-    struct gt_err err = {0};
     t->st.killing = true;
     gt_log_info("killing a task gantryd no longer runs here", "task=%s uid=%s", t->name, t->uid);
     gt_shim_stop(t->dir, "NodeLost", 0, NULL);
-    if (g->have_cgroups) {
-        struct gt_cgroup cg;
-        char rel[200];
-        snprintf(rel, sizeof(rel), "gantry/%s", t->uid);
-        if (gt_cgroup_init(&cg, &g->cgsys, rel, &err) == 0 && gt_cgroup_kill_all(&cg, &err) < 0) {
-            gt_log_error("cannot kill the task's cgroup", "task=%s err=\"%s\"", t->name, err.msg);
-        }
-        gt_cgroup_fini(&cg);
-    }
+    cgroup_kill(g, t, false);
     pid_t shim;
     if (!file_exists(t->dir, "exit.json") &&
         (gt_shim_read_pid(t->dir, "shim.pid", &shim, NULL) < 0 || kill(shim, 0) < 0)) {
@@ -877,9 +923,12 @@ static void started_cb(evutil_socket_t fd, short what, void *arg)
     if (gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0) {
         t->st.started = true;
         t->started_mono_ms = gt_mono_ms();
+        gt_proc_start_ticks(t->host_pid, &t->task_ticks); /* 0 when it is gone already */
+        write_meta(t, NULL);
     } else if (!file_exists(t->dir, "exit.json")) {
-        exit_synthesize(
-            t, NULL, n == 1 ? "gantry-shim started no task" : "gantry-shim failed (see shim.log)");
+        exit_synthesize(t, 127, NULL,
+                        n == 1 ? "gantry-shim started no task"
+                               : "gantry-shim failed (see shim.log)");
     }
     gt_gantlet_tasks_poll(g);
 }
@@ -899,7 +948,7 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g)
                 t->st.started = gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0;
                 if (!t->st.started && !file_exists(t->dir, "shim.pid") &&
                     gt_now_ms() - t->start_ms > START_LOST_MS) {
-                    exit_synthesize(t, NULL, "the agent restarted while starting the task");
+                    exit_synthesize(t, 127, NULL, "the agent restarted while starting the task");
                 }
             }
         }

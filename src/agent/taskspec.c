@@ -359,7 +359,8 @@ static int build_volumes(const struct gt_api_task_spec *ts, const struct gt_task
         const char *mount_path = m->mount_path;
         const struct gt_api_volume *vol = gt_task_volume_named(&ts->volumes, name);
         const char *host = vol ? vol->host_path : NULL;
-        if (!vol || !(host || vol->image) || !mount_path || (vol->image && !p->volumes_dir)) {
+        if (!vol || !(host || vol->image || vol->has_empty_dir) || !mount_path ||
+            (vol->image && !p->volumes_dir)) {
             return gt_err_set(err, GT_EINVAL, "spec.template.volumeMounts[%zu]: no volume %s", i,
                               name ? name : "(unnamed)");
         }
@@ -368,6 +369,11 @@ static int build_volumes(const struct gt_api_task_spec *ts, const struct gt_task
             char mnt[PATH_MAX];
             gt_volume_mountpoint(p->volumes_dir, vol->image, mnt, sizeof(mnt));
             sv->root = gt_xstrdup(mnt);
+            sv->path = gt_xstrdup(".");
+        } else if (vol->has_empty_dir) { /* scratch: made by gt_scratch_make */
+            char dir[PATH_MAX];
+            gt_scratch_path(p->data_dir ? p->data_dir : p->state_dir, name, dir, sizeof(dir));
+            sv->root = gt_xstrdup(dir);
             sv->path = gt_xstrdup(".");
         } else {
             size_t root;

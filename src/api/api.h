@@ -37,6 +37,8 @@ enum gt_kind {
     GT_KIND_NOTEBOOK,
     GT_KIND_VOLUME,
     GT_KIND_IMAGEBUILD,
+    GT_KIND_MODEL,
+    GT_KIND_MODELVERSION,
     GT_KIND_COUNT
 };
 
@@ -451,6 +453,16 @@ struct gt_api_template_resources {
     struct gt_api_res requests;
     struct gt_api_res limits;
 };
+/* template.tolerations[] (Kubernetes' Toleration): key NULL or "" with
+ * op "Exists" tolerates every taint; effect NULL: every effect; seconds:
+ * tolerationSeconds of a NoExecute one (GT_API_UNSET: for ever). */
+struct gt_api_toleration {
+    const char *key;
+    const char *op; /* "Equal" (default) or "Exists" */
+    const char *value;
+    const char *effect;
+    int64_t seconds;
+};
 /* terminationMessagePolicy, by index */
 enum { GT_API_TERMINATION_NONE, GT_API_TERMINATION_FILE };
 
@@ -463,6 +475,10 @@ struct gt_api_template {
     struct gt_api_template_resources resources;
     GT_API_LIST(struct gt_api_container_port) ports;
     GT_API_LIST(struct gt_api_mount) volume_mounts;
+    /* nodeSelector: labels a node must carry (borrowed map of strings, or
+     * NULL); tolerations: the node taints the task tolerates */
+    const json_t *node_selector;
+    GT_API_LIST(struct gt_api_toleration) tolerations;
     int64_t run_as_user;    /* GT_API_UNSET: the creator's uid */
     int64_t grace_period_s; /* terminationGracePeriodSeconds; GT_API_UNSET: 30 */
     /* hostUsers (as in a Kubernetes pod spec): false runs the task as uid 0
@@ -492,16 +508,33 @@ struct gt_api_effective {
 void gt_api_resources_effective(const struct gt_api_template_resources *r,
                                 struct gt_api_effective *out);
 
+/* A spec.volumes entry's emptyDir (Kubernetes' EmptyDirVolumeSource): a
+ * scratch directory of the task's own on its node, made empty when the task
+ * starts and removed with it. medium: GT_API_MEDIUM_DISK (in the task's
+ * data directory) or GT_API_MEDIUM_MEMORY (a tmpfs whose pages count in
+ * the task's memory cgroup). size_limit: the sizeLimit quantity as given
+ * (borrowed; NULL: none); gt_api_empty_dir_bytes reads it. */
+enum { GT_API_MEDIUM_DISK, GT_API_MEDIUM_MEMORY };
+struct gt_api_empty_dir {
+    int medium; /* GT_API_MEDIUM_* */
+    const json_t *size_limit;
+};
+/* sizeLimit of a validated emptyDir in bytes; 0 when it has none. */
+int64_t gt_api_empty_dir_bytes(const struct gt_api_empty_dir *d);
+
 /* One entry of a Job's or Task's spec.volumes: exactly one of host_path
- * (a directory beneath a storage root) and volume (a Volume of the
- * project, by name). image: on a bound Task's volume entry only, the
- * Volume's disk image (its status.path), written at bind by gantryd. */
+ * (a directory beneath a storage root), volume (a Volume of the project,
+ * by name) and empty_dir (scratch space, has_empty_dir). image: on a bound
+ * Task's volume entry only, the Volume's disk image (its status.path),
+ * written at bind by gantryd. */
 struct gt_api_volume {
     const char *name;
     const char *host_path;
     const char *volume;
     const char *image;
     bool read_only;
+    struct gt_api_empty_dir empty_dir;
+    bool has_empty_dir;
 };
 struct gt_api_volumes GT_API_LIST_OF(struct gt_api_volume);
 
@@ -550,6 +583,21 @@ struct gt_api_run_policy {
     struct gt_api_sched_policy scheduling_policy;
 };
 
+/* spec.outputs.model of a Job: the ModelVersion gantryd registers when
+ * the job Succeeds (docs/api.md "Models"); paths as in struct
+ * gt_api_model_source. */
+struct gt_api_output_model {
+    const char *name;         /* the Model, of the job's project */
+    const char *path;         /* the artifact, as the task saw it */
+    const char *task;         /* NULL: the job's Master/Chief, else its first replica */
+    const char *format;       /* NULL: the Model's framework */
+    const char *metrics_file; /* a JSON object the task wrote; its numbers become metrics */
+};
+struct gt_api_job_outputs {
+    bool has_model;
+    struct gt_api_output_model model;
+};
+
 struct gt_api_job_spec {
     GT_API_LIST(struct gt_api_replica_spec) replica_specs; /* in the document's order */
     struct gt_api_run_policy run_policy;
@@ -559,6 +607,8 @@ struct gt_api_job_spec {
     struct gt_api_volumes volumes;
     bool has_tensorboard;
     struct gt_api_tensorboard tensorboard;
+    bool has_outputs;
+    struct gt_api_job_outputs outputs;
 };
 
 struct gt_api_replica_status {
@@ -573,6 +623,9 @@ struct gt_api_job_status {
     const char *completion_time;
     int64_t restart_count;
     int64_t requeue_count;
+    /* image pulls that failed and were backed off from (ImagePullBackOff);
+     * they count among the requeues, not toward backoffLimit */
+    int64_t image_pull_backoffs;
 };
 
 struct gt_api_job {
@@ -670,10 +723,18 @@ struct gt_api_task {
 
 /* ---- Node ---- */
 
+/* The NoExecute taint `gantry drain` puts on a node: every task there is
+ * stopped (reason Drained), tolerated or not. */
+#define GT_API_DRAIN_TAINT "gantry.dev/drain"
+
+/* A node taint (Kubernetes' Taint); time_added: when a NoExecute one was
+ * put on (RFC 3339, `gantry taint` writes it; NULL: unknown), from which a
+ * toleration's tolerationSeconds count. */
 struct gt_api_taint {
     const char *key;
     const char *value;
     const char *effect;
+    const char *time_added;
 };
 struct gt_api_node_gpu {
     int64_t index;
@@ -824,6 +885,84 @@ struct gt_api_notebook {
     struct gt_api_notebook_spec spec;
     struct gt_api_notebook_status status;
 };
+/* ---- Model and ModelVersion (schema_model.c) ----
+ *
+ * The model registry (docs/api.md "Models"): a Model names a line of
+ * versions; a ModelVersion is one artifact copied into the
+ * content-addressed, read-only model store by gantryd at create, its
+ * name (<model>-v<N>) and number given by the server. Only spec.stage,
+ * spec.metrics and labels change after that. */
+
+/* Longest Model name: its versions are "<model>-v<N>", a DNS label. */
+#define GT_MODEL_NAME_MAX 51
+
+/* Model frameworks and ModelVersion formats, in the schema's enum order. */
+enum gt_model_format {
+    GT_MODEL_SKLEARN,
+    GT_MODEL_PYTORCH,
+};
+/* ModelVersion stages (spec.stage), in the schema's enum order. */
+enum gt_model_stage {
+    GT_STAGE_NONE,
+    GT_STAGE_STAGING,
+    GT_STAGE_PRODUCTION,
+    GT_STAGE_ARCHIVED,
+};
+/* ModelVersion phases (status.phase), in the schema's enum order. */
+enum gt_model_phase {
+    GT_MV_PENDING, /* also: no phase yet */
+    GT_MV_READY,
+    GT_MV_FAILED,
+};
+
+struct gt_api_model_spec {
+    int framework; /* enum gt_model_format */
+    const char *description;
+};
+struct gt_api_model {
+    struct gt_api_object o;
+    struct gt_api_model_spec spec;
+};
+
+/* spec.source: where the artifact is copied from; exactly one of job and
+ * host_path. job: a Succeeded Job of the project, path the artifact as
+ * its task saw it (absolute, or relative to the template's workingDir) on
+ * a hostPath volume; host_path: a file or directory beneath a storage
+ * root. */
+struct gt_api_model_source {
+    const char *job;
+    const char *task; /* NULL: the job's first replica (Master/Chief, else Worker 0) */
+    const char *path;
+    const char *host_path;
+};
+struct gt_api_modelversion_spec {
+    const char *model;
+    const char *format; /* "sklearn" | "pytorch"; NULL: the Model's framework (filled at create) */
+    struct gt_api_model_source source;
+    const json_t *metrics; /* borrowed {name: number}, or NULL */
+    int stage;             /* enum gt_model_stage */
+};
+struct gt_api_modelversion_status {
+    int phase; /* enum gt_model_phase */
+    int64_t version;
+    const char *digest; /* "sha256:<64 hex>" */
+    const char *path;   /* the artifact in the model store */
+    int64_t size_bytes;
+    const char *source_job, *source_task;
+    const char *created_time;
+    const char *message;
+};
+struct gt_api_modelversion {
+    struct gt_api_object o;
+    struct gt_api_modelversion_spec spec;
+    struct gt_api_modelversion_status status;
+};
+/* The schema's names of a format, stage or phase (static; the first value
+ * for an unknown one). */
+const char *gt_api_model_format_name(enum gt_model_format f);
+const char *gt_api_model_stage_name(enum gt_model_stage s);
+const char *gt_api_model_phase_name(enum gt_model_phase p);
+
 /* ---- Volume (volume.c in api: the access modes) ---- */
 
 /* spec.accessMode values, in the schema's enum order. */
@@ -930,6 +1069,10 @@ struct gt_api_notebook *gt_api_notebook_new(json_t *obj);
 void gt_api_notebook_free(struct gt_api_notebook *nb);
 struct gt_api_volume_obj *gt_api_volume_obj_new(json_t *obj);
 void gt_api_volume_obj_free(struct gt_api_volume_obj *vol);
+struct gt_api_model *gt_api_model_new(json_t *obj);
+void gt_api_model_free(struct gt_api_model *m);
+struct gt_api_modelversion *gt_api_modelversion_new(json_t *obj);
+void gt_api_modelversion_free(struct gt_api_modelversion *mv);
 
 /* Validate and decode in one step at the API edge: gt_api_validate, then
  * gt_api_object_new. obj as there; on error (GT_EINVAL with err as

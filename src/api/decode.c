@@ -283,6 +283,8 @@ TYPED(project, gt_api_project, GT_KIND_PROJECT)
 TYPED(priority_class, gt_api_priority_class, GT_KIND_PRIORITYCLASS)
 TYPED(notebook, gt_api_notebook, GT_KIND_NOTEBOOK)
 TYPED(volume_obj, gt_api_volume_obj, GT_KIND_VOLUME)
+TYPED(model, gt_api_model, GT_KIND_MODEL)
+TYPED(modelversion, gt_api_modelversion, GT_KIND_MODELVERSION)
 
 /* ---- conditions and effective resources ---- */
 

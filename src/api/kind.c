@@ -21,6 +21,8 @@ static const struct gt_kind_info kinds[GT_KIND_COUNT] = {
     {GT_KIND_NOTEBOOK, "Notebook", "notebooks", true},
     {GT_KIND_VOLUME, "Volume", "volumes", true},
     {GT_KIND_IMAGEBUILD, "ImageBuild", "imagebuilds", true},
+    {GT_KIND_MODEL, "Model", "models", true},
+    {GT_KIND_MODELVERSION, "ModelVersion", "modelversions", true},
 };
 
 const struct gt_kind_info *gt_kind_get(enum gt_kind kind)

@@ -588,9 +588,24 @@ static int convert_claim(const json_t *pvc, const char *path, json_t *out, struc
     return 0;
 }
 
+/* A pod emptyDir volume (ed, at path "...emptyDir") as gantry's emptyDir,
+ * field for field: scratch space of the task's own (medium "" or Memory,
+ * sizeLimit), which gantry's validation checks. */
+static int convert_empty_dir(const json_t *ed, const char *path, json_t *out, struct gt_err *err)
+{
+    /* every field of EmptyDirVolumeSource is taken */
+    static const char *const ed_known[] = {"medium", "sizeLimit", NULL};
+    int rc = only_keys(ed, path, ed_known, ed_known, err);
+    if (rc == 0) {
+        json_object_set_new(out, "emptyDir", json_deep_copy(ed));
+    }
+    return rc;
+}
+
 static int convert_volume(const json_t *vol, const char *path, json_t *volumes, struct gt_err *err)
 {
-    static const char *const known[] = {"name", "hostPath", "persistentVolumeClaim", NULL};
+    static const char *const known[] = {"name", "hostPath", "persistentVolumeClaim", "emptyDir",
+                                        NULL};
     path_t p;
     int rc = want_type(vol, JSON_OBJECT, path, err);
     if (rc != 0) {
@@ -602,26 +617,29 @@ static int convert_volume(const json_t *vol, const char *path, json_t *volumes, 
     {
         if (!in_list(known, key)) {
             return gt_err_set(err, GT_EINVAL,
-                              "%s: not supported by gantry (only hostPath and "
-                              "persistentVolumeClaim volumes are)",
+                              "%s: not supported by gantry (only hostPath, "
+                              "persistentVolumeClaim and emptyDir volumes are)",
                               join(p, path, key));
         }
     }
     json_t *name = json_object_get(vol, "name");
-    json_t *host, *pvc;
+    json_t *host, *pvc, *ed;
     if ((rc = get_typed(vol, "hostPath", JSON_OBJECT, path, &host, err)) != 0 ||
-        (rc = get_typed(vol, "persistentVolumeClaim", JSON_OBJECT, path, &pvc, err)) != 0) {
+        (rc = get_typed(vol, "persistentVolumeClaim", JSON_OBJECT, path, &pvc, err)) != 0 ||
+        (rc = get_typed(vol, "emptyDir", JSON_OBJECT, path, &ed, err)) != 0) {
         return rc;
     }
-    if (!json_is_string(name) || !host == !pvc) {
+    if (!json_is_string(name) || (host != NULL) + (pvc != NULL) + (ed != NULL) != 1) {
         return gt_err_set(err, GT_EINVAL,
-                          "%s: must have a name and one of hostPath and persistentVolumeClaim",
+                          "%s: must have a name and one of hostPath, persistentVolumeClaim and "
+                          "emptyDir",
                           path);
     }
     json_t *out = json_object();
     json_object_set(out, "name", name);
-    rc = host ? convert_host_path(host, join(p, path, "hostPath"), out, err)
-              : convert_claim(pvc, join(p, path, "persistentVolumeClaim"), out, err);
+    rc = host  ? convert_host_path(host, join(p, path, "hostPath"), out, err)
+         : pvc ? convert_claim(pvc, join(p, path, "persistentVolumeClaim"), out, err)
+               : convert_empty_dir(ed, join(p, path, "emptyDir"), out, err);
     if (rc != 0) {
         json_decref(out);
         return rc;
@@ -647,11 +665,47 @@ static int convert_volume(const json_t *vol, const char *path, json_t *volumes, 
 
 /* ---- the pod template ---- */
 
+/* nodeSelector (a map, which gantry's validation checks) and tolerations
+ * (every field of core/v1 Toleration is taken) into the template. */
+static int convert_placement(const json_t *pod, const char *path, json_t *tmpl, struct gt_err *err)
+{
+    static const char *const tol_known[] = {"key",    "operator",          "value",
+                                            "effect", "tolerationSeconds", NULL};
+    json_t *sel = NULL, *tols = NULL;
+    int rc = get_typed(pod, "nodeSelector", JSON_OBJECT, path, &sel, err);
+    if (rc == 0) {
+        rc = get_typed(pod, "tolerations", JSON_ARRAY, path, &tols, err);
+    }
+    size_t i;
+    json_t *t;
+    json_array_foreach(tols, i, t)
+    {
+        path_t p, q;
+        index_path(q, join(p, path, "tolerations"), i);
+        if (rc == 0) {
+            rc = want_type(t, JSON_OBJECT, q, err);
+        }
+        if (rc == 0) {
+            rc = only_keys(t, q, tol_known, tol_known, err);
+        }
+    }
+    if (rc == 0) {
+        copy_field(tmpl, pod, "nodeSelector");
+        copy_field(tmpl, pod, "tolerations");
+    }
+    return rc;
+}
+
 static int convert_pod_spec(const json_t *pod, const char *path, const struct framework *fw,
                             json_t *tmpl, json_t *volumes, struct gt_err *err)
 {
-    static const char *const known[] = {"containers", "volumes", "securityContext",
-                                        "terminationGracePeriodSeconds", NULL};
+    static const char *const known[] = {"containers",
+                                        "volumes",
+                                        "securityContext",
+                                        "terminationGracePeriodSeconds",
+                                        "nodeSelector",
+                                        "tolerations",
+                                        NULL};
     path_t p;
     json_t *containers, *vols, *sc;
     int rc = only_keys(pod, path, known, k8s_pod_spec, err);
@@ -675,6 +729,9 @@ static int convert_pod_spec(const json_t *pod, const char *path, const struct fr
         return rc;
     }
     copy_field(tmpl, pod, "terminationGracePeriodSeconds");
+    if ((rc = convert_placement(pod, path, tmpl, err)) != 0) {
+        return rc;
+    }
     size_t ci = 0;
     while (json_array_get(containers, ci) != c) {
         ci++;

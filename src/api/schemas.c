@@ -406,6 +406,7 @@ static const struct gt_field taint_fields[] = {
     STR("key", REQ, .max_len = 317, .check = gt_check_label_key, AT(taint, key)),
     STR("value", .max_len = 63, .check = gt_check_label_value, AT(taint, value)),
     STR("effect", REQ, .enums = taint_effects, AT(taint, effect)),
+    STR("timeAdded", .check = gt_check_time, AT(taint, time_added)),
     END,
 };
 static const struct gt_schema taint_schema = {taint_fields, NULL, sizeof(struct gt_api_taint)};
@@ -536,6 +537,50 @@ static const struct gt_field template_resources_fields[] = {
 static const struct gt_schema template_resources_schema = {
     template_resources_fields, template_resources_post, sizeof(struct gt_api_template_resources)};
 
+/* A toleration (Kubernetes core/v1 Toleration): an empty key with
+ * operator Exists tolerates every taint; Exists takes no value. */
+static const char *const toleration_ops[] = {"Equal", "Exists", NULL};
+static int toleration_post(json_t *t, const char *path, struct gt_err *err)
+{
+    const char *op = json_string_value(json_object_get(t, "operator"));
+    const char *key = json_string_value(json_object_get(t, "key"));
+    const char *effect = json_string_value(json_object_get(t, "effect"));
+    bool exists = op && !strcmp(op, "Exists");
+    char sub[GT_API_PATH_MAX];
+    if (exists && json_object_get(t, "value")) {
+        return gt_err_set(err, GT_EINVAL, "%s: must be empty when operator is Exists",
+                          gt_path_join(sub, sizeof(sub), path, "value"));
+    }
+    if ((!key || !*key) && !exists) {
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: an empty key needs operator Exists (it tolerates every taint)",
+                          gt_path_join(sub, sizeof(sub), path, "operator"));
+    }
+    if (json_object_get(t, "tolerationSeconds") && (!effect || strcmp(effect, "NoExecute"))) {
+        return gt_err_set(err, GT_EINVAL, "%s: only with effect NoExecute",
+                          gt_path_join(sub, sizeof(sub), path, "tolerationSeconds"));
+    }
+    return 0;
+}
+
+static int check_label_key_or_empty(const json_t *v, struct gt_err *err)
+{
+    return *json_string_value(v) ? gt_check_label_key(v, err) : 0;
+}
+
+static const struct gt_field toleration_fields[] = {
+    STR("key", .max_len = 317, .check = check_label_key_or_empty, AT(toleration, key)),
+    STR("operator", .enums = toleration_ops, .flags = GT_F_DEFAULT, .def_str = "Equal",
+        AT(toleration, op)),
+    STR("value", .max_len = 63, .check = gt_check_label_value, AT(toleration, value)),
+    STR("effect", .enums = taint_effects, AT(toleration, effect)),
+    INT("tolerationSeconds", 0, INT64_MAX / 1000, AT(toleration, seconds)),
+    END,
+};
+static const struct gt_schema toleration_schema = {toleration_fields, toleration_post,
+                                                   sizeof(struct gt_api_toleration)};
+static const struct gt_field toleration_item = ITEM(toleration_schema);
+
 const struct gt_field gt_api_template_fields[] = {
     STR("image", .max_len = 512, .check = gt_check_image, AT(template, image)),
     LIST("command", string_item, AT(template, command)),
@@ -545,6 +590,13 @@ const struct gt_field gt_api_template_fields[] = {
     OBJ("resources", template_resources_schema, AT(template, resources)),
     LIST("ports", container_port_item, AT(template, ports)),
     LIST("volumeMounts", mount_item, AT(template, volume_mounts)),
+    {.name = "nodeSelector",
+     .type = GT_F_MAP,
+     .max_len = 64,
+     .key_check = gt_check_label_key,
+     .elem = &label_value,
+     AT(template, node_selector)},
+    LIST("tolerations", toleration_item, .max_len = 64, AT(template, tolerations)),
     INT("runAsUser", 0, UID_MAX, AT(template, run_as_user)),
     INT("terminationGracePeriodSeconds", 0, INT32_MAX, AT(template, grace_period_s)),
     BOOL("hostUsers", AT(template, host_users), HAS(template, has_host_users)),
@@ -618,16 +670,70 @@ static const struct gt_field source_fields[] = {
 };
 static const struct gt_schema source_schema = {source_fields, NULL, sizeof(struct gt_api_source)};
 
+/* emptyDir.sizeLimit: a quantity of bytes (string or integer), above 0. */
+static int check_size_limit(const json_t *v, struct gt_err *err)
+{
+    char text[32];
+    int64_t bytes = 0;
+    if (json_is_integer(v)) {
+        snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    }
+    const char *s = json_is_string(v) ? json_string_value(v) : json_is_integer(v) ? text : NULL;
+    if (!s) {
+        return gt_err_set(err, GT_EINVAL, "must be a quantity of bytes (\"1Gi\")");
+    }
+    int rc = gt_quantity_parse(s, GT_QTY_UNIT, &bytes, err);
+    if (rc == 0 && bytes <= 0) {
+        rc = gt_err_set(err, GT_EINVAL, "must be more than 0 bytes");
+    }
+    return rc;
+}
+
+int64_t gt_api_empty_dir_bytes(const struct gt_api_empty_dir *d)
+{
+    char text[32];
+    int64_t bytes = 0;
+    if (json_is_integer(d->size_limit)) {
+        snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(d->size_limit));
+    }
+    const char *s = json_is_string(d->size_limit) ? json_string_value(d->size_limit) : text;
+    if (d->size_limit && gt_quantity_parse(s, GT_QTY_UNIT, &bytes, NULL) < 0) {
+        bytes = 0; /* validated objects only */
+    }
+    return bytes;
+}
+
+/* "" is the node's disk (the task's data directory), as in Kubernetes;
+ * HugePages is not offered. In the order of GT_API_MEDIUM_*. */
+static const char *const empty_dir_media[] = {"", "Memory", NULL};
+static const struct gt_field empty_dir_fields[] = {
+    STR("medium", .enums = empty_dir_media, IDX, AT(empty_dir, medium)),
+    {.name = "sizeLimit", .type = GT_F_ANY, .check = check_size_limit, AT(empty_dir, size_limit)},
+    END,
+};
+static const struct gt_schema empty_dir_schema = {empty_dir_fields, NULL,
+                                                  sizeof(struct gt_api_empty_dir)};
+
 /* A spec.volumes entry names exactly one source: a hostPath beneath a
- * storage root or a Volume of the project. */
+ * storage root, a Volume of the project or an emptyDir. */
 static int volume_entry_post(json_t *vol, const char *path, struct gt_err *err)
 {
-    bool host = json_object_get(vol, "hostPath") != NULL;
-    bool named = json_object_get(vol, "volume") != NULL;
+    int host = json_object_get(vol, "hostPath") != NULL;
+    int named = json_object_get(vol, "volume") != NULL;
+    int scratch = json_object_get(vol, "emptyDir") != NULL;
     char sub[GT_API_PATH_MAX];
-    if (host == named) {
-        return gt_err_set(err, GT_EINVAL, "%s: exactly one of hostPath and volume is required",
-                          gt_path_join(sub, sizeof(sub), path, host ? "volume" : "hostPath"));
+    if (host + named + scratch != 1) { /* name the second source given, if any */
+        const char *field = !host + !named + !scratch == 3 ? "hostPath"
+                            : host && named                ? "volume"
+                                                           : "emptyDir";
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: exactly one of hostPath, volume and emptyDir is required",
+                          gt_path_join(sub, sizeof(sub), path, field));
+    }
+    if (scratch && json_is_true(json_object_get(vol, "readOnly"))) {
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: must be false for an emptyDir (the task's own scratch space)",
+                          gt_path_join(sub, sizeof(sub), path, "readOnly"));
     }
     if (json_object_get(vol, "image") && !named) {
         return gt_err_set(err, GT_EINVAL, "%s: only with volume",
@@ -639,7 +745,8 @@ static int volume_entry_post(json_t *vol, const char *path, struct gt_err *err)
 #define VOLUME_ENTRY_FIELDS                                                                        \
     STR("name", REQ, DNS, AT(volume, name)),                                                       \
         STR("hostPath", .check = gt_check_host_path, AT(volume, host_path)),                       \
-        STR("volume", DNS, AT(volume, volume)), BOOL("readOnly", AT(volume, read_only))
+        STR("volume", DNS, AT(volume, volume)), BOOL("readOnly", AT(volume, read_only)),           \
+        OBJ("emptyDir", empty_dir_schema, AT(volume, empty_dir), HAS(volume, has_empty_dir))
 
 static const struct gt_field volume_fields[] = {
     VOLUME_ENTRY_FIELDS,
@@ -685,6 +792,7 @@ static const struct gt_field job_spec_fields[] = {
     LIST("volumes", volume_item, .max_len = 64, AT(job_spec, volumes)),
     OBJ("tensorboard", tensorboard_schema, AT(job_spec, tensorboard),
         HAS(job_spec, has_tensorboard)),
+    OBJ("outputs", gt_api_job_outputs_schema, AT(job_spec, outputs), HAS(job_spec, has_outputs)),
     END,
 };
 static const struct gt_schema job_spec_schema = {job_spec_fields, job_spec_post,
@@ -712,6 +820,7 @@ static const struct gt_field job_status_fields[] = {
     STR("completionTime", TIME, AT(job_status, completion_time)),
     INT("restartCount", 0, INT32_MAX, AT(job_status, restart_count)),
     INT("requeueCount", 0, INT32_MAX, AT(job_status, requeue_count)),
+    INT("imagePullBackOffs", 0, INT32_MAX, AT(job_status, image_pull_backoffs)),
     END,
 };
 static const struct gt_schema job_status_schema = {job_status_fields, NULL,
@@ -990,6 +1099,8 @@ static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
     [GT_KIND_NOTEBOOK] = &gt_api_notebook_schema,
     [GT_KIND_VOLUME] = &volume_kind_schema,
     [GT_KIND_IMAGEBUILD] = &imagebuild_schema,
+    [GT_KIND_MODEL] = &gt_api_model_schema,
+    [GT_KIND_MODELVERSION] = &gt_api_modelversion_schema,
 };
 
 const struct gt_schema *gt_kind_schema(enum gt_kind kind)

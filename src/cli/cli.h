@@ -190,6 +190,27 @@ enum gt_cli_node_op {
 /* Apply op to a Node object (borrowed, changed in place); other taints are
  * kept. Returns whether anything changed. */
 bool gt_cli_node_mark(json_t *node, enum gt_cli_node_op op);
+/* One change to a Node object (borrowed, changed in place) with arg;
+ * *changed set when it changed anything. 0 or GT_EINVAL with err. */
+typedef int gt_cli_node_edit_fn(json_t *node, void *arg, bool *changed, struct gt_err *err);
+struct gt_cli_client;
+/* Read-modify-write the Node name through client: GET, edit, PUT (only
+ * when *changed) conditional on its resourceVersion, again from the GET on
+ * a conflict (at most 8 times). 0 or the error (GT_ECONFLICT after the
+ * last try). */
+int gt_cli_node_update(struct gt_cli_client *client, const char *name, gt_cli_node_edit_fn *edit,
+                       void *arg, bool *changed, struct gt_err *err);
+/* `gantry label node`'s argument arg on node: KEY=VALUE sets a label
+ * (changing another value only with overwrite), KEY- removes it. 0, or
+ * GT_EINVAL for a malformed argument or a value that would change. */
+int gt_cli_node_label_edit(json_t *node, const char *arg, bool overwrite, bool *changed,
+                           struct gt_err *err);
+/* `gantry taint node`'s argument arg on node: KEY[=VALUE]:EFFECT adds (or
+ * replaces that key and effect's) taint, with timeAdded now (RFC 3339) for
+ * NoExecute; KEY:EFFECT- removes that taint, KEY- every taint of KEY.
+ * 0, or GT_EINVAL naming the argument. */
+int gt_cli_node_taint_edit(json_t *node, const char *arg, const char *now, bool *changed,
+                           struct gt_err *err);
 /* Append `gantry top nodes`' table for nodes (a JSON array of Nodes with
  * the computed status.allocated, borrowed) to out: per node the GPUs
  * allocated (whole or fractional) of its GPUs, CPU and memory allocated,

@@ -267,6 +267,9 @@ int gt_cli_cmd_exec(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
                     char **argv);
 int gt_cli_cmd_volume(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                       char **argv);
+/* `gantry model register|stage` (cmd_model.c). */
+int gt_cli_cmd_model(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                     char **argv);
 /* The Volume `gantry volume create` sends (new reference): name in
  * project (borrowed), spec.capacity.storage size as given, and the
  * optional storageClass, accessMode (NULL: absent) and readOnly. */
@@ -274,6 +277,9 @@ json_t *gt_cli_volume_manifest(const char *project, const char *name, const char
                                const char *class_name, const char *access_mode, bool read_only);
 int gt_cli_cmd_logs(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);
+/* label and taint (by cmd->name): KIND node only */
+int gt_cli_cmd_label(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
+                     char **argv);
 /* cordon, uncordon and drain (by cmd->name) */
 int gt_cli_cmd_node(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int argc,
                     char **argv);

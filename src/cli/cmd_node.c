@@ -26,10 +26,9 @@
 #include "common/resource.h"
 
 #define NODES_PATH "/apis/gantry.dev/v1/nodes"
-#define MAX_CONFLICT_RETRIES 8
 #define DRAIN_POLL_MS 250
 
-static const char drain_taint_key[] = "gantry.dev/drain";
+static const char drain_taint_key[] = GT_API_DRAIN_TAINT;
 
 /* Index of the drain taint in taints, or -1. */
 static long drain_taint_at(const json_t *taints)
@@ -90,36 +89,22 @@ static const char *const op_done[] = {
     [GT_CLI_NODE_DRAIN] = "cordoned",
 };
 
+static int mark_edit(json_t *node, void *arg, bool *changed, struct gt_err *err)
+{
+    (void)err;
+    *changed = gt_cli_node_mark(node, *(const enum gt_cli_node_op *)arg);
+    return 0;
+}
+
 /* Read-modify-write the node; prints what happened. 0 or the error. */
 static int mark_node(struct gt_cli_ctx *ctx, struct gt_cli_client *client, const char *name,
                      enum gt_cli_node_op op, struct gt_err *err)
 {
-    char *esc = gt_cli_url_escape(name);
-    char *path = gt_xasprintf(NODES_PATH "/%s", esc);
-    free(esc);
-    int rc = 0;
-    for (int attempt = 0; attempt <= MAX_CONFLICT_RETRIES; attempt++) {
-        json_t *node = NULL;
-        rc = gt_cli_client_request(client, "GET", path, NULL, &node, err);
-        if (rc) {
-            break;
-        }
-        json_object_del(json_object_get(node, "status"), "allocated");
-        bool changed = gt_cli_node_mark(node, op);
-        if (changed) {
-            rc = gt_cli_client_request(client, "PUT", path, node, NULL, err);
-        }
-        json_decref(node);
-        if (rc == GT_ECONFLICT) {
-            memset(err, 0, sizeof(*err));
-            continue;
-        }
-        if (rc == 0) {
-            fprintf(ctx->out, "node/%s %s%s\n", name, changed ? "" : "already ", op_done[op]);
-        }
-        break;
+    bool changed = false;
+    int rc = gt_cli_node_update(client, name, mark_edit, &op, &changed, err);
+    if (rc == 0) {
+        fprintf(ctx->out, "node/%s %s%s\n", name, changed ? "" : "already ", op_done[op]);
     }
-    free(path);
     return rc;
 }
 

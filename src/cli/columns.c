@@ -35,12 +35,14 @@ struct row {
 #define TASK(r) ((const struct gt_api_task *)(r)->o)
 #define NOTEBOOK(r) ((const struct gt_api_notebook *)(r)->o)
 
-/* A column shows cell(row); for an age column, the age of the timestamp
+/* A column shows cell(row); for a text column, the scalar at the dotted
+ * path text of the object; for an age column, the age of the timestamp
  * age_of(row) returns; for a department's amount column, the amount of
  * resource in the map at map_path. */
 struct column {
     const char *header;
     char *(*cell)(const struct row *r);
+    const char *text;
     const char *(*age_of)(const struct row *r);
     const char *map_path;
     const char *resource;
@@ -514,32 +516,71 @@ static const struct column notebook_cols[] = {
 
 /* ---- image builds ---- */
 
-static char *build_phase(const struct row *r)
-{
-    return text_at(r->json, "status.phase");
-}
-
-static char *build_image(const struct row *r)
-{
-    return text_at(r->json, "status.image");
-}
-
-static char *build_reason(const struct row *r)
-{
-    return text_at(r->json, "status.reason");
-}
-
-static char *build_digest(const struct row *r)
-{
-    return text_at(r->json, "status.digest");
-}
-
 static const struct column imagebuild_cols[] = {
     {.header = "NAME", .cell = name_cell},
-    {.header = "PHASE", .cell = build_phase},
-    {.header = "IMAGE", .cell = build_image},
-    {.header = "REASON", .cell = build_reason},
-    {.header = "DIGEST", .cell = build_digest, .wide_only = true},
+    {.header = "PHASE", .text = "status.phase"},
+    {.header = "IMAGE", .text = "status.image"},
+    {.header = "REASON", .text = "status.reason"},
+    {.header = "DIGEST", .text = "status.digest", .wide_only = true},
+    {.header = "AGE", .age_of = created_at},
+};
+
+/* ---- models and their versions ---- */
+
+static int by_string(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static const struct column model_cols[] = {
+    {.header = "NAME", .cell = name_cell},
+    {.header = "FRAMEWORK", .text = "spec.framework"},
+    {.header = "DESCRIPTION", .text = "spec.description"},
+    {.header = "AGE", .age_of = created_at},
+};
+
+/* "k=v,k2=v2" of a map of scalars in key order (labels, metrics), or NULL
+ * when it is empty. */
+static char *map_text(const json_t *m)
+{
+    size_t n = json_object_size(m);
+    if (!n) {
+        return NULL;
+    }
+    const char **keys = gt_xcalloc(n, sizeof(*keys));
+    size_t i = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)m, k, v)
+    {
+        keys[i++] = k;
+    }
+    qsort(keys, n, sizeof(*keys), by_string);
+    struct gt_buf b;
+    gt_buf_init(&b);
+    for (i = 0; i < n; i++) {
+        char *t = gt_cli_scalar_text(json_object_get(m, keys[i]));
+        gt_buf_printf(&b, "%s%s=%s", i ? "," : "", keys[i], t ? t : "");
+        free(t);
+    }
+    free(keys);
+    return gt_buf_take(&b);
+}
+
+static char *mv_metrics(const struct row *r)
+{
+    return map_text(gt_json_path(r->json, "spec.metrics"));
+}
+
+static const struct column modelversion_cols[] = {
+    {.header = "NAME", .cell = name_cell},
+    {.header = "MODEL", .text = "spec.model"},
+    {.header = "VERSION", .text = "status.version"},
+    {.header = "STAGE", .text = "spec.stage"},
+    {.header = "PHASE", .text = "status.phase"},
+    {.header = "METRICS", .cell = mv_metrics},
+    {.header = "DIGEST", .text = "status.digest", .wide_only = true},
+    {.header = "PATH", .text = "status.path", .wide_only = true},
     {.header = "AGE", .age_of = created_at},
 };
 
@@ -557,40 +598,16 @@ static const struct {
     [GT_KIND_NOTEBOOK] = {notebook_cols, GT_ARRAY_LEN(notebook_cols)},
     [GT_KIND_VOLUME] = {volume_cols, GT_ARRAY_LEN(volume_cols)},
     [GT_KIND_IMAGEBUILD] = {imagebuild_cols, GT_ARRAY_LEN(imagebuild_cols)},
+    [GT_KIND_MODEL] = {model_cols, GT_ARRAY_LEN(model_cols)},
+    [GT_KIND_MODELVERSION] = {modelversion_cols, GT_ARRAY_LEN(modelversion_cols)},
 };
 
 static const struct column project_col = {.header = "PROJECT", .cell = project_cell};
 
 /* --show-labels: "k=v,k2=v2" in key order, as kubectl prints them. */
-static int by_string(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 static char *labels_cell(const struct row *r)
 {
-    const json_t *labels = gt_json_path(r->json, "metadata.labels");
-    size_t n = json_object_size(labels);
-    if (!n) {
-        return NULL;
-    }
-    const char **keys = gt_xcalloc(n, sizeof(*keys));
-    size_t i = 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)labels, k, v)
-    {
-        keys[i++] = k;
-    }
-    qsort(keys, n, sizeof(*keys), by_string);
-    struct gt_buf b;
-    gt_buf_init(&b);
-    for (i = 0; i < n; i++) {
-        const char *val = json_string_value(json_object_get(labels, keys[i]));
-        gt_buf_printf(&b, "%s%s=%s", i ? "," : "", keys[i], val ? val : "");
-    }
-    free(keys);
-    return gt_buf_take(&b);
+    return map_text(gt_json_path(r->json, "metadata.labels"));
 }
 
 static const struct column labels_col = {.header = "LABELS", .cell = labels_cell};
@@ -646,6 +663,8 @@ void gt_cli_columns_add(struct gt_cli_table *t, const struct gt_kind_info *k,
             cells[i] = gt_xstrdup(gt_cli_format_age(cols[i]->age_of(&r), now_ms, age, sizeof(age)));
         } else if (cols[i]->map_path) {
             cells[i] = dept_amount(&r, cols[i]->map_path, cols[i]->resource);
+        } else if (cols[i]->text) {
+            cells[i] = text_at(r.json, cols[i]->text);
         } else {
             cells[i] = cols[i]->cell(&r);
         }

@@ -152,6 +152,24 @@ static const struct gt_cli_command commands[] = {
         .run = gt_cli_cmd_volume,
     },
     {
+        .name = "model",
+        .usage = "model register NAME (--from-job JOB --path PATH [--task TASK] | --file "
+                 "HOSTPATH) [--metric K=V]... [--format sklearn|pytorch] [-p PROJECT] | model "
+                 "stage NAME VERSION STAGE",
+        .summary = "Register a model version (copied into the model store) or set its stage",
+        .options = "  -p, --project NAME  project (default: the config file's \"project\")\n"
+                   "      --from-job JOB  register the artifact a Succeeded job wrote...\n"
+                   "      --path PATH     ...at PATH as its task saw it (on a hostPath volume)\n"
+                   "      --task TASK     the job's task (default: Master/Chief, else the first)\n"
+                   "      --file HOSTPATH register a file or directory beneath a storage root\n"
+                   "      --metric K=V    a metric of the version (repeatable)\n"
+                   "      --format F      sklearn or pytorch (default: the Model's framework; "
+                   "creates a missing Model)\n"
+                   "STAGE: None, Staging, Production (the model's previous one is Archived) or "
+                   "Archived.\n",
+        .run = gt_cli_cmd_model,
+    },
+    {
         .name = "cordon",
         .usage = "cordon NODE",
         .summary = "Mark a node unschedulable: no new tasks are bound to it (admins)",
@@ -171,6 +189,20 @@ static const struct gt_cli_command commands[] = {
                    "(default 120;\n"
                    "                          0: do not wait)\n",
         .run = gt_cli_cmd_node,
+    },
+    {
+        .name = "label",
+        .usage = "label node NODE KEY=VALUE... [KEY-...] [--overwrite]",
+        .summary = "Set or remove labels of a node, which nodeSelector matches (admins)",
+        .options = "      --overwrite   change the value of a label the node has\n",
+        .run = gt_cli_cmd_label,
+    },
+    {
+        .name = "taint",
+        .usage = "taint node NODE KEY[=VALUE]:EFFECT... [KEY[:EFFECT]-...]",
+        .summary = "Add or remove node taints (NoSchedule, PreferNoSchedule, NoExecute) that "
+                   "keep off or evict tasks without a toleration (admins)",
+        .run = gt_cli_cmd_label,
     },
     {
         .name = "top",
@@ -260,7 +292,7 @@ static const char global_help[] =
     "~/.config/gantry/config: JSON {\"server\": URL, \"token\": TOKEN}.\n"
     "`gantry up` writes it, with \"project\": \"default\" for run and logs.\n"
     "Kinds: departments (dept), projects (proj), priorityclasses (pc), nodes (no),\n"
-    "jobs, tasks, events (ev), volumes (vol).\n";
+    "jobs, tasks, events (ev), volumes (vol), models, modelversions (mv).\n";
 
 static const struct gt_cli_command *find_command(const char *name)
 {

@@ -32,7 +32,7 @@ static const struct {
     {"pytorchjobs", GT_KIND_JOB},  {"mpijob", GT_KIND_JOB},       {"mpijobs", GT_KIND_JOB},
     {"xgboostjob", GT_KIND_JOB},   {"xgboostjobs", GT_KIND_JOB},  {"paddlejob", GT_KIND_JOB},
     {"paddlejobs", GT_KIND_JOB},   {"jaxjob", GT_KIND_JOB},       {"jaxjobs", GT_KIND_JOB},
-    {"vol", GT_KIND_VOLUME},
+    {"vol", GT_KIND_VOLUME},       {"mv", GT_KIND_MODELVERSION},
 };
 
 const struct gt_kind_info *gt_cli_kind_lookup(const char *word)

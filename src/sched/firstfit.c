@@ -60,7 +60,7 @@ bool gt_sched_place_firstfit(struct gt_sched_model *m, const struct gt_sched_tas
     }
     for (size_t i = 0; i < m->n_nodes; i++) {
         struct gt_sched_node *node = m->nodes[i];
-        if (!node->ready || node->unschedulable || !gt_sched_node_fits(node, req)) {
+        if (!node->ready || node->unschedulable || !gt_sched_node_takes(node, task->group)) {
             continue;
         }
         int n = pick_gpus(node, req, out->shares);

@@ -175,6 +175,12 @@ struct gt_sched_gpu *gt_sched_node_gpu(const struct gt_sched_node *node, int32_t
     return lo < node->n_gpus && node->gpus[lo].index == index ? &node->gpus[lo] : NULL;
 }
 
+bool gt_sched_node_takes(const struct gt_sched_node *node, const struct gt_sched_group *group)
+{
+    return gt_sched_node_fits(node, &group->req) &&
+           gt_sched_marks_admit(&node->marks, &group->where);
+}
+
 bool gt_sched_node_fits(const struct gt_sched_node *node, const struct gt_sched_task_req *req)
 {
     int64_t cpu, mem;

@@ -21,6 +21,10 @@ int32_t gt_sched_idx_first(const struct gt_sched_buckets *b, size_t k);
 int32_t gt_sched_idx_last(const struct gt_sched_buckets *b, size_t k);
 /* Can node take a task asking cpu/memory? (ignores readiness and GPUs) */
 bool gt_sched_node_fits(const struct gt_sched_node *node, const struct gt_sched_task_req *req);
+/* May a task of group go on node: its cpu and memory fit
+ * (gt_sched_node_fits) and the node's labels and taints admit it
+ * (gt_sched_marks_admit)? */
+bool gt_sched_node_takes(const struct gt_sched_node *node, const struct gt_sched_group *group);
 /* The node's GPU with this index, or NULL. */
 struct gt_sched_gpu *gt_sched_node_gpu(const struct gt_sched_node *node, int32_t index);
 

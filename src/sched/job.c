@@ -79,6 +79,7 @@ static void job_free(struct gt_sched_job *job)
     }
     for (size_t i = 0; i < job->n_groups; i++) {
         free(job->groups[i].name);
+        gt_sched_where_fini(&job->groups[i].where);
     }
     free(job->tasks);
     free(job->groups);
@@ -149,6 +150,7 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
         job->groups[g].name = gt_xstrdup(gs->name);
         job->groups[g].replicas = gs->replicas;
         job->groups[g].req = gs->req;
+        gt_sched_where_init(&job->groups[g].where, gs);
         job->n_groups++;
         job->n_tasks += (size_t)gs->replicas;
         if (job->n_tasks > GT_SCHED_MAX_JOB_TASKS) {

@@ -42,6 +42,7 @@ struct gt_sched_model *gt_sched_model_new(void)
 
 static void node_free(struct gt_sched_node *node)
 {
+    gt_sched_node_marks_fini(&node->marks);
     free(node->group_avail);
     free(node->name);
     free(node->gpus);
@@ -201,6 +202,7 @@ int gt_sched_node_add(struct gt_sched_model *m, const struct gt_sched_node_spec 
     node->memory_bytes_alloc = spec->memory_bytes;
     node->ready = spec->ready;
     node->unschedulable = spec->unschedulable;
+    gt_sched_node_marks_init(&node->marks, spec);
     node->gpus = gpus;
     node->n_gpus = spec->n_gpus;
     node->model = m;
@@ -270,7 +272,8 @@ int gt_sched_node_update(struct gt_sched_model *m, const struct gt_sched_node_sp
     /* verdicts (verdict.c) depend on capacity, not on a heartbeat */
     bool same = spec->n_gpus == node->n_gpus && spec->cpu_milli == node->cpu_milli_alloc &&
                 spec->memory_bytes == node->memory_bytes_alloc && spec->ready == node->ready &&
-                spec->unschedulable == node->unschedulable;
+                spec->unschedulable == node->unschedulable &&
+                gt_sched_node_marks_same(&node->marks, spec);
     for (size_t i = 0; same && i < node->n_gpus; i++) {
         const struct gt_sched_gpu *a = &node->gpus[i], *b = &gpus[i];
         same = a->index == b->index && a->group == b->group && a->numa == b->numa &&
@@ -283,6 +286,10 @@ int gt_sched_node_update(struct gt_sched_model *m, const struct gt_sched_node_sp
     node->memory_bytes_alloc = spec->memory_bytes;
     node->ready = spec->ready;
     node->unschedulable = spec->unschedulable;
+    if (!gt_sched_node_marks_same(&node->marks, spec)) {
+        gt_sched_node_marks_fini(&node->marks);
+        gt_sched_node_marks_init(&node->marks, spec);
+    }
     node_recount(node);
     gt_sched_node_groups_init(node);
     gt_sched_node_reindex(node, false);

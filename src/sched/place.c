@@ -48,9 +48,9 @@ static bool usable(const struct gt_sched_gpu *g, const struct gt_sched_job *job,
            gt_sched_resv_lends(g->reserved_by->resv, job, now_ms);
 }
 
-static bool schedulable(const struct gt_sched_node *node, const struct gt_sched_task_req *req)
+static bool schedulable(const struct gt_sched_node *node, const struct gt_sched_group *group)
 {
-    return node->ready && !node->unschedulable && gt_sched_node_fits(node, req);
+    return node->ready && !node->unschedulable && gt_sched_node_takes(node, group);
 }
 
 /* Pick k whole GPUs of node for job into shares; false if it lacks them. */
@@ -114,7 +114,7 @@ static bool place_reserved(const struct gt_sched_model *m, const struct gt_sched
         }
         for (size_t i = 0; i < rv->n; i++) {
             struct gt_sched_node *node = rv->node[i];
-            if ((i > 0 && node == rv->node[i - 1]) || !schedulable(node, req)) {
+            if ((i > 0 && node == rv->node[i - 1]) || !schedulable(node, task->group)) {
                 continue;
             }
             if (pick_whole(node, job, (size_t)req->gpus, topo, now_ms, out->shares)) {
@@ -211,7 +211,7 @@ static bool place_indexed(struct gt_sched_model *m, const struct gt_sched_task *
          key = gt_sched_idx_first(&m->idx[idx], (size_t)key + 1)) {
         for (struct gt_sched_node *node = m->idx[idx].head[key]; node && seen < FRAG_CANDIDATES;
              node = node->link[idx].next) {
-            if (!gt_sched_node_fits(node, req)) {
+            if (!gt_sched_node_takes(node, task->group)) {
                 continue;
             }
             node_rooms(node, task->job, now_ms, rooms);
@@ -251,7 +251,7 @@ static bool place_cpu(struct gt_sched_model *m, const struct gt_sched_task *task
     double best_d = 0;
     EACH_AVAIL_NODE(b, node)
     {
-        if (!gt_sched_node_fits(node, req)) {
+        if (!gt_sched_node_takes(node, task->group)) {
             continue;
         }
         node_rooms(node, task->job, now_ms, rooms);
@@ -299,7 +299,7 @@ static bool place_share(struct gt_sched_model *m, const struct gt_sched_task *ta
     EACH_AVAIL_NODE(b, node)
     {
         size_t n = node->n_gpus;
-        if (!gt_sched_node_fits(node, req) || n == 0) {
+        if (!gt_sched_node_takes(node, task->group) || n == 0) {
             continue;
         }
         node_rooms(node, task->job, now_ms, rooms);
@@ -377,7 +377,7 @@ static bool fgd_fits(const struct gt_sched_node *node, const struct gt_sched_tas
                      int64_t now_ms, int64_t *score)
 {
     const struct gt_sched_task_req *req = &task->group->req;
-    if (!schedulable(node, req)) {
+    if (!schedulable(node, task->group)) {
         return false;
     }
     int64_t left_milli = 0, max_room = 0;

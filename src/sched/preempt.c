@@ -387,7 +387,7 @@ static bool free_room(struct attempt *a, const struct gt_sched_task *task)
                 window = 0;
                 break;
             }
-            if (!node->task_head ||
+            if (!node->task_head || !gt_sched_marks_admit(&node->marks, &task->group->where) ||
                 !node_victims(a, node, &task->group->req, &cands, &cap, &n, &c)) {
                 continue;
             }

@@ -85,7 +85,40 @@ struct gt_sched_gpu_spec {
     bool healthy;
 };
 
-/* A node as its agent reports it; all pointers borrowed for the call. */
+/* Node taints and task tolerations, with Kubernetes' semantics (core/v1
+ * Taint and Toleration): a task goes only on a node whose NoSchedule and
+ * NoExecute taints it all tolerates; PreferNoSchedule never keeps it off.
+ * GT_SCHED_EFFECT_ANY is only a toleration's (no effect: every effect). */
+enum gt_sched_effect {
+    GT_SCHED_EFFECT_ANY,
+    GT_SCHED_NO_SCHEDULE,
+    GT_SCHED_PREFER_NO_SCHEDULE,
+    GT_SCHED_NO_EXECUTE,
+};
+struct gt_sched_taint {
+    const char *key;
+    const char *value; /* NULL: "" */
+    enum gt_sched_effect effect;
+};
+/* key NULL or "" with exists: every key; exists: any value, else value
+ * must equal the taint's (NULL: ""). */
+struct gt_sched_toleration {
+    const char *key;
+    const char *value;
+    bool exists;
+    enum gt_sched_effect effect;
+};
+
+/* Does one of tols[0..n) tolerate taint? (Kubernetes'
+ * Toleration.ToleratesTaint.) */
+bool gt_sched_tolerates(const struct gt_sched_toleration *tols, size_t n,
+                        const struct gt_sched_taint *taint);
+/* The effect named "NoSchedule", "PreferNoSchedule" or "NoExecute"; NULL or
+ * anything else: GT_SCHED_EFFECT_ANY. */
+enum gt_sched_effect gt_sched_effect_of(const char *name);
+
+/* A node as its agent reports it; all pointers borrowed for the call.
+ * labels: "key=value" strings, as nodeSelector entries match them. */
 struct gt_sched_node_spec {
     const char *name;
     int64_t cpu_milli;    /* allocatable */
@@ -94,6 +127,10 @@ struct gt_sched_node_spec {
     bool unschedulable;   /* cordoned */
     const struct gt_sched_gpu_spec *gpus;
     size_t n_gpus; /* <= GT_SCHED_MAX_NODE_GPUS */
+    const char *const *labels;
+    size_t n_labels;
+    const struct gt_sched_taint *taints;
+    size_t n_taints;
 };
 
 /* Add a node. GT_EEXISTS if its name is taken, GT_EINVAL for a bad spec
@@ -190,10 +227,16 @@ enum gt_sched_topology {
 /* The level's API name ("node", "gpu-group", "numa"; "none"): static. */
 const char *gt_sched_topology_name(enum gt_sched_topology level);
 
+/* node_selector: "key=value" labels a node must all carry (nodeSelector);
+ * tolerations: the taints its tasks tolerate. Copied by gt_sched_job_add. */
 struct gt_sched_group_spec {
     const char *name; /* replica type, e.g. "worker" */
     int32_t replicas; /* >= 1 */
     struct gt_sched_task_req req;
+    const char *const *node_selector;
+    size_t n_node_selector;
+    const struct gt_sched_toleration *tolerations;
+    size_t n_tolerations;
 };
 
 /* A job as it arrives; all pointers borrowed for the call. */

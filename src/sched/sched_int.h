@@ -14,6 +14,7 @@
 
 #include "sched/frag.h"
 #include "sched/map.h"
+#include "sched/match.h"
 #include "sched/sched.h"
 
 /* ---- the model ---- */
@@ -71,7 +72,8 @@ struct gt_sched_node {
     int64_t cpu_milli_alloc, memory_bytes_alloc;
     int64_t cpu_milli_used, memory_bytes_used;
     bool ready, unschedulable;
-    struct gt_sched_gpu *gpus; /* sorted by index */
+    struct gt_sched_node_marks marks; /* labels and taints (match.c) */
+    struct gt_sched_gpu *gpus;        /* sorted by index */
     size_t n_gpus;
     size_t n_gpus_free;              /* healthy and FREE: kept by node_recount */
     struct gt_sched_task *task_head; /* tasks holding resources here */
@@ -150,7 +152,8 @@ struct gt_sched_group {
     char *name;
     int32_t replicas;
     struct gt_sched_task_req req;
-    struct gt_resvec use; /* what one bound task of the group counts against quota */
+    struct gt_resvec use;        /* what one bound task of the group counts against quota */
+    struct gt_sched_where where; /* nodeSelector and tolerations (match.c) */
 };
 
 struct gt_sched_task {

@@ -99,7 +99,7 @@ static bool pick_on(const struct gt_sched_node *node, const struct gt_sched_task
                     enum gt_sched_topology level, int64_t now_ms, struct gt_sched_pick *out)
 {
     const struct gt_sched_task_req *req = &task->group->req;
-    if (!node->ready || node->unschedulable || !gt_sched_node_fits(node, req) ||
+    if (!node->ready || node->unschedulable || !gt_sched_node_takes(node, task->group) ||
         req->gpus > (int64_t)node->n_gpus) {
         return false;
     }

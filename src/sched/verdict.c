@@ -11,6 +11,8 @@
  * min_available tasks):
  *   ExceedsDepartmentLimit  the gang alone is above the department's limit
  *   ExceedsProjectCap       the gang alone is above its project's hard cap
+ *   NoNodeMatches           no schedulable node's labels and taints admit a
+ *                           gang task (its nodeSelector and tolerations)
  *   NoNodeLargeEnough       a gang task asks for more cpu, memory or GPUs
  *                           than the largest schedulable node has
  *   TopologyUnsatisfiable   a required level no domain could ever hold:
@@ -140,8 +142,48 @@ static void over_quota(struct gt_buf *b, const char *code, const char *whose, co
                   gt_sched_res_name(r), need, whose, name, what, have, field, need);
 }
 
-/* Per gang task: larger than any node, or than any domain of a required
- * group/NUMA level. */
+/* NoNodeMatches when no Ready, uncordoned node's labels and taints admit
+ * a task of g (its nodeSelector and tolerations), naming the selector and,
+ * for at most three nodes, why each does not. */
+static bool match_verdict(const struct gt_sched_model *m, const struct gt_sched_group *g,
+                          struct gt_buf *b)
+{
+    size_t n_ready = 0;
+    for (size_t i = 0; i < m->n_nodes; i++) {
+        const struct gt_sched_node *node = m->nodes[i];
+        if (!node->ready || node->unschedulable) {
+            continue;
+        }
+        if (gt_sched_marks_admit(&node->marks, &g->where)) {
+            return false;
+        }
+        n_ready++;
+    }
+    gt_buf_printf(b, "NoNodeMatches: no Ready node takes a %s task (nodeSelector", g->name);
+    for (size_t i = 0; i < g->where.n_selector; i++) {
+        gt_buf_printf(b, " %s", g->where.selector[i]);
+    }
+    gt_buf_printf(b, "%s, %zu toleration%s):", g->where.n_selector ? "" : " none",
+                  g->where.n_tolerations, g->where.n_tolerations == 1 ? "" : "s");
+    size_t shown = 0;
+    for (size_t i = 0; i < m->n_nodes && shown < 3; i++) {
+        const struct gt_sched_node *node = m->nodes[i];
+        if (node->ready && !node->unschedulable) {
+            gt_buf_printf(b, "%s %s: ", shown ? ";" : "", node->name);
+            gt_sched_marks_why(&node->marks, &g->where, b);
+            shown++;
+        }
+    }
+    gt_buf_printf(b,
+                  "%s; label a node (gantry label node NODE KEY=VALUE), remove a taint "
+                  "(gantry taint node NODE KEY-) or change the task's nodeSelector or "
+                  "tolerations",
+                  n_ready > shown ? "; ..." : "");
+    return true;
+}
+
+/* Per gang task: on no node its labels and taints admit, larger than any
+ * node, or than any domain of a required group/NUMA level. */
 static bool task_verdict(const struct gt_sched_model *m, const struct gt_sched_job *job,
                          const struct gang *gang, struct gt_buf *b)
 {
@@ -151,6 +193,9 @@ static bool task_verdict(const struct gt_sched_model *m, const struct gt_sched_j
                                          [GT_RES_GPU] = c->node_gpus * 1000}};
     for (size_t i = 0; i < gang->n_groups; i++) {
         const struct gt_sched_group *g = &job->groups[i];
+        if (match_verdict(m, g, b)) {
+            return true;
+        }
         struct gt_resvec want = g->use;
         if (g->req.gpu_milli > 0) {
             want.v[GT_RES_GPU] = 1000; /* a share needs one GPU */

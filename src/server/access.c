@@ -290,7 +290,9 @@ int gt_server_authorize(const struct gt_server_access *a, const struct gt_server
     case GT_KIND_TASK:
     case GT_KIND_NOTEBOOK:
     case GT_KIND_VOLUME:
-    case GT_KIND_IMAGEBUILD: {
+    case GT_KIND_IMAGEBUILD:
+    case GT_KIND_MODEL:
+    case GT_KIND_MODELVERSION: {
         enum role role = project_role(a, user->name, req->project);
         ok = req->verb == GT_VERB_READ ? role != ROLE_NONE : role >= ROLE_MEMBER;
         break;

@@ -231,6 +231,52 @@ json_t *gt_ctl_take_fresh(struct gt_ctl *c, const char *key, int64_t rev)
     return obj;
 }
 
+/* ---- c->holding and its index by node, c->holding_on ---- */
+
+void gt_ctl_holding_map_free(void *p)
+{
+    struct gt_strmap *m = p;
+    if (m) {
+        gt_strmap_fini(m, NULL);
+        free(m);
+    }
+}
+
+static void holding_add(struct gt_ctl *c, const char *key, const struct gt_cobj *o)
+{
+    gt_strmap_put(&c->holding, key, (void *)o);
+    const char *node = gt_cobj_task(o)->spec.node_name;
+    if (!node) {
+        return;
+    }
+    struct gt_strmap *m = gt_strmap_get(&c->holding_on, node);
+    if (!m) {
+        m = gt_xcalloc(1, sizeof(*m));
+        gt_strmap_init(m);
+        gt_strmap_put(&c->holding_on, node, m);
+    }
+    gt_strmap_put(m, key, (void *)o);
+}
+
+void gt_ctl_holding_del(struct gt_ctl *c, const char *key)
+{
+    const struct gt_cobj *was = gt_strmap_del(&c->holding, key);
+    const char *node = was ? gt_cobj_task(was)->spec.node_name : NULL;
+    struct gt_strmap *m = node ? gt_strmap_get(&c->holding_on, node) : NULL;
+    if (m) {
+        gt_strmap_del(m, key);
+        if (!m->n) {
+            gt_strmap_del(&c->holding_on, node);
+            gt_ctl_holding_map_free(m);
+        }
+    }
+}
+
+const struct gt_strmap *gt_ctl_holding_on(const struct gt_ctl *c, const char *node)
+{
+    return gt_strmap_get(&c->holding_on, node);
+}
+
 void gt_ctl_cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
                       int64_t rev, struct gt_cobj **old)
 {
@@ -246,10 +292,11 @@ void gt_ctl_cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json
     *old = gt_strmap_put(&c->objs[kind], key, o);
     if (kind == GT_KIND_JOB) {
         gt_ctl_note_job(c, key, gt_cobj_job(o));
-    } else if (kind == GT_KIND_TASK && gt_task_holds(gt_cobj_task(o))) {
-        gt_strmap_put(&c->holding, key, o);
     } else if (kind == GT_KIND_TASK) {
-        gt_strmap_del(&c->holding, key);
+        gt_ctl_holding_del(c, key);
+        if (gt_task_holds(gt_cobj_task(o))) {
+            holding_add(c, key, o);
+        }
     }
 }
 

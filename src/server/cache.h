@@ -23,6 +23,15 @@ void gt_ctl_mark_task_job(struct gt_ctl *c, const struct gt_api_task *task);
  * the jobs gt_jobctl_tick visits, current. */
 void gt_ctl_note_job(struct gt_ctl *c, const char *key, const struct gt_api_job *job);
 
+/* c->holding, the tasks holding resources on a node, and its index by
+ * node: the held tasks of node (borrowed: task key -> struct gt_cobj), or
+ * NULL when it holds none. */
+const struct gt_strmap *gt_ctl_holding_on(const struct gt_ctl *c, const char *node);
+/* Drop key (a task's) from c->holding and its index; not there is fine. */
+void gt_ctl_holding_del(struct gt_ctl *c, const char *key);
+/* Free one per-node map of c->holding_on. */
+void gt_ctl_holding_map_free(void *p);
+
 /* Cache one stored object at start-up (before gt_ctl_start). */
 void gt_ctl_load(struct gt_ctl *c, const struct gt_kind_info *kind, const struct gt_store_kv *kv);
 /* The cached object at key (borrowed), or NULL (always for Events, which

@@ -58,6 +58,10 @@ static const struct gt_config_opt opts[] = {
      "NAME=DIR: a storage class for Volumes, their disk images kept in DIR (repeatable; an "
      "absolute path, a storage root the nodes' gantlet --storage-root also names); the first "
      "is the default; none: Volumes are refused"},
+    {"model-store", GT_CONFIG_STR, OFF(model_store), NULL, 0, 0, false,
+     "DIR: the content-addressed model store (ModelVersion artifacts, DIR/sha256/<hex>/), a "
+     "storage root every node sees (not beneath a --storage-class directory, where hostPath "
+     "volumes are refused); none: ModelVersions are refused"},
     {"image", GT_CONFIG_LIST, OFF(images), NULL, 0, 0, false,
      "NAME=REF: an image offered to clients by GET clusterinfo (repeatable; REF an OCI image "
      "reference); jobs may still name any image"},
@@ -145,6 +149,10 @@ int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *
             rc = gt_err_set(err, GT_EINVAL, "--storage-root %s: want an absolute path",
                             cfg->storage_roots.items[i]);
         }
+    }
+    if (rc == 0 && !*help && cfg->model_store && cfg->model_store[0] != '/') {
+        rc =
+            gt_err_set(err, GT_EINVAL, "--model-store %s: want an absolute path", cfg->model_store);
     }
     for (size_t i = 0; rc == 0 && !*help && i < cfg->storage_classes.n; i++) {
         rc = check_storage_class_flag(cfg->storage_classes.items[i], err);

@@ -27,6 +27,7 @@
 #include "server/feeder.h"
 #include "server/jobctl.h"
 #include "server/ledger.h"
+#include "server/modelctl.h"
 #include "server/nbctl.h"
 #include "server/nodes.h"
 #include "server/secrets.h"
@@ -62,7 +63,7 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
             gt_ctl_note_job(c, ev->key, NULL);
             gt_telemetry_job_gone(c->tel, ev->key);
         } else if (k == GT_KIND_TASK) {
-            gt_strmap_del(&c->holding, ev->key);
+            gt_ctl_holding_del(c, ev->key);
         }
     } else {
         /* what this process wrote is not parsed back from the stored text */
@@ -77,8 +78,11 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     gt_feed_change(c, k, ev->key, old ? old->t : NULL, now ? now->t : NULL);
     if (k == GT_KIND_VOLUME) {
         gt_volctl_changed(c, ev->key, old ? old->t : NULL, now ? now->t : NULL);
+    } else if (k == GT_KIND_MODELVERSION) {
+        gt_modelctl_changed(c, ev->key, old ? old->t : NULL, now ? now->t : NULL);
     }
     if (k == GT_KIND_JOB) {
+        gt_modelctl_job_changed(c, ev->key, now ? now->t : NULL);
         /* our own settled status write needs the model's sync only */
         bool settled = gt_strmap_del(&c->settled, ev->key) != NULL && mine;
         gt_strmap_put(settled ? &c->sync_jobs : &c->dirty_jobs, ev->key, MARK);
@@ -228,7 +232,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
  * cluster's storage roots (gantlet checks again on the node, symlinks
  * included); Volumes and the entries naming them: gt_volctl_admit; a
  * Job's create: gt_jobctl_admit; a Job's replace: gt_jobctl_check_update;
- * a Notebook's writes: gt_nbctl_admit. */
+ * a Notebook's writes: gt_nbctl_admit; a ModelVersion's: gt_modelctl_admit. */
 static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool create,
                       const struct gt_server_user *user, struct gt_err *err)
 {
@@ -251,6 +255,9 @@ static int admit_hook(struct gt_ctl *c, const struct gt_api_object *t, bool crea
     }
     if (rc == 0 && t && t->kind == GT_KIND_NOTEBOOK) {
         rc = gt_nbctl_admit(c, (const struct gt_api_notebook *)t, user, err);
+    }
+    if (rc == 0) {
+        rc = gt_modelctl_admit(c, t, create, err);
     }
     return rc;
 }
@@ -300,12 +307,16 @@ static int count_in_project(const char *key, void *val, void *arg)
 /* A Project goes only once it holds nothing but Events (which expire):
  * deleting one with jobs would leave them running in no project, so it is
  * refused, naming what it still holds. Every project-scoped kind counts,
- * whatever its table row. A Volume in use stays: gt_volctl_refuse_delete. */
+ * whatever its table row. A Volume in use stays: gt_volctl_refuse_delete;
+ * a Model with versions: gt_modelctl_refuse_delete. */
 static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const char *project,
                               const char *name, struct gt_err *err)
 {
     if (kind == GT_KIND_VOLUME) {
         return gt_volctl_refuse_delete(c, project, name, err);
+    }
+    if (kind == GT_KIND_MODEL) {
+        return gt_modelctl_refuse_delete(c, project, name, err);
     }
     if (kind != GT_KIND_PROJECT) {
         return 0;
@@ -334,6 +345,21 @@ static int refuse_delete_hook(const struct gt_ctl *c, enum gt_kind kind, const c
     }
     gt_buf_fini(&held);
     return rc;
+}
+
+/* A create's work before its store write: a Volume's disk image, a
+ * ModelVersion's copy into the model store. */
+static int prepare_hook(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
+                        gt_prepared_fn done, void *arg, struct gt_err *err)
+{
+    int rc = gt_volctl_prepare(c, kind, key, obj, done, arg, err);
+    return rc ? rc : gt_modelctl_prepare(c, kind, key, obj, done, arg, err);
+}
+
+static void created_hook(struct gt_ctl *c, enum gt_kind kind, const char *key, int rc)
+{
+    gt_volctl_created(c, kind, key, rc);
+    gt_modelctl_created(c, kind, key, rc);
 }
 
 static bool proxy_hook(struct gt_ctl *c, struct gt_req *r, const char *path)
@@ -373,8 +399,9 @@ static const struct gt_ctl_hooks hooks = {
     .admit = admit_hook,
     .soft_delete = gt_jobctl_soft_delete,
     .refuse_delete = refuse_delete_hook,
-    .prepare = gt_volctl_prepare,
-    .created = gt_volctl_created,
+    .name = gt_modelctl_name,
+    .prepare = prepare_hook,
+    .created = created_hook,
     .render = render_hook,
     .computed_kinds = 1u << GT_KIND_NODE | 1u << GT_KIND_DEPARTMENT | 1u << GT_KIND_VOLUME,
     .metrics = metrics_hook,
@@ -389,6 +416,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
         gt_strmap_init(&c->objs[k]);
     }
     gt_strmap_init(&c->holding);
+    gt_strmap_init(&c->holding_on);
     gt_strmap_init(&c->inflight);
     gt_strmap_init(&c->dirty_jobs);
     gt_strmap_init(&c->dirty_tasks);
@@ -405,6 +433,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     c->model = gt_sched_model_new();
     c->tel = gt_telemetry_new();
     c->nb = gt_nbctl_new(c);
+    c->models = gt_modelctl_new(c, gt_volctl_storage_check);
     gt_sched_decisions_init(&c->dec);
     s->metrics.schedule_seconds.bounds = gt_histogram_wait_bounds;
     s->ctl_hooks = &hooks;
@@ -484,6 +513,7 @@ void gt_ctl_free(struct gt_ctl *c)
         gt_strmap_fini(&c->objs[k], gt_cobj_free);
     }
     gt_strmap_fini(&c->holding, NULL);
+    gt_strmap_fini(&c->holding_on, gt_ctl_holding_map_free);
     gt_strmap_fini(&c->inflight, NULL);
     gt_strmap_fini(&c->dirty_jobs, NULL);
     gt_strmap_fini(&c->dirty_tasks, NULL);
@@ -498,6 +528,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_volctl_fini(c);
     gt_sched_decisions_fini(&c->dec);
     gt_nbctl_free(c->nb);
+    gt_modelctl_free(c->models);
     gt_sched_model_free(c->model);
     gt_telemetry_free(c->tel);
     gt_ledger_free(c->ledger);

@@ -112,6 +112,29 @@ static void sync_pc(struct gt_ctl *c, const struct gt_api_priority_class *pc)
 
 /* ---- nodes ---- */
 
+/* A map of strings (labels, nodeSelector; borrowed, may be NULL) as
+ * "key=value" strings into *out (caller frees each and the array). */
+static size_t label_strings(const json_t *map, char ***out)
+{
+    size_t n = 0;
+    *out = gt_xcalloc(json_object_size(map) + 1, sizeof(**out));
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)map, key, v)
+    {
+        (*out)[n++] = gt_xasprintf("%s=%s", key, json_string_value(v) ? json_string_value(v) : "");
+    }
+    return n;
+}
+
+static void strings_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i]);
+    }
+    free(v);
+}
+
 static void sync_node(struct gt_ctl *c, const struct gt_api_node *node, bool force_not_ready)
 {
     size_t n = node->status.gpus.n;
@@ -129,6 +152,15 @@ static void sync_node(struct gt_ctl *c, const struct gt_api_node *node, bool for
         g[i].healthy = !x->health || !strcmp(x->health, "Healthy");
     }
     const struct gt_resvec *alloc = &node->status.allocatable.v;
+    char **labels;
+    size_t n_labels = label_strings(node->o.meta.labels, &labels);
+    size_t n_taints = node->spec.taints.n;
+    struct gt_sched_taint *taints = gt_xcalloc(n_taints + 1, sizeof(*taints));
+    for (size_t i = 0; i < n_taints; i++) {
+        const struct gt_api_taint *t = &node->spec.taints.v[i];
+        taints[i] = (struct gt_sched_taint){
+            .key = t->key, .value = t->value, .effect = gt_sched_effect_of(t->effect)};
+    }
     struct gt_sched_node_spec spec = {
         .name = node->o.meta.name,
         .cpu_milli = alloc->v[GT_RES_CPU],
@@ -137,6 +169,10 @@ static void sync_node(struct gt_ctl *c, const struct gt_api_node *node, bool for
         .unschedulable = node->spec.unschedulable || gt_node_draining(node),
         .gpus = g,
         .n_gpus = n,
+        .labels = (const char *const *)labels,
+        .n_labels = n_labels,
+        .taints = taints,
+        .n_taints = n_taints,
     };
     struct gt_err err = {0};
     int rc = gt_sched_node_update(c->model, &spec, &err);
@@ -146,6 +182,8 @@ static void sync_node(struct gt_ctl *c, const struct gt_api_node *node, bool for
     if (rc) {
         gt_log_warn("node not scheduled", "node=%s err=\"%s\"", spec.name, err.msg);
     }
+    strings_free(labels, n_labels);
+    free(taints);
     free(g);
 }
 
@@ -282,11 +320,29 @@ static enum gt_sched_topology topology_of(const struct gt_api_topology *t, bool 
     return GT_SCHED_TOPO_NONE;
 }
 
+/* A template's tolerations as the model's (strings borrowed from tmpl);
+ * *n their count. Caller frees the array. */
+static struct gt_sched_toleration *tolerations_of(const struct gt_api_template *tmpl, size_t *n)
+{
+    *n = tmpl->tolerations.n;
+    struct gt_sched_toleration *out = gt_xcalloc(*n + 1, sizeof(*out));
+    for (size_t i = 0; i < *n; i++) {
+        const struct gt_api_toleration *t = &tmpl->tolerations.v[i];
+        out[i] = (struct gt_sched_toleration){.key = t->key,
+                                              .value = t->value,
+                                              .exists = t->op && !strcmp(t->op, "Exists"),
+                                              .effect = gt_sched_effect_of(t->effect)};
+    }
+    return out;
+}
+
 static int add_job(struct gt_ctl *c, const char *id, const struct gt_api_job *job)
 {
     size_t ng = job->spec.replica_specs.n;
     struct gt_sched_group_spec *g = gt_xcalloc(ng ? ng : 1, sizeof(*g));
     char(*names)[16] = gt_xcalloc(ng ? ng : 1, sizeof(*names));
+    char ***selectors = gt_xcalloc(ng ? ng : 1, sizeof(*selectors));
+    struct gt_sched_toleration **tols = gt_xcalloc(ng ? ng : 1, sizeof(*tols));
     for (size_t k = 0; k < ng; k++) {
         const struct gt_api_replica_spec *rs = &job->spec.replica_specs.v[k];
         for (size_t i = 0; rs->type[i] && i + 1 < sizeof(names[k]); i++) {
@@ -301,6 +357,10 @@ static int add_job(struct gt_ctl *c, const char *id, const struct gt_api_job *jo
                                                     .memory_bytes = e.request.v[GT_RES_MEMORY],
                                                     .gpus = e.gpu_share ? 0 : gpu / 1000,
                                                     .gpu_milli = e.gpu_share ? gpu : 0}};
+        g[k].n_node_selector = label_strings(rs->template.node_selector, &selectors[k]);
+        g[k].node_selector = (const char *const *)selectors[k];
+        tols[k] = tolerations_of(&rs->template, &g[k].n_tolerations);
+        g[k].tolerations = tols[k];
     }
     int64_t arrival = 0;
     const char *ct = job->o.meta.creation_timestamp;
@@ -327,6 +387,12 @@ static int add_job(struct gt_ctl *c, const char *id, const struct gt_api_job *jo
     if (rc && rc != GT_ENOTFOUND) {
         gt_log_warn("job not scheduled", "job=%s err=\"%s\"", id, err.msg);
     }
+    for (size_t k = 0; k < ng; k++) {
+        strings_free(selectors[k], g[k].n_node_selector);
+        free(tols[k]);
+    }
+    free(selectors);
+    free(tols);
     free(names);
     free(g);
     return rc;

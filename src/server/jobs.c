@@ -230,7 +230,8 @@ json_t *gt_task_with_stop(const struct gt_api_task *task, const char *reason,
 /* ---- restart policies ---- */
 
 /* Ends that are not the job's doing: its GPU lost (the agent's GPULost) counts as its node. */
-static const char *const requeue_reasons[] = {"Preempted", "NodeLost", "Drained", "GPULost"};
+static const char *const requeue_reasons[] = {"Preempted", "NodeLost", "Drained", "Evicted",
+                                              "GPULost"};
 
 enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct gt_api_task *task)
 {
@@ -248,6 +249,11 @@ enum gt_restart_verdict gt_job_restart_verdict(const char *policy, const struct 
         if (!strcmp(reason, requeue_reasons[i])) {
             return GT_RESTART_REQUEUE;
         }
+    }
+    if (reason && !strcmp(reason, "ImagePullFailed")) {
+        /* as kubelet pulls again whatever the restartPolicy: backed off
+         * (ImagePullBackOff), never toward backoffLimit */
+        return GT_RESTART_REQUEUE;
     }
     if (!policy || !strcmp(policy, "Never")) {
         return GT_RESTART_PERMANENT;
@@ -319,8 +325,10 @@ static int64_t restart_at(const struct gt_api_job *job, int64_t base_ms)
         return 0;
     }
     int64_t at = time_ms(c->last_transition_time) + 1000;
-    if (c->reason && (!strcmp(c->reason, "TaskFailed") || !strcmp(c->reason, "ImagePullBackOff"))) {
+    if (c->reason && !strcmp(c->reason, "TaskFailed")) {
         at += gt_job_backoff_ms(count_of(job->status.restart_count), base_ms);
+    } else if (c->reason && !strcmp(c->reason, "ImagePullBackOff")) {
+        at += gt_job_backoff_ms(count_of(job->status.image_pull_backoffs), base_ms);
     }
     return at;
 }
@@ -347,22 +355,15 @@ static const struct gt_api_replica_spec *replica_spec(const struct gt_api_job *j
     return NULL;
 }
 
-/* The job condition's reason for task t's failure: what it says when the
- * image could not be pulled (ImagePullFailed, and ImagePullBackOff for the
- * counted restart that waits its back-off before pulling again), else
- * TaskFailed. */
-static const char *failure_reason(const struct gt_api_task *t, bool restart)
+/* Did task t fail because its image could not be pulled? */
+static bool pull_failed(const struct gt_api_task *t)
 {
-    const char *r = t->status.reason;
-    if (r && !strcmp(r, "ImagePullFailed")) {
-        return restart ? "ImagePullBackOff" : "ImagePullFailed";
-    }
-    return "TaskFailed";
+    return t->status.reason && !strcmp(t->status.reason, "ImagePullFailed");
 }
 
 /* Judge the current generation's tasks by their restart policies. */
 static void judge_tasks(const struct gt_api_job *job, const struct gt_api_task *const *tasks,
-                        size_t n, struct gt_job_decision *d)
+                        size_t n, int64_t backoff_base_ms, struct gt_job_decision *d)
 {
     const struct gt_api_task *worst[GT_RESTART_REQUEUE + 1] = {0};
     for (size_t i = 0; i < n; i++) {
@@ -380,8 +381,7 @@ static void judge_tasks(const struct gt_api_job *job, const struct gt_api_task *
     if (worst[GT_RESTART_PERMANENT]) {
         describe_failure(worst[GT_RESTART_PERMANENT], what, sizeof(what));
         d->action = GT_JOB_FAIL;
-        snprintf(d->reason, sizeof(d->reason), "%s",
-                 failure_reason(worst[GT_RESTART_PERMANENT], false));
+        snprintf(d->reason, sizeof(d->reason), "TaskFailed");
         snprintf(d->message, sizeof(d->message), "%s", what);
     } else if (worst[GT_RESTART_RETRY] && restarts >= limit) {
         describe_failure(worst[GT_RESTART_RETRY], what, sizeof(what));
@@ -396,11 +396,20 @@ static void judge_tasks(const struct gt_api_job *job, const struct gt_api_task *
         d->action = GT_JOB_RESTART;
         d->begins = true;
         d->counted = worst[GT_RESTART_RETRY] != NULL;
+        d->pull_backoff = !d->counted && pull_failed(t);
         d->generation++;
         const char *r = t->status.reason;
         snprintf(d->reason, sizeof(d->reason), "%s",
-                 d->counted || !r ? failure_reason(t, true) : r);
-        if (d->counted && limit == GT_API_BACKOFF_UNLIMITED) {
+                 d->pull_backoff    ? "ImagePullBackOff"
+                 : d->counted || !r ? "TaskFailed"
+                                    : r);
+        if (d->pull_backoff) {
+            int64_t tries = count_of(job->status.image_pull_backoffs) + 1;
+            snprintf(d->message, sizeof(d->message),
+                     "task %s: %.200s; its GPUs are released, pulling again in %llds",
+                     t->o.meta.name, t->status.message ? t->status.message : "image pull failed",
+                     (long long)(gt_job_backoff_ms(tries, backoff_base_ms) / 1000));
+        } else if (d->counted && limit == GT_API_BACKOFF_UNLIMITED) {
             snprintf(d->message, sizeof(d->message), "%s; restart %lld (no backoffLimit)", what,
                      (long long)restarts + 1);
         } else if (d->counted) {
@@ -469,7 +478,7 @@ void gt_job_decide(const struct gt_api_job *job, const struct gt_api_task *const
             d->action = GT_JOB_RECREATE;
         }
     } else {
-        judge_tasks(job, cur, n_cur, d);
+        judge_tasks(job, cur, n_cur, backoff_base_ms, d);
     }
     free(cur);
 }
@@ -745,11 +754,15 @@ json_t *gt_job_derive_status(const struct gt_api_job *job, const struct gt_api_t
     }
     int64_t restarts = count_of(job->status.restart_count) + (d->begins && d->counted);
     int64_t requeues = count_of(job->status.requeue_count) + (d->begins && !d->counted);
+    int64_t pulls = count_of(job->status.image_pull_backoffs) + (d->begins && d->pull_backoff);
     if (restarts || job->status.restart_count != GT_API_UNSET) {
         json_object_set_new(st, "restartCount", json_integer(restarts));
     }
     if (requeues) {
         json_object_set_new(st, "requeueCount", json_integer(requeues));
+    }
+    if (pulls) {
+        json_object_set_new(st, "imagePullBackOffs", json_integer(pulls));
     }
     return st;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/sched.h"
 #include "server/server.h"
 
 static const struct gt_api_condition *ready_cond(const struct gt_api_node *node)
@@ -86,10 +87,52 @@ json_t *gt_resources_json(int64_t cpu_milli, int64_t memory_bytes, int64_t gpu_m
 bool gt_node_draining(const struct gt_api_node *node)
 {
     for (size_t i = 0; i < node->spec.taints.n; i++) {
-        const char *effect = node->spec.taints.v[i].effect;
-        if (effect && !strcmp(effect, "NoExecute")) {
+        const struct gt_api_taint *t = &node->spec.taints.v[i];
+        if (t->effect && !strcmp(t->effect, "NoExecute") && t->key &&
+            !strcmp(t->key, GT_API_DRAIN_TAINT)) {
             return true;
         }
     }
     return false;
+}
+
+const struct gt_api_taint *gt_node_evicting_taint(const struct gt_api_node *node,
+                                                  const struct gt_api_task *task, int64_t now_ms)
+{
+    const struct gt_api_template *tmpl = &task->spec.template;
+    for (size_t i = 0; i < node->spec.taints.n; i++) {
+        const struct gt_api_taint *t = &node->spec.taints.v[i];
+        if (!t->effect || strcmp(t->effect, "NoExecute")) {
+            continue;
+        }
+        struct gt_sched_taint st = {
+            .key = t->key, .value = t->value, .effect = GT_SCHED_NO_EXECUTE};
+        /* the tolerations that tolerate it, the longest tolerationSeconds
+         * of them winning (none: for ever), as Kubernetes takes the least
+         * restrictive */
+        bool tolerated = false;
+        int64_t seconds = -1;
+        for (size_t k = 0; k < tmpl->tolerations.n; k++) {
+            const struct gt_api_toleration *a = &tmpl->tolerations.v[k];
+            struct gt_sched_toleration one = {.key = a->key,
+                                              .value = a->value,
+                                              .exists = a->op && !strcmp(a->op, "Exists"),
+                                              .effect = gt_sched_effect_of(a->effect)};
+            if (!gt_sched_tolerates(&one, 1, &st)) {
+                continue;
+            }
+            if (!tolerated ||
+                (seconds >= 0 && (a->seconds == GT_API_UNSET || a->seconds > seconds))) {
+                seconds = a->seconds == GT_API_UNSET ? -1 : a->seconds;
+            }
+            tolerated = true;
+        }
+        int64_t since = 0;
+        const char *from = t->time_added ? t->time_added : task->status.bound_time;
+        if (!tolerated || (seconds >= 0 && from && gt_time_parse(from, &since) == 0 &&
+                           now_ms >= since + seconds * 1000)) {
+            return t;
+        }
+    }
+    return NULL;
 }

@@ -10,14 +10,21 @@
  * every tick until the write lands. A returning agent kills those tasks
  * and reports Ready itself (docs/agent.md).
  *
- * A node with a NoExecute taint (`gantry drain` sets gantry.dev/drain) is
- * drained: on every tick each task holding resources on it is stopped with
- * reason Drained, and goes back to the queue once its exit is recorded
- * (the job controller requeues its job); `gantry drain` also cordons it (spec.unschedulable), so
- * the scheduler binds nothing more there.
+ * A node with the NoExecute taint gantry.dev/drain (`gantry drain` sets
+ * it) is drained: on every tick each task holding resources on it is
+ * stopped with reason Drained, and goes back to the queue once its exit is
+ * recorded (the job controller requeues its job); `gantry drain` also
+ * cordons it (spec.unschedulable), so the scheduler binds nothing more
+ * there. Any other NoExecute taint evicts, on every tick, the tasks that do
+ * not tolerate it or whose tolerationSeconds have passed (reason Evicted,
+ * requeued the same way), as Kubernetes' taint manager does; the
+ * scheduler keeps every task off a NoSchedule or NoExecute taint it does
+ * not tolerate (src/sched/match.c).
  *
  * status.allocated is never stored: Node reads compute it from the cached
- * tasks holding resources on the node (gt_node_allocated).
+ * tasks holding resources on the node (gt_node_allocated), found through
+ * the cache's index of them by node (gt_ctl_holding_on), so a read costs
+ * what the node holds, not what the cluster has ever run.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +34,7 @@
 #include "server/nodes.h"
 #include "server/server_int.h"
 
-/* The cached tasks on a node: each entry and its typed task. */
+/* The cached tasks holding resources on a node: each entry and its typed task. */
 struct collect {
     const char *node;
     struct GT_VEC(const struct gt_cobj *) o;
@@ -51,7 +58,10 @@ static int collect_cb(const char *key, void *val, void *arg)
 static void collect(const struct gt_ctl *c, const char *node, struct collect *col)
 {
     *col = (struct collect){.node = node};
-    gt_strmap_each(&c->objs[GT_KIND_TASK], collect_cb, col);
+    const struct gt_strmap *held = gt_ctl_holding_on(c, node);
+    if (held) {
+        gt_strmap_each(held, collect_cb, col);
+    }
 }
 
 static void collect_fini(struct collect *col)
@@ -101,17 +111,29 @@ static void fail_lost_tasks(struct gt_ctl *c, const char *node)
     collect_fini(&col);
 }
 
-/* Stop every task holding resources on a draining node (reason Drained;
- * the job controller puts each back in the queue once its exit is
- * recorded). */
-static void drain_tasks(struct gt_ctl *c, const char *node)
+/* Stop every task holding resources on a draining node (reason Drained),
+ * and each one a NoExecute taint evicts (reason Evicted); the job
+ * controller puts each back in the queue once its exit is recorded. */
+static void evict_tasks(struct gt_ctl *c, const struct gt_api_node *node)
 {
+    const char *name = node->o.meta.name;
+    bool draining = gt_node_draining(node);
     struct collect col;
-    collect(c, node, &col);
+    collect(c, name, &col);
     for (size_t i = 0; i < col.o.n; i++) {
-        if (gt_task_holds(col.t.v[i])) {
-            char *why = gt_xasprintf("node %s is being drained", node);
-            gt_feed_stop_task(c, col.o.v[i], "Drained", why);
+        const struct gt_api_task *t = col.t.v[i];
+        const struct gt_api_taint *taint =
+            draining || !gt_task_holds(t) ? NULL : gt_node_evicting_taint(node, t, gt_now_ms());
+        if (gt_task_holds(t) && (draining || taint)) {
+            char *why = draining ? gt_xasprintf("node %s is being drained", name)
+                                 : gt_xasprintf("node %s has the taint %s%s%s:NoExecute, which "
+                                                "the task does not tolerate%s",
+                                                name, taint->key, taint->value ? "=" : "",
+                                                taint->value ? taint->value : "",
+                                                t->spec.template.tolerations.n
+                                                    ? " (or no longer: tolerationSeconds)"
+                                                    : "");
+            gt_feed_stop_task(c, col.o.v[i], draining ? "Drained" : "Evicted", why);
             free(why);
         }
     }
@@ -155,8 +177,8 @@ static int tick_cb(const char *key, void *val, void *arg)
         fail_lost_tasks(c, node->o.meta.name);
     } else if (node_lost_marked(node)) {
         fail_lost_tasks(c, node->o.meta.name);
-    } else if (gt_node_draining(node)) {
-        drain_tasks(c, node->o.meta.name);
+    } else if (node->spec.taints.n) {
+        evict_tasks(c, node);
     }
     return 0;
 }

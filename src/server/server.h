@@ -48,6 +48,8 @@ struct gt_server_config {
     char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
     char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
     char *secret_key;     /* --secret-key FILE: keys derived secrets; NULL: DATA_DIR/secret.key */
+
+    char *model_store; /* --model-store DIR: the ModelVersions' store; NULL: none */
 };
 
 /* Fill cfg from defaults, then envp ("NAME=value" strings, NULL-terminated,
@@ -363,6 +365,7 @@ struct gt_job_decision {
     enum gt_job_action action;
     bool begins;        /* RESTART: this reconcile starts the restart */
     bool counted;       /* begins: the restart counts toward backoffLimit */
+    bool pull_backoff;  /* begins: an image pull failed; the restart waits its back-off */
     int64_t generation; /* the job's generation (restarts so far) after this decision */
     char reason[64];    /* FAIL / RESTART: condition reason (FAIL: also the stop reason) */
     char message[320];  /* FAIL / RESTART: condition message */
@@ -467,9 +470,15 @@ json_t *gt_node_allocated(const char *node, const struct gt_api_task *const *tas
  * before since_ms, when gantryd started watching) is more than grace_ms old? */
 bool gt_node_lost(const struct gt_api_node *node, int64_t now_ms, int64_t grace_ms,
                   int64_t since_ms);
-/* Is the node draining: has it a NoExecute taint (`gantry drain` sets
- * gantry.dev/drain)? Its tasks are stopped with reason Drained. */
+/* Is the node draining: has it the NoExecute taint gantry.dev/drain
+ * (`gantry drain` sets it)? Its tasks are stopped with reason Drained. */
 bool gt_node_draining(const struct gt_api_node *node);
+/* The node's NoExecute taint (borrowed) that evicts task at now_ms: one
+ * its tolerations do not tolerate, or tolerate for tolerationSeconds that
+ * have passed since the taint's timeAdded (else since the task was
+ * bound); NULL when none does (Kubernetes' taint-based eviction). */
+const struct gt_api_taint *gt_node_evicting_taint(const struct gt_api_node *node,
+                                                  const struct gt_api_task *task, int64_t now_ms);
 /* {"cpu": "<milli>m", "memory": "<bytes>", "nvidia.com/gpu": "<n>" or
  * "<milli>m"} (new reference): resource amounts as status fields show them. */
 json_t *gt_resources_json(int64_t cpu_milli, int64_t memory_bytes, int64_t gpu_milli);
@@ -503,6 +512,7 @@ struct gt_storage_quota {
     const char *project;
     int64_t project_allocated_bytes;
     int64_t project_hard_bytes;
+    const char *what; /* what asks, named in the message; NULL: "spec.capacity.storage" */
 };
 /* May a Volume of capacity_bytes be made under q? 0, or GT_EFORBIDDEN
  * with err naming spec.capacity.storage and the quota it would exceed

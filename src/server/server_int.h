@@ -52,6 +52,12 @@ struct gt_ctl_hooks {
      * objects, a Volume in use). */
     int (*refuse_delete)(const struct gt_ctl *c, enum gt_kind kind, const char *project,
                          const char *name, struct gt_err *err);
+    /* A create of obj (kind, in project: borrowed; NULL project for a
+     * cluster-scoped kind) before its validation: a kind whose names the
+     * server gives (a ModelVersion's <model>-v<N>) gets metadata.name set
+     * here. 0, or the error with err. */
+    int (*name)(struct gt_ctl *c, enum gt_kind kind, const char *project, json_t *obj,
+                struct gt_err *err);
     /* A create of obj (admitted, borrowed until done) at key that needs
      * work before its store write: 1 and done(arg, ...) runs later on the
      * loop; 0: none needed; else the error with err (done not called). */
@@ -167,6 +173,7 @@ struct gt_ctl {
     struct gt_ledger *ledger;             /* GPU-seconds per task run (ledger.c) */
     struct gt_strmap objs[GT_KIND_COUNT]; /* key -> struct gt_cobj (no Events) */
     struct gt_strmap holding;      /* task key -> its cobj (borrowed): tasks holding a node */
+    struct gt_strmap holding_on;   /* node name -> struct gt_strmap * of its part of holding */
     struct gt_strmap inflight;     /* key -> count of controller writes in flight */
     struct gt_strmap dirty_jobs;   /* job keys to reconcile this turn */
     struct gt_strmap dirty_tasks;  /* task keys to reconcile this turn */
@@ -196,7 +203,8 @@ struct gt_ctl {
     int64_t last_cycle_cost_ns; /* how long it took */
     int64_t start_ms;
     struct gt_sched_model *model;
-    struct gt_nbctl *nb; /* the notebook controller (nbctl.c) */
+    struct gt_nbctl *nb;        /* the notebook controller (nbctl.c) */
+    struct gt_modelctl *models; /* the model registry (modelctl.c) */
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions dec;
 };

@@ -43,6 +43,7 @@
 
 #include "common/quantity.h"
 #include "server/cache.h"
+#include "server/modelctl.h"
 #include "server/volctl.h"
 
 extern char **environ;
@@ -147,38 +148,46 @@ static int tally_held_cb(const char *key, void *val, void *arg)
 }
 
 /* Capacity allocated to the Volumes of department and of project (either
- * may be NULL), held creates included. */
+ * may be NULL), held creates included, and the model store's bytes of
+ * their ModelVersions. */
 static void tally(const struct gt_ctl *c, const char *department, const char *project,
                   struct tally *t)
 {
     *t = (struct tally){.c = c, .department = department, .project = project};
     gt_strmap_each(&c->objs[GT_KIND_VOLUME], tally_cached_cb, t);
     gt_strmap_each(&c->vol_held, tally_held_cb, t);
+    /* the model store's blobs count against the same quota */
+    int64_t dept_models = 0, project_models = 0;
+    gt_modelctl_storage(c, department, project, &dept_models, &project_models);
+    t->dept_bytes += dept_models;
+    t->project_bytes += project_models;
 }
 
-static int quota_check(struct gt_ctl *c, const struct gt_api_volume_obj *v, const char *dept,
-                       struct gt_err *err)
+int gt_volctl_storage_check(const struct gt_ctl *c, const char *project, const char *what,
+                            int64_t bytes, struct gt_err *err)
 {
+    const char *dept = gt_ctl_project_department(c, project);
     char key[96];
-    snprintf(key, sizeof(key), "/departments/%s", dept);
+    snprintf(key, sizeof(key), "/departments/%s", dept ? dept : "");
     const struct gt_cobj *d = gt_ctl_get(c, GT_KIND_DEPARTMENT, key);
-    snprintf(key, sizeof(key), "/projects/%s", v->o.meta.project);
+    snprintf(key, sizeof(key), "/projects/%s", project);
     const struct gt_cobj *p = gt_ctl_get(c, GT_KIND_PROJECT, key);
     const struct gt_api_department *dt = d ? (const struct gt_api_department *)d->t : NULL;
     const struct gt_api_project *pt = p ? (const struct gt_api_project *)p->t : NULL;
     struct tally t;
-    tally(c, dept, v->o.meta.project, &t);
-    struct gt_storage_quota q = {.department = dept,
+    tally(c, dept ? dept : "", project, &t);
+    struct gt_storage_quota q = {.department = dept ? dept : "",
                                  .dept_allocated_bytes = t.dept_bytes,
-                                 .project = v->o.meta.project,
+                                 .project = project,
                                  .project_allocated_bytes = t.project_bytes,
-                                 .project_hard_bytes = -1};
+                                 .project_hard_bytes = -1,
+                                 .what = what};
     gt_storage_limits(dt ? &dt->spec.quota : NULL, dt ? &dt->spec.limit : NULL, &q.dept_quota_bytes,
                       &q.dept_limit_bytes);
     if (pt && pt->spec.has_hard && (pt->spec.hard.set & GT_RESF_STORAGE)) {
         q.project_hard_bytes = pt->spec.hard.v.v[GT_RES_STORAGE];
     }
-    return gt_storage_quota_check(&q, capacity_of(v), err);
+    return gt_storage_quota_check(&q, bytes, err);
 }
 
 /* ---- users ---- */
@@ -574,11 +583,10 @@ int gt_volctl_prepare(struct gt_ctl *c, enum gt_kind kind, const char *key, json
     }
     struct gt_api_volume_obj *v = gt_api_volume_obj_new(obj);
     const char *project = v->o.meta.project;
-    const char *dept = gt_ctl_project_department(c, project);
     char class_name[64];
     const char *dir = class_dir(c, v->spec.storage_class, class_name, sizeof(class_name));
     int rc = dir ? 0 : gt_err_set(err, GT_EINVAL, "spec.storageClass: unknown");
-    rc = rc ? rc : quota_check(c, v, dept ? dept : "", err);
+    rc = rc ? rc : gt_volctl_storage_check(c, project, NULL, capacity_of(v), err);
     rc = rc ? rc : make_parent(dir, project, err);
     struct prov *p = NULL;
     if (rc == 0) {

@@ -24,6 +24,12 @@ int gt_volctl_admit(struct gt_ctl *c, const struct gt_api_object *t, bool create
  * (done not called). */
 int gt_volctl_prepare(struct gt_ctl *c, enum gt_kind kind, const char *key, json_t *obj,
                       gt_prepared_fn done, void *arg, struct gt_err *err);
+/* May bytes more of storage be allocated in project (borrowed) under
+ * its hard cap and its department's storage limit, counting Volumes and
+ * the model store? what names what asks (NULL: "spec.capacity.storage").
+ * 0, or GT_EFORBIDDEN with err naming the quota. */
+int gt_volctl_storage_check(const struct gt_ctl *c, const char *project, const char *what,
+                            int64_t bytes, struct gt_err *err);
 /* The created hook: the store write of a create prepared above finished
  * (rc); on failure the image is removed and the capacity released. */
 void gt_volctl_created(struct gt_ctl *c, enum gt_kind kind, const char *key, int rc);

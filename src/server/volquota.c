@@ -29,20 +29,22 @@ int gt_storage_quota_check(const struct gt_storage_quota *q, int64_t capacity_by
                            struct gt_err *err)
 {
     char want[32], used[32], cap[32], quota[32];
+    const char *what = q->what ? q->what : "spec.capacity.storage";
     bytes_text(capacity_bytes, want, sizeof(want));
     if (q->project_hard_bytes >= 0 &&
         !fits(q->project_allocated_bytes, capacity_bytes, q->project_hard_bytes)) {
         return gt_err_set(err, GT_EFORBIDDEN,
-                          "spec.capacity.storage: %s exceeds the storage quota of project \"%s\" "
-                          "(spec.hard.storage %s, %s allocated to its volumes)",
-                          want, q->project, bytes_text(q->project_hard_bytes, cap, sizeof(cap)),
+                          "%s: %s exceeds the storage quota of project \"%s\" "
+                          "(spec.hard.storage %s, %s allocated to its volumes and models)",
+                          what, want, q->project,
+                          bytes_text(q->project_hard_bytes, cap, sizeof(cap)),
                           bytes_text(q->project_allocated_bytes, used, sizeof(used)));
     }
     if (!fits(q->dept_allocated_bytes, capacity_bytes, q->dept_limit_bytes)) {
         return gt_err_set(err, GT_EFORBIDDEN,
-                          "spec.capacity.storage: %s exceeds the storage quota of department "
-                          "\"%s\" (quota %s, limit %s, %s allocated to its volumes)",
-                          want, q->department ? q->department : "",
+                          "%s: %s exceeds the storage quota of department "
+                          "\"%s\" (quota %s, limit %s, %s allocated to its volumes and models)",
+                          what, want, q->department ? q->department : "",
                           bytes_text(q->dept_quota_bytes, quota, sizeof(quota)),
                           bytes_text(q->dept_limit_bytes, cap, sizeof(cap)),
                           bytes_text(q->dept_allocated_bytes, used, sizeof(used)));

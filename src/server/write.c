@@ -269,6 +269,12 @@ void gt_write_create(struct gt_req *r)
                      rt->project);
         return;
     }
+    struct gt_err err = {0};
+    const struct gt_ctl_hooks *h = r->s->ctl_hooks;
+    if (h && h->name && h->name(r->s->ctl, rt->kind->kind, route_project(rt), obj, &err)) {
+        gt_req_error_err(r, &err);
+        return;
+    }
     json_t *md = json_object_get(obj, "metadata");
     if (json_is_object(md)) {
         json_object_del(md, "resourceVersion");
@@ -276,7 +282,6 @@ void gt_write_create(struct gt_req *r)
         set_server_metadata(r, md);
     }
     json_object_del(obj, "status");
-    struct gt_err err = {0};
     if (admit(r, obj, true, &err)) {
         gt_req_error_err(r, &err);
         return;
@@ -287,7 +292,6 @@ void gt_write_create(struct gt_req *r)
     r->obj = json_incref(obj);
     snprintf(r->route.name, sizeof(r->route.name), "%s", gt_obj_name(obj));
     r->key = gt_route_key(rt->kind, route_project(rt), r->route.name);
-    const struct gt_ctl_hooks *h = r->s->ctl_hooks;
     int rc = h ? h->prepare(r->s->ctl, rt->kind->kind, r->key, r->obj, prepared, r, &err) : 0;
     if (rc < 0) {
         gt_req_error_err(r, &err);

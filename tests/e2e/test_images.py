@@ -15,8 +15,10 @@ image from a busybox-static rootfs with umoci and pushes it with skopeo
   same overlayfs lower directory) and a file one writes is not in the
   other's root;
 - a bad reference, a missing tag and a stopped registry each fail the task
-  with ImagePullFailed and a message naming the cause; no GPU stays
-  allocated;
+  with ImagePullFailed and a message naming the cause; the job backs off
+  (Restarting, reason ImagePullBackOff, the cause in its message, shown by
+  `gantry get jobs`) holding no GPU, pulls again after a delay that doubles,
+  and never fails for it;
 - with --image-gc-threshold 1 (byte) an image stays while a task uses it
   and goes, least recently used first, once unused and another is pulled;
 - an image task survives a SIGKILL of the agent and is re-adopted; deleting
@@ -129,7 +131,8 @@ class Images(AgentTest):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gantry-images-vol-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
-        self.gantryd_args = AgentTest.gantryd_args + ("--storage-root", self.tmp)
+        self.gantryd_args = AgentTest.gantryd_args + ("--storage-root", self.tmp,
+                                                      "--restart-backoff-ms", "1000")
         super().setUp()
         os.chmod(self.tmp, 0o711)
         self.stopped_port = free_port()
@@ -258,16 +261,34 @@ class Images(AgentTest):
                 "Failed"), timeout=20)
             self.assertEqual(ev["type"], "Warning", ev)
 
-            def failed():
+            # the job backs off (ImagePullBackOff, the pull's error in its
+            # message) instead of failing, and pulls again later
+            def backing_off():
                 st, job = self.g.request("GET", self.PROJECT + "/jobs/" + name, token="alice")
                 return [c for c in job["status"]["conditions"]
-                        if c["type"] == "Failed" and c["status"] == "True"]
-            self.assertEqual(wait_for("the job to fail", failed, timeout=20)[0]["reason"],
-                             "ImagePullFailed")
+                        if c["type"] == "Restarting" and c["status"] == "True" and
+                        c.get("reason") == "ImagePullBackOff"]
+            c = wait_for("the job to back off", backing_off, timeout=20)[0]
+            self.assertIn(cause, c["message"], c)
+            self.assertIn("its GPUs are released, pulling again in", c["message"], c)
+            out = self.g.cli("get", "jobs", "-p", "proj-a").stdout
+            self.assertRegex(out, name + r"\s.*ImagePullBackOff")
         self.assertIn("cannot reach registry 127.0.0.1:%d" % self.stopped_port,
                       self.task("noreg-worker-0")["status"]["message"])
-        wait_for("no GPU allocated",
+        wait_for("no GPU allocated while backing off",
                  lambda: self.agent.node()["status"]["allocated"]["gpus"] == [], timeout=20)
+
+        # the delay grows (base 1 s here: 1 s, 2 s, ...) and never reaches
+        # backoffLimit: the job is not Failed
+        def pulls():
+            st, job = self.g.request("GET", self.PROJECT + "/jobs/notag", token="alice")
+            return job["status"].get("imagePullBackOffs", 0) >= 3 and job
+        job = wait_for("three pulls backed off", pulls, timeout=40)
+        self.assertNotIn("restartCount", job["status"])
+        self.assertFalse([c for c in job["status"]["conditions"]
+                          if c["type"] == "Failed" and c["status"] == "True"])
+        c = [c for c in job["status"]["conditions"] if c["type"] == "Restarting"][0]
+        self.assertIn("pulling again in 4s", c["message"], c)
 
     def test_gc_collects_unused_images(self):
         self.agent.kill()

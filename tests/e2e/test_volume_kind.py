@@ -138,7 +138,7 @@ class VolumeKind(AgentTest):
         self.assertEqual((st, body["reason"]), (403, "Forbidden"), body)
         self.assertEqual(body["message"],
                          'spec.capacity.storage: 64Mi exceeds the storage quota of department '
-                         '"dept-a" (quota 150Mi, limit 150Mi, 128Mi allocated to its volumes)')
+                         '"dept-a" (quota 150Mi, limit 150Mi, 128Mi allocated to its volumes and models)')
         self.assertEqual(body["details"]["field"], "spec.capacity.storage")
         # nothing half-made
         self.assertEqual(self.g.request("GET", self.PROJECT + "/volumes/c")[0], 404)
@@ -318,7 +318,8 @@ class VolumeKind(AgentTest):
         st, body = self.g.request("POST", self.PROJECT + "/jobs", obj("Job", "both", "proj-a",
                                                                       spec=spec), token="alice")
         self.assertEqual((st, body["message"]), (422, "spec.volumes[0].volume: exactly one of "
-                                                      "hostPath and volume is required"), body)
+                                                      "hostPath, volume and emptyDir is "
+                                                      "required"), body)
         p = self.g.cli("volume", "create", "y", "-p", "proj-a", token="alice", check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("--size: required", p.stderr)

@@ -99,10 +99,14 @@ def main():
     storage = os.path.join(tmp, "storage")
     os.makedirs(os.path.join(storage, "data"))
     os.chmod(storage, 0o755)
+    model_file = os.path.join(storage, "data", "model.pt")
+    with open(model_file, "wb") as f:
+        f.write(b"a model's bytes\n")
     procs = []
     try:
         g = Gantryd(["--ui-dir", ui_dir, "--storage-root", storage,
                      "--storage-class", "ui=" + os.path.join(storage, "volumes"),
+                     "--model-store", os.path.join(storage, "models"),
                      "--image", "pytorch=" + IMAGE]).start()
         procs.append(g)
         seed(g)
@@ -125,7 +129,7 @@ def main():
                        "tokens": {k: v[0] for k, v in TOKENS.items()},
                        "uids": {k: v[2] for k, v in TOKENS.items()},
                        "repo": make_repo(tmp), "storage": storage, "image": IMAGE, "shots": shots,
-                       "chromium": CHROMIUM,
+                       "chromium": CHROMIUM, "modelFile": model_file,
                        "example": os.path.join(SOURCE, "examples", "pytorch-digits")}, f)
         p = subprocess.run([node, os.path.join(web, "tests", "dashboard.test.mjs"), env_file],
                            cwd=web, timeout=420)

@@ -97,12 +97,26 @@ static const char volume_json[] =
     "\"status\":{\"phase\":\"Available\",\"storageClass\":\"fast\","
     "\"path\":\"/srv/volumes/vision/imagenet.1.img\"}}";
 
+static const char model_json[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Model\","
+    "\"metadata\":{\"name\":\"digits\",\"project\":\"vision\",\"labels\":{\"task\":\"cls\"}},"
+    "\"spec\":{\"framework\":\"pytorch\",\"description\":\"8x8 digits\"}}";
+static const char modelversion_json[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"ModelVersion\","
+    "\"metadata\":{\"name\":\"digits-v1\",\"project\":\"vision\"},"
+    "\"spec\":{\"model\":\"digits\",\"format\":\"pytorch\","
+    "\"source\":{\"job\":\"train\",\"path\":\"out/model.pt\"},"
+    "\"metrics\":{\"accuracy\":0.97,\"epochs\":30},\"stage\":\"Staging\"},"
+    "\"status\":{\"phase\":\"Ready\",\"version\":1,\"digest\":\"sha256:ab\","
+    "\"path\":\"/srv/models/sha256/ab/model.pt\",\"size\":10,\"sourceJob\":\"train\"}}";
+
 static const char *const examples[GT_KIND_COUNT] = {
     [GT_KIND_DEPARTMENT] = dept_json,  [GT_KIND_PROJECT] = project_json,
     [GT_KIND_PRIORITYCLASS] = pc_json, [GT_KIND_NODE] = node_json,
     [GT_KIND_JOB] = job_json,          [GT_KIND_TASK] = task_json,
     [GT_KIND_EVENT] = event_json,      [GT_KIND_NOTEBOOK] = notebook_json,
     [GT_KIND_VOLUME] = volume_json,    [GT_KIND_IMAGEBUILD] = imagebuild_json,
+    [GT_KIND_MODEL] = model_json,      [GT_KIND_MODELVERSION] = modelversion_json,
 };
 
 static json_t *parse(const char *text)
@@ -318,6 +332,16 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
+    {GT_KIND_MODEL, "spec|framework", "\"tensorflow\"", "spec.framework"},
+    {GT_KIND_MODEL, "spec|framework", NULL, "spec.framework: required"},
+    {GT_KIND_MODELVERSION, "spec|model", NULL, "spec.model: required"},
+    {GT_KIND_MODELVERSION, "spec|stage", "\"Live\"", "spec.stage"},
+    {GT_KIND_MODELVERSION, "spec|metrics", "{\"accuracy\":\"high\"}",
+     "spec.metrics: \"accuracy\": must be a number"},
+    {GT_KIND_MODELVERSION, "spec|source|path", NULL, "spec.source.path: required with job"},
+    {GT_KIND_MODELVERSION, "spec|source|path", "\"../x\"", "spec.source.path"},
+    {GT_KIND_MODELVERSION, "spec|source|hostPath", "\"/srv/m\"",
+     "spec.source.job: exactly one of job and hostPath"},
     {GT_KIND_IMAGEBUILD, "spec|image", "\"App:1\"", "spec.image: must be NAME:TAG"},
     {GT_KIND_IMAGEBUILD, "spec|image", "\"app\"", "spec.image: must be NAME:TAG"},
     {GT_KIND_IMAGEBUILD, "spec|image", "\"a//b:1\"", "spec.image: must be NAME:TAG"},

@@ -244,18 +244,21 @@ struct bad_case {
 };
 
 static const struct bad_case bad_cases[] = {
-    {POD, "nodeSelector", "{\"gpu\":\"a100\"}", POD ".nodeSelector: not supported by gantry"},
+    {POD, "nodeSelector", "[\"gpu\"]", POD ".nodeSelector: must be an object"},
     {POD, "affinity", "{}", POD ".affinity: not supported by gantry"},
-    {POD, "tolerations", "[]", POD ".tolerations: not supported by gantry"},
+    {POD, "tolerations", "[{\"key\":\"a\",\"tolerationSecond\":1}]",
+     POD ".tolerations[0].tolerationSecond: unknown field"},
     {POD, "initContainers", "[{\"name\":\"x\"}]", POD ".initContainers: not supported by gantry"},
     {POD, "imagePullSecrets", "[]", POD ".imagePullSecrets: not supported by gantry"},
     {POD, "restartPolicy", "\"Never\"", POD ".restartPolicy: not supported by gantry"},
     {POD ".containers", NULL, "{\"name\":\"istio-proxy\",\"image\":\"istio/proxyv2\"}",
      POD ".containers[1]: sidecar containers are not supported by gantry (only the "
          "\"pytorch\" container runs)"},
-    {POD ".volumes", NULL, "{\"name\":\"scratch\",\"emptyDir\":{}}",
-     POD ".volumes[1].emptyDir: not supported by gantry (only hostPath and "
-         "persistentVolumeClaim volumes are)"},
+    {POD ".volumes", NULL, "{\"name\":\"cfg\",\"configMap\":{\"name\":\"x\"}}",
+     POD ".volumes[1].configMap: not supported by gantry (only hostPath, "
+         "persistentVolumeClaim and emptyDir volumes are)"},
+    {POD ".volumes", NULL, "{\"name\":\"scratch\",\"emptyDir\":{\"medum\":\"Memory\"}}",
+     POD ".volumes[1].emptyDir.medum: unknown field"},
     {POD ".volumes.0.hostPath", "type", "\"DirectoryOrCreate\"",
      POD ".volumes[0].hostPath.type: only \"Directory\" is supported by gantry (the path must "
          "exist)"},
@@ -381,8 +384,9 @@ static void test_claim_volumes(void **state)
     json_object_set_new(json_array_get(vols, 0), "hostPath", json_pack("{s:s}", "path", "/x"));
     gt_err_clear(&err);
     assert_int_equal(gt_api_kubeflow_convert(doc, &job, &err), GT_EINVAL);
-    assert_string_equal(err.msg, "spec.pytorchReplicaSpecs.Master.template.spec.volumes[0]: must "
-                                 "have a name and one of hostPath and persistentVolumeClaim");
+    assert_string_equal(err.msg,
+                        "spec.pytorchReplicaSpecs.Master.template.spec.volumes[0]: must "
+                        "have a name and one of hostPath, persistentVolumeClaim and emptyDir");
     json_decref(doc);
 }
 
@@ -570,9 +574,7 @@ static const struct {
     {"xgboost/xgboost-dist/xgboostjob_v1_iris_predict.yaml", "xgboost",
      "Master=1/Never Worker=2/ExitCode"},
     {"paddlepaddle/simple-cpu.yaml", "paddle", "Worker=2/OnFailure"},
-    {"paddlepaddle/simple-gpu.yaml", NULL,
-     "spec.paddleReplicaSpecs.Worker.template.spec.volumes[0].emptyDir: not supported by gantry "
-     "(only hostPath and persistentVolumeClaim volumes are)"},
+    {"paddlepaddle/simple-gpu.yaml", "paddle", "Worker=2/OnFailure"},
     {"jax/cpu-demo/demo.yaml", "jax", "Worker=2/OnFailure"},
     {"jax/jax-dist-spmd-mnist/jaxjob_dist_spmd_mnist_gloo.yaml", "jax", "Worker=2/OnFailure"},
     {"mpi/tensorflow-mnist.yaml", "mpi", "Launcher=1/Never Worker=2/Never"},

@@ -352,14 +352,14 @@ static void test_apply_converts_kubeflow(void **state)
     f = fake_start(NULL, 0);
     FILE *fp = fopen(path, "w");
     fputs("apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: t, namespace: detection}\n"
-          "spec: {tfReplicaSpecs: {Worker: {template: {spec: {nodeSelector: {},\n"
+          "spec: {tfReplicaSpecs: {Worker: {template: {spec: {affinity: {},\n"
           "  containers: [{name: tensorflow, image: tf}]}}}}}\n",
           fp);
     fclose(fp);
     r = run_cli(f, (const char *[]){"apply", "-f", path, NULL});
     assert_int_equal(r.rc, 1);
     char *want = gt_xasprintf("error: document 1 of 1 in %s: tfjob.kubeflow.org \"t\": "
-                              "spec.tfReplicaSpecs.Worker.template.spec.nodeSelector: not "
+                              "spec.tfReplicaSpecs.Worker.template.spec.affinity: not "
                               "supported by gantry\n",
                               path);
     assert_string_equal(r.err, want);

@@ -217,38 +217,49 @@ static void test_job_finished_not_failed(void **state)
     json_decref(job);
 }
 
-/* A failed pull says so in the job's reason: ImagePullFailed when it ends
- * the job, ImagePullBackOff for the counted restart that waits its
- * back-off before the next pull. */
+/* A failed pull backs off whatever the restartPolicy, as kubelet's
+ * ImagePullBackOff: the job restarts with reason ImagePullBackOff and the
+ * pull's error in its message, not toward backoffLimit (a requeue), and the
+ * next pull waits 10 s, then 20 s, ... (the back-off of the pulls so far). */
 static void test_image_pull_reasons(void **state)
 {
     (void)state;
     const int64_t t0 = 1700000000000;
     char ts[32];
     gt_time_format(t0, ts, sizeof(ts));
-    json_t *job = job_with("Never", json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
-    json_t *tasks[2] = {running("Master", "0"), failed("Worker", "ImagePullFailed", 127, "0")};
-    struct gt_job_decision d;
-    decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
-    assert_int_equal(d.action, GT_JOB_FAIL);
-    assert_string_equal(d.reason, "ImagePullFailed");
-    json_decref(job);
-    job = job_with("OnFailure", json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
-    decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
-    assert_int_equal(d.action, GT_JOB_RESTART);
-    assert_true(d.counted);
-    assert_string_equal(d.reason, "ImagePullBackOff");
-    json_object_set_new(job, "status", derive_json(job, tasks, 2, &d, NULL, t0 + 1000));
-    /* every task ended: the next pull waits the back-off */
-    json_decref(tasks[0]);
-    tasks[0] = failed("Master", GT_STOP_RESTARTING, 143, "0");
-    decide_json(job, tasks, 2, t0 + 5000, 10000, &d);
-    assert_int_equal(d.action, GT_JOB_RESTART);
-    assert_string_equal(d.reason, "ImagePullBackOff");
-    assert_true(d.wake_ms >= t0 + 1000 + 10000);
-    json_decref(tasks[0]);
-    json_decref(tasks[1]);
-    json_decref(job);
+    for (int pol = 0; pol < 2; pol++) {
+        json_t *job = job_with(pol ? "OnFailure" : "Never",
+                               json_pack("{s:s, s:[]}", "startTime", ts, "conditions"));
+        json_t *tasks[2] = {running("Master", "0"), failed("Worker", "ImagePullFailed", 127, "0")};
+        json_object_set_new(json_object_get(tasks[1], "status"), "message",
+                            json_string("pulling reg/x:1: manifest unknown"));
+        struct gt_job_decision d;
+        decide_json(job, tasks, 2, t0 + 1000, 10000, &d);
+        assert_int_equal(d.action, GT_JOB_RESTART);
+        assert_false(d.counted);
+        assert_true(d.pull_backoff);
+        assert_string_equal(d.reason, "ImagePullBackOff");
+        assert_non_null(strstr(d.message, "manifest unknown"));
+        assert_non_null(strstr(d.message, "pulling again in 10s"));
+        json_t *st = derive_json(job, tasks, 2, &d, NULL, t0 + 1000);
+        assert_int_equal(json_integer_value(json_object_get(st, "imagePullBackOffs")), 1);
+        assert_null(json_object_get(st, "restartCount"));
+        json_object_set_new(job, "status", st);
+        /* every task ended: the next pull waits the back-off */
+        json_decref(tasks[0]);
+        tasks[0] = failed("Master", GT_STOP_RESTARTING, 143, "0");
+        decide_json(job, tasks, 2, t0 + 5000, 10000, &d);
+        assert_int_equal(d.action, GT_JOB_RESTART);
+        assert_string_equal(d.reason, "ImagePullBackOff");
+        assert_true(d.wake_ms >= t0 + 1000 + 10000);
+        /* a second failed pull waits twice as long */
+        json_object_set_new(json_object_get(job, "status"), "imagePullBackOffs", json_integer(2));
+        decide_json(job, tasks, 2, t0 + 5000, 10000, &d);
+        assert_true(d.wake_ms >= t0 + 1000 + 20000);
+        json_decref(tasks[0]);
+        json_decref(tasks[1]);
+        json_decref(job);
+    }
 }
 
 static void test_decide_exit_code_and_ttl(void **state)

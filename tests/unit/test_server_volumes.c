@@ -37,7 +37,7 @@ static void test_fits_up_to_the_limit(void **state)
     assert_int_equal(gt_storage_quota_check(&q, 64 * MI + 1, &err), GT_EFORBIDDEN);
     assert_string_equal(err.msg, "spec.capacity.storage: 67108865 exceeds the storage quota of "
                                  "department \"research\" (quota 100Mi, limit 128Mi, 64Mi "
-                                 "allocated to its volumes)");
+                                 "allocated to its volumes and models)");
 }
 
 static void test_project_hard_first(void **state)
@@ -49,7 +49,7 @@ static void test_project_hard_first(void **state)
     assert_int_equal(gt_storage_quota_check(&q, 11 * MI, &err), GT_EFORBIDDEN);
     assert_string_equal(err.msg, "spec.capacity.storage: 11Mi exceeds the storage quota of project "
                                  "\"vision\" (spec.hard.storage 100Mi, 90Mi allocated to its "
-                                 "volumes)");
+                                 "volumes and models)");
     /* both over: the project's cap is named */
     q.dept_limit_bytes = 0;
     gt_err_clear(&err);

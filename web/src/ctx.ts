@@ -54,6 +54,23 @@ export function notice(el: HTMLElement, e: unknown): void {
   mount(el, h("p", { class: "error", role: "alert" }, msg));
 }
 
+/** Run fetch now and every ms until the page is left, showing its errors
+ * in err (cleared once it succeeds); returns a function that runs it now. */
+export function refreshEvery(ctx: Ctx, ms: number, err: HTMLElement, fetch: () => Promise<void>): () => void {
+  const load = async () => {
+    try {
+      await fetch();
+      mount(err);
+    } catch (e) {
+      notice(err, e);
+    }
+  };
+  void load();
+  const timer = setInterval(() => void load(), ms);
+  ctx.onLeave(() => clearInterval(timer));
+  return () => void load();
+}
+
 /** An area for messages after actions, announced to screen readers. */
 export function statusArea(): HTMLElement {
   return h("div", { class: "status-area", role: "status", "aria-live": "polite" });

@@ -10,6 +10,7 @@ import { departmentsPage } from "./pages/departments";
 import { eventsPage } from "./pages/events";
 import { jobPage } from "./pages/job";
 import { jobsPage } from "./pages/jobs";
+import { modelsPage } from "./pages/models";
 import { newJobPage } from "./pages/newjob";
 import { notebooksPage } from "./pages/notebooks";
 import { projectsPage } from "./pages/projects";
@@ -29,6 +30,7 @@ const PAGES: { route: string; title: string; page: Page; nav: boolean }[] = [
   { route: "new", title: "New training job", page: newJobPage, nav: true },
   { route: "notebooks", title: "Notebooks", page: notebooksPage, nav: true },
   { route: "volumes", title: "Volumes", page: volumesPage, nav: true },
+  { route: "models", title: "Models", page: modelsPage, nav: true },
   { route: "events", title: "Events", page: eventsPage, nav: true },
   { route: "usage", title: "Usage", page: usagePage, nav: true },
 ];

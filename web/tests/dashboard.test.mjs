@@ -355,6 +355,32 @@ flow("a member creates a volume, sees its usage, is refused over quota, deletes 
   await page.context().close();
 });
 
+flow("models and their versions are listed with stage and metrics; a member promotes one", async () => {
+  const m = { apiVersion: "gantry.dev/v1", kind: "Model", metadata: { name: "ui-digits", project: "proj-a" }, spec: { framework: "pytorch", description: "digits" } };
+  assert((await api("POST", "/projects/proj-a/models", m, env.tokens.alice)).status === 201, "model made");
+  for (let i = 0; i < 2; i++) {
+    const mv = {
+      apiVersion: "gantry.dev/v1",
+      kind: "ModelVersion",
+      metadata: { name: "x", project: "proj-a" },
+      spec: { model: "ui-digits", source: { hostPath: env.modelFile }, metrics: { accuracy: 0.9 + i / 100 } },
+    };
+    const r = await api("POST", "/projects/proj-a/modelversions", mv, env.tokens.alice);
+    assert(r.status === 201, `version ${i + 1}: ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  const page = await session(env.tokens.alice);
+  await page.goto(`${env.url}/#/models`);
+  await page.waitForSelector("table.models td:text-is('ui-digits')");
+  await page.waitForSelector("table.modelversions tr:has-text('accuracy=0.91')");
+  await check(page, "models");
+  await page.selectOption("select[aria-label='Stage of ui-digits-v2']", "Production");
+  await page.waitForSelector(".status-area:has-text('ui-digits-v2 is now Production')");
+  const v2 = await api("GET", "/projects/proj-a/modelversions/ui-digits-v2");
+  assert(v2.body.spec.stage === "Production", `stage ${v2.body.spec.stage}`);
+  await page.waitForSelector("table.models tr:has-text('ui-digits') td:text-is('v2')");
+  await page.context().close();
+});
+
 flow("events stream live and filter by reason", async () => {
   const page = await session(env.tokens.admin);
   await page.goto(`${env.url}/#/events`);
@@ -485,7 +511,7 @@ flow("a job's training curves and utilisation are plotted live; usage shows the 
 
 flow("every page fits 375 px", async () => {
   const page = await session(env.tokens.admin, env.url, { width: 375, height: 800 });
-  for (const p of ["cluster", "departments", "jobs", "new", "job/proj-a/ui-train", "queue", "projects", "volumes", "events", "usage", "notebooks"]) {
+  for (const p of ["cluster", "departments", "jobs", "new", "job/proj-a/ui-train", "queue", "projects", "volumes", "models", "events", "usage", "notebooks"]) {
     await page.goto(`${env.url}/#/${p}`);
     await page.waitForSelector("main h1");
     await page.waitForTimeout(300);

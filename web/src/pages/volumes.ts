@@ -5,7 +5,7 @@
 // the size field) and delete unused ones (refused, naming the users, while
 // in use).
 import { ApiError, type Obj, call, get, qty, showQty } from "../api";
-import { type Ctx, canWrite, notice, statusArea } from "../ctx";
+import { type Ctx, canWrite, refreshEvery, statusArea } from "../ctx";
 import { age, field, h, mount, table } from "../dom";
 
 const REFRESH_MS = 3000;
@@ -59,7 +59,7 @@ export function volumesPage(main: HTMLElement, ctx: Ctx): void {
   const writable = ctx.projects.map((p) => p.metadata.name as string).filter((p) => canWrite(ctx, p));
   const say = (m: string) => {
     mount(status, m);
-    void load();
+    reload();
   };
   const form = writable.length ? createForm(writable, say) : null;
   mount(main, h("h1", null, "Volumes"), err, status, form, body);
@@ -99,16 +99,8 @@ export function volumesPage(main: HTMLElement, ctx: Ctx): void {
         : h("p", null, "No volumes."),
     );
   };
-  const load = async () => {
-    try {
-      const list = await get("volumes");
-      draw(list.items ?? []);
-      mount(err);
-    } catch (e) {
-      notice(err, e);
-    }
-  };
-  void load();
-  const timer = setInterval(() => void load(), REFRESH_MS);
-  ctx.onLeave(() => clearInterval(timer));
+  const reload = refreshEvery(ctx, REFRESH_MS, err, async () => {
+    const list = await get("volumes");
+    draw(list.items ?? []);
+  });
 }
