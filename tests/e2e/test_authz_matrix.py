@@ -7,6 +7,8 @@ projects are not readable. On failure the test prints the matrix's size and
 every mismatching cell."""
 import http.client
 import json
+import os
+import shutil
 import socket
 import tempfile
 import time
@@ -27,14 +29,17 @@ ROLES = {
     "bad-token": ("not-a-token", None),
 }
 DEPT = {"proj-a": "dept-a", "proj-b": "dept-b"}
-PROJECT_KINDS = ("jobs", "tasks", "notebooks", "volumes", "imagebuilds")
+PROJECT_KINDS = ("jobs", "tasks", "notebooks", "volumes", "imagebuilds", "models",
+                 "modelversions")
 CLUSTER_KINDS = ("projects", "departments", "nodes", "priorityclasses", "events")
 KIND_OF = {"jobs": "Job", "tasks": "Task", "notebooks": "Notebook", "volumes": "Volume",
-           "imagebuilds": "ImageBuild", "projects": "Project", "departments": "Department",
+           "imagebuilds": "ImageBuild", "models": "Model", "modelversions": "ModelVersion",
+           "projects": "Project", "departments": "Department",
            "nodes": "Node", "priorityclasses": "PriorityClass", "events": "Event"}
 # the object every read, update and subresource cell names, in each project
+# (a ModelVersion's name is the server's: MODEL-vN, looked up in self.names)
 TARGET = {"jobs": "train", "tasks": "train-worker-0", "notebooks": "nb", "volumes": "vol",
-          "imagebuilds": "ib"}
+          "imagebuilds": "ib", "models": "m", "modelversions": "mv"}
 BOUND_TASK = "bound-worker-0"  # bound to node n1 at set-up: its secrets can be made
 
 
@@ -115,8 +120,14 @@ def expected(role, verb, kind, project):
     return NO_AGENT.get(verb, OK.get(verb))
 
 
-def new_object(kind, name, project):
-    """A valid object of kind for a create cell."""
+def new_object(kind, name, project, artifact=None):
+    """A valid object of kind for a create cell (a ModelVersion registers
+    the file artifact)."""
+    if kind == "models":
+        return obj("Model", name, project, spec={"framework": "pytorch"})
+    if kind == "modelversions":
+        return obj("ModelVersion", name, project,
+                   spec={"model": "m", "source": {"hostPath": artifact}})
     if kind == "jobs":
         return job(name, project)
     if kind == "tasks":
@@ -146,8 +157,18 @@ def new_object(kind, name, project):
 
 class AuthzMatrix(GantrydTest):
     def setUp(self):
-        self.classdir = tempfile.mkdtemp(prefix="gantry-authz-vol-")
-        self.gantryd_args = ("--storage-class", "std=" + self.classdir)
+        root = tempfile.mkdtemp(prefix="gantry-authz-")
+        self.addCleanup(shutil.rmtree, root, True)
+        self.artifact = os.path.join(root, "model.pt")
+        with open(self.artifact, "wb") as f:
+            f.write(b"weights")
+        os.chmod(root, 0o755)  # users register it as themselves
+        os.chmod(self.artifact, 0o644)
+        os.makedirs(os.path.join(root, "volumes"))
+        self.gantryd_args = ("--storage-class", "std=" + os.path.join(root, "volumes"),
+                             "--storage-root", root,
+                             "--model-store", os.path.join(root, "models"))
+        self.names = {}  # (project, requested ModelVersion name) -> the server's
         super().setUp()
         g = self.g
         quota = ({"nvidia.com/gpu": 64, "storage": "1Gi"}, {"nvidia.com/gpu": 64, "storage": "1Gi"})
@@ -157,8 +178,7 @@ class AuthzMatrix(GantrydTest):
         for p in ("proj-a", "proj-b"):
             for kind in PROJECT_KINDS:
                 if kind != "tasks":
-                    self.ok(g.request("POST", self.coll(kind, p),
-                                      new_object(kind, TARGET[kind], p)))
+                    self.create(kind, p, TARGET[kind])
             self.ok(g.request("POST", self.coll("jobs", p), job("bound", p)))
             self.ok(g.request("POST", API + "/events", new_object("events", "seen-" + p, p),
                               token="node"))
@@ -172,12 +192,26 @@ class AuthzMatrix(GantrydTest):
         for role in ROLES:
             for side, p in sides(role).items():
                 for kind in PROJECT_KINDS + ("events", "projects"):
-                    self.ok(g.request("POST", self.coll(kind, p),
-                                      new_object(kind, self.del_name(role, side), p),
-                                      token="node" if kind == "events" else "admin"))
+                    if kind != "tasks":
+                        self.create(kind, p, self.del_name(role, side),
+                                    token="node" if kind == "events" else "admin")
+                    else:
+                        self.ok(g.request("POST", self.coll(kind, p), new_object(
+                            kind, self.del_name(role, side), p)))
             for kind in ("departments", "nodes", "priorityclasses"):
                 self.ok(g.request("POST", self.coll(kind, None),
                                   new_object(kind, self.del_name(role, "own"), None)))
+
+    def create(self, kind, project, name, token="admin"):
+        """Create an object for the cells as token; remember a ModelVersion's
+        name."""
+        made = self.ok(self.g.request("POST", self.coll(kind, project), self.body(
+            kind, name, project), token=token))
+        if kind == "modelversions":
+            self.names[(project, name)] = made["metadata"]["name"]
+
+    def body(self, kind, name, project):
+        return new_object(kind, name, project, self.artifact)
 
     def ok(self, answer):
         self.assertIn(answer[0], (200, 201), answer)
@@ -195,6 +229,8 @@ class AuthzMatrix(GantrydTest):
         return "del-%s-%s" % (role, side)
 
     def path(self, kind, project, name):
+        if kind == "modelversions":
+            name = self.names.get((project, name), name)
         if kind == "events" and not name.count("."):
             name += ".0123456789abcdef"
         return self.coll(kind, project) + "/" + name
@@ -264,7 +300,7 @@ class AuthzMatrix(GantrydTest):
                     add(role, "watch", kind, side, p,
                         lambda r=role, k=kind, q=p: self.watch(r, self.coll(k, q)))
                     add(role, "create", kind, side, p, answer(
-                        role, "POST", self.coll(kind, p), new_object(kind, "c-" + role, p)))
+                        role, "POST", self.coll(kind, p), self.body(kind, "c-" + role, p)))
                     add(role, "update", kind, side, p,
                         lambda r=role, q=obj_path: (self.put_back(r, q)[0], None))
                     add(role, "delete", kind, side, p, answer(
