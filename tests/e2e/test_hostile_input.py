@@ -1,11 +1,12 @@
 """Hostile strings in the fields that reach the agent or a tool it runs (git,
 the image puller, mount): refused at apply with 422 naming the field, or
 passed as data and never interpreted. One test per field."""
-import copy
 import os
+import shutil
 import tempfile
 
 from gantry_e2e import API, AgentTest, GantrydTest, job, main, obj, seed_tenancy
+from test_bad_input import with_ as with_path
 
 J = API + "/projects/proj-a/jobs"
 B = API + "/projects/proj-a/imagebuilds"
@@ -14,22 +15,12 @@ TEMPLATE = "spec.replicaSpecs.Worker.template"
 SHELLISH = ["$(touch /tmp/gantry-pwned)", "`id`", "a;id", "a|id", "a&&id", "a\nid", "'", "\""]
 
 
-def with_path(o, path, value):
-    """Copy of o with the dotted path set to value."""
-    o = copy.deepcopy(o)
-    keys = path.split(".")
-    cur = o
-    for k in keys[:-1]:
-        cur = cur.setdefault(k, {})
-    cur[keys[-1]] = value
-    return o
-
-
 class RefusedAtApply(GantrydTest):
     def setUp(self):
         # hostPath volumes beneath a storage root, so that only the path
         # itself can be what is refused
         self.root = tempfile.mkdtemp(prefix="gantry-hostile-root-")
+        self.addCleanup(shutil.rmtree, self.root, True)
         os.makedirs(os.path.join(self.root, "data"))
         self.gantryd_args = ("--storage-root", self.root)
         super().setUp()
@@ -106,8 +97,9 @@ class PassedAsData(AgentTest):
     and environment entries: nothing runs them through a shell."""
 
     def test_command_args_and_env_are_data(self):
-        mark = os.path.join(tempfile.mkdtemp(prefix="gantry-hostile-"), "pwned")
-        self.addCleanup(lambda: os.path.exists(mark) and os.unlink(mark))
+        tmp = tempfile.mkdtemp(prefix="gantry-hostile-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        mark = os.path.join(tmp, "pwned")
         hostile = ["$(touch %s)" % mark, "`touch %s`" % mark, "a;touch %s" % mark,
                    "a|touch %s" % mark, "--help", "-e", "'\"\\", "%s%n%x"]
         self.gantlet()
