@@ -254,7 +254,8 @@ typedef void gt_apic_line_fn(json_t *event, void *arg);
  * right after, so the owner drops its pointer here. */
 typedef void gt_apic_end_fn(int status, void *arg);
 
-/* A client of url ("http://HOST:PORT") sending "Bearer token" (copied).
+/* A client of url ("http://HOST:PORT", or several comma-separated: the
+ * replicas, tried in turn) sending "Bearer token" (copied).
  * GT_EINVAL for a bad URL. Free with gt_apic_free. */
 int gt_apic_new(struct event_base *base, const char *url, const char *token, struct gt_apic **out,
                 struct gt_err *err);

@@ -15,7 +15,9 @@
 #define OFF(f) offsetof(struct gt_gantlet_config, f)
 
 static const struct gt_config_opt opts[] = {
-    {"server", GT_CONFIG_STR, OFF(server), NULL, 0, 0, true, "gantryd URL, http://HOST:PORT"},
+    {"server", GT_CONFIG_STR, OFF(server), NULL, 0, 0, true,
+     "gantryd URL, http://HOST:PORT; several replicas: URL1,URL2,... (the next is tried when one "
+     "does not answer or answers 503)"},
     {"token-file", GT_CONFIG_STR, OFF(token_file), NULL, 0, 0, true,
      "the node's token: first line, bare or token,user,uid,\"groups\""},
     {"name", GT_CONFIG_STR, OFF(name), NULL, 0, 0, true, "node name"},

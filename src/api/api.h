@@ -39,6 +39,7 @@ enum gt_kind {
     GT_KIND_IMAGEBUILD,
     GT_KIND_MODEL,
     GT_KIND_MODELVERSION,
+    GT_KIND_INFERENCESERVICE,
     GT_KIND_COUNT
 };
 
@@ -963,6 +964,73 @@ struct gt_api_modelversion {
 const char *gt_api_model_format_name(enum gt_model_format f);
 const char *gt_api_model_stage_name(enum gt_model_stage s);
 const char *gt_api_model_phase_name(enum gt_model_phase p);
+/* ---- InferenceService (schema_isvc.c, kserve.c) ----
+ *
+ * A model served behind the gateway: named variants (A/B/n), each a model
+ * version run by gantry-model-server or a container template that serves
+ * HTTP on its port "http" and answers the readiness path, with a traffic
+ * weight and a replica count. The serving controller (isvcctl.c) runs each
+ * replica as a one-replica Job named GT_ISVC_JOB_PREFIX + service + "-" +
+ * variant + "-" + revision + "-" + index, so quota, priority, the
+ * scheduler and the agent treat it as any other. Service names are at
+ * most GT_ISVC_NAME_MAX characters and variant names GT_ISVC_VARIANT_MAX,
+ * so that the task names stay DNS labels. */
+
+#define GT_ISVC_NAME_MAX 24
+#define GT_ISVC_VARIANT_MAX 12
+#define GT_ISVC_JOB_PREFIX "is-"
+#define GT_ISVC_VARIANTS_MAX 8
+#define GT_ISVC_REPLICAS_MAX 32
+
+/* variants[].model: a model version in a KServe modelFormat. */
+struct gt_api_isvc_model {
+    const char *format;      /* sklearn, pytorch, tensorflow, ... (modelFormat.name) */
+    const char *storage_uri; /* models://P/NAME/VERSION, gantry://..., or a path */
+};
+/* One variant. weight: its share of the service's traffic, relative to the
+ * others' (0: none); replicas: how many run (between min_replicas and
+ * max_replicas when autoscaled). Exactly one of model and template. */
+struct gt_api_isvc_variant {
+    const char *name;
+    int64_t weight;
+    int64_t replicas;
+    bool has_model;
+    struct gt_api_isvc_model model;
+    bool has_template;
+    struct gt_api_template template;
+    struct gt_api_template_resources resources; /* with model: the server's resources */
+};
+/* spec.rollout: how a variant's replicas are replaced when it changes. */
+struct gt_api_isvc_rollout {
+    int64_t max_surge;       /* replicas above spec.replicas while rolling; default 1 */
+    int64_t max_unavailable; /* ready replicas below it; default 0 */
+    /* a canary whose error rate goes over it is rolled back; default 5 */
+    int64_t max_error_percent;
+};
+struct gt_api_isvc_spec {
+    GT_API_LIST(struct gt_api_isvc_variant) variants;
+    bool public_;               /* reachable through the gateway without a token */
+    const char *readiness_path; /* default /v2/health/ready */
+    int64_t canary_percent;     /* canaryTrafficPercent; GT_API_UNSET: none */
+    struct gt_api_isvc_rollout rollout;
+    const char *priority_class;
+};
+struct gt_api_isvc {
+    struct gt_api_object o;
+    struct gt_api_isvc_spec spec;
+};
+
+/* Is doc an InferenceService of KServe's serving.kserve.io group? */
+bool gt_api_kserve_is(const json_t *doc);
+/* Convert a serving.kserve.io/v1beta1 InferenceService (borrowed) into
+ * gantry's form (*out new, caller json_decref()s): spec.predictor becomes
+ * the one variant "predictor" (modelFormat or the framework key such as
+ * "sklearn:" its format, storageUri, resources, minReplicas as replicas)
+ * and canaryTrafficPercent spec.canaryTrafficPercent, whose canary the
+ * controller splits against the last promoted revision as KServe does;
+ * metadata.namespace becomes the project. A field gantry has no
+ * counterpart for is refused with its path. 0 or GT_EINVAL with err. */
+int gt_api_kserve_convert(const json_t *in, json_t **out, struct gt_err *err);
 
 /* ---- Volume (volume.c in api: the access modes) ---- */
 
@@ -1074,6 +1142,8 @@ struct gt_api_model *gt_api_model_new(json_t *obj);
 void gt_api_model_free(struct gt_api_model *m);
 struct gt_api_modelversion *gt_api_modelversion_new(json_t *obj);
 void gt_api_modelversion_free(struct gt_api_modelversion *mv);
+struct gt_api_isvc *gt_api_isvc_new(json_t *obj);
+void gt_api_isvc_free(struct gt_api_isvc *isvc);
 
 /* Validate and decode in one step at the API edge: gt_api_validate, then
  * gt_api_object_new. obj as there; on error (GT_EINVAL with err as

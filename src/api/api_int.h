@@ -31,11 +31,13 @@ const struct gt_schema *gt_kind_schema(enum gt_kind kind);
  * written. */
 extern const struct gt_schema gt_api_metadata_schema;
 extern const struct gt_field gt_api_template_fields[];
+extern const struct gt_schema gt_api_template_resources_schema;
 extern const struct gt_field gt_api_condition_item;
 extern const struct gt_schema gt_api_notebook_schema;     /* schema_notebook.c */
 extern const struct gt_schema gt_api_model_schema;        /* schema_model.c */
 extern const struct gt_schema gt_api_modelversion_schema; /* schema_model.c */
 extern const struct gt_schema gt_api_job_outputs_schema;  /* schema_model.c: spec.outputs */
+extern const struct gt_schema gt_api_isvc_schema;         /* schema_isvc.c */
 
 /* ---- how the schema tables are written (schemas.c and the kinds' own
  * files): one macro per row type, AT/HAS/IDX for the decoding columns ---- */

@@ -285,6 +285,7 @@ TYPED(notebook, gt_api_notebook, GT_KIND_NOTEBOOK)
 TYPED(volume_obj, gt_api_volume_obj, GT_KIND_VOLUME)
 TYPED(model, gt_api_model, GT_KIND_MODEL)
 TYPED(modelversion, gt_api_modelversion, GT_KIND_MODELVERSION)
+TYPED(isvc, gt_api_isvc, GT_KIND_INFERENCESERVICE)
 
 /* ---- conditions and effective resources ---- */
 

@@ -23,6 +23,7 @@ static const struct gt_kind_info kinds[GT_KIND_COUNT] = {
     {GT_KIND_IMAGEBUILD, "ImageBuild", "imagebuilds", true},
     {GT_KIND_MODEL, "Model", "models", true},
     {GT_KIND_MODELVERSION, "ModelVersion", "modelversions", true},
+    {GT_KIND_INFERENCESERVICE, "InferenceService", "inferenceservices", true},
 };
 
 const struct gt_kind_info *gt_kind_get(enum gt_kind kind)

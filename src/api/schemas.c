@@ -534,7 +534,7 @@ static const struct gt_field template_resources_fields[] = {
     RES("limits", GT_RESF_ALL, AT(template_resources, limits)),
     END,
 };
-static const struct gt_schema template_resources_schema = {
+const struct gt_schema gt_api_template_resources_schema = {
     template_resources_fields, template_resources_post, sizeof(struct gt_api_template_resources)};
 
 /* A toleration (Kubernetes core/v1 Toleration): an empty key with
@@ -587,7 +587,7 @@ const struct gt_field gt_api_template_fields[] = {
     LIST("args", string_item, AT(template, args)),
     LIST("env", env_item, AT(template, env)),
     STR("workingDir", .check = gt_check_abs_path, AT(template, working_dir)),
-    OBJ("resources", template_resources_schema, AT(template, resources)),
+    OBJ("resources", gt_api_template_resources_schema, AT(template, resources)),
     LIST("ports", container_port_item, AT(template, ports)),
     LIST("volumeMounts", mount_item, AT(template, volume_mounts)),
     {.name = "nodeSelector",
@@ -979,7 +979,7 @@ static const struct gt_field imagebuild_spec_fields[] = {
     STR("context", .max_len = 1024, .check = gt_check_rel_path, AT(imagebuild_spec, context)),
     LIST("buildArgs", env_item, .max_len = 256, AT(imagebuild_spec, build_args)),
     STR("image", REQ, .max_len = 256, .check = gt_check_image_name, AT(imagebuild_spec, image)),
-    OBJ("resources", template_resources_schema, AT(imagebuild_spec, resources)),
+    OBJ("resources", gt_api_template_resources_schema, AT(imagebuild_spec, resources)),
     END,
 };
 static const struct gt_schema imagebuild_spec_schema = {
@@ -1101,6 +1101,7 @@ static const struct gt_schema *const kind_schemas[GT_KIND_COUNT] = {
     [GT_KIND_IMAGEBUILD] = &imagebuild_schema,
     [GT_KIND_MODEL] = &gt_api_model_schema,
     [GT_KIND_MODELVERSION] = &gt_api_modelversion_schema,
+    [GT_KIND_INFERENCESERVICE] = &gt_api_isvc_schema,
 };
 
 const struct gt_schema *gt_kind_schema(enum gt_kind kind)

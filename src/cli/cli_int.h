@@ -312,6 +312,23 @@ int gt_cli_up_write_private(const char *path, const char *text, struct gt_err *e
 int gt_cli_up_spawn(char *const *argv, const char *log_path, const char *pid_path, pid_t *pid,
                     struct gt_err *err);
 
+/* gantry up --ha (upha.c): the replicas (and etcd members) it runs. */
+#define GT_CLI_UP_HA_REPLICAS 3
+/* A port free on host (IPv4 text) just now, or -1. */
+int gt_cli_up_free_port(const char *host);
+/* Start the 3-member etcd under dir (logs in logs) on free ports of host
+ * and wait until it answers; *store gets gantryd's --store value (heap).
+ * 0 or an error naming the log. */
+int gt_cli_up_ha_etcd(const char *dir, const char *logs, const char *host, char **store,
+                      struct gt_err *err);
+/* Start gantryd replica n (2, 3, ...) with the first replica's argv[0..argc)
+ * (borrowed) plus its own --data-dir, --listen on a free port of host and
+ * --replica-id, and the first one's --secret-key file (every replica
+ * derives the same notebook tokens), pid file gantrydN.pid, and wait until
+ * it is healthy; *url gets its http://HOST:PORT (heap). */
+int gt_cli_up_ha_replica(char **argv, size_t argc, int n, const char *dir, const char *logs,
+                         const char *host, const char *secret_key, char **url, struct gt_err *err);
+
 /* Where gantry up's cluster registry lives (all borrowed). */
 struct gt_cli_up_registry {
     const char *dir;    /* DATA_DIR */

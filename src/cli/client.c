@@ -9,6 +9,17 @@
  * The bearer token travels only in the Authorization header. A client may
  * watch a cancel fd (a signalfd for SIGINT): once it is readable, the
  * transfer in progress ends within about a second with -ECANCELED.
+ *
+ * Several servers ("URL1,URL2,...": gantryd replicas): a request goes to
+ * the one in use; a refused connection, a timeout, a dropped answer or a
+ * 503 moves to the next and sends it again there, each server once. A
+ * write whose first try may have been applied (sent, then no answer or a
+ * 503) is recognised on a later try: a create answered 409 AlreadyExists
+ * whose stored object has the spec, labels and annotations the client
+ * sent is the client's own, and counts as created (its stored form is the
+ * answer); a delete answered 404 counts as deleted. A watch that breaks
+ * moves on too and resumes from the resourceVersion of the last event it
+ * delivered, so no event is lost or repeated.
  */
 #include <errno.h>
 #include <poll.h>
@@ -24,11 +35,16 @@ enum {
     MAX_LINE_BYTES = 64 << 20,
     CONNECT_TIMEOUT_S = 10,
     REQUEST_TIMEOUT_S = 120,
+    /* with several servers, a stuck one is left for the next sooner */
+    FAILOVER_CONNECT_TIMEOUT_S = 2,
+    FAILOVER_TIMEOUT_S = 15,
 };
 
 struct gt_cli_client {
     CURL *curl;
-    char *server;
+    char **servers;
+    size_t n_servers, cur;
+    char *server; /* servers[cur] */
     struct curl_slist *headers;
     int cancel_fd;  /* borrowed; -1 none */
     long timeout_s; /* of gt_cli_client_request; 0: none */
@@ -40,7 +56,23 @@ struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
     struct gt_cli_client *c = gt_xcalloc(1, sizeof(*c));
     c->curl = curl_easy_init();
     GT_ASSERT(c->curl);
-    c->server = gt_xstrdup(server);
+    char *list = gt_xstrdup(server);
+    size_t cap = 0;
+    char *save = NULL;
+    for (char *u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+        size_t n = strlen(u);
+        while (n > 0 && u[n - 1] == '/') {
+            u[--n] = '\0';
+        }
+        GT_VEC_RESERVE(c->servers, cap, c->n_servers + 1, 4);
+        c->servers[c->n_servers++] = gt_xstrdup(u);
+    }
+    free(list);
+    if (c->n_servers == 0) { /* "" or ",": requests fail naming it */
+        GT_VEC_RESERVE(c->servers, cap, 1, 1);
+        c->servers[c->n_servers++] = gt_xstrdup(server);
+    }
+    c->server = c->servers[0];
     c->cancel_fd = -1;
     c->timeout_s = REQUEST_TIMEOUT_S;
     c->headers = curl_slist_append(NULL, "Accept: application/json");
@@ -63,7 +95,10 @@ void gt_cli_client_free(struct gt_cli_client *c)
     }
     curl_easy_cleanup(c->curl);
     curl_slist_free_all(c->headers);
-    free(c->server);
+    for (size_t i = 0; i < c->n_servers; i++) {
+        free(c->servers[i]);
+    }
+    free(c->servers);
     free(c);
     curl_global_cleanup();
 }
@@ -81,6 +116,7 @@ struct transfer {
     bool cancelled;
     int stop_rc;     /* fn's non-zero answer, or an error below */
     size_t n_events; /* delivered so far */
+    char *last_rv;   /* watch: resourceVersion of the last event delivered */
     struct gt_err *err;
 };
 
@@ -115,6 +151,12 @@ static int deliver_line(struct transfer *t, const char *line, size_t len)
         rc = gt_err_set(t->err, GT_EGONE, "watch ended by the server: %s", msg ? msg : "error");
     } else {
         t->n_events++;
+        const char *rv = json_string_value(json_object_get(
+            json_object_get(json_object_get(ev, "object"), "metadata"), "resourceVersion"));
+        if (rv) {
+            free(t->last_rv);
+            t->last_rv = gt_xstrdup(rv);
+        }
         rc = t->fn(ev, t->arg);
     }
     json_decref(ev);
@@ -210,7 +252,8 @@ static void prepare(struct gt_cli_client *c, const char *method, const char *pat
     free(url);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, c->headers);
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT,
+                     (long)(c->n_servers > 1 ? FAILOVER_CONNECT_TIMEOUT_S : CONNECT_TIMEOUT_S));
     curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
@@ -257,20 +300,134 @@ static int finish(struct gt_cli_client *c, CURLcode cc, struct transfer *t, cons
     return 0;
 }
 
+/* May another server help (and may this try have been applied)? */
+static bool try_next(CURLcode cc, long status, bool *maybe_applied)
+{
+    switch (cc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return true;
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_PARTIAL_FILE:
+        *maybe_applied = true;
+        return true;
+    case CURLE_OK:
+        if (status == 503) {
+            *maybe_applied = true;
+            return true;
+        }
+        return false;
+    default:
+        return false;
+    }
+}
+
+static void use_next_server(struct gt_cli_client *c)
+{
+    c->cur = (c->cur + 1) % c->n_servers;
+    c->server = c->servers[c->cur];
+}
+
+/* One try of a request at the server in use: the curl outcome, *status
+ * the HTTP status (0: none) and t->body the answer. */
+static CURLcode request_once(struct gt_cli_client *c, const char *method, const char *path,
+                             const char *text, struct transfer *t, char *errbuf, long *status)
+{
+    gt_buf_reset(&t->body);
+    t->too_large = false;
+    prepare(c, method, path, t, errbuf);
+    if (text) {
+        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
+    }
+    /* the default bound, shorter with other servers to move on to */
+    long timeout_s = c->timeout_s;
+    if (c->n_servers > 1 && timeout_s == REQUEST_TIMEOUT_S) {
+        timeout_s = FAILOVER_TIMEOUT_S;
+    }
+    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, timeout_s);
+    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+    CURLcode cc = curl_easy_perform(c->curl);
+    *status = 0;
+    if (cc == CURLE_OK) {
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
+    }
+    return cc;
+}
+
+/* A create answered AlreadyExists after a try that may have been applied:
+ * is the stored object the one body describes? Then *resp (if wanted)
+ * gets it. */
+static bool own_create(struct gt_cli_client *c, const char *path, const json_t *body, json_t **resp)
+{
+    const char *name =
+        json_string_value(json_object_get(json_object_get(body, "metadata"), "name"));
+    if (!name) {
+        return false;
+    }
+    char *opath = gt_xasprintf("%s/%s", path, name);
+    json_t *got = NULL;
+    struct gt_err e = {0};
+    int rc = gt_cli_client_request(c, "GET", opath, NULL, &got, &e);
+    free(opath);
+    if (rc != 0) {
+        return false;
+    }
+    const json_t *md = json_object_get(body, "metadata"), *gmd = json_object_get(got, "metadata");
+    const char *fields[] = {"labels", "annotations"};
+    bool same =
+        json_equal(json_object_get(body, "spec") ? json_object_get(body, "spec") : json_null(),
+                   json_object_get(got, "spec") ? json_object_get(got, "spec") : json_null());
+    for (size_t i = 0; i < GT_ARRAY_LEN(fields) && same; i++) {
+        const json_t *a = json_object_get(md, fields[i]);
+        const json_t *b = json_object_get(gmd, fields[i]);
+        same = (!a && !b) || (a && b && json_equal(a, b));
+    }
+    if (same && resp) {
+        *resp = got;
+    } else {
+        json_decref(got);
+    }
+    return same;
+}
+
 int gt_cli_client_request(struct gt_cli_client *c, const char *method, const char *path,
                           const json_t *body, json_t **resp, struct gt_err *err)
 {
     struct transfer t = {.err = err};
     gt_buf_init(&t.body);
     char errbuf[CURL_ERROR_SIZE];
-    prepare(c, method, path, &t, errbuf);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    if (text) {
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
+    bool maybe_applied = false;
+    CURLcode cc = CURLE_OK;
+    long status = 0;
+    for (size_t i = 0; i < c->n_servers; i++) {
+        if (i > 0) {
+            use_next_server(c);
+        }
+        bool applied_before = maybe_applied;
+        cc = request_once(c, method, path, text, &t, errbuf, &status);
+        if (applied_before && status == 409 && strcmp(method, "POST") == 0 &&
+            own_create(c, path, body, resp)) {
+            free(text);
+            gt_buf_fini(&t.body);
+            return 0;
+        }
+        if (applied_before && status == 404 && strcmp(method, "DELETE") == 0) {
+            free(text);
+            gt_buf_fini(&t.body);
+            if (resp) {
+                *resp = json_object();
+            }
+            return 0;
+        }
+        if (t.cancelled || !try_next(cc, status, &maybe_applied) || i + 1 == c->n_servers) {
+            break;
+        }
     }
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, c->timeout_s);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-    int rc = finish(c, curl_easy_perform(c->curl), &t, errbuf, err);
+    int rc = finish(c, cc, &t, errbuf, err);
     if (rc == 0 && resp) {
         json_error_t jerr;
         *resp = json_loadb(t.body.data ? t.body.data : "", t.body.len, 0, &jerr);
@@ -283,18 +440,65 @@ int gt_cli_client_request(struct gt_cli_client *c, const char *method, const cha
     return rc;
 }
 
+/* path with its resourceVersion query parameter set to rv (heap). */
+static char *path_from_rv(const char *path, const char *rv)
+{
+    struct gt_buf b;
+    gt_buf_init(&b);
+    const char *q = strchr(path, '?');
+    gt_buf_append(&b, path, q ? (size_t)(q - path) : strlen(path));
+    char sep = '?';
+    if (q) {
+        char *params = gt_xstrdup(q + 1);
+        char *save = NULL;
+        for (char *p = strtok_r(params, "&", &save); p; p = strtok_r(NULL, "&", &save)) {
+            if (strncmp(p, "resourceVersion=", 16) != 0) {
+                gt_buf_printf(&b, "%c%s", sep, p);
+                sep = '&';
+            }
+        }
+        free(params);
+    }
+    gt_buf_printf(&b, "%cresourceVersion=%s", sep, rv);
+    return gt_buf_take(&b);
+}
+
 int gt_cli_client_watch(struct gt_cli_client *c, const char *path, gt_cli_watch_fn fn, void *arg,
                         struct gt_err *err)
 {
     struct transfer t = {.fn = fn, .arg = arg, .err = err};
     gt_buf_init(&t.body);
     char errbuf[CURL_ERROR_SIZE];
-    prepare(c, "GET", path, &t, errbuf);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_data);
-    int rc = finish(c, curl_easy_perform(c->curl), &t, errbuf, err);
+    char *cur_path = gt_xstrdup(path);
+    int rc = 0;
+    /* each server once, again after every event delivered (progress) */
+    for (size_t fails = 0;;) {
+        size_t seen = t.n_events;
+        gt_buf_reset(&t.body);
+        prepare(c, "GET", cur_path, &t, errbuf);
+        curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_watch_data);
+        CURLcode cc = curl_easy_perform(c->curl);
+        long status = 0;
+        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+        bool ignored = false;
+        fails = t.n_events > seen ? 1 : fails + 1;
+        if (c->n_servers > 1 && !t.cancelled && t.stop_rc == 0 && !t.too_large &&
+            try_next(cc, cc == CURLE_OK ? status : 0, &ignored) && fails < c->n_servers + 1) {
+            use_next_server(c);
+            if (t.last_rv) {
+                free(cur_path);
+                cur_path = path_from_rv(path, t.last_rv);
+            }
+            continue;
+        }
+        rc = finish(c, cc, &t, errbuf, err);
+        break;
+    }
     if (rc == 0 && t.body.len > 0) {
         rc = deliver_line(&t, t.body.data, t.body.len);
     }
+    free(cur_path);
+    free(t.last_rv);
     gt_buf_fini(&t.body);
     return rc;
 }

@@ -9,7 +9,9 @@
  * Each document is read back first: absent (404) it is created with POST,
  * present it is replaced with PUT carrying the resourceVersion just read, so
  * a change made by someone else in between is refused (409) rather than
- * overwritten; a PUT the server finds changes nothing keeps the
+ * overwritten — unless what changed in between is only the object's status
+ * (a controller reporting), when the PUT is retried on a fresh read, up to
+ * APPLY_TRIES times; a PUT the server finds changes nothing keeps the
  * resourceVersion and is reported "unchanged". A failing document is
  * reported (which one, in which file) and the others are still applied; the
  * exit status says some failed, as there is no transaction across objects.
@@ -40,6 +42,24 @@ static int on_opt(int opt, const char *value, void *arg)
     return 0;
 }
 
+/* Tries of a PUT whose object changed only in its status meanwhile. */
+#define APPLY_TRIES 5
+
+/* Do a and b differ only in status and resourceVersion (and what the
+ * server keeps with it)? */
+static bool same_but_status(const json_t *a, const json_t *b)
+{
+    static const char *const paths[] = {"spec", "metadata.labels", "metadata.annotations",
+                                        "metadata.uid"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(paths); i++) {
+        const json_t *x = gt_json_path(a, paths[i]), *y = gt_json_path(b, paths[i]);
+        if (!(x == y || (x && y && json_equal(x, y)))) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* GET the object; PUT over it with its resourceVersion, or POST if absent.
  * *outcome says which: "created", "configured", or "unchanged" when the
  * PUT's answer kept the resourceVersion (the server wrote nothing). */
@@ -55,15 +75,33 @@ static int apply_one(struct gt_cli_client *client, json_t *doc, const struct gt_
         rc = gt_cli_client_request(client, "POST", collection, doc, NULL, err);
         free(collection);
         *outcome = "created";
-    } else if (rc == 0) {
+    }
+    for (int tries = 1; rc == 0 && !*outcome; tries++) {
         json_t *md = json_object_get(doc, "metadata");
         json_t *rv = gt_json_path(current, "metadata.resourceVersion");
         if (rv) {
             json_object_set(md, "resourceVersion", rv);
         }
+        json_decref(answer);
+        answer = NULL;
         rc = gt_cli_client_request(client, "PUT", path, doc, &answer, err);
         json_t *now = gt_json_path(answer, "metadata.resourceVersion");
-        *outcome = rv && now && json_equal(rv, now) ? "unchanged" : "configured";
+        if (rc == 0) {
+            *outcome = rv && now && json_equal(rv, now) ? "unchanged" : "configured";
+            break;
+        }
+        json_t *fresh = NULL;
+        struct gt_err err2 = {0};
+        if (rc != GT_ECONFLICT || tries >= APPLY_TRIES ||
+            gt_cli_client_request(client, "GET", path, NULL, &fresh, &err2) != 0 ||
+            !same_but_status(current, fresh)) {
+            json_decref(fresh);
+            break;
+        }
+        gt_err_clear(err);
+        json_decref(current);
+        current = fresh;
+        rc = 0;
     }
     json_decref(answer);
     json_decref(current);

@@ -50,6 +50,7 @@ enum {
     OPT_LISTEN,
     OPT_STORAGE_ROOT,
     OPT_PROMETHEUS,
+    OPT_HA,
     MAX_STORAGE_ROOTS = 8,
     START_S = 15,
     READY_S = 60,
@@ -71,6 +72,7 @@ struct up_flags {
     long uid;
     bool bad_uid;
     bool too_many_roots;
+    bool ha; /* --ha: a 3-member etcd and 3 gantryd replicas (upha.c) */
 };
 
 static int on_up_opt(int opt, const char *value, void *arg)
@@ -89,6 +91,9 @@ static int on_up_opt(int opt, const char *value, void *arg)
         break;
     case OPT_PROMETHEUS:
         f->prometheus = value ? value : DEFAULT_PROMETHEUS;
+        break;
+    case OPT_HA:
+        f->ha = true;
         break;
     case OPT_STORAGE_ROOT:
         if (f->n_storage_roots == MAX_STORAGE_ROOTS) {
@@ -280,6 +285,7 @@ struct cluster {
         *store, *agent_root, *agent_run, *gantryd, *gantlet;
     char *node, *user, *server, *agent_listen;
     char *registry, *registry_key; /* HOST:PORT and gantryd's key; NULL: no registry */
+    char *gateway;                 /* the serving gateway's ADDR:PORT; NULL: none */
     char *volumes, *volume_class;  /* the "local" storage class: DIR/volumes, "local=DIR/volumes" */
 };
 
@@ -290,7 +296,7 @@ static void cluster_fini(struct cluster *cl)
                     &cl->store,        &cl->agent_root,  &cl->agent_run,    &cl->gantryd,
                     &cl->gantlet,      &cl->node,        &cl->user,         &cl->server,
                     &cl->agent_listen, &cl->registry,    &cl->registry_key, &cl->volumes,
-                    &cl->volume_class};
+                    &cl->volume_class, &cl->gateway};
     for (size_t i = 0; i < GT_ARRAY_LEN(all); i++) {
         free(*all[i]);
         *all[i] = NULL;
@@ -394,18 +400,8 @@ static char *agent_port(const char *listen)
         return NULL;
     }
     char *host = gt_xstrndup(listen, (size_t)(colon - listen));
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    socklen_t len = sizeof(sa);
-    char *out = NULL;
-    if (fd >= 0 && inet_pton(AF_INET, host, &sa.sin_addr) == 1 &&
-        bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
-        out = gt_xasprintf("%s:%u", host, (unsigned)ntohs(sa.sin_port));
-    }
-    if (fd >= 0) {
-        close(fd);
-    }
+    int port = gt_cli_up_free_port(host);
+    char *out = port > 0 ? gt_xasprintf("%s:%d", host, port) : NULL;
     free(host);
     return out;
 }
@@ -444,6 +440,42 @@ static char *user_name(void)
     return pw ? gt_xstrdup(pw->pw_name) : gt_xasprintf("uid%ld", (long)getuid());
 }
 
+/* --ha: replicas 2 and 3 beside the first (server_argv), then every
+ * replica in cl->server, the agent's --server, up.json and the config. */
+static int start_replicas(struct cluster *cl, char **server_argv, size_t n_server, const char *host,
+                          struct gt_err *err)
+{
+    struct gt_buf all;
+    gt_buf_init(&all);
+    gt_buf_puts(&all, cl->server);
+    int rc = 0;
+    /* the first replica made it in its data directory on start */
+    char *key = gt_xasprintf("%s/secret.key", cl->store);
+    for (int n = 2; n <= GT_CLI_UP_HA_REPLICAS && rc == 0; n++) {
+        char *url = NULL;
+        rc =
+            gt_cli_up_ha_replica(server_argv, n_server, n, cl->dir, cl->logs, host, key, &url, err);
+        if (rc == 0) {
+            gt_buf_printf(&all, ",%s", url);
+        }
+        free(url);
+    }
+    free(key);
+    if (rc == 0) {
+        free(cl->server);
+        cl->server = gt_buf_take(&all);
+        json_t *state = json_pack("{s:s, s:s}", "server", cl->server, "node", cl->node);
+        char *text = json_dumps(state, JSON_INDENT(2));
+        char *path = gt_xasprintf("%s/up.json", cl->dir);
+        rc = gt_cli_up_write_private(path, text, err);
+        free(text);
+        free(path);
+        json_decref(state);
+    }
+    gt_buf_fini(&all);
+    return rc;
+}
+
 /* Write tokens, start both daemons, wait for the node; *admin gets the
  * admin token. */
 static int start_cluster(struct cluster *cl, const struct up_flags *f, char *admin, json_t **node,
@@ -476,7 +508,8 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
     pid_t server_pid, agent_pid;
     /* gantryd admits hostPath volumes beneath the same roots the agent
      * mounts from; Volumes' images live in the data directory's volumes/ */
-    char *server_argv[14 + 2 * MAX_STORAGE_ROOTS] = {
+    /* 9 + registry 4 + gateway 2 + HA 4 + NULL, and 2 per storage root */
+    char *server_argv[20 + 2 * MAX_STORAGE_ROOTS] = {
         cl->gantryd, "--data-dir",      cl->store,         "--token-file",  cl->tokens,
         "--listen",  (char *)f->listen, "--storage-class", cl->volume_class};
     size_t n_server = 9;
@@ -498,12 +531,29 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
     } else {
         return rc;
     }
+    /* the serving gateway (HAProxy, run by gantryd) on a free port of its address */
+    cl->gateway = agent_port(f->listen);
+    if (cl->gateway) {
+        server_argv[n_server++] = "--gateway-listen";
+        server_argv[n_server++] = cl->gateway;
+    }
     for (size_t i = 0; i < f->n_storage_roots; i++) {
         server_argv[n_server++] = "--storage-root";
         server_argv[n_server++] = (char *)f->storage_roots[i];
     }
-    rc = gt_cli_up_spawn(server_argv, cl->gantryd_log, cl->gantryd_pid, &server_pid, err);
+    char *host = gt_xstrndup(f->listen, (size_t)(strrchr(f->listen, ':') - f->listen));
+    char *etcd_store = NULL;
+    if (f->ha) {
+        rc = gt_cli_up_ha_etcd(cl->dir, cl->logs, host, &etcd_store, err);
+        server_argv[n_server++] = "--store";
+        server_argv[n_server++] = etcd_store;
+        server_argv[n_server++] = "--replica-id";
+        server_argv[n_server++] = "r1";
+    }
+    rc = rc ? rc : gt_cli_up_spawn(server_argv, cl->gantryd_log, cl->gantryd_pid, &server_pid, err);
     if (rc < 0) {
+        free(host);
+        free(etcd_store);
         return rc;
     }
     struct gt_cli_client *c = gt_cli_client_new(cl->server, admin);
@@ -514,6 +564,12 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
             goto out;
         }
         sleep_ms(POLL_MS);
+    }
+    if (f->ha) {
+        rc = start_replicas(cl, server_argv, n_server, host, err);
+        if (rc < 0) {
+            goto out;
+        }
     }
     char *agent_argv[18 + 2 * MAX_STORAGE_ROOTS] = {
         cl->gantlet,    "--server",  cl->server,    "--token-file",   cl->node_token,
@@ -534,6 +590,8 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
     }
 out:
     gt_cli_client_free(c);
+    free(host);
+    free(etcd_store);
     return rc;
 }
 
@@ -596,6 +654,7 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
         {"listen", required_argument, NULL, OPT_LISTEN},
         {"storage-root", required_argument, NULL, OPT_STORAGE_ROOT},
         {"prometheus", optional_argument, NULL, OPT_PROMETHEUS},
+        {"ha", no_argument, NULL, OPT_HA},
         {NULL, 0, NULL, 0},
     };
     struct up_flags f = {.uid = -1, .listen = DEFAULT_LISTEN};
@@ -704,6 +763,9 @@ int gt_cli_cmd_up(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, int 
                 "config written to %s (project \"default\"); stop with 'gantry down'\n",
                 cl.server, cl.node, cl.dir,
                 cl.registry ? cl.registry : "none (docker-registry or openssl missing)", cfg_path);
+    }
+    if (rc == 0 && cl.gateway) {
+        fprintf(ctx->err, "serving gateway at http://%s/serving/PROJECT/NAME/\n", cl.gateway);
     }
     free(cfg_path);
     json_decref(node);
@@ -838,7 +900,18 @@ int gt_cli_cmd_down(struct gt_cli_ctx *ctx, const struct gt_cli_command *cmd, in
     stop_daemon(ctx, cl.dir, "prometheus");
     stop_daemon(ctx, cl.dir, "gantlet");
     stop_daemon(ctx, cl.dir, "registry");
+    /* --ha: the other replicas, then etcd once no gantryd uses it */
+    for (int n = GT_CLI_UP_HA_REPLICAS; n >= 2; n--) {
+        char name[16];
+        snprintf(name, sizeof(name), "gantryd%d", n);
+        stop_daemon(ctx, cl.dir, name);
+    }
     stop_daemon(ctx, cl.dir, "gantryd");
+    for (int m = 1; m <= GT_CLI_UP_HA_REPLICAS; m++) {
+        char name[16];
+        snprintf(name, sizeof(name), "etcd%d", m);
+        stop_daemon(ctx, cl.dir, name);
+    }
     if (!server && !agent) {
         fprintf(ctx->err, "gantry is not running (data dir %s)\n", cl.dir);
     } else {

@@ -584,6 +584,67 @@ static const struct column modelversion_cols[] = {
     {.header = "AGE", .age_of = created_at},
 };
 
+/* ---- inference services ---- */
+
+static char *isvc_ready(const struct row *r)
+{
+    const json_t *c = gt_json_find(gt_json_path(r->json, "status.conditions"), "type", "Ready");
+    return text_at(c, "status");
+}
+
+static char *isvc_reason(const struct row *r)
+{
+    const json_t *c = gt_json_find(gt_json_path(r->json, "status.conditions"), "type", "Ready");
+    return text_at(c, "reason");
+}
+
+/* "ready/total" replicas over the variants */
+static char *isvc_replicas(const struct row *r)
+{
+    const json_t *vs = gt_json_path(r->json, "status.variants");
+    json_int_t ready = 0, total = 0;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(vs, i, v)
+    {
+        ready += json_integer_value(json_object_get(v, "readyReplicas"));
+        total += json_integer_value(json_object_get(v, "replicas"));
+    }
+    return gt_xasprintf("%lld/%lld", (long long)ready, (long long)total);
+}
+
+/* "a=80,b=20": each variant's weight at the gateway */
+static char *isvc_traffic(const struct row *r)
+{
+    const json_t *vs = gt_json_path(r->json, "status.variants");
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_buf_puts(&b, "");
+    size_t i;
+    const json_t *v;
+    json_array_foreach(vs, i, v)
+    {
+        gt_buf_printf(&b, "%s%s=%lld", i ? "," : "", json_string_value(json_object_get(v, "name")),
+                      (long long)json_integer_value(json_object_get(v, "weight")));
+    }
+    return gt_buf_take(&b);
+}
+
+static char *isvc_url(const struct row *r)
+{
+    return text_at(r->json, "status.url");
+}
+
+static const struct column isvc_cols[] = {
+    {.header = "NAME", .cell = name_cell},
+    {.header = "READY", .cell = isvc_ready},
+    {.header = "REPLICAS", .cell = isvc_replicas},
+    {.header = "TRAFFIC", .cell = isvc_traffic},
+    {.header = "REASON", .cell = isvc_reason},
+    {.header = "URL", .cell = isvc_url, .wide_only = true},
+    {.header = "AGE", .age_of = created_at},
+};
+
 static const struct {
     const struct column *cols;
     size_t n;
@@ -600,6 +661,7 @@ static const struct {
     [GT_KIND_IMAGEBUILD] = {imagebuild_cols, GT_ARRAY_LEN(imagebuild_cols)},
     [GT_KIND_MODEL] = {model_cols, GT_ARRAY_LEN(model_cols)},
     [GT_KIND_MODELVERSION] = {modelversion_cols, GT_ARRAY_LEN(modelversion_cols)},
+    [GT_KIND_INFERENCESERVICE] = {isvc_cols, GT_ARRAY_LEN(isvc_cols)},
 };
 
 static const struct column project_col = {.header = "PROJECT", .cell = project_cell};

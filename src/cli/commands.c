@@ -231,7 +231,7 @@ static const struct gt_cli_command commands[] = {
     {
         .name = "up",
         .usage = "up [--data-dir DIR] [--fake-gpus SPEC] [--uid N] [--listen ADDR:PORT] "
-                 "[--storage-root DIR]... [--prometheus[=ADDR:PORT]]",
+                 "[--storage-root DIR]... [--prometheus[=ADDR:PORT]] [--ha]",
         .summary = "Start a one-machine cluster (gantryd and gantlet) in the background",
         .options = "      --data-dir DIR       store, tokens, pids, logs (default "
                    "$XDG_DATA_HOME/gantry,\n"
@@ -247,7 +247,11 @@ static const struct gt_cli_command commands[] = {
                    "      --prometheus[=ADDR:PORT]  also run Prometheus (default "
                    "127.0.0.1:9090)\n"
                    "                           scraping gantryd and gantlet "
-                   "(docs/metrics.md)\n",
+                   "(docs/metrics.md)\n"
+                   "      --ha                 a 3-member etcd and 3 gantryd replicas "
+                   "(docs/ha.md),\n"
+                   "                           all three in the config and the agent's "
+                   "--server\n",
         .run = gt_cli_cmd_up,
     },
     {

@@ -25,20 +25,38 @@ static const struct {
     const char *alias;
     enum gt_kind kind;
 } short_names[] = {
-    {"dept", GT_KIND_DEPARTMENT},  {"depts", GT_KIND_DEPARTMENT}, {"proj", GT_KIND_PROJECT},
-    {"pc", GT_KIND_PRIORITYCLASS}, {"no", GT_KIND_NODE},          {"ev", GT_KIND_EVENT},
-    {"pod", GT_KIND_TASK},         {"pods", GT_KIND_TASK},        {"po", GT_KIND_TASK},
-    {"tfjob", GT_KIND_JOB},        {"tfjobs", GT_KIND_JOB},       {"pytorchjob", GT_KIND_JOB},
-    {"pytorchjobs", GT_KIND_JOB},  {"mpijob", GT_KIND_JOB},       {"mpijobs", GT_KIND_JOB},
-    {"xgboostjob", GT_KIND_JOB},   {"xgboostjobs", GT_KIND_JOB},  {"paddlejob", GT_KIND_JOB},
-    {"paddlejobs", GT_KIND_JOB},   {"jaxjob", GT_KIND_JOB},       {"jaxjobs", GT_KIND_JOB},
-    {"vol", GT_KIND_VOLUME},       {"mv", GT_KIND_MODELVERSION},
+    {"dept", GT_KIND_DEPARTMENT},
+    {"depts", GT_KIND_DEPARTMENT},
+    {"proj", GT_KIND_PROJECT},
+    {"pc", GT_KIND_PRIORITYCLASS},
+    {"no", GT_KIND_NODE},
+    {"ev", GT_KIND_EVENT},
+    {"pod", GT_KIND_TASK},
+    {"pods", GT_KIND_TASK},
+    {"po", GT_KIND_TASK},
+    {"tfjob", GT_KIND_JOB},
+    {"tfjobs", GT_KIND_JOB},
+    {"pytorchjob", GT_KIND_JOB},
+    {"pytorchjobs", GT_KIND_JOB},
+    {"mpijob", GT_KIND_JOB},
+    {"mpijobs", GT_KIND_JOB},
+    {"xgboostjob", GT_KIND_JOB},
+    {"xgboostjobs", GT_KIND_JOB},
+    {"paddlejob", GT_KIND_JOB},
+    {"paddlejobs", GT_KIND_JOB},
+    {"jaxjob", GT_KIND_JOB},
+    {"jaxjobs", GT_KIND_JOB},
+    {"vol", GT_KIND_VOLUME},
+    {"mv", GT_KIND_MODELVERSION},
+    {"isvc", GT_KIND_INFERENCESERVICE},
+    {"isvcs", GT_KIND_INFERENCESERVICE},
 };
 
 const struct gt_kind_info *gt_cli_kind_lookup(const char *word)
 {
-    /* "job.gantry.dev" (what -o name prints) and "tfjobs.kubeflow.org" too */
-    static const char *const groups[] = {".gantry.dev", ".kubeflow.org"};
+    /* "job.gantry.dev" (what -o name prints), "tfjobs.kubeflow.org" and
+     * "inferenceservice.serving.kserve.io" too */
+    static const char *const groups[] = {".gantry.dev", ".kubeflow.org", ".serving.kserve.io"};
     char bare[64];
     snprintf(bare, sizeof(bare), "%s", word);
     for (size_t i = 0; i < GT_ARRAY_LEN(groups); i++) {

@@ -72,15 +72,16 @@ static int resolve_target(json_t *doc, const char *project_flag, const char *def
 }
 
 /* A kubeflow.org document *doc becomes, in place, the gantry Job it converts
- * to, in project (-p, else the configuration file's; may be NULL) when it
- * names no namespace, as kubectl puts it in the context's namespace;
- * from_kind (e.g. "pytorchjob.kubeflow.org") names what it was, "" for a
+ * to (a serving.kserve.io InferenceService gantry's InferenceService), in project (-p, else the
+ * configuration file's; may be NULL) when it names no namespace, as kubectl puts it in the
+ * context's namespace; from_kind (e.g. "pytorchjob.kubeflow.org") names what it was, "" for a
  * gantry document. */
 static int convert_kubeflow(json_t **doc, const char *project, char *from_kind, size_t len,
                             struct gt_err *err)
 {
     from_kind[0] = '\0';
-    if (!gt_api_kubeflow_is(*doc)) {
+    bool kserve = gt_api_kserve_is(*doc);
+    if (!gt_api_kubeflow_is(*doc) && !kserve) {
         return 0;
     }
     json_t *md = json_object_get(*doc, "metadata");
@@ -94,9 +95,10 @@ static int convert_kubeflow(json_t **doc, const char *project, char *from_kind, 
     for (; kind && kind[n] && n + 1 < len; n++) {
         from_kind[n] = (char)tolower((unsigned char)kind[n]);
     }
-    snprintf(from_kind + n, len - n, ".kubeflow.org");
+    snprintf(from_kind + n, len - n, kserve ? ".serving.kserve.io" : ".kubeflow.org");
     json_t *job = NULL;
-    int rc = gt_api_kubeflow_convert(*doc, &job, err);
+    int rc =
+        kserve ? gt_api_kserve_convert(*doc, &job, err) : gt_api_kubeflow_convert(*doc, &job, err);
     if (rc != 0) {
         const char *name = json_string_value(gt_json_path(*doc, "metadata.name"));
         gt_err_prefix(err, "%s \"%s\"", from_kind, name ? name : "");

@@ -56,6 +56,7 @@ enum gt_errcode {
     GT_EMETHOD,         /* 405 MethodNotAllowed */
     GT_EINTERNAL,       /* 500 InternalError */
     GT_EUSAGE,          /* 400 BadRequest: a bad command line (a program's usage error) */
+    GT_ENOTLEADER, /* 503 ServiceUnavailable: a guarded write from a replica no longer leader */
     GT_ECODE_END
 };
 

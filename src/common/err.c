@@ -27,6 +27,7 @@ static const struct {
     {GT_EMETHOD, 405, "MethodNotAllowed", "method not allowed"},
     {GT_EINTERNAL, 500, "InternalError", "internal error"},
     {GT_EUSAGE, 400, "BadRequest", "bad command line"},
+    {GT_ENOTLEADER, 503, "ServiceUnavailable", "not the leader"},
 };
 
 static int find(int code)

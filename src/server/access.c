@@ -292,7 +292,8 @@ int gt_server_authorize(const struct gt_server_access *a, const struct gt_server
     case GT_KIND_VOLUME:
     case GT_KIND_IMAGEBUILD:
     case GT_KIND_MODEL:
-    case GT_KIND_MODELVERSION: {
+    case GT_KIND_MODELVERSION:
+    case GT_KIND_INFERENCESERVICE: {
         enum role role = project_role(a, user->name, req->project);
         ok = req->verb == GT_VERB_READ ? role != ROLE_NONE : role >= ROLE_MEMBER;
         break;

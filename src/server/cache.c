@@ -99,6 +99,7 @@ struct wctx {
     char *key;
     json_t *obj; /* what is written (a reference), NULL for DELETE */
     enum gt_kind kind;
+    enum gt_store_op op;
     gt_ctl_done_fn done;
     void *arg;
     int64_t submit_ns;
@@ -114,6 +115,32 @@ static void inflight_add(struct gt_ctl *c, const char *key, intptr_t d)
     }
 }
 
+/* On a store other replicas write too, the watch may bring this write's
+ * event only after other writers' earlier ones; meanwhile a reconcile would
+ * read the object as it was before the write and undo in the scheduler
+ * model what the write did (a bind). So the write goes into the cache at
+ * once, as its event would, and gt_ctl_event passes over events of the
+ * key that are not newer (a delete leaves its revision in c->gone). */
+static void apply_own(struct gt_ctl *c, const struct wctx *w, int64_t rev)
+{
+    const struct gt_kind_info *ki = gt_kind_get(w->kind);
+    if (!ki || w->kind == GT_KIND_EVENT) {
+        return;
+    }
+    struct gt_store_event ev = {
+        .type = w->op == GT_STORE_DELETE ? GT_STORE_EV_DELETE : GT_STORE_EV_PUT,
+        .created = w->op == GT_STORE_CREATE,
+        .key = w->key,
+        .value = "",
+        .mod_rev = rev,
+        .create_rev = w->op == GT_STORE_CREATE ? rev : 0,
+    };
+    if (w->op == GT_STORE_DELETE) {
+        gt_strmap_put(&c->gone, w->key, (void *)(intptr_t)rev);
+    }
+    c->event(c, ki, &ev);
+}
+
 static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
 {
     struct wctx *w = arg;
@@ -122,6 +149,9 @@ static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
     inflight_add(c, w->key, -1);
     if (rc == 0 && w->obj) {
         gt_ctl_written(c, w->kind, w->key, rev, w->obj);
+    }
+    if (rc == 0 && gt_store_feeding(c->s->store)) {
+        apply_own(c, w, rev);
     }
     json_decref(w->obj);
     if (rc && rc != GT_ECONFLICT && rc != GT_EEXISTS && rc != GT_ENOTFOUND) {
@@ -176,11 +206,12 @@ int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t 
     w->key = gt_xstrdup(key);
     w->obj = text ? json_incref(obj) : NULL;
     w->kind = kind_of_key(key);
+    w->op = op;
     w->done = done;
     w->arg = arg;
     w->submit_ns = gt_now_ns();
-    int rc = gt_server_write(c->s, op, key, text, len, op == GT_STORE_CREATE ? 0 : expected_rev,
-                             write_done, w);
+    int rc = gt_server_write(c->s, true, op, key, text, len,
+                             op == GT_STORE_CREATE ? 0 : expected_rev, write_done, w);
     free(text);
     if (rc) {
         json_decref(w->obj);

@@ -22,6 +22,16 @@ static const struct gt_config_opt opts[] = {
      "turn)"},
     {"etcd-cafile", GT_CONFIG_STR, OFF(etcd_cafile), NULL, 0, 0, false,
      "CA certificates to verify the etcd members by (https); none: plain http"},
+    {"leader-lease-ttl", GT_CONFIG_INT, OFF(leader_lease_ttl_s), "2", 1, 3600, false,
+     "etcd store: seconds the leader's lease outlives its last renewal; with the renew "
+     "interval it bounds failover (docs/ha.md: a SIGKILLed leader is replaced within about "
+     "ttl + 0.5 s + renew interval)"},
+    {"leader-renew-interval", GT_CONFIG_INT, OFF(leader_renew_ms), "250", 10, 3600000, false,
+     "etcd store: milliseconds between lease renewals, and between a follower's tries to "
+     "become leader; less than the lease ttl"},
+    {"replica-id", GT_CONFIG_STR, OFF(replica_id), NULL, 0, 0, false,
+     "etcd store: this replica's name in the leader key (unique among the replicas); default "
+     "HOSTNAME-PID-RANDOM"},
     {"listen", GT_CONFIG_STR, OFF(listen), "127.0.0.1:8443", 0, 0, false,
      "ADDR:PORT to serve plain HTTP on (port 0: any free port)"},
     {"token-file", GT_CONFIG_STR, OFF(token_file), NULL, 0, 0, true,
@@ -78,6 +88,14 @@ static const struct gt_config_opt opts[] = {
      "a PEM RSA private key: gantryd serves GET registry/token, the token realm of the cluster "
      "registry (docker-registry auth: token, trusting this key's certificate), and builds "
      "push with credentials it signs; none: the registry is open"},
+    {"gateway-listen", GT_CONFIG_STR, OFF(gateway_listen), NULL, 0, 0, false,
+     "ADDR:PORT of the serving gateway: gantryd runs HAProxy there, routing "
+     "/serving/PROJECT/NAME/... and Host NAME.PROJECT.<--gateway-domain> to InferenceService "
+     "replicas; none: no gateway (services run but are not routed)"},
+    {"gateway-domain", GT_CONFIG_STR, OFF(gateway_domain), "serving.local", 0, 0, false,
+     "the DNS suffix of the gateway's Host routes (NAME.PROJECT.<domain>)"},
+    {"haproxy", GT_CONFIG_STR, OFF(haproxy), "haproxy", 0, 0, false,
+     "the HAProxy binary the gateway runs (2.6 or later: dynamic servers, http_auth_bearer)"},
     {"secret-key", GT_CONFIG_STR, OFF(secret_key), NULL, 0, 0, false,
      "a file of at least 32 bytes keying the values gantryd derives and never stores (notebook "
      "tokens); every replica of one control plane needs the same; default DATA_DIR/secret.key, "

@@ -25,6 +25,7 @@
 #include "server/cache.h"
 #include "server/ctl.h"
 #include "server/feeder.h"
+#include "server/isvcctl.h"
 #include "server/jobctl.h"
 #include "server/ledger.h"
 #include "server/modelctl.h"
@@ -53,6 +54,16 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
 {
     enum gt_kind k = kind->kind;
     if (k == GT_KIND_EVENT) {
+        return;
+    }
+    /* not newer than what the cache holds: our own write, applied at its
+     * commit (cache.c apply_own), or what came before it */
+    const struct gt_cobj *held = gt_strmap_get(&c->objs[k], ev->key);
+    int64_t gone = (int64_t)(intptr_t)gt_strmap_get(&c->gone, ev->key);
+    if (gone && ev->mod_rev >= gone) {
+        gt_strmap_del(&c->gone, ev->key);
+    }
+    if ((held && ev->mod_rev <= held->rev) || (gone && ev->mod_rev <= gone)) {
         return;
     }
     struct gt_cobj *old = NULL;
@@ -98,6 +109,7 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     }
     if (now || old) {
         gt_nbctl_event(c->nb, k, ev->key, now ? now->t : old->t);
+        gt_isvcctl_event(c->isvc, k, now ? now->t : old->t);
     }
     if (k == GT_KIND_IMAGEBUILD || k == GT_KIND_JOB || k == GT_KIND_TASK) {
         gt_buildctl_event(c, k, ev->key, now, old);
@@ -194,6 +206,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     }
     free_keys(&jobs);
     gt_nbctl_reconcile(c->nb);
+    gt_isvcctl_reconcile(c->isvc);
     gt_buildctl_run(c);
 }
 
@@ -424,6 +437,8 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->waits);
     gt_strmap_init(&c->in_model);
     gt_strmap_init(&c->fresh);
+    gt_strmap_init(&c->gone);
+    c->event = gt_ctl_event;
     gt_strmap_init(&c->unseen);
     gt_strmap_init(&c->timed);
     gt_strmap_init(&c->settled);
@@ -434,6 +449,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     c->tel = gt_telemetry_new();
     c->nb = gt_nbctl_new(c);
     c->models = gt_modelctl_new(c, gt_volctl_storage_check);
+    c->isvc = gt_isvcctl_new(c);
     gt_sched_decisions_init(&c->dec);
     s->metrics.schedule_seconds.bounds = gt_histogram_wait_bounds;
     s->ctl_hooks = &hooks;
@@ -459,6 +475,7 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
     }
     rc = gt_feed_build(c, err);
     rc = rc ? rc : gt_ledger_open(c, &c->ledger, err);
+    rc = rc ? rc : gt_isvcctl_start(c->isvc, err);
     if (rc) {
         return rc;
     }
@@ -521,6 +538,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->waits, free);
     gt_strmap_fini(&c->in_model, NULL);
     gt_strmap_fini(&c->fresh, gt_ctl_fresh_free);
+    gt_strmap_fini(&c->gone, NULL);
     gt_strmap_fini(&c->unseen, NULL);
     gt_strmap_fini(&c->timed, NULL);
     gt_strmap_fini(&c->settled, NULL);
@@ -529,6 +547,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_sched_decisions_fini(&c->dec);
     gt_nbctl_free(c->nb);
     gt_modelctl_free(c->models);
+    gt_isvcctl_free(c->isvc);
     gt_sched_model_free(c->model);
     gt_telemetry_free(c->tel);
     gt_ledger_free(c->ledger);

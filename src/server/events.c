@@ -158,8 +158,8 @@ static void write_entry(struct entry *e)
     gt_event_fold_written(&e->fold, gt_now_ms());
     e->submit_ns = gt_now_ns();
     e->in_flight = true;
-    int rc = gt_server_write(e->ev->s, e->stored ? GT_STORE_UPDATE : GT_STORE_CREATE, key, text,
-                             len, 0, write_done, e);
+    int rc = gt_server_write(e->ev->s, false, e->stored ? GT_STORE_UPDATE : GT_STORE_CREATE, key,
+                             text, len, 0, write_done, e);
     if (rc) {
         e->in_flight = false;
     }
@@ -308,7 +308,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     struct gt_err err = {0};
     if (gt_store_list(ev->s->store, "/events/", sweep_store_cb, &c, NULL, &err) == 0) {
         for (size_t i = 0; i < c.n; i++) {
-            gt_server_write(ev->s, GT_STORE_DELETE, c.keys[i], NULL, 0, 0, sweep_done, ev->s);
+            gt_server_write(ev->s, false, GT_STORE_DELETE, c.keys[i], NULL, 0, 0, sweep_done,
+                            ev->s);
         }
         if (c.n) {
             gt_log_debug("expired events deleted", "count=%zu", c.n);

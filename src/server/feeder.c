@@ -239,11 +239,21 @@ static int restore_bind(struct gt_ctl *c, const char *id, const struct gt_api_ta
     return rc;
 }
 
-/* Bring the model's task id to the state its stored object says. */
+/* Bring the model's task id to the state its stored object says. Not
+ * while a write of ours to the task is in flight: the model is ahead of
+ * the cache then (a bind), and the write's completion marks the task's job
+ * again (cache.c); with other writers on the store, an event of theirs for
+ * the job can come in between and would undo the bind in the model. */
 static void sync_task(struct gt_ctl *c, const char *id, const struct gt_api_task *task)
 {
     struct gt_sched_task_info ti;
     if (gt_sched_task_get(c->model, id, &ti)) {
+        return;
+    }
+    char *key = gt_xasprintf("/tasks/%s", id);
+    bool busy = gt_ctl_busy(c, key);
+    free(key);
+    if (busy) {
         return;
     }
     enum gt_sched_task_state want = task ? desired_state(task) : GT_SCHED_TASK_DONE;

@@ -18,10 +18,12 @@
 
 #include "server/fault.h"
 #include "server/http.h"
+#include "server/leader.h"
 #include "server/logproxy.h"
 #include "server/registry.h"
 #include "server/reply.h"
 #include "server/server_int.h"
+#include "server/storeio.h"
 #include "server/ui.h"
 #include "server/watch.h"
 #include "server/write.h"
@@ -85,7 +87,7 @@ static void get_object(struct gt_req *r)
     char *key = gt_route_key(rt->kind, rt->project, rt->name);
     struct gt_store_kv kv = {0};
     struct gt_err err = {0};
-    int rc = gt_store_get(r->s->store, key, &kv, &err);
+    int rc = gt_server_get(r->s, key, &kv, &err);
     free(key);
     if (rc == GT_ENOTFOUND) {
         gt_req_error(r, GT_ENOTFOUND, "%s \"%s\" not found", rt->kind->plural, rt->name);
@@ -265,7 +267,7 @@ static void list_objects(struct gt_req *r, const struct gt_selector *lsel,
         .r = r, .lsel = lsel, .fsel = fsel, .prefix_len = strlen(prefix), .after = after};
     int64_t rev = 0;
     struct gt_err err = {0};
-    int rc = gt_store_list(r->s->store, prefix, list_cb, &c, &rev, &err);
+    int rc = gt_server_list(r->s, prefix, list_cb, &c, &rev, &err);
     free(prefix);
     if (rc == 0) {
         if (c.n) {
@@ -491,11 +493,16 @@ static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
         struct gt_buf b;
         gt_buf_init(&b);
         gt_metrics_render(&r->s->metrics, &b);
+        gt_server_leader_metrics(r->s, &b);
         if (r->s->ctl_hooks && r->s->ctl_hooks->metrics) {
             r->s->ctl_hooks->metrics(r->s->ctl, &b);
         }
         gt_req_reply_as(r, 200, "text/plain; version=0.0.4", b.data, b.len);
         gt_buf_fini(&b);
+        return;
+    }
+    if (r->route.type == GT_ROUTE_READYZ) {
+        gt_server_readyz(r);
         return;
     }
     gt_req_reply_as(r, 200, "text/plain", "ok\n", 3);

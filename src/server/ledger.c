@@ -196,7 +196,7 @@ void gt_ledger_note_task(struct gt_ctl *c, const char *key)
     w->task_key = gt_xstrdup(key);
     w->submit_ns = gt_now_ns();
     gt_strmap_put(&l->inflight, uid, MARK);
-    int rc = gt_server_write(c->s, GT_STORE_CREATE, rkey, b.data, b.len, 0, write_done, w);
+    int rc = gt_server_write(c->s, true, GT_STORE_CREATE, rkey, b.data, b.len, 0, write_done, w);
     if (rc) {
         struct gt_err err = {0};
         gt_err_set(&err, rc, "the store refused the write");

@@ -27,6 +27,9 @@ void gt_histogram_observe(struct gt_histogram *h, double seconds)
     h->n++;
 }
 
+const char *const gt_store_req_names[GT_STORE_REQ_COUNT] = {"create", "update", "delete", "get",
+                                                            "list"};
+
 void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int http_code,
                         double seconds)
 {
@@ -45,19 +48,30 @@ void gt_metrics_request(struct gt_metrics *m, enum gt_metrics_verb verb, int htt
     gt_histogram_observe(&m->request_seconds, seconds);
 }
 
-void gt_metrics_render_histogram(struct gt_buf *out, const char *name, const char *help,
-                                 const struct gt_histogram *h)
+void gt_metrics_render_histogram_series(struct gt_buf *out, const char *name, const char *labels,
+                                        const struct gt_histogram *h)
 {
     const double *bounds = h->bounds ? h->bounds : gt_histogram_bounds;
-    gt_buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    const char *sep = labels ? "," : "";
+    labels = labels ? labels : "";
     uint64_t cum = 0;
     for (size_t i = 0; i < GT_HIST_BUCKETS; i++) {
         cum += h->counts[i];
-        gt_buf_printf(out, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)cum);
+        gt_buf_printf(out, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, bounds[i],
+                      (unsigned long long)cum);
     }
     cum += h->counts[GT_HIST_BUCKETS];
-    gt_buf_printf(out, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
-                  (unsigned long long)cum, name, h->sum, name, (unsigned long long)h->n);
+    const char *lo = labels[0] ? "{" : "", *lc = labels[0] ? "}" : "";
+    gt_buf_printf(out, "%s_bucket{%s%sle=\"+Inf\"} %llu\n%s_sum%s%s%s %.6f\n%s_count%s%s%s %llu\n",
+                  name, labels, sep, (unsigned long long)cum, name, lo, labels, lc, h->sum, name,
+                  lo, labels, lc, (unsigned long long)h->n);
+}
+
+void gt_metrics_render_histogram(struct gt_buf *out, const char *name, const char *help,
+                                 const struct gt_histogram *h)
+{
+    gt_buf_printf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    gt_metrics_render_histogram_series(out, name, NULL, h);
 }
 
 void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out)
@@ -77,6 +91,15 @@ void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out)
                                 &m->request_seconds);
     gt_metrics_render_histogram(out, "gantry_store_commit_duration_seconds",
                                 "Store write latency from submit to durable.", &m->commit_seconds);
+    gt_buf_puts(out, "# HELP gantry_store_request_seconds Store request latency by operation "
+                     "(writes: submit to durable).\n"
+                     "# TYPE gantry_store_request_seconds histogram\n");
+    for (int op = 0; op < GT_STORE_REQ_COUNT; op++) {
+        char label[32];
+        snprintf(label, sizeof(label), "op=\"%s\"", gt_store_req_names[op]);
+        gt_metrics_render_histogram_series(out, "gantry_store_request_seconds", label,
+                                           &m->store_seconds[op]);
+    }
     gt_buf_puts(out, "# HELP gantry_objects Stored objects by kind.\n"
                      "# TYPE gantry_objects gauge\n");
     for (int k = 0; k < GT_KIND_COUNT; k++) {

@@ -52,6 +52,7 @@
 #include "server/cache.h"
 #include "server/events.h"
 #include "server/feeder.h"
+#include "server/isvcctl.h"
 #include "server/nbctl.h"
 #include "server/secretkey.h"
 #include "server/server_int.h"
@@ -264,21 +265,6 @@ static json_t *build_job(struct gt_ctl *c, const struct gt_api_notebook *nbk, st
     return job;
 }
 
-/* Delete the notebook's job the way DELETE does: deletionTimestamp, then
- * the job controller stops its task and removes both. */
-static void delete_job(struct gt_ctl *c, const struct gt_cobj *jo)
-{
-    if (gt_cobj_job(jo)->o.meta.deletion_timestamp || gt_ctl_busy(c, jo->key)) {
-        return;
-    }
-    json_t *obj = json_deep_copy(jo->obj);
-    char ts[32];
-    json_object_set_new(json_object_get(obj, "metadata"), "deletionTimestamp",
-                        json_string(gt_time_format(gt_now_ms(), ts, sizeof(ts))));
-    gt_ctl_write(c, GT_STORE_UPDATE, jo->key, obj, jo->rev, NULL, NULL);
-    json_decref(obj);
-}
-
 /* ---- status ---- */
 
 static const struct gt_api_notebook *cobj_nb(const struct gt_cobj *o)
@@ -445,13 +431,13 @@ static void reconcile_one(struct gt_nbctl *nb, const char *key)
     char errbuf[512] = "";
     if (!o) {
         if (jo) {
-            delete_job(c, jo);
+            gt_ctl_delete_job(c, jo);
         }
         free(gt_strmap_del(&nb->state, key));
     } else if (!gt_ctl_busy(c, key)) {
         const struct gt_api_notebook *nbk = cobj_nb(o);
         if (nbk->spec.stopped && jo) {
-            delete_job(c, jo);
+            gt_ctl_delete_job(c, jo);
         } else if (!nbk->spec.stopped && !jo && !gt_ctl_busy(c, jk)) {
             struct gt_err err = {0};
             json_t *job = build_job(c, nbk, &err);
@@ -603,25 +589,10 @@ int gt_nbctl_target(const struct gt_ctl *c, const char *project, const char *nam
         return gt_err_set(err, GT_ESTORE, "notebook %s/%s is not running (phase %s)", project, name,
                           gt_api_notebook_phase_name(nbk->status.phase));
     }
-    const struct gt_api_template *tmpl = &task->spec.template;
-    const char *port_name =
-        tmpl->ports.n && tmpl->ports.v[0].name ? tmpl->ports.v[0].name : "port-0";
-    t->port = 0;
-    for (size_t i = 0; i < task->spec.ports.n; i++) {
-        const char *pn = task->spec.ports.v[i].name;
-        if (pn && !strcmp(pn, port_name)) {
-            t->port = (int)task->spec.ports.v[i].port;
-        }
-    }
     token_of(c, project, name, gt_cobj_job(jo)->o.meta.uid, t->token);
-    char *nk = gt_xasprintf("/nodes/%s", task->spec.node_name);
-    const struct gt_cobj *no = gt_ctl_get(c, GT_KIND_NODE, nk);
-    free(nk);
-    const char *ip = no ? gt_api_node_address(gt_cobj_node(no), "InternalIP") : NULL;
-    if (!t->port || !ip) {
+    if (gt_task_endpoint(c, task, t->host, sizeof(t->host), &t->port) != 0) {
         return gt_err_set(err, GT_ESTORE, "notebook %s/%s has no address yet", project, name);
     }
-    snprintf(t->host, sizeof(t->host), "%s", ip);
     return 0;
 }
 

@@ -6,6 +6,9 @@
  * triggers feeder.c, jobctl.c and nodes.c), which read and write through
  * the cache (cache.c); every store write is counted in storeio.c.
  *
+ * Which replica runs the controllers is leader.c's: on SQLite this one,
+ * at once; on etcd the elected one, once its cache is current.
+ *
  * Shutdown is one path, "drain": stop accepting connections, end watch
  * streams, flush pending Event counts, wait until no store write is in
  * flight (their replies are sent from the done callbacks), give the replies
@@ -35,6 +38,7 @@
 #include "server/events.h"
 #include "server/fault.h"
 #include "server/http.h"
+#include "server/leader.h"
 #include "server/registry.h"
 #include "server/reply.h"
 #include "server/secretkey.h"
@@ -272,11 +276,11 @@ int gt_server_start(struct gt_server *s, struct gt_err *err)
         return rc;
     }
     s->events = gt_events_new(s);
-    rc = gt_ctl_start(s->ctl, err);
+    s->drain = drain;
+    rc = gt_server_leader_start(s, err);
     if (rc) {
         return rc;
     }
-    s->drain = drain;
     s->drain_timer = event_new(s->base, -1, EV_PERSIST, on_drain_timer, s);
     s->fault_timer = event_new(s->base, -1, EV_PERSIST, gt_server_fault_timer, s);
     s->sig_term = evsignal_new(s->base, SIGTERM, on_signal, s);
@@ -324,6 +328,7 @@ void gt_server_stop(struct gt_server *s)
     gt_store_unwatch(s->index_watch);
     gt_events_free(s->events);
     gt_store_close(s->store);
+    gt_server_leader_stop(s);
     gt_ctl_free(s->ctl);
     gt_server_access_free(s->access);
     gt_server_tokens_free(s->tokens);

@@ -26,6 +26,9 @@ struct gt_server_config {
     char *data_dir;              /* --data-dir DIR (required) */
     char *store;                 /* --store sqlite | etcd://HOST:PORT,... */
     char *etcd_cafile;           /* --etcd-cafile FILE: https to etcd; NULL: http */
+    int64_t leader_lease_ttl_s;  /* --leader-lease-ttl SECONDS (etcd) */
+    int64_t leader_renew_ms;     /* --leader-renew-interval MS (etcd) */
+    char *replica_id;            /* --replica-id NAME (etcd); NULL: generated */
     char *listen;                /* --listen ADDR:PORT (plain HTTP) */
     char *token_file;            /* --token-file FILE (required) */
     int64_t watch_history;       /* --watch-history N: events kept for watch */
@@ -47,6 +50,9 @@ struct gt_server_config {
     char *ui_dir;         /* --ui-dir DIR: the built dashboard; NULL: web/ beside gantryd */
     char *registry;       /* --registry HOST:PORT: the cluster registry; NULL: none */
     char *registry_key;   /* --registry-key FILE: signs registry tokens; NULL: none */
+    char *gateway_listen; /* --gateway-listen ADDR:PORT: the serving gateway; NULL: none */
+    char *gateway_domain; /* --gateway-domain DNS: suffix of the gateway's Host routes */
+    char *haproxy;        /* --haproxy PATH: the HAProxy binary the gateway runs */
     char *secret_key;     /* --secret-key FILE: keys derived secrets; NULL: DATA_DIR/secret.key */
 
     char *model_store; /* --model-store DIR: the ModelVersions' store; NULL: none */
@@ -106,6 +112,9 @@ size_t gt_server_tokens_count(const struct gt_server_tokens *t);
  * allocated until next is freed: requests, watches and sessions still
  * borrow its users (a re-read token file, SIGHUP). */
 void gt_server_tokens_replace(struct gt_server_tokens **cur, struct gt_server_tokens *next);
+/* Call fn(user, arg) for every user of the table (borrowed), in no order. */
+void gt_server_tokens_each(const struct gt_server_tokens *t,
+                           void (*fn)(const struct gt_server_user *u, void *arg), void *arg);
 /* Is hex (64 lower-case hex digits) the HMAC-SHA256 of msg under the token
  * of some gantry:nodes user? An MPI launcher's exec credential
  * (GT_MPI_TOKEN_PREFIX), which its node's agent derives (taskspec.c). */
@@ -254,11 +263,17 @@ enum gt_metrics_verb {
     GT_MV_OTHER,
     GT_MV_COUNT
 };
+/* Store requests timed for gantry_store_request_seconds: the writes by
+ * enum gt_store_op (same order), then reads. */
+enum { GT_STORE_REQ_GET = 3, GT_STORE_REQ_LIST = 4, GT_STORE_REQ_COUNT = 5 };
+extern const char *const gt_store_req_names[GT_STORE_REQ_COUNT];
+
 struct gt_metrics {
     uint64_t requests[GT_MV_COUNT][GT_METRICS_CODES]; /* by verb and code slot */
     int codes[GT_METRICS_CODES];                      /* HTTP code of each slot, 0 free */
     struct gt_histogram request_seconds;
     struct gt_histogram commit_seconds;
+    struct gt_histogram store_seconds[GT_STORE_REQ_COUNT];
     int64_t objects[GT_KIND_COUNT];
     struct gt_histogram cycle_seconds;    /* scheduler cycles */
     struct gt_histogram schedule_seconds; /* a task's creation to its bind (wait bounds) */
@@ -274,6 +289,10 @@ void gt_metrics_render(const struct gt_metrics *m, struct gt_buf *out);
 /* Append one histogram family (name, help: static text) to out. */
 void gt_metrics_render_histogram(struct gt_buf *out, const char *name, const char *help,
                                  const struct gt_histogram *h);
+/* Append one series of a histogram family (no HELP/TYPE lines), labels
+ * ("op=\"get\"") on every sample, NULL: none. */
+void gt_metrics_render_histogram_series(struct gt_buf *out, const char *name, const char *labels,
+                                        const struct gt_histogram *h);
 
 /* ---- controllers' pure parts (jobs.c, nodeinfo.c) ----
  * Inputs are validated objects (borrowed); returned JSON is the caller's. */

@@ -82,6 +82,10 @@ struct gt_ctl_hooks {
     void (*serve)(struct gt_ctl *c, struct gt_req *r, int method, const struct evkeyvalq *query);
 };
 
+/* A replica's part (leader.c): not ready until its cache is loaded;
+ * elected, it is a leader only once its cache has caught up. */
+enum gt_server_role { GT_ROLE_NOT_READY, GT_ROLE_FOLLOWER, GT_ROLE_ELECTED, GT_ROLE_LEADER };
+
 /* The daemon. */
 struct gt_server {
     const struct gt_server_config *cfg;
@@ -107,6 +111,14 @@ struct gt_server {
     struct gt_uuid_pool uuids;            /* for metadata.uid */
     struct gt_registry_key *registry_key; /* --registry-key; NULL: the registry is open */
     unsigned char secret_key[32];         /* keys the values secrets.c derives */
+    /* leadership (leader.c) */
+    enum gt_server_role role;
+    char *replica_id;
+    struct gt_store_guard guard; /* strings owned; the controllers' writes carry it */
+    bool have_guard;
+    int64_t leader_rev;      /* elected at; controllers start once the cache has it */
+    uint64_t leader_changes; /* times this replica became leader or lost it */
+    struct event *leader_timer;
     /* stop taking work and exit once writes are done (server.c): for the
      * layers below the life cycle, e.g. on a failed fsync */
     void (*drain)(struct gt_server *s, int exit_code);
@@ -184,6 +196,12 @@ struct gt_ctl {
      * waits for it, which marks them dirty */
     struct gt_strmap unseen;
     struct gt_strmap fresh; /* key -> a committed write of ours until its watch event */
+    /* key -> revision of our committed delete, applied to the cache at once
+     * on a shared store (cache.c), until the watch has passed it */
+    struct gt_strmap gone;
+    /* gt_ctl_event (ctl.c), for cache.c to apply a write of ours at once */
+    void (*event)(struct gt_ctl *c, const struct gt_kind_info *kind,
+                  const struct gt_store_event *ev);
     struct gt_strmap timed; /* job keys whose next step is due by time (gt_jobctl_tick) */
     /* job keys with a status write of ours in flight after which a
      * reconcile would change nothing (jobctl.c): its write_done and watch
@@ -205,6 +223,7 @@ struct gt_ctl {
     struct gt_sched_model *model;
     struct gt_nbctl *nb;        /* the notebook controller (nbctl.c) */
     struct gt_modelctl *models; /* the model registry (modelctl.c) */
+    struct gt_isvcctl *isvc;    /* the serving controller and gateway (isvcctl.c) */
     const struct gt_sched_policy *policy;
     struct gt_sched_decisions dec;
 };

@@ -283,11 +283,28 @@ size_t gt_server_tokens_count(const struct gt_server_tokens *t)
     return t->by_digest.n;
 }
 
+struct each_user {
+    void (*fn)(const struct gt_server_user *u, void *arg);
+    void *arg;
+};
+
+static int each_user_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    struct each_user *e = arg;
+    e->fn(val, e->arg);
+    return 0;
+}
+
+void gt_server_tokens_each(const struct gt_server_tokens *t,
+                           void (*fn)(const struct gt_server_user *u, void *arg), void *arg)
+{
+    struct each_user e = {fn, arg};
+    gt_strmap_each(&t->by_digest, each_user_cb, &e);
+}
+
 void gt_server_tokens_free(struct gt_server_tokens *t)
 {
-    if (!t) {
-        return;
-    }
     while (t) {
         struct gt_server_tokens *older = t->older;
         gt_strmap_fini(&t->by_digest, user_free);

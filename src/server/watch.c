@@ -22,6 +22,7 @@
 #include "server/cache.h"
 #include "server/reply.h"
 #include "server/server_int.h"
+#include "server/storeio.h"
 #include "server/watch.h"
 
 #define MAX_BACKLOG_BYTES (64u << 20)
@@ -180,7 +181,7 @@ void gt_watch_start(struct gt_req *r, int64_t rev, struct gt_selector *lsel,
     struct gt_err err = {0};
     int rc = 0;
     if (rev == 0) {
-        rc = gt_store_list(s->store, prefix, initial_cb, ws, &rev, &err);
+        rc = gt_server_list(s, prefix, initial_cb, ws, &rev, &err);
     } else if (rev < 0) {
         rev = gt_store_revision(s->store);
     }

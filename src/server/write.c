@@ -140,7 +140,7 @@ static void submit(struct gt_req *r, enum gt_store_op op, int64_t expected_rev)
         text = r->value;
     }
     r->submit_ns = gt_now_ns();
-    int rc = gt_server_write(r->s, op, r->key, text, len, expected_rev, write_done, r);
+    int rc = gt_server_write(r->s, false, op, r->key, text, len, expected_rev, write_done, r);
     if (rc && r->prepared) {
         r->s->ctl_hooks->created(r->s->ctl, r->route.kind->kind, r->key, rc);
     }
@@ -211,12 +211,16 @@ static int admit(struct gt_req *r, json_t *obj, bool create, struct gt_err *err)
 }
 
 /* A kubeflow.org training job (TFJob, PyTorchJob, ...) POSTed to a jobs collection becomes
- * the gantry Job it converts to (as `gantry apply` sends it), its
- * metadata.namespace (default: the project in the path) the project. 0, or
- * replies 422 naming the manifest's field and returns -1. */
+ * the gantry Job it converts to, and a serving.kserve.io InferenceService
+ * POSTed to an inferenceservices collection gantry's InferenceService, (as `gantry apply` sends
+ * it), its metadata.namespace (default: the project in the path) the project. 0, or replies 422
+ * naming the manifest's field and returns -1. */
 static int kubeflow_body(struct gt_req *r)
 {
-    if (r->route.kind->kind != GT_KIND_JOB || !gt_api_kubeflow_is(r->body)) {
+    enum gt_kind k = r->route.kind->kind;
+    bool kubeflow = k == GT_KIND_JOB && gt_api_kubeflow_is(r->body);
+    bool kserve = k == GT_KIND_INFERENCESERVICE && gt_api_kserve_is(r->body);
+    if (!kubeflow && !kserve) {
         return 0;
     }
     json_t *md = json_object_get(r->body, "metadata");
@@ -225,7 +229,8 @@ static int kubeflow_body(struct gt_req *r)
     }
     json_t *job = NULL;
     struct gt_err err = {0};
-    if (gt_api_kubeflow_convert(r->body, &job, &err)) {
+    if (kubeflow ? gt_api_kubeflow_convert(r->body, &job, &err)
+                 : gt_api_kserve_convert(r->body, &job, &err)) {
         gt_req_error_err(r, &err);
         return -1;
     }
@@ -432,7 +437,7 @@ static int read_stored(struct gt_req *r, json_t **stored, bool with_text)
     }
     struct gt_store_kv kv = {0};
     struct gt_err err = {0};
-    int rc = gt_store_get(r->s->store, r->key, &kv, &err);
+    int rc = gt_server_get(r->s, r->key, &kv, &err);
     if (rc == GT_ENOTFOUND) {
         gt_req_error(r, GT_ENOTFOUND, "%s \"%s\" not found", r->route.kind->plural, r->route.name);
         return -1;

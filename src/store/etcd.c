@@ -20,10 +20,20 @@
  * Writes: each op of a batch is one txn: a compare (CREATE: create_revision
  * == 0; UPDATE/DELETE: create_revision > 0, or mod_revision == expected),
  * then a put or delete with prev_kv; on failure a range on the key tells
- * GT_ENOTFOUND from GT_ECONFLICT. A failed txn writes nothing and takes no
- * revision, so with one writer the ops that commit get consecutive
- * revisions, as the generic layer's watch history needs. The batch is one
- * commit for the generic layer (group commit); etcd fsyncs each txn.
+ * GT_ENOTFOUND from GT_ECONFLICT. A guarded op (store.h) adds two compares
+ * on the guard key, its create_revision and its value, and a range on it
+ * in the failure branch, which tells GT_ENOTLEADER from the op's own
+ * failure. A failed txn writes nothing and takes no revision. Other
+ * writers' changes (other gantryd replicas) reach the generic layer's
+ * watch history through the feed (etcd_feed.c), so its history stays
+ * contiguous. The batch is one commit for the generic layer (group
+ * commit); etcd fsyncs each txn.
+ *
+ * Lists page through etcd: LIST_PAGE keys per range request, every page at
+ * the revision of the first, so a listing is one snapshot. A range at a
+ * compacted revision answers GT_EGONE (410).
+ *
+ * Leader election: etcd_elect.c; the gateway itself: etcd_http.c.
  *
  * Threads: reads (owner's thread) and apply (writer thread) use separate
  * curl handles. A read handle is free again before any list callback runs,
@@ -38,229 +48,9 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "store/store_int.h"
-
-enum {
-    REV_OFFSET = 1,  /* gantry revision = etcd revision - REV_OFFSET */
-    LIST_PAGE = 500, /* keys per range request when listing */
-    CONNECT_TIMEOUT_MS = 1000,
-    REQUEST_TIMEOUT_MS = 5000,
-    MAX_RESPONSE = 64 << 20, /* a bigger answer is an error, not a crash */
-};
-
-struct etcd {
-    char **urls; /* "http://H:P" or "https://H:P" */
-    size_t n_urls;
-    atomic_size_t cur; /* index of the endpoint in use */
-    char *cafile;
-    CURL *rd; /* owner's thread: get, list, open */
-    CURL *wr; /* writer thread: apply */
-    atomic_llong rev;
-    struct gt_store_faults faults;
-};
-
-/* ---- base64 (RFC 4648, with padding), as the gateway's bytes fields ---- */
-
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *b64_encode(const char *src, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)src;
-    char *out = gt_xmalloc((len + 2) / 3 * 4 + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t)s[i] << 16;
-        if (i + 1 < len) {
-            v |= (uint32_t)s[i + 1] << 8;
-        }
-        if (i + 2 < len) {
-            v |= s[i + 2];
-        }
-        out[o++] = B64[(v >> 18) & 63];
-        out[o++] = B64[(v >> 12) & 63];
-        out[o++] = i + 1 < len ? B64[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? B64[v & 63] : '=';
-    }
-    out[o] = '\0';
-    return out;
-}
-
-/* Decode src (NULL: empty) into a NUL-terminated heap copy; *len gets its
- * length. -1 if src is not base64. */
-static int b64_decode(const char *src, char **out, size_t *len)
-{
-    size_t n = src ? strlen(src) : 0;
-    char *p = gt_xmalloc(n / 4 * 3 + 1);
-    size_t o = 0;
-    uint32_t v = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n && src[i] != '='; i++) {
-        const char *c = strchr(B64, src[i]);
-        if (!c || src[i] == '\0') {
-            free(p);
-            return -1;
-        }
-        v = (v << 6) | (uint32_t)(c - B64);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            p[o++] = (char)((v >> bits) & 0xff);
-        }
-    }
-    p[o] = '\0';
-    *out = p;
-    *len = o;
-    return 0;
-}
-
-/* ---- JSON helpers ---- */
-
-/* An int64 field, sent as a string or a number; absent is 0. */
-static int64_t jint(const json_t *o, const char *name)
-{
-    const json_t *v = json_object_get(o, name);
-    if (json_is_string(v)) {
-        return strtoll(json_string_value(v), NULL, 10);
-    }
-    return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
-}
-
-static json_t *jint_str(int64_t v)
-{
-    char s[24];
-    snprintf(s, sizeof(s), "%lld", (long long)v);
-    return json_string(s);
-}
-
-static json_t *jbytes(const char *p, size_t len)
-{
-    char *s = b64_encode(p, len);
-    json_t *j = json_string(s);
-    free(s);
-    return j;
-}
-
-/* Fill kv from one of the gateway's mvccpb.KeyValue objects. */
-static int kv_from_json(const json_t *j, struct gt_store_kv *kv, struct gt_err *err)
-{
-    size_t key_len;
-    memset(kv, 0, sizeof(*kv));
-    if (b64_decode(json_string_value(json_object_get(j, "key")), &kv->key, &key_len) != 0 ||
-        b64_decode(json_string_value(json_object_get(j, "value")), &kv->value, &kv->value_len) !=
-            0) {
-        gt_store_kv_fini(kv);
-        return gt_err_set(err, GT_ESTORE, "etcd: kvs[].key or .value is not base64");
-    }
-    kv->create_rev = jint(j, "create_revision") - REV_OFFSET;
-    kv->mod_rev = jint(j, "mod_revision") - REV_OFFSET;
-    return 0;
-}
-
-/* ---- HTTP ---- */
-
-struct body {
-    char *p;
-    size_t n, cap;
-};
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
-{
-    struct body *b = arg;
-    size_t len = size * nmemb;
-    if (b->n + len + 1 > MAX_RESPONSE) {
-        return 0; /* curl fails the transfer with CURLE_WRITE_ERROR */
-    }
-    GT_VEC_RESERVE(b->p, b->cap, b->n + len + 1, 4096);
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
-    b->p[b->n] = '\0';
-    return len;
-}
-
-/* The gateway's error answer: {"error":..., "code":N, "message":...}. */
-static int http_error(long status, const json_t *j, const char *path, struct gt_err *err)
-{
-    const char *msg = json_string_value(json_object_get(j, "message"));
-    if (!msg) {
-        msg = json_string_value(json_object_get(j, "error"));
-    }
-    if (!msg) {
-        msg = "no message";
-    }
-    int code = strstr(msg, "compacted") ? GT_EGONE : GT_ESTORE;
-    return gt_err_set(err, code, "etcd %s: HTTP %ld: %s", path, status, msg);
-}
-
-/* POST req (taken) to /v3/kv/<path> through handle h and parse the answer
- * into *resp (caller decrefs). retry_sent: the request may be sent again to
- * the next endpoint after a timeout (reads). 0, GT_ESTORE (no endpoint
- * answered, or an error answer), GT_EGONE (revision compacted), GT_EFSYNC
- * (a write was sent and not answered: outcome unknown). */
-static int call(struct etcd *e, CURL *h, const char *path, json_t *req, bool retry_sent,
-                json_t **resp, struct gt_err *err)
-{
-    *resp = NULL;
-    char *payload = json_dumps(req, JSON_COMPACT);
-    json_decref(req);
-    GT_ASSERT(payload);
-    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-    int rc = GT_ESTORE;
-    char last[2 * CURL_ERROR_SIZE] = "no endpoint";
-    size_t start = atomic_load(&e->cur);
-    for (size_t t = 0; t < e->n_urls; t++) {
-        size_t i = (start + t) % e->n_urls;
-        char url[512];
-        snprintf(url, sizeof(url), "%s/v3/kv/%s", e->urls[i], path);
-        struct body b = {0};
-        char ebuf[CURL_ERROR_SIZE] = "";
-        curl_easy_reset(h);
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_TIMEOUT_MS);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)REQUEST_TIMEOUT_MS);
-        if (e->cafile) {
-            curl_easy_setopt(h, CURLOPT_CAINFO, e->cafile);
-        }
-        CURLcode cc = curl_easy_perform(h);
-        if (cc == CURLE_OK) {
-            long status = 0;
-            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-            json_t *j = json_loadb(b.p ? b.p : "", b.n, 0, NULL);
-            free(b.p);
-            atomic_store(&e->cur, i);
-            if (status != 200 || !json_is_object(j)) {
-                rc = status == 200
-                         ? gt_err_set(err, GT_ESTORE, "etcd %s: answer is not a JSON object", path)
-                         : http_error(status, j, path, err);
-                json_decref(j);
-                goto out;
-            }
-            *resp = j;
-            rc = 0;
-            goto out;
-        }
-        free(b.p);
-        long sent = 0;
-        curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &sent);
-        snprintf(last, sizeof(last), "%s: %s", e->urls[i], ebuf[0] ? ebuf : curl_easy_strerror(cc));
-        gt_log_warn("etcd endpoint failed", "url=%s err=\"%s\"", e->urls[i], last);
-        if (sent > 0 && !retry_sent) {
-            rc = gt_err_set(err, GT_EFSYNC, "etcd %s: sent, no answer (%s): outcome unknown", path,
-                            last);
-            goto out;
-        }
-    }
-    rc = gt_err_set(err, GT_ESTORE, "etcd %s: no endpoint answered (last: %s)", path, last);
-out:
-    curl_slist_free_all(hdrs);
-    free(payload);
-    return rc;
-}
+#include "store/etcd_elect.h"
+#include "store/etcd_feed.h"
+#include "store/etcd_http.h"
 
 /* ---- reads ---- */
 
@@ -270,15 +60,15 @@ static json_t *range_req(const char *key, size_t key_len, const char *range_end,
                          int64_t limit, int64_t at_rev)
 {
     json_t *r = json_object();
-    json_object_set_new(r, "key", jbytes(key, key_len));
+    json_object_set_new(r, "key", gt_etcd_jbytes(key, key_len));
     if (range_end) {
-        json_object_set_new(r, "range_end", jbytes(range_end, end_len));
+        json_object_set_new(r, "range_end", gt_etcd_jbytes(range_end, end_len));
     }
     if (limit > 0) {
-        json_object_set_new(r, "limit", jint_str(limit));
+        json_object_set_new(r, "limit", gt_etcd_jint_str(limit));
     }
     if (at_rev > 0) {
-        json_object_set_new(r, "revision", jint_str(at_rev));
+        json_object_set_new(r, "revision", gt_etcd_jint_str(at_rev));
     }
     return r;
 }
@@ -287,12 +77,13 @@ static int etcd_get(void *be, const char *key, struct gt_store_kv *kv, struct gt
 {
     struct etcd *e = be;
     json_t *resp;
-    int rc = call(e, e->rd, "range", range_req(key, strlen(key), NULL, 0, 0, 0), true, &resp, err);
+    int rc = gt_etcd_call(e, e->rd, "kv/range", range_req(key, strlen(key), NULL, 0, 0, 0), true,
+                          &resp, err);
     if (rc != 0) {
         return rc;
     }
     const json_t *first = json_array_get(json_object_get(resp, "kvs"), 0);
-    rc = first ? kv_from_json(first, kv, err) : GT_ENOTFOUND;
+    rc = first ? gt_etcd_kv_from_json(first, kv, err) : GT_ENOTFOUND;
     json_decref(resp);
     return rc;
 }
@@ -333,13 +124,14 @@ static int etcd_list(void *be, const char *prefix, gt_store_list_fn fn, void *ar
     bool more = true, stop = false;
     while (more && !stop) {
         json_t *resp;
-        rc = call(e, e->rd, "range", range_req(from, from_len, end, end_len, LIST_PAGE, at_rev),
-                  true, &resp, err);
+        rc = gt_etcd_call(e, e->rd, "kv/range",
+                          range_req(from, from_len, end, end_len, LIST_PAGE, at_rev), true, &resp,
+                          err);
         if (rc != 0) {
             break;
         }
         if (at_rev == 0) {
-            at_rev = jint(json_object_get(resp, "header"), "revision");
+            at_rev = gt_etcd_jint(json_object_get(resp, "header"), "revision");
             if (rev) {
                 *rev = at_rev - REV_OFFSET;
             }
@@ -349,7 +141,7 @@ static int etcd_list(void *be, const char *prefix, gt_store_list_fn fn, void *ar
         size_t n = json_array_size(kvs);
         struct gt_store_kv *page = gt_xcalloc(n ? n : 1, sizeof(*page));
         for (size_t i = 0; i < n && rc == 0; i++) {
-            rc = kv_from_json(json_array_get(kvs, i), &page[i], err);
+            rc = gt_etcd_kv_from_json(json_array_get(kvs, i), &page[i], err);
         }
         json_decref(resp);
         for (size_t i = 0; i < n && rc == 0 && !stop; i++) {
@@ -380,17 +172,17 @@ static json_t *compare(const char *key, const char *target, const char *result, 
                        int64_t v)
 {
     json_t *c = json_object();
-    json_object_set_new(c, "key", jbytes(key, strlen(key)));
+    json_object_set_new(c, "key", gt_etcd_jbytes(key, strlen(key)));
     json_object_set_new(c, "target", json_string(target));
     json_object_set_new(c, "result", json_string(result));
-    json_object_set_new(c, field, jint_str(v));
+    json_object_set_new(c, field, gt_etcd_jint_str(v));
     return c;
 }
 
 /* The txn for one op (see the file comment). */
 static json_t *txn_req(const struct gt_store_wop *w)
 {
-    json_t *key = jbytes(w->key, strlen(w->key));
+    json_t *key = gt_etcd_jbytes(w->key, strlen(w->key));
     json_t *cmp;
     if (w->op == GT_STORE_CREATE) {
         cmp = compare(w->key, "CREATE", "EQUAL", "create_revision", 0);
@@ -406,27 +198,58 @@ static json_t *txn_req(const struct gt_store_wop *w)
     if (w->op == GT_STORE_DELETE) {
         json_object_set_new(success, "request_delete_range", op);
     } else {
-        json_object_set_new(op, "value", jbytes(w->value, w->value_len));
+        json_object_set_new(op, "value", gt_etcd_jbytes(w->value, w->value_len));
         json_object_set_new(success, "request_put", op);
     }
     json_t *txn = json_object();
-    json_object_set_new(txn, "compare", json_pack("[o]", cmp));
-    json_object_set_new(txn, "success", json_pack("[o]", success));
+    json_t *cmps = json_pack("[o]", cmp);
+    json_t *failure = json_array();
     if (w->op != GT_STORE_CREATE) {
-        json_object_set_new(
-            txn, "failure",
-            json_pack("[{s:{s:O,s:b}}]", "request_range", "key", key, "keys_only", 1));
+        json_array_append_new(
+            failure, json_pack("{s:{s:O,s:b}}", "request_range", "key", key, "keys_only", 1));
     }
+    if (w->guard_key) {
+        /* the leader key as elected, in the same txn (etcd_elect.c) */
+        json_array_append_new(cmps, compare(w->guard_key, "CREATE", "EQUAL", "create_revision",
+                                            w->guard_create_rev + REV_OFFSET));
+        json_t *v = compare(w->guard_key, "VALUE", "EQUAL", "value", 0);
+        json_object_set_new(v, "value", gt_etcd_jbytes(w->guard_value, strlen(w->guard_value)));
+        json_array_append_new(cmps, v);
+        json_array_append_new(failure,
+                              json_pack("{s:{s:o}}", "request_range", "key",
+                                        gt_etcd_jbytes(w->guard_key, strlen(w->guard_key))));
+    }
+    json_object_set_new(txn, "compare", cmps);
+    json_object_set_new(txn, "success", json_pack("[o]", success));
+    json_object_set_new(txn, "failure", failure);
     json_decref(key);
     return txn;
+}
+
+/* Does the leader key, as a failed txn read it (r: its response_range),
+ * still match w's guard? */
+static bool guard_holds(const struct gt_store_wop *w, const json_t *r)
+{
+    const json_t *kv =
+        json_array_get(json_object_get(json_object_get(r, "response_range"), "kvs"), 0);
+    struct gt_store_kv g;
+    if (!kv || gt_etcd_kv_from_json(kv, &g, NULL) != 0) {
+        return false;
+    }
+    bool holds = g.create_rev == w->guard_create_rev && strcmp(g.value, w->guard_value) == 0;
+    gt_store_kv_fini(&g);
+    return holds;
 }
 
 /* Fill w's results from its txn's answer. */
 static int txn_result(struct gt_store_wop *w, const json_t *resp, struct gt_err *err)
 {
-    const json_t *r0 = json_array_get(json_object_get(resp, "responses"), 0);
+    const json_t *rs = json_object_get(resp, "responses");
+    const json_t *r0 = json_array_get(rs, 0);
     if (!json_is_true(json_object_get(resp, "succeeded"))) {
-        if (w->op == GT_STORE_CREATE) {
+        if (w->guard_key && !guard_holds(w, json_array_get(rs, json_array_size(rs) - 1))) {
+            w->rc = GT_ENOTLEADER;
+        } else if (w->op == GT_STORE_CREATE) {
             w->rc = GT_EEXISTS;
         } else {
             const json_t *kvs = json_object_get(json_object_get(r0, "response_range"), "kvs");
@@ -435,7 +258,7 @@ static int txn_result(struct gt_store_wop *w, const json_t *resp, struct gt_err 
         return 0;
     }
     w->rc = 0;
-    w->rev = jint(json_object_get(resp, "header"), "revision") - REV_OFFSET;
+    w->rev = gt_etcd_jint(json_object_get(resp, "header"), "revision") - REV_OFFSET;
     if (w->op == GT_STORE_CREATE) {
         w->created = true;
         w->create_rev = w->rev;
@@ -449,7 +272,7 @@ static int txn_result(struct gt_store_wop *w, const json_t *resp, struct gt_err 
             json_object_get(json_object_get(r0, "response_delete_range"), "prev_kvs"), 0);
     }
     struct gt_store_kv kv;
-    if (!prev || kv_from_json(prev, &kv, err) != 0) {
+    if (!prev || gt_etcd_kv_from_json(prev, &kv, err) != 0) {
         return gt_err_set(err, GT_EFSYNC, "etcd txn on %s: committed without prev_kv", w->key);
     }
     w->create_rev = kv.create_rev;
@@ -476,7 +299,7 @@ static int etcd_apply(void *be, struct gt_store_wop *ops, size_t n, struct gt_er
     bool wrote = false;
     for (size_t i = 0; i < n; i++) {
         json_t *resp;
-        int rc = call(e, e->wr, "txn", txn_req(&ops[i]), false, &resp, err);
+        int rc = gt_etcd_call(e, e->wr, "kv/txn", txn_req(&ops[i]), false, &resp, err);
         if (rc == 0) {
             rc = txn_result(&ops[i], resp, err);
             json_decref(resp);
@@ -507,6 +330,8 @@ static void etcd_close(void *be)
     if (!e) {
         return;
     }
+    gt_etcd_elect_stop(e);
+    gt_etcd_feed_stop(e);
     for (size_t i = 0; i < e->n_urls; i++) {
         free(e->urls[i]);
     }
@@ -574,9 +399,10 @@ static int etcd_open(const char *path, void **be, struct gt_err *err)
         GT_ASSERT(e->rd && e->wr);
         /* The cluster's revision: any range answers it in its header. */
         json_t *resp;
-        rc = call(e, e->rd, "range", range_req("", 1, NULL, 0, 1, 0), true, &resp, err);
+        rc = gt_etcd_call(e, e->rd, "kv/range", range_req("", 1, NULL, 0, 1, 0), true, &resp, err);
         if (rc == 0) {
-            atomic_store(&e->rev, jint(json_object_get(resp, "header"), "revision") - REV_OFFSET);
+            atomic_store(&e->rev,
+                         gt_etcd_jint(json_object_get(resp, "header"), "revision") - REV_OFFSET);
             json_decref(resp);
         }
     }
@@ -609,4 +435,6 @@ const struct gt_store_backend_ops gt_store_etcd_backend = {
     .apply = etcd_apply,
     .revision = etcd_revision,
     .fault_arm = etcd_fault_arm,
+    .feed_start = gt_etcd_feed_start,
+    .elect = gt_etcd_elect,
 };

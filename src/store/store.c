@@ -23,6 +23,14 @@
  * last revision it saw (last_rev), so replay and live delivery never
  * duplicate. Watchers are removed only when no delivery is running
  * (delivering == 0), which makes gt_store_unwatch safe inside a callback.
+ *
+ * Feed (a backend with feed_start, etcd): the backend's thread queues every
+ * change of every writer in the sink; the loop drains it (sink_ev) into the
+ * history. Then the history is recorded from the feed: an own write's event
+ * is recorded at once only if it is the next revision (nothing from other
+ * writers is pending before it), else the feed brings it; a feed event at
+ * or below hist_rev is already recorded. Both keep the ring contiguous.
+ * Leadership reports from the backend's election thread come the same way.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -63,6 +71,18 @@ struct gt_store_watch {
     struct gt_store_watch *next;
 };
 
+struct gt_store_sink {
+    struct gt_store *st;
+    pthread_mutex_t mu;
+    int fd; /* eventfd the loop watches */
+    struct event *ev;
+    /* under mu: */
+    struct GT_VEC(struct hist_ev *) evs;
+    char *fail_msg; /* feed ended */
+    bool leader_changed, leader;
+    int64_t leader_create_rev, leader_rev;
+};
+
 struct gt_store {
     const struct gt_store_backend_ops *ops;
     void *be;
@@ -96,6 +116,12 @@ struct gt_store {
 
     struct gt_store_watch *watch_head;
     int delivering;
+
+    struct gt_store_sink *sink; /* NULL until a feed or an election starts */
+    bool feeding;
+    gt_store_elect_fn elect_fn;
+    void *elect_arg;
+    char *elect_key, *elect_value;
 };
 
 /* ---- helpers shared with the backends ---- */
@@ -152,6 +178,8 @@ static void hist_unref(struct hist_ev *h)
     }
 }
 
+static struct hist_ev *ring_push(struct gt_store *st, struct hist_ev *h);
+
 /* Move w's strings into a new newest ring entry; returns it (ring's ref). */
 static struct hist_ev *hist_record(struct gt_store *st, struct gt_store_wop *w)
 {
@@ -178,7 +206,12 @@ static struct hist_ev *hist_record(struct gt_store *st, struct gt_store_wop *w)
     h->ev.value = h->value;
     h->ev.create_rev = w->create_rev;
     h->ev.mod_rev = w->rev;
+    return ring_push(st, h);
+}
 
+/* Make h (the ring's reference) the newest entry; returns it. */
+static struct hist_ev *ring_push(struct gt_store *st, struct hist_ev *h)
+{
     if (st->ring_n == st->ring_cap) {
         hist_unref(st->ring[st->ring_start]);
         st->ring_start = (st->ring_start + 1) % st->ring_cap;
@@ -186,7 +219,7 @@ static struct hist_ev *hist_record(struct gt_store *st, struct gt_store_wop *w)
     }
     st->ring[(st->ring_start + st->ring_n) % st->ring_cap] = h;
     st->ring_n++;
-    st->hist_rev = w->rev;
+    st->hist_rev = h->ev.mod_rev;
     return h;
 }
 
@@ -229,6 +262,8 @@ static void deliver(struct gt_store *st, struct hist_ev *h)
 
 static void wop_free(struct gt_store_wop *w)
 {
+    free(w->guard_key);
+    free(w->guard_value);
     free(w->key);
     free(w->value);
     free(w->old_value);
@@ -274,7 +309,8 @@ static void batch_finish(struct gt_store *st, struct batch *b)
     }
     st->delivering++;
     for (size_t i = 0; i < b->n; i++) {
-        if (b->ops[i].rc == 0) {
+        /* with a feed, what is not the next revision comes through it */
+        if (b->ops[i].rc == 0 && (!st->feeding || b->ops[i].rev == st->hist_rev + 1)) {
             deliver(st, hist_record(st, &b->ops[i]));
         }
         wop_free(&b->ops[i]);
@@ -391,6 +427,148 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
     complete(st);
 }
 
+/* ---- the sink: what a backend's threads report ---- */
+
+void gt_store_sink_event(struct gt_store_sink *k, const struct gt_store_event *ev)
+{
+    struct hist_ev *h = gt_xcalloc(1, sizeof(*h));
+    h->refs = 1;
+    h->ev = *ev;
+    h->key = gt_xstrdup(ev->key);
+    h->value = gt_xmalloc(ev->value_len + 1);
+    if (ev->value_len > 0) {
+        memcpy(h->value, ev->value, ev->value_len);
+    }
+    h->value[ev->value_len] = '\0';
+    h->ev.key = h->key;
+    h->ev.value = h->value;
+    pthread_mutex_lock(&k->mu);
+    *GT_VEC_PUSH(&k->evs, 64) = h;
+    pthread_mutex_unlock(&k->mu);
+    uint64_t one = 1;
+    ssize_t r = write(k->fd, &one, sizeof(one));
+    (void)r; /* EAGAIN only if the counter is full: the loop is woken anyway */
+}
+
+void gt_store_sink_fail(struct gt_store_sink *k, const char *msg)
+{
+    pthread_mutex_lock(&k->mu);
+    if (!k->fail_msg) {
+        k->fail_msg = gt_xstrdup(msg);
+    }
+    pthread_mutex_unlock(&k->mu);
+    uint64_t one = 1;
+    ssize_t r = write(k->fd, &one, sizeof(one));
+    (void)r;
+}
+
+void gt_store_sink_leader(struct gt_store_sink *k, bool leader, int64_t create_rev, int64_t rev)
+{
+    pthread_mutex_lock(&k->mu);
+    k->leader_changed = true;
+    k->leader = leader;
+    k->leader_create_rev = create_rev;
+    k->leader_rev = rev;
+    pthread_mutex_unlock(&k->mu);
+    uint64_t one = 1;
+    ssize_t r = write(k->fd, &one, sizeof(one));
+    (void)r;
+}
+
+/* The loop's side: record and deliver the feed's changes, then report a
+ * failure or a change of leadership. */
+static void on_sink(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct gt_store *st = arg;
+    struct gt_store_sink *k = st->sink;
+    uint64_t cnt;
+    ssize_t r = read(fd, &cnt, sizeof(cnt));
+    (void)r; /* EAGAIN: already drained */
+    pthread_mutex_lock(&k->mu);
+    struct GT_VEC(struct hist_ev *) evs = {0};
+    evs.v = k->evs.v;
+    evs.n = k->evs.n;
+    k->evs.v = NULL;
+    k->evs.n = k->evs.cap = 0;
+    char *fail = k->fail_msg;
+    k->fail_msg = NULL;
+    bool changed = k->leader_changed, leader = k->leader;
+    int64_t create_rev = k->leader_create_rev, rev = k->leader_rev;
+    k->leader_changed = false;
+    pthread_mutex_unlock(&k->mu);
+
+    st->delivering++;
+    for (size_t i = 0; i < evs.n; i++) {
+        struct hist_ev *h = evs.v[i];
+        if (h->ev.mod_rev <= st->hist_rev) {
+            hist_unref(h); /* this process's own write, recorded at commit */
+            continue;
+        }
+        if (h->ev.mod_rev != st->hist_rev + 1) {
+            gt_log_warn("store feed skipped revisions", "from=%lld to=%lld",
+                        (long long)st->hist_rev + 1, (long long)h->ev.mod_rev);
+        }
+        if (h->ev.mod_rev > st->rev) {
+            st->rev = h->ev.mod_rev;
+        }
+        deliver(st, ring_push(st, h));
+    }
+    st->delivering--;
+    watch_reap(st);
+    free(evs.v);
+    if (fail) {
+        struct gt_err e = {0};
+        gt_err_set(&e, GT_EFSYNC, "store feed: %s", fail);
+        mark_failed(st, &e);
+        free(fail);
+    }
+    if (changed && st->elect_fn) {
+        struct gt_store_guard g = {
+            .key = st->elect_key, .create_rev = create_rev, .value = st->elect_value};
+        st->elect_fn(leader, leader ? &g : NULL, rev, st->elect_arg);
+    }
+}
+
+/* The sink, made on first use (needs the event base). */
+static struct gt_store_sink *sink_get(struct gt_store *st, struct gt_err *err)
+{
+    if (st->sink) {
+        return st->sink;
+    }
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd < 0) {
+        gt_err_set(err, -errno, "eventfd: %s", strerror(errno));
+        return NULL;
+    }
+    struct gt_store_sink *k = gt_xcalloc(1, sizeof(*k));
+    k->st = st;
+    k->fd = fd;
+    pthread_mutex_init(&k->mu, NULL);
+    k->ev = event_new(st->base, fd, EV_READ | EV_PERSIST, on_sink, st);
+    GT_ASSERT(k->ev);
+    event_add(k->ev, NULL);
+    st->sink = k;
+    return k;
+}
+
+/* After the backend's threads stopped (its close). */
+static void sink_free(struct gt_store_sink *k)
+{
+    if (!k) {
+        return;
+    }
+    event_free(k->ev);
+    close(k->fd);
+    for (size_t i = 0; i < k->evs.n; i++) {
+        hist_unref(k->evs.v[i]);
+    }
+    GT_VEC_FREE(&k->evs);
+    free(k->fail_msg);
+    pthread_mutex_destroy(&k->mu);
+    free(k);
+}
+
 /* ---- open/close ---- */
 
 static int start_writer(struct gt_store *st, struct gt_err *err)
@@ -441,6 +619,11 @@ int gt_store_open(const struct gt_store_options *opt, struct gt_store **out, str
     st->ring = gt_xcalloc(st->ring_cap, sizeof(*st->ring));
     if (st->base) {
         rc = start_writer(st, err);
+        if (rc == 0 && st->ops->feed_start) {
+            struct gt_store_sink *k = sink_get(st, err);
+            rc = k ? st->ops->feed_start(st->be, st->rev, k, err) : GT_ESTORE;
+            st->feeding = rc == 0;
+        }
         if (rc != 0) {
             gt_store_close(st);
             return rc;
@@ -513,6 +696,9 @@ void gt_store_close(struct gt_store *st)
     if (st->be) {
         st->ops->close(st->be);
     }
+    sink_free(st->sink);
+    free(st->elect_key);
+    free(st->elect_value);
     free(st);
 }
 
@@ -550,8 +736,48 @@ int gt_store_list(struct gt_store *st, const char *prefix, gt_store_list_fn fn, 
     return st->ops->list(st->be, prefix, fn, arg, rev, err);
 }
 
+bool gt_store_feeding(const struct gt_store *st)
+{
+    return st->feeding;
+}
+
+int64_t gt_store_seen_revision(const struct gt_store *st)
+{
+    return st->hist_rev;
+}
+
+int gt_store_elect(struct gt_store *st, const char *key, const char *value, int ttl_s, int renew_ms,
+                   gt_store_elect_fn fn, void *arg, struct gt_err *err)
+{
+    if (st->elect_fn) {
+        return gt_err_set(err, GT_EINVAL, "store: already campaigning");
+    }
+    st->elect_fn = fn;
+    st->elect_arg = arg;
+    st->elect_key = gt_xstrdup(key);
+    st->elect_value = gt_xstrdup(value);
+    if (!st->ops->elect) {
+        struct gt_store_guard g = {.key = key, .create_rev = 0, .value = value};
+        fn(true, &g, st->rev, arg);
+        return 0;
+    }
+    if (!st->base) {
+        return gt_err_set(err, GT_EINVAL, "store %s: an election needs an event base",
+                          st->ops->name);
+    }
+    struct gt_store_sink *k = sink_get(st, err);
+    return k ? st->ops->elect(st->be, key, value, ttl_s, renew_ms, k, err) : GT_ESTORE;
+}
+
 int gt_store_write(struct gt_store *st, enum gt_store_op op, const char *key, const char *value,
                    size_t len, int64_t expected_rev, gt_store_done_fn done, void *arg)
+{
+    return gt_store_write_guarded(st, NULL, op, key, value, len, expected_rev, done, arg);
+}
+
+int gt_store_write_guarded(struct gt_store *st, const struct gt_store_guard *guard,
+                           enum gt_store_op op, const char *key, const char *value, size_t len,
+                           int64_t expected_rev, gt_store_done_fn done, void *arg)
 {
     if (st->failed) {
         return GT_EFSYNC;
@@ -567,6 +793,11 @@ int gt_store_write(struct gt_store *st, enum gt_store_op op, const char *key, co
         .done = done,
         .done_arg = arg,
     };
+    if (guard) {
+        w.guard_key = gt_xstrdup(guard->key);
+        w.guard_value = gt_xstrdup(guard->value);
+        w.guard_create_rev = guard->create_rev;
+    }
     if (op != GT_STORE_DELETE) {
         w.value = gt_xmalloc(len + 1);
         if (len > 0) {

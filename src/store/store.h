@@ -21,7 +21,12 @@
  *
  * Watch history: the last watch_history events are kept in memory; a watch
  * may start from any revision >= (oldest kept revision - 1), older start
- * points get GT_EGONE. History starts empty at open.
+ * points get GT_EGONE. History starts empty at open. With an event base,
+ * a backend other processes write to (etcd) feeds the history with every
+ * change from a watch of its own (from the revision at open), so watchers
+ * see other writers' changes too; a write's own event may then arrive
+ * after its done callback. A feed that cannot resume (its start revision
+ * was compacted) fails the store.
  *
  * Error codes written "-GT_EXXX" below are the GT_EXXX constants of
  * common.h, which are already negative: compare with rc == GT_ENOTFOUND.
@@ -115,6 +120,24 @@ typedef void (*gt_store_done_fn)(int rc, int64_t rev, const struct gt_err *err, 
 int gt_store_write(struct gt_store *st, enum gt_store_op op, const char *key, const char *value,
                    size_t len, int64_t expected_rev, gt_store_done_fn done, void *arg);
 
+/* A guard: a write that carries one commits only if, in the same
+ * transaction, key exists with exactly this create_rev and value (the
+ * leader key of gt_store_elect: a replica deposed since it was elected
+ * cannot write). A failed guard answers -GT_ENOTLEADER and writes nothing.
+ * SQLite and memory serve one process, which is always the leader: there
+ * the guard always holds. Strings are borrowed for the call. */
+struct gt_store_guard {
+    const char *key;
+    int64_t create_rev;
+    const char *value;
+};
+
+/* As gt_store_write, with guard (NULL: none; copied, so the caller's may go
+ * after the call). */
+int gt_store_write_guarded(struct gt_store *st, const struct gt_store_guard *guard,
+                           enum gt_store_op op, const char *key, const char *value, size_t len,
+                           int64_t expected_rev, gt_store_done_fn done, void *arg);
+
 /* A change, as delivered to watchers. For DELETE, value is the last value
  * and mod_rev the revision of the delete. Borrowed for the call. */
 enum gt_store_event_type { GT_STORE_EV_PUT, GT_STORE_EV_DELETE };
@@ -138,6 +161,37 @@ int gt_store_watch(struct gt_store *st, const char *prefix, int64_t from_rev, gt
                    void *arg, struct gt_store_watch **out, struct gt_err *err);
 /* Stop a watch; safe to call from inside its own callback. NULL is fine. */
 void gt_store_unwatch(struct gt_store_watch *w);
+
+/* Leadership, as gt_store_elect reports it on the loop thread: leader
+ * true with guard (borrowed for the call: the guard every write of the
+ * leader's should carry) and rev, the store revision at which it was
+ * elected (its cache is current once gt_store_seen_revision reaches it);
+ * leader false: leadership is lost (the lease could not be renewed or the
+ * key is gone), guard NULL. */
+typedef void (*gt_store_elect_fn)(bool leader, const struct gt_store_guard *guard, int64_t rev,
+                                  void *arg);
+
+/* Campaign for leadership under key with value (this replica's id), with a
+ * lease of ttl_s seconds renewed every renew_ms (etcd: lease grant and
+ * keepalive through the gateway; the key is created only if absent,
+ * carrying the lease, so it vanishes ttl_s after the leader stops renewing;
+ * a follower retries every renew_ms). On SQLite and memory the caller is
+ * the only process: fn runs at once, inside this call, with leader true.
+ * Needs an event base for etcd (-GT_EINVAL without one). Once only per
+ * store; closing the store revokes the lease of a leader (a clean handover).
+ * 0 or a negative code with err set; fn runs on the loop thread. */
+int gt_store_elect(struct gt_store *st, const char *key, const char *value, int ttl_s, int renew_ms,
+                   gt_store_elect_fn fn, void *arg, struct gt_err *err);
+
+/* True when other processes write to this store too and a feed brings
+ * their changes (etcd with an event base): a write's own watch event may
+ * then come after its done callback and after other writers' events. */
+bool gt_store_feeding(const struct gt_store *st);
+
+/* The revision of the newest change the watch history has seen: this
+ * process's own writes, and on etcd the changes of every other writer as
+ * the backend's watch feed delivers them. */
+int64_t gt_store_seen_revision(const struct gt_store *st);
 
 /* Counters since open: *commits gets the number of backend transactions
  * (batches), *writes the number of writes they carried; writes/commits is

@@ -22,7 +22,10 @@ struct gt_store_wop {
     char *key;   /* NUL-terminated copy */
     char *value; /* NUL-terminated copy (NULL for DELETE) */
     size_t value_len;
-    int64_t expected_rev;  /* 0: any */
+    int64_t expected_rev; /* 0: any */
+    char *guard_key;      /* NULL: unguarded; else the guard's copied strings */
+    char *guard_value;
+    int64_t guard_create_rev;
     gt_store_done_fn done; /* for the generic layer; backends ignore */
     void *done_arg;
 
@@ -34,6 +37,18 @@ struct gt_store_wop {
     char *old_value; /* DELETE: the deleted value, heap, taken by the caller */
     size_t old_value_len;
 };
+
+/* Where a backend's own threads (watch feed, election) report; store.c
+ * owns it, valid from feed_start/elect until the backend's close returns.
+ * Every function is safe from any thread: it queues and wakes the loop. */
+struct gt_store_sink;
+/* A change seen by the feed (copied). */
+void gt_store_sink_event(struct gt_store_sink *k, const struct gt_store_event *ev);
+/* The feed ended for good (e.g. its revision was compacted): the store fails. */
+void gt_store_sink_fail(struct gt_store_sink *k, const char *msg);
+/* Leadership won (create_rev: the leader key's; rev: the revision then) or
+ * lost (leader false, the rest ignored). */
+void gt_store_sink_leader(struct gt_store_sink *k, bool leader, int64_t create_rev, int64_t rev);
 
 struct gt_store_backend_ops {
     const char *name;
@@ -57,6 +72,15 @@ struct gt_store_backend_ops {
     int64_t (*revision)(void *be);
     /* As gt_store_fault_arm. Safe from any thread. */
     void (*fault_arm)(void *be, enum gt_store_fault point, int nth);
+    /* Optional (NULL: this process is the only writer): start a thread that
+     * reports every change after from_rev to sink, in revision order, until
+     * close. 0 or GT_ESTORE with err set. */
+    int (*feed_start)(void *be, int64_t from_rev, struct gt_store_sink *sink, struct gt_err *err);
+    /* Optional (NULL: always the leader): start campaigning (gt_store_elect)
+     * on a thread of the backend's, reporting to sink; close stops it and
+     * revokes a leader's lease. 0 or GT_ESTORE with err set. */
+    int (*elect)(void *be, const char *key, const char *value, int ttl_s, int renew_ms,
+                 struct gt_store_sink *sink, struct gt_err *err);
 };
 
 /* Countdown for one fault point: 0 disarmed, n > 0 fails the nth hit. */

@@ -151,6 +151,20 @@ class Gantryd:
 
 
 
+def etcd_answers(port, path, body):
+    """Does the etcd member on loopback port answer POST path (its JSON
+    gateway) with 200?"""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            conn.request("POST", path, body=body)
+            return conn.getresponse().status == 200
+        finally:
+            conn.close()
+    except OSError:
+        return False
+
+
 class Etcd:
     """A one-member etcd (Debian's etcd-server) on loopback free ports, with
     its data in a temporary directory; .store is gantryd's --store value."""
@@ -182,16 +196,8 @@ class Etcd:
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("etcd exited %d" % self.proc.returncode)
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.client, timeout=2)
-                try:
-                    conn.request("POST", "/v3/kv/range", body='{"key":"AA=="}')
-                    if conn.getresponse().status == 200:
-                        return self
-                finally:
-                    conn.close()
-            except OSError:
-                pass
+            if etcd_answers(self.client, "/v3/kv/range", '{"key":"AA=="}'):
+                return self
             time.sleep(0.1)
         raise RuntimeError("etcd did not answer on " + curl)
 
@@ -201,6 +207,55 @@ class Etcd:
             self.proc.wait(timeout=30)
             self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+class EtcdCluster:
+    """A 3-member etcd (Debian's etcd-server) on loopback free ports, each
+    member's data in a temporary directory; .store is gantryd's --store
+    value listing every member. kill(i) SIGKILLs member i, start(i) starts
+    it again on its data (it rejoins)."""
+
+    def __init__(self, n=3):
+        self.tmp = tempfile.mkdtemp(prefix="gantry-etcd3-")
+        self.ports = [(free_port(), free_port()) for _ in range(n)]
+        self.procs = [None] * n
+        self.logs = [None] * n
+        self.cluster = ",".join("m%d=http://127.0.0.1:%d" % (i, p[1])
+                                for i, p in enumerate(self.ports))
+
+    @property
+    def store(self):
+        return "etcd://" + ",".join("127.0.0.1:%d" % c for c, _ in self.ports)
+
+    def start(self, i=None):
+        for m in ([i] if i is not None else range(len(self.ports))):
+            c, p = self.ports[m]
+            curl, purl = "http://127.0.0.1:%d" % c, "http://127.0.0.1:%d" % p
+            self.logs[m] = open(os.path.join(self.tmp, "etcd%d.log" % m), "ab")
+            self.procs[m] = subprocess.Popen(
+                ["etcd", "--name", "m%d" % m, "--data-dir", os.path.join(self.tmp, "m%d" % m),
+                 "--listen-client-urls", curl, "--advertise-client-urls", curl,
+                 "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+                 "--initial-cluster", self.cluster, "--initial-cluster-token", self.tmp,
+                 "--initial-cluster-state", "new", "--log-level", "error"],
+                stdout=self.logs[m], stderr=self.logs[m])
+        wait_for("etcd answers writes", self.writable, timeout=30)
+        return self
+
+    def writable(self):
+        return any(etcd_answers(c, "/v3/kv/put", '{"key":"AQ==","value":""}')
+                   for c, _ in self.ports)
+
+    def kill(self, i):
+        self.procs[i].kill()
+        self.procs[i].wait(timeout=30)
+        self.logs[i].close()
+
+    def cleanup(self):
+        for i, p in enumerate(self.procs):
+            if p and p.poll() is None:
+                self.kill(i)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
 
 def obj(kind, name, project=None, **fields):
     """Build an object dict of kind with metadata.name (and project)."""

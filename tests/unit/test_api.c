@@ -97,6 +97,15 @@ static const char volume_json[] =
     "\"status\":{\"phase\":\"Available\",\"storageClass\":\"fast\","
     "\"path\":\"/srv/volumes/vision/imagenet.1.img\"}}";
 
+static const char isvc_json[] =
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"InferenceService\","
+    "\"metadata\":{\"name\":\"digits\",\"project\":\"vision\"},"
+    "\"spec\":{\"variants\":[{\"name\":\"a\",\"weight\":80,\"replicas\":2,"
+    "\"model\":{\"format\":\"pytorch\",\"storageUri\":\"models://vision/digits/3\"}},"
+    "{\"name\":\"b\",\"weight\":20,\"template\":{\"command\":[\"/srv/echo\"]}}],"
+    "\"public\":false,\"readinessPath\":\"/v2/health/ready\","
+    "\"rollout\":{\"maxSurge\":1,\"maxUnavailable\":0}}}";
+
 static const char model_json[] =
     "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Model\","
     "\"metadata\":{\"name\":\"digits\",\"project\":\"vision\",\"labels\":{\"task\":\"cls\"}},"
@@ -111,12 +120,19 @@ static const char modelversion_json[] =
     "\"path\":\"/srv/models/sha256/ab/model.pt\",\"size\":10,\"sourceJob\":\"train\"}}";
 
 static const char *const examples[GT_KIND_COUNT] = {
-    [GT_KIND_DEPARTMENT] = dept_json,  [GT_KIND_PROJECT] = project_json,
-    [GT_KIND_PRIORITYCLASS] = pc_json, [GT_KIND_NODE] = node_json,
-    [GT_KIND_JOB] = job_json,          [GT_KIND_TASK] = task_json,
-    [GT_KIND_EVENT] = event_json,      [GT_KIND_NOTEBOOK] = notebook_json,
-    [GT_KIND_VOLUME] = volume_json,    [GT_KIND_IMAGEBUILD] = imagebuild_json,
-    [GT_KIND_MODEL] = model_json,      [GT_KIND_MODELVERSION] = modelversion_json,
+    [GT_KIND_DEPARTMENT] = dept_json,
+    [GT_KIND_PROJECT] = project_json,
+    [GT_KIND_PRIORITYCLASS] = pc_json,
+    [GT_KIND_NODE] = node_json,
+    [GT_KIND_JOB] = job_json,
+    [GT_KIND_TASK] = task_json,
+    [GT_KIND_EVENT] = event_json,
+    [GT_KIND_NOTEBOOK] = notebook_json,
+    [GT_KIND_VOLUME] = volume_json,
+    [GT_KIND_IMAGEBUILD] = imagebuild_json,
+    [GT_KIND_MODEL] = model_json,
+    [GT_KIND_MODELVERSION] = modelversion_json,
+    [GT_KIND_INFERENCESERVICE] = isvc_json,
 };
 
 static json_t *parse(const char *text)

@@ -935,7 +935,209 @@ static void test_etcd_endpoints(void **state)
         cmocka_unit_test_prestate_setup_teardown(test_write_fault, setup, teardown, &fx),          \
         cmocka_unit_test_prestate_setup_teardown(test_fsync_fault, setup, teardown, &fx),          \
         cmocka_unit_test_prestate_setup_teardown(test_fsync_fault_fails_queue, setup, teardown,    \
-                                                 &fx)
+                                                 &fx),                                             \
+        cmocka_unit_test_prestate_setup_teardown(test_guard, setup, teardown, &fx),                \
+        cmocka_unit_test_prestate_setup_teardown(test_list_pages, setup, teardown, &fx)
+
+/* ---- guards, feed and election ---- */
+
+static int put_guarded(struct fx *f, const struct gt_store_guard *g, enum gt_store_op op,
+                       const char *key, const char *value)
+{
+    struct result r = {0};
+    assert_int_equal(
+        gt_store_write_guarded(f->st, g, op, key, value, value ? strlen(value) : 0, 0, on_done, &r),
+        0);
+    wait_all(f, &r, 1);
+    return r.rc;
+}
+
+/* A guarded write commits while the guard key is as given; on etcd one
+ * with a stale guard (other value, or the key re-created since) fails
+ * GT_ENOTLEADER and writes nothing; SQLite and memory serve one process,
+ * where the guard always holds. */
+static void test_guard(void **state)
+{
+    struct fx *f = *state;
+    int64_t g_rev;
+    assert_int_equal(put(f, GT_STORE_CREATE, "gantry-leader", "me", 0, &g_rev), 0);
+    struct gt_store_guard g = {.key = "gantry-leader", .create_rev = g_rev, .value = "me"};
+    assert_int_equal(put_guarded(f, &g, GT_STORE_CREATE, "/jobs/p/a", "1"), 0);
+    assert_int_equal(put_guarded(f, &g, GT_STORE_UPDATE, "/jobs/p/a", "2"), 0);
+    /* the op's own precondition still answers when the guard holds */
+    assert_int_equal(put_guarded(f, &g, GT_STORE_CREATE, "/jobs/p/a", "x"), GT_EEXISTS);
+    assert_int_equal(put_guarded(f, &g, GT_STORE_UPDATE, "/jobs/p/none", "x"), GT_ENOTFOUND);
+    bool etcd = f->backend == &gt_store_etcd_backend;
+    struct gt_store_guard other = {.key = "gantry-leader", .create_rev = g_rev, .value = "you"};
+    assert_int_equal(put_guarded(f, &other, GT_STORE_UPDATE, "/jobs/p/a", "3"),
+                     etcd ? GT_ENOTLEADER : 0);
+    /* deposed: the key went and another replica created it again */
+    assert_int_equal(put(f, GT_STORE_DELETE, "gantry-leader", NULL, 0, NULL), 0);
+    assert_int_equal(put(f, GT_STORE_CREATE, "gantry-leader", "me", 0, NULL), 0);
+    int64_t before = gt_store_revision(f->st);
+    assert_int_equal(put_guarded(f, &g, GT_STORE_DELETE, "/jobs/p/a", NULL),
+                     etcd ? GT_ENOTLEADER : 0);
+    assert_int_equal(put_guarded(f, &g, GT_STORE_CREATE, "/jobs/p/b", "1"),
+                     etcd ? GT_ENOTLEADER : 0);
+    if (etcd) {
+        assert_int_equal(gt_store_revision(f->st), before);
+        assert_value(f, "/jobs/p/a", "2", 2, 3);
+        assert_absent(f, "/jobs/p/b");
+    }
+}
+
+struct count {
+    int n;
+    char last[32];
+};
+
+static int count_cb(const struct gt_store_kv *kv, void *arg)
+{
+    struct count *c = arg;
+    c->n++;
+    snprintf(c->last, sizeof(c->last), "%s", kv->key);
+    return 0;
+}
+
+/* Listing pages through more keys than one etcd range answer holds. */
+static void test_list_pages(void **state)
+{
+    struct fx *f = *state;
+    struct result rs[64];
+    int n = 0;
+    for (int i = 0; i < 530; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "/many/%04d", i);
+        submit(f, GT_STORE_CREATE, k, "v", 0, &rs[n++]);
+        if (n == 64 || i == 529) {
+            wait_all(f, rs, (size_t)n);
+            n = 0;
+        }
+    }
+    struct count c = {0};
+    int64_t rev = 0;
+    assert_int_equal(gt_store_list(f->st, "/many/", count_cb, &c, &rev, NULL), 0);
+    assert_int_equal(c.n, 530);
+    assert_string_equal(c.last, "/many/0529");
+    assert_int_equal(rev, 530);
+}
+
+struct feed_seen {
+    int n;
+    int64_t last_rev;
+    char last_key[32];
+};
+
+static void seen_cb(const struct gt_store_event *ev, void *arg)
+{
+    struct feed_seen *s = arg;
+    assert_true(ev->mod_rev > s->last_rev);
+    s->n++;
+    s->last_rev = ev->mod_rev;
+    snprintf(s->last_key, sizeof(s->last_key), "%s", ev->key);
+}
+
+static void loop_until(struct fx *f, const bool *cond, int64_t timeout_ms)
+{
+    int64_t end = gt_now_ms() + timeout_ms;
+    while (!*cond && gt_now_ms() < end) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = 10000};
+        event_base_loopexit(f->base, &tv);
+        event_base_dispatch(f->base);
+    }
+    assert_true(*cond);
+}
+
+static struct gt_store *open_second(struct fx *f)
+{
+    struct gt_store_options opt = {.backend = f->backend, .path = f->path, .base = f->base};
+    struct gt_store *st2;
+    struct gt_err err = {0};
+    if (gt_store_open(&opt, &st2, &err) != 0) {
+        fail_msg("open a second store: %s", err.msg);
+    }
+    return st2;
+}
+
+/* Two stores on one etcd: each one's watch sees the other's writes (the
+ * feed), in revision order, once, and its own. */
+static void test_feed_two_writers(void **state)
+{
+    struct fx *f = *state;
+    struct gt_store *st2 = open_second(f);
+    struct feed_seen s = {0};
+    struct gt_store_watch *w;
+    assert_int_equal(gt_store_watch(f->st, "/", 0, seen_cb, &s, &w, NULL), 0);
+    struct result r2 = {0}, r1 = {0};
+    assert_int_equal(gt_store_write(st2, GT_STORE_CREATE, "/jobs/p/x", "2", 1, 0, on_done, &r2), 0);
+    wait_all(f, &r2, 1);
+    assert_int_equal(r2.rc, 0);
+    bool got = false;
+    for (int64_t end = gt_now_ms() + 5000; !got && gt_now_ms() < end;) {
+        event_base_loop(f->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        got = s.n == 1;
+    }
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.last_key, "/jobs/p/x");
+    assert_int_equal(gt_store_seen_revision(f->st), r2.rev);
+    assert_int_equal(gt_store_write(f->st, GT_STORE_CREATE, "/jobs/p/y", "1", 1, 0, on_done, &r1),
+                     0);
+    wait_all(f, &r1, 1);
+    assert_int_equal(r1.rc, 0);
+    assert_int_equal(r1.rev, r2.rev + 1);
+    got = false;
+    for (int64_t end = gt_now_ms() + 5000; !got && gt_now_ms() < end;) {
+        event_base_loop(f->base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        got = s.n == 2;
+    }
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.last_rev, r1.rev);
+    gt_store_unwatch(w);
+    gt_store_close(st2);
+}
+
+struct campaign {
+    bool leader, lost;
+    int64_t create_rev;
+};
+
+static void elect_cb(bool leader, const struct gt_store_guard *g, int64_t rev, void *arg)
+{
+    struct campaign *c = arg;
+    (void)rev;
+    c->leader = leader;
+    c->lost = !leader;
+    c->create_rev = g ? g->create_rev : 0;
+    if (g) {
+        assert_string_equal(g->key, "gantry-leader");
+    }
+}
+
+/* Two campaigners: one leads; when it closes (revoking its lease) the
+ * other is elected, and the first one's guard is stale. */
+static void test_elect_handover(void **state)
+{
+    struct fx *f = *state;
+    struct gt_store *st2 = open_second(f);
+    struct campaign c1 = {0}, c2 = {0};
+    assert_int_equal(gt_store_elect(f->st, "gantry-leader", "one", 2, 100, elect_cb, &c1, NULL), 0);
+    loop_until(f, &c1.leader, 5000);
+    assert_int_equal(gt_store_elect(st2, "gantry-leader", "two", 2, 100, elect_cb, &c2, NULL), 0);
+    struct gt_store_guard stale = {
+        .key = "gantry-leader", .create_rev = c1.create_rev, .value = "one"};
+    assert_int_equal(put_guarded(f, &stale, GT_STORE_CREATE, "/jobs/p/a", "1"), 0);
+    /* st2 stays a follower while st leads */
+    struct timeval tv = {.tv_sec = 0, .tv_usec = 500000};
+    event_base_loopexit(f->base, &tv);
+    event_base_dispatch(f->base);
+    assert_false(c2.leader);
+    gt_store_close(f->st);
+    f->st = open_second(f);
+    loop_until(f, &c2.leader, 5000);
+    assert_true(c2.create_rev > c1.create_rev);
+    assert_int_equal(put_guarded(f, &stale, GT_STORE_CREATE, "/jobs/p/b", "1"), GT_ENOTLEADER);
+    gt_store_close(st2);
+}
 
 /* The contract and reopening on a real etcd (77 without one). */
 static int run_etcd(void)
@@ -956,6 +1158,9 @@ static int run_etcd(void)
         cmocka_unit_test_prestate_setup_teardown(test_group_commit, setup, teardown, &fx_etcd_ev),
         cmocka_unit_test_prestate_setup_teardown(test_reopen_keeps_everything, setup, teardown,
                                                  &fx_etcd_ev),
+        cmocka_unit_test_prestate_setup_teardown(test_feed_two_writers, setup, teardown,
+                                                 &fx_etcd_ev),
+        cmocka_unit_test_prestate_setup_teardown(test_elect_handover, setup, teardown, &fx_etcd_ev),
     };
     int failed = 0;
     gt_log_set_level(GT_LOG_WARN);

@@ -15,6 +15,7 @@ import { newJobPage } from "./pages/newjob";
 import { notebooksPage } from "./pages/notebooks";
 import { projectsPage } from "./pages/projects";
 import { queuePage } from "./pages/queue";
+import { servingPage } from "./pages/serving";
 import { usagePage } from "./pages/usage";
 import { volumesPage } from "./pages/volumes";
 
@@ -31,6 +32,7 @@ const PAGES: { route: string; title: string; page: Page; nav: boolean }[] = [
   { route: "notebooks", title: "Notebooks", page: notebooksPage, nav: true },
   { route: "volumes", title: "Volumes", page: volumesPage, nav: true },
   { route: "models", title: "Models", page: modelsPage, nav: true },
+  { route: "serving", title: "Serving", page: servingPage, nav: true },
   { route: "events", title: "Events", page: eventsPage, nav: true },
   { route: "usage", title: "Usage", page: usagePage, nav: true },
 ];
