@@ -388,12 +388,13 @@ void gt_agent_node_labels_sync(struct gt_gantlet *g);
  * data_dir, into buf. */
 void gt_scratch_path(const char *data_dir, const char *name, char *buf, size_t len);
 /* Make every emptyDir of vols (borrowed) beneath data_dir, owned by uid and
- * gid: a tmpfs for medium Memory (of sizeLimit, else memory_bytes), an ext4
- * image of sizeLimit loop-mounted for a disk one with a limit, else a plain
- * directory. Already made ones are kept. 0, or -errno / GT_EINTERNAL with
- * err naming the emptyDir. */
+ * gid: a tmpfs for medium Memory (of sizeLimit, else the memory limit of
+ * eff, the task's effective resources), an ext4 image of sizeLimit
+ * loop-mounted for a disk one with a limit, or of its share of what those
+ * leave of eff's ephemeral storage, else a plain directory. Already made
+ * ones are kept. 0, or -errno / GT_EINTERNAL with err naming the emptyDir. */
 int gt_scratch_make(const char *data_dir, const struct gt_api_volumes *vols, uid_t uid, gid_t gid,
-                    int64_t memory_bytes, struct gt_err *err);
+                    const struct gt_api_effective *eff, struct gt_err *err);
 /* Detach the scratch mounts beneath data_dir, before it is removed. */
 void gt_scratch_unmount(const char *data_dir);
 /* taskspec.c: the volume of vols called name (borrowed; NULL: none). */
@@ -512,6 +513,26 @@ int gt_gantlet_http_start(struct gt_gantlet *g, struct gt_err *err);
  * body's command inside task uid and answer its output and exit code.
  * Replies itself, now or once the command has ended. */
 void gt_gantlet_exec_serve(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
+enum { GT_EXEC_MAX_ARGS = 256 };
+/* exec.c: the running task uid of an exec request, *body its parsed body
+ * (caller json_decref()s) and argv (room for GT_EXEC_MAX_ARGS) its
+ * "command", NULL-terminated, strings borrowed from *body; or NULL after
+ * answering 404, 409, 413 or 400 (naming the field). */
+struct gt_ltask *gt_gantlet_exec_request(struct gt_gantlet *g, struct evhttp_request *req,
+                                         const char *uid, json_t **body, char **argv);
+/* exec.c: fork a process that joins the task whose process is host_pid
+ * (its cgroups, namespaces, root, cwd, environment and user) and runs argv
+ * there with std[0..2] as its standard streams (tty: in a new session
+ * whose controlling terminal is std[0]); the command's wait status is
+ * written to status_fd when it ends. The pid, or -1 (errno). */
+pid_t gt_gantlet_exec_spawn(pid_t host_pid, char **argv, const int std[3], bool tty, int status_fd);
+/* exec_stream.c: POST /v1/tasks/{uid}/exec of req (authorised already)
+ * with "Upgrade: GT_EXEC_PROTOCOL": answer 101 and run the body's command
+ * (its "stdin" and "tty" say how) in task uid, streaming frames
+ * (execframe.h) both ways until the command has ended and its status was
+ * sent, or the client went away (the command is then killed). Takes over
+ * req's connection; errors before the 101 as gt_gantlet_exec_request. */
+void gt_gantlet_exec_stream(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
 /* GET /v1/tasks/{uid}/usage (usage.c), authorized by the caller: the
  * task's CPU time so far, {"cpuNanoseconds": N} (its cgroup's, from
  * gt_cgroup_stats; 0 where unknown), and, where known, each

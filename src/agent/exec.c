@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,7 +40,6 @@
 
 #define BODY_MAX_BYTES (1 << 20)
 #define OUT_MAX_BYTES (16 << 20) /* per stream; more is dropped */
-#define MAX_ARGS 256
 
 struct execrun {
     struct evhttp_request *req;
@@ -202,7 +203,7 @@ static void die(const char *what)
     _exit(126);
 }
 
-static void joiner(pid_t host_pid, char **argv, int status_fd)
+static void joiner(pid_t host_pid, char **argv, int status_fd, bool tty)
 {
     pid_t pid = main_pid(host_pid);
     char p[64];
@@ -242,6 +243,9 @@ static void joiner(pid_t host_pid, char **argv, int status_fd)
     }
     if (cmd == 0) {
         close(status_fd);
+        if (tty && (setsid() < 0 || ioctl(0, TIOCSCTTY, 0) != 0)) {
+            die("the terminal");
+        }
         if (setgroups((size_t)n_groups, groups) != 0 || setgid(gid) != 0 || setuid(uid) != 0) {
             die("the task's user");
         }
@@ -255,6 +259,33 @@ static void joiner(pid_t host_pid, char **argv, int status_fd)
     }
     ssize_t w = write(status_fd, &st, sizeof(st));
     _exit(w == (ssize_t)sizeof(st) ? 0 : 1);
+}
+
+pid_t gt_gantlet_exec_spawn(pid_t host_pid, char **argv, const int std[3], bool tty, int status_fd)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* only the standard streams and the status stay open: another
+         * stream's ends held here would keep it from its EOF */
+        for (int i = 0; i < 3; i++) {
+            if (std[i] != i && dup2(std[i], i) < 0) {
+                _exit(126);
+            }
+        }
+        if (dup2(status_fd, 3) < 0) {
+            _exit(126);
+        }
+#ifdef SYS_close_range
+        if (syscall(SYS_close_range, 4U, ~0U, 0U) != 0)
+#endif
+        {
+            for (int fd = 4; fd < 4096; fd++) {
+                close(fd);
+            }
+        }
+        joiner(host_pid, argv, 3, tty);
+    }
+    return pid;
 }
 
 /* ---- the agent's side ---- */
@@ -365,7 +396,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 static const char *parse_command(const json_t *body, char **argv)
 {
     const json_t *cmd = json_object_get(body, "command");
-    if (!json_is_array(cmd) || json_array_size(cmd) == 0 || json_array_size(cmd) >= MAX_ARGS) {
+    if (!json_is_array(cmd) || json_array_size(cmd) == 0 ||
+        json_array_size(cmd) >= GT_EXEC_MAX_ARGS) {
         return "command: want a non-empty array of strings";
     }
     for (size_t i = 0; i < json_array_size(cmd); i++) {
@@ -379,29 +411,41 @@ static const char *parse_command(const json_t *body, char **argv)
     return NULL;
 }
 
-void gt_gantlet_exec_serve(struct gt_gantlet *g, struct evhttp_request *req, const char *uid)
+struct gt_ltask *gt_gantlet_exec_request(struct gt_gantlet *g, struct evhttp_request *req,
+                                         const char *uid, json_t **body, char **argv)
 {
     struct gt_ltask *t = gt_gantlet_task_find(g, uid);
     if (!t) {
         evhttp_send_error(req, 404, "no such task on this node");
-        return;
+        return NULL;
     }
     if (!t->st.started || t->st.exited || t->host_pid <= 0) {
         evhttp_send_error(req, 409, "the task is not running");
-        return;
+        return NULL;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     if (len > BODY_MAX_BYTES) {
         evhttp_send_error(req, 413, "body too large");
-        return;
+        return NULL;
     }
-    json_t *body = json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, NULL);
-    char *argv[MAX_ARGS];
-    const char *bad = body ? parse_command(body, argv) : "body: not JSON";
+    *body = json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, NULL);
+    const char *bad = *body ? parse_command(*body, argv) : "body: not JSON";
     if (bad) {
-        json_decref(body);
+        json_decref(*body);
+        *body = NULL;
         evhttp_send_error(req, 400, bad);
+        return NULL;
+    }
+    return t;
+}
+
+void gt_gantlet_exec_serve(struct gt_gantlet *g, struct evhttp_request *req, const char *uid)
+{
+    json_t *body;
+    char *argv[GT_EXEC_MAX_ARGS];
+    struct gt_ltask *t = gt_gantlet_exec_request(g, req, uid, &body, argv);
+    if (!t) {
         return;
     }
     int pipes[3][2];
@@ -416,13 +460,11 @@ void gt_gantlet_exec_serve(struct gt_gantlet *g, struct evhttp_request *req, con
             return;
         }
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        dup2(devnull, 0);
-        dup2(pipes[0][1], 1);
-        dup2(pipes[1][1], 2);
-        joiner(t->host_pid, argv, pipes[2][1]);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const int std[3] = {devnull, pipes[0][1], pipes[1][1]};
+    pid_t pid = gt_gantlet_exec_spawn(t->host_pid, argv, std, false, pipes[2][1]);
+    if (devnull >= 0) {
+        close(devnull);
     }
     json_decref(body);
     struct execrun *x = gt_xcalloc(1, sizeof(*x));

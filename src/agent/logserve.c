@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -352,7 +353,10 @@ static void on_request(struct evhttp_request *req, void *arg)
         evhttp_send_error(req, 403, "only the node's token may read logs or exec here");
         return;
     }
-    if (exec) {
+    const char *upgrade = evhttp_find_header(evhttp_request_get_input_headers(req), "Upgrade");
+    if (exec && upgrade && !strcasecmp(upgrade, GT_EXEC_PROTOCOL)) {
+        gt_gantlet_exec_stream(g, req, uid);
+    } else if (exec) {
         gt_gantlet_exec_serve(g, req, uid);
     } else if (!strcmp(what, "usage")) {
         gt_gantlet_serve_usage(g, req, uid);

@@ -23,8 +23,15 @@
  *   well but taken the space from memory. Kubelet instead measures usage
  *   now and then and evicts the pod afterwards; a hard limit is stricter and
  *   needs no polling. "discard" gives freed blocks back.
- * - disk without a sizeLimit: a plain directory, bounded only by the data
- *   directory's file system.
+ * - disk without a sizeLimit, in a task with an ephemeral-storage limit
+ *   (else request): an image as above of what the disk sizeLimits leave of
+ *   it, shared evenly by all such emptyDirs of the task, so the task's disk
+ *   scratch never passes its ephemeral storage (validation made sure the
+ *   sizeLimits leave some); as Kubernetes counts emptyDirs in a pod's
+ *   ephemeral storage, but enforced by the kernel (ENOSPC) rather than by
+ *   eviction. Memory-medium ones count in memory instead.
+ * - disk without a sizeLimit or an ephemeral-storage amount: a plain
+ *   directory, bounded only by the data directory's file system.
  * Making is idempotent: a directory already mounted is left as it is.
  */
 #include <dirent.h>
@@ -99,9 +106,10 @@ static int make_disk(const char *dir, int64_t size_bytes, uid_t uid, gid_t gid, 
     return rc;
 }
 
-/* One emptyDir of the task at dir. */
-static int make_one(const char *dir, const struct gt_api_empty_dir *ed, uid_t uid, gid_t gid,
-                    int64_t memory_bytes, struct gt_err *err)
+/* One emptyDir of the task at dir, of size bytes (0: a plain directory;
+ * medium Memory: always a tmpfs of size). */
+static int make_one(const char *dir, int medium, int64_t size, uid_t uid, gid_t gid,
+                    struct gt_err *err)
 {
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         return gt_err_set(err, -errno, "%s: %s", dir, strerror(errno));
@@ -109,11 +117,10 @@ static int make_one(const char *dir, const struct gt_api_empty_dir *ed, uid_t ui
     if (mounted_on(dir)) {
         return 0;
     }
-    int64_t size = gt_api_empty_dir_bytes(ed);
-    if (ed->medium == GT_API_MEDIUM_MEMORY) {
+    if (medium == GT_API_MEDIUM_MEMORY) {
         char opts[128];
-        snprintf(opts, sizeof(opts), "size=%lld,mode=0700,uid=%u,gid=%u",
-                 (long long)(size ? size : memory_bytes), (unsigned)uid, (unsigned)gid);
+        snprintf(opts, sizeof(opts), "size=%lld,mode=0700,uid=%u,gid=%u", (long long)size,
+                 (unsigned)uid, (unsigned)gid);
         if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
             return gt_err_set(err, -errno, "tmpfs on %s: %s", dir, strerror(errno));
         }
@@ -128,14 +135,33 @@ static int make_one(const char *dir, const struct gt_api_empty_dir *ed, uid_t ui
     return 0;
 }
 
-int gt_scratch_make(const char *data_dir, const struct gt_api_volumes *vols, uid_t uid, gid_t gid,
-                    int64_t memory_bytes, struct gt_err *err)
+/* What the disk emptyDirs of vols without a sizeLimit each get of the
+ * ephemeral storage (0: no bound); n_scratch: how many emptyDirs there are. */
+static int64_t unbounded_share(const struct gt_api_volumes *vols, int64_t ephemeral_bytes,
+                               size_t *n_scratch)
 {
-    bool any = false;
+    int64_t rest = ephemeral_bytes;
+    int64_t n_unbounded = 0;
+    *n_scratch = 0;
     for (size_t i = 0; i < vols->n; i++) {
-        any = any || vols->v[i].has_empty_dir;
+        const struct gt_api_volume *v = &vols->v[i];
+        *n_scratch += v->has_empty_dir;
+        if (!v->has_empty_dir || v->empty_dir.medium == GT_API_MEDIUM_MEMORY) {
+            continue;
+        }
+        int64_t size = gt_api_empty_dir_bytes(&v->empty_dir);
+        rest -= size; /* validated: the sizeLimits add up to at most the amount */
+        n_unbounded += size == 0;
     }
-    if (!any) {
+    return n_unbounded && rest > 0 ? rest / n_unbounded : 0;
+}
+
+int gt_scratch_make(const char *data_dir, const struct gt_api_volumes *vols, uid_t uid, gid_t gid,
+                    const struct gt_api_effective *eff, struct gt_err *err)
+{
+    size_t n_scratch;
+    int64_t share = unbounded_share(vols, eff->ephemeral_bytes, &n_scratch);
+    if (n_scratch == 0) {
         return 0;
     }
     char dir[PATH_MAX];
@@ -149,7 +175,11 @@ int gt_scratch_make(const char *data_dir, const struct gt_api_volumes *vols, uid
             continue;
         }
         gt_scratch_path(data_dir, v->name, dir, sizeof(dir));
-        int rc = make_one(dir, &v->empty_dir, uid, gid, memory_bytes, err);
+        int64_t size = gt_api_empty_dir_bytes(&v->empty_dir);
+        size = size                                          ? size
+               : v->empty_dir.medium == GT_API_MEDIUM_MEMORY ? eff->limit.v[GT_RES_MEMORY]
+                                                             : share;
+        int rc = make_one(dir, v->empty_dir.medium, size, uid, gid, err);
         if (rc < 0) {
             gt_err_prefix(err, "emptyDir %s", v->name);
             return rc;

@@ -555,9 +555,10 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *secre
     rc = gt_task_spec_build(t->obj, &p, &spec, err);
     const char *hostfile = gt_task_mpi_hostfile(t->obj);
     rc = rc < 0 || !hostfile ? rc : write_mpi_files(t->data, hostfile, err);
+    struct gt_api_effective eff;
+    gt_api_resources_effective(&t->obj->spec.template.resources, &eff);
     rc = rc < 0 ? rc
-                : gt_scratch_make(t->data, &t->obj->spec.volumes, spec.uid, spec.gid,
-                                  spec.limits.memory_bytes, err);
+                : gt_scratch_make(t->data, &t->obj->spec.volumes, spec.uid, spec.gid, &eff, err);
     rc = rc < 0 ? rc : check_volumes(&spec, err);
     if (rc < 0) {
         gt_shim_spec_fini(&spec); /* a failed build left it zeroed */

@@ -86,14 +86,20 @@ int gt_api_check_name(const char *name, struct gt_err *err);
 #define GT_RESF_STORAGE 0x4u
 #define GT_RESF_GPU 0x8u
 #define GT_RESF_GPU_MILLI 0x10u
+/* ephemeral-storage: a task's scratch on its node's disk (a template's
+ * requests and limits only). Not pooled: no quota counts it and the
+ * scheduler does not place it against node disk; it bounds the task's disk
+ * emptyDirs (docs/api.md "emptyDir"). */
+#define GT_RESF_EPHEMERAL 0x20u
 
 /* Resource amounts in canonical units. */
 struct gt_resources {
     int64_t cpu_milli;
     int64_t memory_bytes;
     int64_t storage_bytes;
-    int64_t gpu;       /* whole GPUs (nvidia.com/gpu) */
-    int64_t gpu_milli; /* share of one GPU (gantry.dev/gpu-milli), 0..1000 */
+    int64_t gpu;             /* whole GPUs (nvidia.com/gpu) */
+    int64_t gpu_milli;       /* share of one GPU (gantry.dev/gpu-milli), 0..1000 */
+    int64_t ephemeral_bytes; /* ephemeral-storage */
 };
 
 /* Read a validated, canonical resource map ({"cpu":"500m",...}) into r
@@ -356,10 +362,13 @@ int gt_api_kubeflow_convert(const json_t *in, json_t **job_out, struct gt_err *e
 /* A resource map ({"cpu":"500m","nvidia.com/gpu":2}) as a vector: GPUs in
  * milli-GPU (nvidia.com/gpu x 1000, saturating, plus gantry.dev/gpu-milli);
  * set: the GT_RESF_* bits of the names present. A GPU amount is a share of
- * one device (fractional) exactly when set has GT_RESF_GPU_MILLI. */
+ * one device (fractional) exactly when set has GT_RESF_GPU_MILLI.
+ * ephemeral_bytes: ephemeral-storage in bytes, beside v as no pool holds
+ * it (GT_RESF_EPHEMERAL). */
 struct gt_api_res {
     struct gt_resvec v;
     unsigned set;
+    int64_t ephemeral_bytes;
 };
 
 /* Read a validated, canonical resource map (borrowed; NULL or not an
@@ -500,12 +509,15 @@ struct gt_api_template {
  * the other) is that amount on both: a request defaults to its limit, as
  * in Kubernetes, and a limit to its request, so a task never runs without
  * a cgroup bound on what it asked for. gpu_share: the GPU amount is a
- * share of one device (gantry.dev/gpu-milli), not whole devices. The one
- * place that defaults requests and limits. */
+ * share of one device (gantry.dev/gpu-milli), not whole devices.
+ * ephemeral_bytes: the ephemeral-storage limit in bytes (else its request;
+ * 0: none), which bounds the task's disk emptyDirs. The one place that
+ * defaults requests and limits. */
 struct gt_api_effective {
     struct gt_resvec request;
     struct gt_resvec limit;
     bool gpu_share;
+    int64_t ephemeral_bytes;
 };
 void gt_api_resources_effective(const struct gt_api_template_resources *r,
                                 struct gt_api_effective *out);

@@ -12,6 +12,8 @@
 /* Resource names a resource map may hold: GT_RESF_* (api.h). */
 #define GT_RESF_POOL (GT_RESF_CPU | GT_RESF_MEMORY | GT_RESF_STORAGE | GT_RESF_GPU)
 #define GT_RESF_ALL (GT_RESF_POOL | GT_RESF_GPU_MILLI)
+/* A template's requests and limits: also ephemeral-storage. */
+#define GT_RESF_TEMPLATE (GT_RESF_ALL | GT_RESF_EPHEMERAL)
 
 /* Resource maps (resources.c): check names against allowed, parse every
  * quantity and write it back canonical. */

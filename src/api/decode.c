@@ -331,4 +331,6 @@ void gt_api_resources_effective(const struct gt_api_template_resources *r,
         out->limit.v[i] = lim ? lim : req;
     }
     out->gpu_share = ((r->requests.set | r->limits.set) & GT_RESF_GPU_MILLI) != 0;
+    out->ephemeral_bytes =
+        r->limits.ephemeral_bytes ? r->limits.ephemeral_bytes : r->requests.ephemeral_bytes;
 }

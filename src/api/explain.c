@@ -137,7 +137,7 @@ static const struct desc_row descs[] = {
     {TEMPLATE, "template.workingDir", "The directory the command starts in (absolute)."},
     {TEMPLATE, "template.resources",
      "cpu, memory, nvidia.com/gpu and gantry.dev/gpu-milli the task asks for (requests) "
-     "and may use at most (limits)."},
+     "and may use at most (limits); ephemeral-storage bounds its disk emptyDirs."},
     {TEMPLATE, "template.ports", "Named ports the task listens on; each gets a host port."},
     {TEMPLATE, "template.volumeMounts", "Where the job's volumes appear in the task."},
     {TEMPLATE, "template.runAsUser",

@@ -374,8 +374,9 @@ static int convert_env(const json_t *env, const char *path, json_t *tmpl, struct
 static int convert_resources(const json_t *res, const char *path, json_t *tmpl, struct gt_err *err)
 {
     static const char *const known[] = {"limits", "requests", NULL};
-    static const char *const names[] = {GT_RES_NAME_CPU, GT_RES_NAME_MEMORY, GT_RES_NAME_GPU,
-                                        GT_RES_NAME_GPU_MILLI, NULL};
+    static const char *const names[] = {GT_RES_NAME_CPU,       GT_RES_NAME_MEMORY,
+                                        GT_RES_NAME_GPU,       GT_RES_NAME_GPU_MILLI,
+                                        GT_RES_NAME_EPHEMERAL, NULL};
     int rc = only_keys(res, path, known, k8s_resources, err);
     if (rc != 0) {
         return rc;

@@ -4,8 +4,8 @@
  * Values arrive as quantity strings or JSON numbers (YAML's `cpu: 0.5` is a
  * real); each is parsed exactly and written back in one canonical form, so
  * stored objects compare byte for byte: cpu as milli-CPU text ("1500m",
- * "2"), memory and storage as bytes with the largest exact binary suffix
- * ("16Gi"), GPU counts and gpu-milli as JSON integers.
+ * "2"), memory, storage and ephemeral-storage as bytes with the largest
+ * exact binary suffix ("16Gi"), GPU counts and gpu-milli as JSON integers.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@ struct res_desc {
     enum gt_qty_unit unit;
     enum res_form form;
     size_t offset;    /* of the int64_t in struct gt_resources */
-    enum gt_res slot; /* in struct gt_resvec */
+    enum gt_res slot; /* in struct gt_resvec; GT_RES_COUNT: none (ephemeral_bytes) */
     int64_t scale;    /* units of the slot per unit of the name */
 };
 
@@ -36,6 +36,8 @@ static const struct res_desc res_table[] = {
      GT_RES_GPU, 1000},
     {GT_RES_NAME_GPU_MILLI, GT_RESF_GPU_MILLI, GT_QTY_UNIT, FORM_INTEGER,
      offsetof(struct gt_resources, gpu_milli), GT_RES_GPU, 1},
+    {GT_RES_NAME_EPHEMERAL, GT_RESF_EPHEMERAL, GT_QTY_UNIT, FORM_BINARY_TEXT,
+     offsetof(struct gt_resources, ephemeral_bytes), GT_RES_COUNT, 1},
 };
 
 static const struct res_desc *res_find(const char *name)
@@ -176,11 +178,15 @@ void gt_api_res_decode(const json_t *map, struct gt_api_res *out)
         if (!d || parse_value(d, val, &v, NULL) < 0) {
             continue;
         }
+        out->set |= d->bit;
+        if (d->slot == GT_RES_COUNT) {
+            out->ephemeral_bytes = v;
+            continue;
+        }
         int64_t *slot = &out->v.v[d->slot];
         /* saturate: more than any cluster holds means no bound */
         if (gt_mul_i64(v, d->scale, &v) < 0 || gt_add_i64(*slot, v, slot) < 0) {
             *slot = INT64_MAX;
         }
-        out->set |= d->bit;
     }
 }

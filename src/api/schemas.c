@@ -257,16 +257,91 @@ static int template_post(json_t *tmpl, const char *path, struct gt_err *err)
     return 0;
 }
 
+/* A validated sizeLimit (v, NULL: none) in bytes; 0 when none. */
+static int64_t size_limit_bytes(const json_t *v)
+{
+    char text[32];
+    int64_t bytes = 0;
+    if (json_is_integer(v)) {
+        snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    }
+    const char *s = json_is_string(v) ? json_string_value(v) : text;
+    if (v && gt_quantity_parse(s, GT_QTY_UNIT, &bytes, NULL) < 0) {
+        bytes = 0; /* validated objects only */
+    }
+    return bytes;
+}
+
+/* The disk emptyDirs of volumes (a job's tasks each get them all) fit in
+ * the ephemeral-storage limit (else request) of the template at tmpl_path,
+ * as Kubernetes counts a pod's emptyDirs in its ephemeral storage: their
+ * sizeLimits add up to at most it, and leave room for those without one,
+ * which share the rest (the agent sizes them so). Memory-medium ones count
+ * in memory instead. vol_path: where volumes is. */
+static int scratch_fits(const json_t *volumes, const char *vol_path, const json_t *tmpl,
+                        const char *tmpl_path, struct gt_err *err)
+{
+    const json_t *res = json_object_get(tmpl, "resources");
+    const char *side = json_object_get(json_object_get(res, "limits"), GT_RES_NAME_EPHEMERAL)
+                           ? "limits"
+                           : "requests";
+    int64_t limit = amount_of(json_object_get(res, side), GT_RES_NAME_EPHEMERAL);
+    if (limit == 0) {
+        return 0;
+    }
+    char lim_path[GT_API_PATH_MAX], sub[GT_API_PATH_MAX], a[32], b[32];
+    snprintf(lim_path, sizeof(lim_path), "%s.resources.%s.%s", tmpl_path, side,
+             GT_RES_NAME_EPHEMERAL);
+    gt_quantity_format(limit, GT_QTY_UNIT, 1, b, sizeof(b));
+    int64_t sum = 0;
+    long unbounded = -1; /* the first disk emptyDir without a sizeLimit */
+    size_t i;
+    json_t *vol;
+    json_array_foreach(volumes, i, vol)
+    {
+        const json_t *ed = json_object_get(vol, "emptyDir");
+        const char *medium = json_string_value(json_object_get(ed, "medium"));
+        if (!ed || (medium && strcmp(medium, "Memory") == 0)) {
+            continue;
+        }
+        const json_t *sl = json_object_get(ed, "sizeLimit");
+        if (!sl) {
+            unbounded = unbounded < 0 ? (long)i : unbounded;
+            continue;
+        }
+        if (gt_add_i64(sum, size_limit_bytes(sl), &sum) < 0) {
+            sum = INT64_MAX;
+        }
+        if (sum > limit) {
+            snprintf(sub, sizeof(sub), "%s[%zu].emptyDir.sizeLimit", vol_path, i);
+            return gt_err_set(err, GT_EINVAL,
+                              "%s: the disk emptyDirs' sizeLimits add up to %s, more than %s (%s)",
+                              sub, gt_quantity_format(sum, GT_QTY_UNIT, 1, a, sizeof(a)), lim_path,
+                              b);
+        }
+    }
+    if (unbounded >= 0 && sum == limit) {
+        snprintf(sub, sizeof(sub), "%s[%ld].emptyDir", vol_path, unbounded);
+        return gt_err_set(err, GT_EINVAL,
+                          "%s: no room left: the other disk emptyDirs' sizeLimits take all of %s "
+                          "(%s); give this one a sizeLimit or the task more",
+                          sub, lim_path, b);
+    }
+    return 0;
+}
+
 static bool has_volume(const json_t *volumes, const char *name)
 {
     return gt_json_find(volumes, "name", name) != NULL;
 }
 
-/* Volume names unique; every mount names a volume. */
+/* Volume names unique; every mount names a volume; the scratch of every
+ * replica type's tasks fits in its ephemeral-storage. */
 static int job_volumes_check(json_t *spec, const char *path, struct gt_err *err)
 {
     json_t *volumes = json_object_get(spec, "volumes");
-    char sub[GT_API_PATH_MAX];
+    char sub[GT_API_PATH_MAX], vol_path[GT_API_PATH_MAX];
+    gt_path_join(vol_path, sizeof(vol_path), path, "volumes");
     for (size_t i = 1; i < json_array_size(volumes); i++) {
         const char *name = json_string_value(json_object_get(json_array_get(volumes, i), "name"));
         for (size_t j = 0; j < i; j++) {
@@ -281,7 +356,13 @@ static int job_volumes_check(json_t *spec, const char *path, struct gt_err *err)
     json_t *rs;
     json_object_foreach(json_object_get(spec, "replicaSpecs"), type, rs)
     {
-        json_t *mounts = json_object_get(json_object_get(rs, "template"), "volumeMounts");
+        json_t *tmpl = json_object_get(rs, "template");
+        snprintf(sub, sizeof(sub), "%s%sreplicaSpecs.%s.template", path, path[0] ? "." : "", type);
+        int rc = scratch_fits(volumes, vol_path, tmpl, sub, err);
+        if (rc != 0) {
+            return rc;
+        }
+        json_t *mounts = json_object_get(tmpl, "volumeMounts");
         size_t i;
         json_t *m;
         json_array_foreach(mounts, i, m)
@@ -530,8 +611,8 @@ static const struct gt_schema mount_schema = {mount_fields, NULL, sizeof(struct 
 static const struct gt_field mount_item = ITEM(mount_schema);
 
 static const struct gt_field template_resources_fields[] = {
-    RES("requests", GT_RESF_ALL, AT(template_resources, requests)),
-    RES("limits", GT_RESF_ALL, AT(template_resources, limits)),
+    RES("requests", GT_RESF_TEMPLATE, AT(template_resources, requests)),
+    RES("limits", GT_RESF_TEMPLATE, AT(template_resources, limits)),
     END,
 };
 const struct gt_schema gt_api_template_resources_schema = {
@@ -691,16 +772,7 @@ static int check_size_limit(const json_t *v, struct gt_err *err)
 
 int64_t gt_api_empty_dir_bytes(const struct gt_api_empty_dir *d)
 {
-    char text[32];
-    int64_t bytes = 0;
-    if (json_is_integer(d->size_limit)) {
-        snprintf(text, sizeof(text), "%" JSON_INTEGER_FORMAT, json_integer_value(d->size_limit));
-    }
-    const char *s = json_is_string(d->size_limit) ? json_string_value(d->size_limit) : text;
-    if (d->size_limit && gt_quantity_parse(s, GT_QTY_UNIT, &bytes, NULL) < 0) {
-        bytes = 0; /* validated objects only */
-    }
-    return bytes;
+    return size_limit_bytes(d->size_limit);
 }
 
 /* "" is the node's disk (the task's data directory), as in Kubernetes;
@@ -915,7 +987,17 @@ static const struct gt_field task_spec_fields[] = {
         HAS(task_spec, has_tensorboard)),
     END,
 };
-static const struct gt_schema task_spec_schema = {task_spec_fields, NULL,
+/* The task's scratch fits in its ephemeral-storage (scratch_fits). */
+static int task_spec_post(json_t *spec, const char *path, struct gt_err *err)
+{
+    char vol_path[GT_API_PATH_MAX], tmpl_path[GT_API_PATH_MAX];
+    gt_path_join(vol_path, sizeof(vol_path), path, "volumes");
+    gt_path_join(tmpl_path, sizeof(tmpl_path), path, "template");
+    return scratch_fits(json_object_get(spec, "volumes"), vol_path,
+                        json_object_get(spec, "template"), tmpl_path, err);
+}
+
+static const struct gt_schema task_spec_schema = {task_spec_fields, task_spec_post,
                                                   sizeof(struct gt_api_task_spec)};
 
 static const struct gt_field task_status_fields[] = {

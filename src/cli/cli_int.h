@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "cli/cli.h"
 
@@ -69,6 +70,20 @@ void gt_cli_client_set_cancel_fd(struct gt_cli_client *c, int fd);
 /* How long gt_cli_client_request may take, in seconds (default 120; 0: no
  * limit, for an exec that lasts as long as its command). */
 void gt_cli_client_set_timeout(struct gt_cli_client *c, long seconds);
+
+/* POST path with the JSON body (borrowed) and "Upgrade: protocol": 0 once
+ * gantryd answered 101, the connection then c's stream for
+ * gt_cli_client_send/recv (c makes no other request after); an error
+ * answer fails as gt_cli_client_request does, no answer with -EIO. */
+int gt_cli_client_upgrade(struct gt_cli_client *c, const char *path, const json_t *body,
+                          const char *protocol, struct gt_err *err);
+/* The upgraded stream's socket (to poll for input), or -1. */
+int gt_cli_client_fd(struct gt_cli_client *c);
+/* Send all of data on the upgraded stream, waiting as needed: 0 or -EIO. */
+int gt_cli_client_send(struct gt_cli_client *c, const void *data, size_t len);
+/* Read at most len bytes of the upgraded stream without waiting: the
+ * count, 0 at its end, -EAGAIN when none is there yet, -EIO. */
+ssize_t gt_cli_client_recv(struct gt_cli_client *c, void *buf, size_t len);
 
 /* ---- following a task (taskwatch.c) ---- */
 

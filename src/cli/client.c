@@ -46,8 +46,11 @@ struct gt_cli_client {
     size_t n_servers, cur;
     char *server; /* servers[cur] */
     struct curl_slist *headers;
-    int cancel_fd;  /* borrowed; -1 none */
-    long timeout_s; /* of gt_cli_client_request; 0: none */
+    int cancel_fd;       /* borrowed; -1 none */
+    long timeout_s;      /* of gt_cli_client_request; 0: none */
+    char *token;         /* NULL: none */
+    struct gt_buf early; /* an upgraded stream's bytes read with its answer's head */
+    size_t early_off;
 };
 
 struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
@@ -75,6 +78,8 @@ struct gt_cli_client *gt_cli_client_new(const char *server, const char *token)
     c->server = c->servers[0];
     c->cancel_fd = -1;
     c->timeout_s = REQUEST_TIMEOUT_S;
+    c->token = gt_xstrdup(token);
+    gt_buf_init(&c->early);
     c->headers = curl_slist_append(NULL, "Accept: application/json");
     c->headers = curl_slist_append(c->headers, "Content-Type: application/json");
     /* No "Expect: 100-continue" round trip before large bodies. */
@@ -99,6 +104,8 @@ void gt_cli_client_free(struct gt_cli_client *c)
         free(c->servers[i]);
     }
     free(c->servers);
+    free(c->token);
+    gt_buf_fini(&c->early);
     free(c);
     curl_global_cleanup();
 }
@@ -524,4 +531,146 @@ void gt_cli_client_set_cancel_fd(struct gt_cli_client *c, int fd)
 void gt_cli_client_set_timeout(struct gt_cli_client *c, long seconds)
 {
     c->timeout_s = seconds;
+}
+
+/* Wait up to timeout_ms for c's socket to be ready for events (POLLIN or
+ * POLLOUT); false on timeout or error. */
+static bool wait_socket(struct gt_cli_client *c, short events, int timeout_ms)
+{
+    struct pollfd pfd = {.fd = gt_cli_client_fd(c), .events = events};
+    int n;
+    while ((n = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR) {
+    }
+    return n > 0;
+}
+
+int gt_cli_client_fd(struct gt_cli_client *c)
+{
+    curl_socket_t fd = CURL_SOCKET_BAD;
+    curl_easy_getinfo(c->curl, CURLINFO_ACTIVESOCKET, &fd);
+    return fd == CURL_SOCKET_BAD ? -1 : (int)fd;
+}
+
+int gt_cli_client_send(struct gt_cli_client *c, const void *data, size_t len)
+{
+    const char *d = data;
+    while (len > 0) {
+        size_t n = 0;
+        CURLcode cc = curl_easy_send(c->curl, d, len, &n);
+        if (cc == CURLE_AGAIN) {
+            if (!wait_socket(c, POLLOUT, -1)) {
+                return -EIO;
+            }
+            continue;
+        }
+        if (cc != CURLE_OK) {
+            return -EIO;
+        }
+        d += n;
+        len -= n;
+    }
+    return 0;
+}
+
+ssize_t gt_cli_client_recv(struct gt_cli_client *c, void *buf, size_t len)
+{
+    if (c->early_off < c->early.len) {
+        size_t n = c->early.len - c->early_off < len ? c->early.len - c->early_off : len;
+        memcpy(buf, c->early.data + c->early_off, n);
+        c->early_off += n;
+        return (ssize_t)n;
+    }
+    size_t n = 0;
+    CURLcode cc = curl_easy_recv(c->curl, buf, len, &n);
+    return cc == CURLE_AGAIN ? -EAGAIN : cc != CURLE_OK ? -EIO : (ssize_t)n;
+}
+
+/* Read from c until "\r\n\r\n" ends the answer's head in b (and maybe
+ * more); the head's length with its end, or 0 (no head in time). */
+static size_t read_head(struct gt_cli_client *c, struct gt_buf *b)
+{
+    char chunk[4096];
+    for (;;) {
+        const char *end = b->len ? memmem(b->data, b->len, "\r\n\r\n", 4) : NULL;
+        if (end) {
+            return (size_t)(end - b->data) + 4;
+        }
+        if (b->len > MAX_LINE_BYTES) {
+            return 0;
+        }
+        ssize_t n = gt_cli_client_recv(c, chunk, sizeof(chunk));
+        if (n == -EAGAIN) {
+            if (!wait_socket(c, POLLIN, CONNECT_TIMEOUT_S * 1000 * 3)) {
+                return 0;
+            }
+            continue;
+        }
+        if (n <= 0) {
+            return 0;
+        }
+        gt_buf_append(b, chunk, (size_t)n);
+    }
+}
+
+int gt_cli_client_upgrade(struct gt_cli_client *c, const char *path, const json_t *body,
+                          const char *protocol, struct gt_err *err)
+{
+    struct transfer t = {.err = err};
+    char errbuf[CURL_ERROR_SIZE];
+    prepare(c, "GET", path, &t, errbuf);
+    curl_easy_setopt(c->curl, CURLOPT_CONNECT_ONLY, 1L);
+    CURLcode cc = curl_easy_perform(c->curl);
+    curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, NULL);
+    if (cc != CURLE_OK) {
+        return gt_err_set(err, -EIO, "cannot reach gantryd at %s: %s", c->server,
+                          *errbuf ? errbuf : curl_easy_strerror(cc));
+    }
+    /* the URL's host[:port] and the rest, "/..." */
+    const char *hp = strstr(c->server, "://");
+    hp = hp ? hp + 3 : c->server;
+    size_t hl = strcspn(hp, "/");
+    char *text = json_dumps(body, JSON_COMPACT);
+    struct gt_buf req;
+    gt_buf_init(&req);
+    gt_buf_printf(&req, "POST %s%s HTTP/1.1\r\nHost: %.*s\r\n", hp + hl, path, (int)hl, hp);
+    if (c->token) {
+        gt_buf_printf(&req, "Authorization: Bearer %s\r\n", c->token);
+    }
+    gt_buf_printf(&req,
+                  "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: %s\r\n"
+                  "Content-Length: %zu\r\n\r\n%s",
+                  protocol, strlen(text), text);
+    free(text);
+    int rc = gt_cli_client_send(c, req.data, req.len);
+    gt_buf_reset(&req);
+    size_t head = rc == 0 ? read_head(c, &req) : 0;
+    int status = 0;
+    if (rc != 0 || head == 0 || sscanf(req.data, "HTTP/1.%*d %d", &status) != 1) {
+        gt_buf_fini(&req);
+        return gt_err_set(err, -EIO, "gantryd at %s did not answer the upgrade", c->server);
+    }
+    if (status == 101) {
+        gt_buf_reset(&c->early);
+        gt_buf_append(&c->early, req.data + head, req.len - head);
+        c->early_off = 0;
+        gt_buf_fini(&req);
+        return 0;
+    }
+    /* an error answer: its body, as long as Content-Length says */
+    const char *cl = strcasestr(req.data, "\r\nContent-Length:");
+    size_t want = cl && cl < req.data + head ? strtoul(cl + 17, NULL, 10) : 0;
+    char chunk[4096];
+    while (req.len - head < want && want < MAX_BODY_BYTES) {
+        ssize_t n = gt_cli_client_recv(c, chunk, sizeof(chunk));
+        if (n == -EAGAIN && wait_socket(c, POLLIN, CONNECT_TIMEOUT_S * 1000)) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        gt_buf_append(&req, chunk, (size_t)n);
+    }
+    rc = gt_cli_status_error(status, req.data + head, req.len - head, err);
+    gt_buf_fini(&req);
+    return rc;
 }

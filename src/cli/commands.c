@@ -113,9 +113,12 @@ static const struct gt_cli_command commands[] = {
     },
     {
         .name = "exec",
-        .usage = "exec TASK [-p PROJECT] -- CMD [ARGS...]",
+        .usage = "exec TASK [-p PROJECT] [-i] [-t] -- CMD [ARGS...]",
         .summary = "Run a command inside a running task; exit with its exit code",
-        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n",
+        .options = "  -p, --project NAME    project (default: the config file's \"project\")\n"
+                   "  -i, --stdin           copy standard input to the command\n"
+                   "  -t, --tty             run it on a terminal in the task (this one raw "
+                   "meanwhile)\n",
         .run = gt_cli_cmd_exec,
     },
     {

@@ -215,6 +215,7 @@ int gt_file_read_fd(int fd, const char *name, size_t max_bytes, char **out, size
 int gt_file_read(const char *path, size_t max_bytes, char **out, size_t *len, struct gt_err *err);
 
 #include "common/config.h"
+#include "common/execframe.h"
 #include "common/jsonutil.h"
 #include "common/quantity.h"
 #include "common/resource.h"

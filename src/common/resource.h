@@ -28,6 +28,9 @@ enum gt_res {
 #define GT_RES_NAME_STORAGE "storage"
 #define GT_RES_NAME_GPU "nvidia.com/gpu"
 #define GT_RES_NAME_GPU_MILLI "gantry.dev/gpu-milli"
+/* bytes of a task's scratch on its node's disk; in no enum gt_res slot, as
+ * no quota or node capacity counts it */
+#define GT_RES_NAME_EPHEMERAL "ephemeral-storage"
 
 /* An amount of every resource, in the units above. */
 struct gt_resvec {

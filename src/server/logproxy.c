@@ -18,14 +18,20 @@
  * ({"stdout", "stderr", "exitCode"}) is relayed whole. An MPI launcher's
  * rsh agent authenticates with its job's credential instead of a user's
  * token (GT_MPI_TOKEN_PREFIX, gt_logproxy_exec_mpi): it may exec into the
- * tasks of that job only.
+ * tasks of that job only. With "Upgrade: v4.channel.gantry.dev"
+ * (GT_EXEC_PROTOCOL) and the body's "stdin" and "tty", the exec is a
+ * stream (src/agent/exec_stream.c): the request goes on to the agent and
+ * the upgraded connection is a byte pipe between the client and the agent
+ * (gt_upgrade_pipe, the notebook proxy's).
  *
  * A proxy lives until the agent's answer ends or the client goes away,
  * whichever comes first; the other side is then closed. The upstream
  * connection is freed from a fresh loop turn, never from its own callback.
  */
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -35,6 +41,7 @@
 #include "server/logproxy.h"
 #include "server/reply.h"
 #include "server/server_int.h"
+#include "server/uppipe.h"
 
 #define UPSTREAM_TIMEOUT_S (24 * 3600) /* a followed log may be quiet for long */
 
@@ -288,7 +295,35 @@ void gt_logproxy_serve(struct gt_req *r, const struct evkeyvalq *q)
     }
 }
 
-/* Forward the exec request's command to the agent of the task's node. */
+/* Carry a streaming exec (Upgrade: GT_EXEC_PROTOCOL) to the agent at url:
+ * POST path with body, then a byte pipe both ways (gt_upgrade_pipe). */
+static void pipe_exec(struct gt_req *r, const char *url, const char *path, const char *body,
+                      const char *token)
+{
+    struct evhttp_uri *u = evhttp_uri_parse(url);
+    const char *host = u ? evhttp_uri_get_host(u) : NULL;
+    int port = u ? evhttp_uri_get_port(u) : -1;
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)(port > 0 ? port : 80))};
+    if (!host || inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
+        gt_req_error(r, GT_EINTERNAL, "node agent URL \"%.200s\" has no IPv4 address", url);
+        evhttp_uri_free(u);
+        return;
+    }
+    struct evbuffer *req = evbuffer_new();
+    evbuffer_add_printf(req,
+                        "POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"
+                        "Content-Type: application/json\r\nConnection: Upgrade\r\n"
+                        "Upgrade: %s\r\nContent-Length: %zu\r\n\r\n%s",
+                        path, host, token, GT_EXEC_PROTOCOL, strlen(body), body);
+    evhttp_uri_free(u);
+    gt_upgrade_pipe(r, &sin, req, "the node agent is not reachable");
+    evbuffer_free(req);
+}
+
+/* Forward the exec request's command to the agent of the task's node;
+ * with Upgrade: GT_EXEC_PROTOCOL (and the body's "stdin" and "tty") as a
+ * stream. */
 static void forward_exec(struct gt_req *r, const struct gt_api_task *task)
 {
     const struct gt_route *rt = &r->route;
@@ -313,11 +348,23 @@ static void forward_exec(struct gt_req *r, const struct gt_api_task *task)
     }
     const char *token;
     const char *url = node ? agent_url(r, node, &token) : NULL;
+    const char *upg = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Upgrade");
+    bool stream = upg && !strcasecmp(upg, GT_EXEC_PROTOCOL);
     if (url) {
         char *path = gt_xasprintf("/v1/tasks/%s/exec", task->o.meta.uid);
         json_t *fwd = json_pack("{s:O}", "command", cmd);
+        if (stream) {
+            json_object_set_new(fwd, "stdin",
+                                json_boolean(json_is_true(json_object_get(body, "stdin"))));
+            json_object_set_new(fwd, "tty",
+                                json_boolean(json_is_true(json_object_get(body, "tty"))));
+        }
         char *text = gt_json_dumps(fwd);
-        connect_agent(r, url, EVHTTP_REQ_POST, path, text, token, false);
+        if (stream) {
+            pipe_exec(r, url, path, text, token);
+        } else {
+            connect_agent(r, url, EVHTTP_REQ_POST, path, text, token, false);
+        }
         free(text);
         json_decref(fwd);
         free(path);

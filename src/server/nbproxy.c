@@ -23,6 +23,10 @@
  * Activity for the culler: every request that is not mere polling
  * (gt_nb_is_polling), and client-to-server bytes on a WebSocket
  * (terminal input, kernel messages).
+ *
+ * The same pipe, without the notebook's parts (no token to scrub, no
+ * activity), carries other upgraded connections: gt_upgrade_pipe
+ * (uppipe.h), the streaming exec's.
  */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -39,6 +43,7 @@
 #include "server/nbctl.h"
 #include "server/reply.h"
 #include "server/server_int.h"
+#include "server/uppipe.h"
 
 #define COOKIE "gantry-token"
 #define HEAD_MAX (64 * 1024)
@@ -59,11 +64,12 @@ struct pipe {
     struct evhttp_connection *evcon; /* the client's, taken from evhttp */
     struct bufferevent *client, *up;
     char project[64], name[64];
-    char token[80]; /* the notebook's: scrubbed from what goes back */
-    bool head_done; /* the response's head was rewritten */
-    bool tunnel;    /* a WebSocket: client bytes are activity */
-    bool terminal;  /* ... of a terminal */
-    bool up_eof;    /* the notebook's side ended: close once flushed */
+    char token[80];          /* the notebook's: scrubbed from what goes back */
+    bool head_done;          /* the response's head was rewritten */
+    bool tunnel;             /* a WebSocket: client bytes are activity */
+    bool terminal;           /* ... of a terminal */
+    bool up_eof;             /* the notebook's side ended: close once flushed */
+    const char *unreachable; /* static: the 502's message */
 };
 
 static void pipe_free(struct pipe *p)
@@ -179,7 +185,7 @@ static void up_read(struct bufferevent *bev, void *arg)
 static void client_read(struct bufferevent *bev, void *arg)
 {
     struct pipe *p = arg;
-    if (p->tunnel && evbuffer_get_length(bufferevent_get_input(bev))) {
+    if (p->tunnel && p->name[0] && evbuffer_get_length(bufferevent_get_input(bev))) {
         gt_nbctl_activity(p->s->ctl->nb, p->project, p->name,
                           p->terminal ? "terminal input" : "kernel message", gt_now_ms());
     }
@@ -220,10 +226,10 @@ static void up_event(struct bufferevent *bev, short what, void *arg)
     if (p->head_done) {
         forward_up(p, true);
     } else {
-        const char *msg = "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n"
-                          "Connection: close\r\nContent-Length: 38\r\n\r\n"
-                          "the notebook's server is not reachable";
-        evbuffer_add(bufferevent_get_output(p->client), msg, strlen(msg));
+        evbuffer_add_printf(bufferevent_get_output(p->client),
+                            "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n"
+                            "Connection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                            strlen(p->unreachable), p->unreachable);
         p->head_done = true;
     }
     p->up_eof = true;
@@ -337,6 +343,31 @@ static bool token_ok(const char *t)
     return true;
 }
 
+/* Take over r's connection and pipe it to sin, p's notebook fields set
+ * (or empty): request (drained) goes first, then whatever the client sent
+ * past its request, then the bytes of both sides as they come. */
+static void pipe_run(struct pipe *p, struct gt_req *r, const struct sockaddr_in *sin,
+                     struct evbuffer *request)
+{
+    p->s = r->s;
+    p->evcon = evhttp_request_get_connection(r->req);
+    p->client = evhttp_connection_get_bufferevent(p->evcon);
+    p->up = bufferevent_socket_new(r->s->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    struct evbuffer *upout = bufferevent_get_output(p->up);
+    evbuffer_add_buffer(upout, request);
+    /* anything the client sent past the request goes on too */
+    evbuffer_add_buffer(upout, bufferevent_get_input(p->client));
+    gt_req_free(r);
+    bufferevent_set_timeouts(p->client, NULL, NULL);
+    bufferevent_setcb(p->client, client_read, client_write, client_event, p);
+    bufferevent_setcb(p->up, up_read, up_write, up_event, p);
+    bufferevent_enable(p->client, EV_READ | EV_WRITE);
+    bufferevent_enable(p->up, EV_READ | EV_WRITE);
+    if (bufferevent_socket_connect(p->up, (const struct sockaddr *)sin, sizeof(*sin)) < 0) {
+        up_event(p->up, BEV_EVENT_ERROR, p);
+    }
+}
+
 void gt_nbproxy_serve(struct gt_req *r, const char *path)
 {
     struct gt_server *s = r->s;
@@ -427,14 +458,11 @@ void gt_nbproxy_serve(struct gt_req *r, const char *path)
         return;
     }
     struct pipe *p = gt_xcalloc(1, sizeof(*p));
-    p->s = s;
     snprintf(p->project, sizeof(p->project), "%s", project);
     snprintf(p->name, sizeof(p->name), "%s", name);
     snprintf(p->token, sizeof(p->token), "%s", t.token);
     p->terminal = upgrade && strstr(rest, "/terminals/") != NULL;
-    p->evcon = evhttp_request_get_connection(req);
-    p->client = evhttp_connection_get_bufferevent(p->evcon);
-    p->up = bufferevent_socket_new(s->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    p->unreachable = "the notebook's server is not reachable";
     /* Jupyter prefers a ?token= (the page's, scrubbed) to our header */
     char fwd_uri[4096], qtok[256];
     const char *upath = evhttp_uri_get_path(uri);
@@ -443,20 +471,18 @@ void gt_nbproxy_serve(struct gt_req *r, const char *path)
     } else {
         snprintf(fwd_uri, sizeof(fwd_uri), "%s%s%s", upath, query ? "?" : "", query ? query : "");
     }
-    const char *full = fwd_uri;
     struct evbuffer *body = evhttp_request_get_input_buffer(req);
-    struct evbuffer *upout = bufferevent_get_output(p->up);
-    request_head(upout, req, method, full, &t, evbuffer_get_length(body), upgrade);
-    evbuffer_add_buffer(upout, body);
-    /* anything the client sent past the request goes on too */
-    evbuffer_add_buffer(upout, bufferevent_get_input(p->client));
-    gt_req_free(r);
-    bufferevent_set_timeouts(p->client, NULL, NULL);
-    bufferevent_setcb(p->client, client_read, client_write, client_event, p);
-    bufferevent_setcb(p->up, up_read, up_write, up_event, p);
-    bufferevent_enable(p->client, EV_READ | EV_WRITE);
-    bufferevent_enable(p->up, EV_READ | EV_WRITE);
-    if (bufferevent_socket_connect(p->up, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
-        up_event(p->up, BEV_EVENT_ERROR, p);
-    }
+    struct evbuffer *head = evbuffer_new();
+    request_head(head, req, method, fwd_uri, &t, evbuffer_get_length(body), upgrade);
+    evbuffer_add_buffer(head, body);
+    pipe_run(p, r, &sin, head);
+    evbuffer_free(head);
+}
+
+void gt_upgrade_pipe(struct gt_req *r, const struct sockaddr_in *to, struct evbuffer *request,
+                     const char *unreachable)
+{
+    struct pipe *p = gt_xcalloc(1, sizeof(*p));
+    p->unreachable = unreachable;
+    pipe_run(p, r, to, request);
 }

@@ -8,10 +8,16 @@
 - `medium: Memory` is a tmpfs whose pages count in the task's memory
   cgroup: filling 96 MiB of it under a 64 MiB memory limit ends the task
   OOMKilled, while a sizeLimit below the memory limit gives ENOSPC.
+- ephemeral-storage bounds the task's disk scratch: an emptyDir without a
+  sizeLimit in a task with a 16Mi ephemeral-storage limit takes 8 MiB and
+  then gives "No space left on device" before 16 MiB; describe shows the
+  limit; sizeLimits adding up to more than the limit are refused (422,
+  naming the field and both amounts), in gantry and Kubeflow form.
 - A Kubeflow PaddleJob with an emptyDir (upstream's simple-gpu shape:
   medium Memory at /dev/shm) runs, and the task sees a tmpfs there.
 - Bad input names the field.
 """
+import json
 import os
 import sys
 import unittest
@@ -24,17 +30,20 @@ UID = 1001  # alice, the submitter
 
 
 class EmptyDirTest(AgentTest):
-    def job(self, name, script, volumes, mounts, memory="256Mi"):
+    def job(self, name, script, volumes, mounts, memory="256Mi", ephemeral=None):
+        limits = {"nvidia.com/gpu": 1, "cpu": "1", "memory": memory}
+        if ephemeral:
+            limits["ephemeral-storage"] = ephemeral
         tmpl = {"command": ["/bin/sh", "-c", script], "volumeMounts": mounts,
-                "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "1", "memory": memory}}}
+                "resources": {"limits": limits}}
         spec = {"replicaSpecs": {"Worker": {"replicas": 1, "restartPolicy": "Never",
                                             "template": tmpl}},
                 "volumes": volumes}
         return self.g.request("POST", self.PROJECT + "/jobs", obj("Job", name, "proj-a",
                                                                    spec=spec), token="alice")
 
-    def run_job(self, name, script, volumes, mounts, memory="256Mi"):
-        st, body = self.job(name, script, volumes, mounts, memory)
+    def run_job(self, name, script, volumes, mounts, memory="256Mi", ephemeral=None):
+        st, body = self.job(name, script, volumes, mounts, memory, ephemeral)
         self.assertEqual(st, 201, body)
         return self.wait_phase(name + "-worker-0", ("Succeeded", "Failed"), timeout=60)
 
@@ -74,6 +83,56 @@ class EmptyDirTest(AgentTest):
         out = self.log("plain")
         self.assertEqual(t["status"]["phase"], "Succeeded", (t["status"], out))
         self.assertIn("hi\nowner=%d" % UID, out)
+
+    def test_ephemeral_storage_limit_bounds_scratch(self):
+        self.gantlet()
+        script = ("dd if=/dev/zero of=/scratch/a bs=1M count=8 2>/dev/null && echo wrote-8; "
+                  "if dd if=/dev/zero of=/scratch/b bs=1M count=16 2>/tmp/dd.err; then "
+                  "echo wrote-24; else cat /tmp/dd.err; fi; "
+                  "grep ' /scratch ' /proc/mounts | tail -1 | cut -d' ' -f3; "
+                  "ls /cache >/dev/null && echo memory-apart")
+        # the Memory one counts in memory, not in ephemeral-storage
+        t = self.run_job("eph", script,
+                         [{"name": "s", "emptyDir": {}},
+                          {"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}}],
+                         [{"name": "s", "mountPath": "/scratch"},
+                          {"name": "m", "mountPath": "/cache"}], ephemeral="16Mi")
+        out = self.log("eph")
+        self.assertEqual(t["status"]["phase"], "Succeeded", (t["status"], out))
+        self.assertIn("wrote-8", out)
+        self.assertNotIn("wrote-24", out)
+        self.assertIn("No space left on device", out)
+        self.assertIn("ext4\nmemory-apart", out)
+        self.assertEqual(t["spec"]["template"]["resources"]["limits"]["ephemeral-storage"], "16Mi")
+        desc = self.g.cli("describe", "task", "eph-worker-0", "-p", "proj-a").stdout
+        self.assertRegex(desc, r"ephemeral-storage:?\s+16Mi")
+
+    def test_size_limits_past_ephemeral_storage_refused(self):
+        m = [{"name": "a", "mountPath": "/a"}]
+        vols = [{"name": "a", "emptyDir": {"sizeLimit": "8Mi"}},
+                {"name": "b", "emptyDir": {"sizeLimit": 12 << 20}},
+                {"name": "m", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}]
+        st, body = self.job("over", "true", vols, m, ephemeral="16Mi")
+        self.assertEqual(st, 422, body)
+        self.assertIn("spec.volumes[1].emptyDir.sizeLimit: the disk emptyDirs' sizeLimits add up "
+                      "to 20Mi, more than spec.replicaSpecs.Worker.template.resources.limits."
+                      "ephemeral-storage (16Mi)", body["message"])
+        st, body = self.job("bad-eph", "true", vols[:1], m, ephemeral="lots")
+        self.assertEqual(st, 422, body)
+        self.assertIn("limits.ephemeral-storage", body["message"])
+        ctr = {"name": "pytorch", "command": ["true"],
+               "resources": {"limits": {"cpu": "1", "ephemeral-storage": "1Gi"}},
+               "volumeMounts": [{"mountPath": "/tmp/x", "name": "x"}]}
+        pod = {"containers": [ctr], "volumes": [{"name": "x", "emptyDir": {"sizeLimit": "2Gi"}}]}
+        manifest = json.dumps({
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": "pt-over", "namespace": "proj-a"},
+            "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "restartPolicy": "Never",
+                                                        "template": {"spec": pod}}}}})
+        r = self.g.cli("apply", "-f", "-", token="alice", input=manifest, check=False)
+        self.assertNotEqual(r.returncode, 0, r.stdout)
+        self.assertIn("sizeLimits add up to 2Gi, more than", r.stderr)
+        self.assertIn("ephemeral-storage (1Gi)", r.stderr)
 
     def test_memory_medium_counts_in_task_memory(self):
         self.gantlet()

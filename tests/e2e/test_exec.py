@@ -11,11 +11,21 @@ Checks:
 - a project member may exec, a viewer gets 403 (API and CLI);
 - a task that has ended answers 409, a bad body 400;
 - `gantry describe node n1` lists the running task among its
-  non-terminated tasks.
+  non-terminated tasks;
+- the stream (-i, -t): stdin piped to `exec -i ... -- sh` runs and its
+  exit code comes back; `exec -it ... -- sh` driven from a pseudo-terminal
+  runs the shell on a terminal of its own (`tty` names a /dev/pts/) and
+  echoes what is typed; a viewer's stream is refused with 403.
 """
+import json
 import os
+import pty
+import select
+import socket
+import subprocess
+import time
 
-from gantry_e2e import API, AgentTest, main, wait_for
+from gantry_e2e import API, GANTRY, TOKENS, AgentTest, main, wait_for
 
 ALICE_UID = 1001
 
@@ -103,6 +113,78 @@ class Exec(AgentTest):
         p = self.g.cli("exec", t, "-p", "proj-a", "--", "true", token="alice", check=False)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("not running", p.stderr)
+
+    def test_stream_stdin(self):
+        t, _, _ = self.running_task("stdin")
+        p = self.g.cli("exec", "-i", t, "-p", "proj-a", "--", "sh", input="echo hi\nexit 3\n",
+                       token="bob", check=False)
+        self.assertEqual((p.returncode, p.stdout), (3, "hi\n"), p.stderr)
+        # stdout and stderr stay apart without a terminal
+        p = self.g.cli("exec", "-i", t, "-p", "proj-a", "--", "sh", "-c", "cat; echo e >&2",
+                       input="in-bytes", token="bob", check=False)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "in-bytes", "e\n"))
+        # a viewer's stream is refused before it starts
+        p = self.g.cli("exec", "-i", t, "-p", "proj-a", "--", "sh", input="true\n",
+                       token="carol", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("cannot exec", p.stderr)
+        self.assertEqual(self.upgrade_status(t, "carol"), 403)
+        self.assertEqual(self.upgrade_status(t, "bob"), 101)
+
+    def upgrade_status(self, task, token):
+        """The HTTP status of a streaming exec's upgrade request."""
+        body = json.dumps({"command": ["true"], "stdin": True}).encode()
+        host, port = self.g.url.split("//")[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as s:
+            s.sendall(b"POST %s/tasks/%s/exec HTTP/1.1\r\nHost: %s\r\n"
+                      b"Authorization: Bearer %s\r\nConnection: Upgrade\r\n"
+                      b"Upgrade: v4.channel.gantry.dev\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (
+                          self.PROJECT.encode(), task.encode(), host.encode(),
+                          TOKENS[token][0].encode(), len(body), body))
+            head = s.recv(4096)
+        return int(head.split()[1])
+
+    def test_stream_tty(self):
+        t, _, _ = self.running_task("tty")
+        master, slave = pty.openpty()
+        env = dict(os.environ, GANTRY_CONFIG=os.path.join(self.g.tmp, "no-such-config"))
+        env.pop("GANTRY_SERVER", None)
+        env.pop("GANTRY_TOKEN", None)
+        proc = subprocess.Popen([GANTRY, "--server", self.g.url, "--token", TOKENS["alice"][0],
+                                 "exec", "-it", t, "-p", "proj-a", "--", "sh"],
+                                stdin=slave, stdout=slave, stderr=slave, env=env,
+                                start_new_session=True)
+        os.close(slave)
+        seen = b""
+
+        def read_until(want, timeout=30):
+            nonlocal seen
+            end = time.time() + timeout
+            while want not in seen and time.time() < end:
+                r, _, _ = select.select([master], [], [], 0.5)
+                if r:
+                    try:
+                        seen += os.read(master, 4096)
+                    except OSError:
+                        break
+            return want in seen
+
+        try:
+            self.assertTrue(read_until(b"$ "), seen)  # the remote shell's prompt
+            seen = b""
+            os.write(master, b"tty; echo $((6*7))\r")
+            self.assertTrue(read_until(b"42"), seen)
+            self.assertIn(b"/dev/pts/", seen)
+            # the typed line came back through the remote terminal's echo
+            self.assertIn(b"tty; echo $((6*7))", seen)
+            os.write(master, b"exit 5\r")
+            self.assertEqual(proc.wait(timeout=30), 5, seen)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            os.close(master)
 
 
 if __name__ == "__main__":

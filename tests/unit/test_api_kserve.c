@@ -16,21 +16,10 @@
 
 #include <cmocka.h>
 
+#include "test_api_util.h"
+
 #include "api/api.h"
 #include "common/common.h"
-
-static json_t *load_yaml(const char *text)
-{
-    json_t *docs = NULL;
-    struct gt_err err = {0};
-    if (gt_yaml_load_documents(text, strlen(text), &docs, &err) != 0) {
-        fail_msg("yaml: %s", err.msg);
-    }
-    assert_int_equal(json_array_size(docs), 1);
-    json_t *doc = json_incref(json_array_get(docs, 0));
-    json_decref(docs);
-    return doc;
-}
 
 /* Convert doc (namespace vision) and validate; returns the service or fails. */
 static json_t *convert(json_t *doc)

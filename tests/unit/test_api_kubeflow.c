@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "test_api_util.h"
+
 #include "api/api.h"
 #include "common/common.h"
 
@@ -168,19 +170,6 @@ static const char tf_expected[] =
     "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}}},"
     "\"runPolicy\":{\"backoffLimit\":2147483647,\"cleanPodPolicy\":\"None\"}}}";
 
-static json_t *load_yaml(const char *text)
-{
-    json_t *docs = NULL;
-    struct gt_err err = {0};
-    if (gt_yaml_load_documents(text, strlen(text), &docs, &err) != 0) {
-        fail_msg("yaml: %s", err.msg);
-    }
-    assert_int_equal(json_array_size(docs), 1);
-    json_t *doc = json_incref(json_array_get(docs, 0));
-    json_decref(docs);
-    return doc;
-}
-
 static void assert_converts_to(json_t *in, const char *expected_json)
 {
     json_t *copy = json_deep_copy(in);
@@ -277,8 +266,8 @@ static const struct bad_case bad_cases[] = {
      "[{\"name\":\"K\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v2\",\"fieldPath\":\"metadata."
      "name\"}}}]",
      CTR_PATH ".env[0].valueFrom.fieldRef.apiVersion: only \"v1\" is supported by gantry"},
-    {CTR ".resources.limits", "ephemeral-storage", "\"1Gi\"",
-     CTR_PATH ".resources.limits.ephemeral-storage: not supported by gantry"},
+    {CTR ".resources.limits", "hugepages-2Mi", "\"1Gi\"",
+     CTR_PATH ".resources.limits.hugepages-2Mi: not supported by gantry"},
     {CTR ".volumeMounts.0", "subPath", "\"x\"",
      CTR_PATH ".volumeMounts[0].subPath: not supported by gantry"},
     {CTR, "ports", "[{\"containerPort\":80,\"hostPort\":80}]",
