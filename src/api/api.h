@@ -268,6 +268,7 @@ gt_check_fn gt_check_image_name;
  * directory) or absolute (beneath a volume mount), without ".." */
 gt_check_fn gt_check_log_dir;
 gt_check_fn gt_check_git_url;
+gt_check_fn gt_check_git_revision;
 gt_check_fn gt_check_image;
 gt_check_fn gt_check_env_name;
 gt_check_fn gt_check_camel_word;

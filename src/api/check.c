@@ -212,12 +212,14 @@ static bool has_space_or_ctl(const char *s)
     return false;
 }
 
-/* http(s)://, git://, ssh://, file:// URLs, or scp-like user@host:path. */
+/* http(s)://, git://, ssh://, file:// URLs, or scp-like user@host:path;
+ * never an option to git or ssh (a leading '-', a host starting with '-')
+ * nor another transport (ext::). */
 int gt_check_git_url(const json_t *v, struct gt_err *err)
 {
     static const char *const schemes[] = {"http://", "https://", "git://", "ssh://", "file://"};
     const char *s = json_string_value(v);
-    if (!has_space_or_ctl(s) && s[0] != '-') {
+    if (!has_space_or_ctl(s) && s[0] != '-' && !strstr(s, "://-") && !strstr(s, "@-")) {
         for (size_t i = 0; i < GT_ARRAY_LEN(schemes); i++) {
             size_t n = strlen(schemes[i]);
             if (strncmp(s, schemes[i], n) == 0 && s[n] != '\0') {
@@ -233,6 +235,18 @@ int gt_check_git_url(const json_t *v, struct gt_err *err)
     }
     return gt_err_set(err, GT_EINVAL,
                       "must be a git URL (http(s)://, git://, ssh://, file:// or user@host:path)");
+}
+
+/* A git revision (branch, tag or commit): what git would take as an
+ * option (a leading '-') or split (spaces, control characters) is refused. */
+int gt_check_git_revision(const json_t *v, struct gt_err *err)
+{
+    const char *s = json_string_value(v);
+    if (!s[0] || s[0] == '-' || has_space_or_ctl(s)) {
+        return gt_err_set(err, GT_EINVAL,
+                          "must be a branch, tag or commit (not empty, no leading '-', no spaces)");
+    }
+    return 0;
 }
 
 /* An OCI image reference: [registry[:port]/]path[:tag][@digest]. Checked

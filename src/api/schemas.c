@@ -603,7 +603,7 @@ static const struct gt_field container_port_item = ITEM(container_port_schema);
 
 static const struct gt_field mount_fields[] = {
     STR("name", REQ, DNS, AT(mount, name)),
-    STR("mountPath", REQ, .check = gt_check_abs_path, AT(mount, mount_path)),
+    STR("mountPath", REQ, .check = gt_check_host_path, AT(mount, mount_path)),
     BOOL("readOnly", AT(mount, read_only)),
     END,
 };
@@ -746,7 +746,7 @@ static const struct gt_schema run_policy_schema = {run_policy_fields, NULL,
 
 static const struct gt_field source_fields[] = {
     STR("git", REQ, .check = gt_check_git_url, AT(source, git)),
-    STR("revision", SHORT, AT(source, revision)),
+    STR("revision", SHORT, .check = gt_check_git_revision, AT(source, revision)),
     END,
 };
 static const struct gt_schema source_schema = {source_fields, NULL, sizeof(struct gt_api_source)};

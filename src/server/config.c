@@ -35,7 +35,7 @@ static const struct gt_config_opt opts[] = {
     {"listen", GT_CONFIG_STR, OFF(listen), "127.0.0.1:8443", 0, 0, false,
      "ADDR:PORT to serve plain HTTP on (port 0: any free port)"},
     {"token-file", GT_CONFIG_STR, OFF(token_file), NULL, 0, 0, true,
-     "static tokens, lines token,user,uid,\"group1,group2\""},
+     "static tokens, lines token,user,uid,\"group1,group2\" (re-read on SIGHUP)"},
     {"watch-history", GT_CONFIG_INT, OFF(watch_history), "10000", 1, 100000000, false,
      "store events kept for watches; older start points get 410"},
     {"max-body-bytes", GT_CONFIG_INT, OFF(max_body_bytes), "3145728", 1024, 1073741824, false,

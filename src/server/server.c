@@ -16,6 +16,10 @@
  * SIGTERM/SIGINT drain with exit status 0; a failed fsync drains with 1
  * after answering 503, since the page cache can no longer be trusted
  * (storeio.c calls drain through s->drain).
+ *
+ * SIGHUP re-reads --token-file: the new set answers from the next request
+ * on (added tokens valid, removed ones 401); a file that cannot be read or
+ * parsed keeps the old set and logs why.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -226,6 +230,23 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     drain(s, 0);
 }
 
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    struct gt_server *s = arg;
+    struct gt_server_tokens *next = NULL;
+    struct gt_err err = {0};
+    if (gt_server_tokens_load(s->cfg->token_file, &next, &err)) {
+        gt_log_error("token file not reloaded, keeping the old tokens", "err=\"%s\" tokens=%zu",
+                     err.msg, gt_server_tokens_count(s->tokens));
+        return;
+    }
+    gt_server_tokens_replace(&s->tokens, next);
+    gt_log_info("token file reloaded", "path=%s tokens=%zu", s->cfg->token_file,
+                gt_server_tokens_count(s->tokens));
+}
+
 static int open_store(struct gt_server *s, struct gt_err *err)
 {
     if (mkdir(s->cfg->data_dir, 0700) != 0 && errno != EEXIST) {
@@ -266,6 +287,8 @@ int gt_server_start(struct gt_server *s, struct gt_err *err)
     s->sig_int = evsignal_new(s->base, SIGINT, on_signal, s);
     evsignal_add(s->sig_term, NULL);
     evsignal_add(s->sig_int, NULL);
+    s->sig_hup = evsignal_new(s->base, SIGHUP, on_sighup, s);
+    evsignal_add(s->sig_hup, NULL);
     return start_http(s, err);
 }
 
@@ -312,7 +335,7 @@ void gt_server_stop(struct gt_server *s)
     gt_registry_key_free(s->registry_key);
     s->registry_key = NULL;
     OPENSSL_cleanse(s->secret_key, sizeof(s->secret_key));
-    struct event *evs[] = {s->sig_term, s->sig_int, s->drain_timer, s->fault_timer};
+    struct event *evs[] = {s->sig_term, s->sig_int, s->sig_hup, s->drain_timer, s->fault_timer};
     for (size_t i = 0; i < GT_ARRAY_LEN(evs); i++) {
         if (evs[i]) {
             event_free(evs[i]);

@@ -84,8 +84,9 @@ struct gt_server_user {
     int64_t uid; /* numeric: tasks run as this uid */
     char **groups;
     size_t n_groups, cap_groups;
-    bool admin; /* member of gantry:admins */
-    bool node;  /* member of gantry:nodes */
+    bool admin;               /* member of gantry:admins */
+    bool node;                /* member of gantry:nodes */
+    unsigned char digest[32]; /* SHA-256 of token: what a lookup compares */
 };
 
 struct gt_server_tokens;
@@ -98,13 +99,19 @@ int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens
 /* Read and parse the file at path, at most 64 MiB (errors as above, or
  * -errno, or GT_ETOOLARGE past 64 MiB). */
 int gt_server_tokens_load(const char *path, struct gt_server_tokens **out, struct gt_err *err);
-/* The user of a token (borrowed), or NULL if unknown. */
+/* The user of a token (borrowed), or NULL if unknown. Looked up by the
+ * token's SHA-256 and confirmed with a constant-time compare, so the time
+ * taken tells nothing about how much of a guess was right. */
 const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens *t,
                                                    const char *token);
 /* The user of the first gantry:nodes line (borrowed), or NULL: gantryd's
  * credentials towards node agents. */
 const struct gt_server_user *gt_server_tokens_first_node(const struct gt_server_tokens *t);
 size_t gt_server_tokens_count(const struct gt_server_tokens *t);
+/* Make next the current set (*cur) and give it the old one, which stays
+ * allocated until next is freed: requests, watches and sessions still
+ * borrow its users (a re-read token file, SIGHUP). */
+void gt_server_tokens_replace(struct gt_server_tokens **cur, struct gt_server_tokens *next);
 /* Call fn(user, arg) for every user of the table (borrowed), in no order. */
 void gt_server_tokens_each(const struct gt_server_tokens *t,
                            void (*fn)(const struct gt_server_user *u, void *arg), void *arg);

@@ -101,7 +101,7 @@ struct gt_server {
     struct gt_ctl *ctl;                   /* controllers and the scheduler */
     const struct gt_ctl_hooks *ctl_hooks; /* registered by ctl; NULL before */
     struct gt_watch_stream *streams;      /* open watch streams (doubly linked) */
-    struct event *sig_term, *sig_int, *drain_timer, *fault_timer;
+    struct event *sig_term, *sig_int, *sig_hup, *drain_timer, *fault_timer;
     struct gt_req *fault_req; /* /debug/fault waiting for in-flight writes to finish */
     enum gt_store_fault fault_point;
     int fault_nth;

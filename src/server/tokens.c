@@ -2,8 +2,11 @@
  * Authentication by static bearer tokens, in kube-apiserver's token file
  * format: CSV lines `token,user,uid[,"group1,group2"]` where a field may be
  * double-quoted (a doubled quote inside is a literal quote). The uid is the
- * numeric Unix uid tasks run as. Tokens live in a hash table so a request
- * costs one lookup. The table owns every user and string in it.
+ * numeric Unix uid tasks run as. Users live in a hash table keyed by the
+ * hex SHA-256 of their token, so a request costs one digest and one lookup,
+ * and the lookup's string compares see digests, whose bytes a caller cannot
+ * steer, never the token itself; the match is then confirmed with
+ * CRYPTO_memcmp. The table owns every user and string in it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,11 +23,23 @@
 enum { TOKENS_MAX_BYTES = 64 << 20 };
 
 struct gt_server_tokens {
-    struct gt_strmap by_token;
+    struct gt_strmap by_digest;              /* hex SHA-256 of the token -> user */
     const struct gt_server_user *first_node; /* first gantry:nodes line of the file */
     const struct gt_server_user **nodes;     /* every gantry:nodes user, in file order */
     size_t n_nodes;
+    struct gt_server_tokens *older; /* the set this one replaced, kept for its borrowers */
 };
+
+/* n bytes of d as 2n lower-case hex digits and a NUL into out. */
+static void hex_encode(const unsigned char *d, size_t n, char *out)
+{
+    for (size_t k = 0; k < n; k++) {
+        snprintf(out + 2 * k, 3, "%02x", d[k]);
+    }
+}
+
+/* The size of a map key: the hex of a token's SHA-256 and a NUL. */
+enum { TOKEN_KEY_SIZE = 2 * SHA256_DIGEST_LENGTH + 1 };
 
 static void user_free(void *p)
 {
@@ -150,6 +165,7 @@ static struct gt_server_user *parse_line(const char *line, size_t len, const cha
     u->name = f[1];
     f[0] = f[1] = NULL;
     u->uid = uid;
+    SHA256((const unsigned char *)u->token, strlen(u->token), u->digest);
     if (n == 4) {
         const char *g = f[3];
         for (;;) {
@@ -172,7 +188,7 @@ int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens
                            struct gt_err *err)
 {
     struct gt_server_tokens *t = gt_xcalloc(1, sizeof(*t));
-    gt_strmap_init(&t->by_token);
+    gt_strmap_init(&t->by_digest);
     size_t pos = 0;
     int lineno = 0;
     while (pos < len) {
@@ -200,12 +216,14 @@ int gt_server_tokens_parse(const char *text, size_t len, struct gt_server_tokens
         if (!u) {
             goto bad;
         }
-        if (gt_strmap_get(&t->by_token, u->token)) {
+        char key[TOKEN_KEY_SIZE];
+        hex_encode(u->digest, sizeof(u->digest), key);
+        if (gt_strmap_get(&t->by_digest, key)) {
             user_free(u);
             why = "duplicate token";
             goto bad;
         }
-        gt_strmap_put(&t->by_token, u->token, u);
+        gt_strmap_put(&t->by_digest, key, u);
         if (u->node && !t->first_node) {
             t->first_node = u;
         }
@@ -241,7 +259,18 @@ int gt_server_tokens_load(const char *path, struct gt_server_tokens **out, struc
 const struct gt_server_user *gt_server_tokens_find(const struct gt_server_tokens *t,
                                                    const char *token)
 {
-    return gt_strmap_get(&t->by_token, token);
+    unsigned char raw[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)token, strlen(token), raw);
+    char key[TOKEN_KEY_SIZE];
+    hex_encode(raw, sizeof(raw), key);
+    const struct gt_server_user *u = gt_strmap_get(&t->by_digest, key);
+    return u && CRYPTO_memcmp(u->digest, raw, sizeof(raw)) == 0 ? u : NULL;
+}
+
+void gt_server_tokens_replace(struct gt_server_tokens **cur, struct gt_server_tokens *next)
+{
+    next->older = *cur;
+    *cur = next;
 }
 
 const struct gt_server_user *gt_server_tokens_first_node(const struct gt_server_tokens *t)
@@ -251,7 +280,7 @@ const struct gt_server_user *gt_server_tokens_first_node(const struct gt_server_
 
 size_t gt_server_tokens_count(const struct gt_server_tokens *t)
 {
-    return t->by_token.n;
+    return t->by_digest.n;
 }
 
 struct each_user {
@@ -271,17 +300,18 @@ void gt_server_tokens_each(const struct gt_server_tokens *t,
                            void (*fn)(const struct gt_server_user *u, void *arg), void *arg)
 {
     struct each_user e = {fn, arg};
-    gt_strmap_each(&t->by_token, each_user_cb, &e);
+    gt_strmap_each(&t->by_digest, each_user_cb, &e);
 }
 
 void gt_server_tokens_free(struct gt_server_tokens *t)
 {
-    if (!t) {
-        return;
+    while (t) {
+        struct gt_server_tokens *older = t->older;
+        gt_strmap_fini(&t->by_digest, user_free);
+        free(t->nodes);
+        free(t);
+        t = older;
     }
-    gt_strmap_fini(&t->by_token, user_free);
-    free(t->nodes);
-    free(t);
 }
 
 bool gt_server_tokens_node_mac_ok(const struct gt_server_tokens *t, const char *msg,
@@ -294,10 +324,8 @@ bool gt_server_tokens_node_mac_ok(const struct gt_server_tokens *t, const char *
         const char *key = t->nodes[i]->token;
         HMAC(EVP_sha256(), key, (int)strlen(key), (const unsigned char *)msg, strlen(msg), mac,
              &len);
-        char want[2 * SHA256_DIGEST_LENGTH + 1];
-        for (unsigned k = 0; k < len; k++) {
-            snprintf(want + 2 * k, 3, "%02x", mac[k]);
-        }
+        char want[TOKEN_KEY_SIZE];
+        hex_encode(mac, len, want);
         ok = ok || CRYPTO_memcmp(want, hex, sizeof(want) - 1) == 0;
     }
     return ok;

@@ -50,6 +50,34 @@ static void test_tokens_parse_quoted_groups(void **state)
     gt_server_tokens_free(t);
 }
 
+/* Near misses of a token (a prefix, one more byte, the last byte changed)
+ * are unknown; a replaced set's users stay readable until the new set is
+ * freed, and the new set alone answers. */
+static void test_tokens_near_misses_and_replace(void **state)
+{
+    (void)state;
+    const char *old_text = "s3cret-token-0001,bob,1002\n";
+    const char *new_text = "fresh-token,dave,1004\n";
+    struct gt_server_tokens *cur = NULL, *next = NULL;
+    struct gt_err err = {0};
+    assert_int_equal(gt_server_tokens_parse(old_text, strlen(old_text), &cur, &err), 0);
+    const struct gt_server_user *bob = gt_server_tokens_find(cur, "s3cret-token-0001");
+    assert_non_null(bob);
+    const char *misses[] = {"s3cret-token-000", "s3cret-token-00011", "s3cret-token-0002",
+                            "S3cret-token-0001"};
+    for (size_t i = 0; i < sizeof(misses) / sizeof(misses[0]); i++) {
+        assert_null(gt_server_tokens_find(cur, misses[i]));
+    }
+    assert_int_equal(gt_server_tokens_parse(new_text, strlen(new_text), &next, &err), 0);
+    gt_server_tokens_replace(&cur, next);
+    assert_ptr_equal(cur, next);
+    assert_null(gt_server_tokens_find(cur, "s3cret-token-0001"));
+    assert_string_equal(gt_server_tokens_find(cur, "fresh-token")->name, "dave");
+    assert_string_equal(bob->name, "bob"); /* still allocated for its borrowers */
+    assert_int_equal(gt_server_tokens_count(cur), 1);
+    gt_server_tokens_free(cur);
+}
+
 static void test_tokens_reject_malformed_lines(void **state)
 {
     (void)state;
@@ -254,6 +282,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tokens_parse_quoted_groups),
+        cmocka_unit_test(test_tokens_near_misses_and_replace),
         cmocka_unit_test(test_tokens_reject_malformed_lines),
         cmocka_unit_test(test_project_roles),
         cmocka_unit_test(test_project_and_department_objects),
