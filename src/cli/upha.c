@@ -78,7 +78,7 @@ int gt_cli_up_ha_etcd(const char *dir, const char *logs, const char *host, char 
     int rc = 0;
     pid_t pids[GT_CLI_UP_HA_REPLICAS];
     for (int m = 0; m < GT_CLI_UP_HA_REPLICAS && rc == 0; m++) {
-        char name[8], pidname[16], token[16];
+        char name[32], pidname[32], token[16];
         snprintf(name, sizeof(name), "m%d", m + 1);
         snprintf(pidname, sizeof(pidname), "etcd%d", m + 1);
         snprintf(token, sizeof(token), "gantry-up");
