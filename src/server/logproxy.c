@@ -330,6 +330,9 @@ static void forward_exec(struct gt_req *r, const struct gt_api_task *task)
     struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
     json_t *body =
         json_loadb((const char *)evbuffer_pullup(in, -1), evbuffer_get_length(in), 0, NULL);
+    /* read before any reply: replying frees r */
+    const char *upg = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Upgrade");
+    bool stream = upg && !strcasecmp(upg, GT_EXEC_PROTOCOL);
     const json_t *cmd = json_object_get(body, "command");
     bool ok = json_is_array(cmd) && json_array_size(cmd) > 0;
     for (size_t i = 0; ok && i < json_array_size(cmd); i++) {
@@ -348,8 +351,6 @@ static void forward_exec(struct gt_req *r, const struct gt_api_task *task)
     }
     const char *token;
     const char *url = node ? agent_url(r, node, &token) : NULL;
-    const char *upg = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Upgrade");
-    bool stream = upg && !strcasecmp(upg, GT_EXEC_PROTOCOL);
     if (url) {
         char *path = gt_xasprintf("/v1/tasks/%s/exec", task->o.meta.uid);
         json_t *fwd = json_pack("{s:O}", "command", cmd);

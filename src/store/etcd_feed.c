@@ -119,7 +119,9 @@ static void stream_once(struct etcd *e, CURL *h, size_t i, struct stream *s)
     json_t *cr = json_pack("{s:o,s:o,s:o,s:b}", "key", gt_etcd_jbytes("", 1), "range_end",
                            gt_etcd_jbytes("", 1), "start_revision",
                            gt_etcd_jint_str(f->next_rev + REV_OFFSET), "prev_kv", 1);
-    char *payload = json_dumps(json_pack("{s:o}", "create_request", cr), JSON_COMPACT);
+    json_t *req = json_pack("{s:o}", "create_request", cr);
+    char *payload = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
     struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     gt_etcd_setup(e, h, i, "watch", 0);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
