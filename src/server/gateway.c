@@ -13,6 +13,11 @@
  * retries a request whose connection failed or got no answer on another
  * replica (retry-on conn-failure empty-response response-timeout,
  * redispatch), so a killed replica's requests are answered by the others.
+ * A request is read whole before it is sent (http-buffer-request): a layer
+ * 7 retry needs the whole request at hand, else a reused server connection
+ * that closes under a request with a body ends in a 502. Requests that end
+ * abnormally (5xx, aborts, retries) are logged to haproxy.log with their
+ * termination flags (option httplog, dontlog-normal).
  *
  * Access (docs/api.md "Serving gateway"): a service not spec.public needs
  * `Authorization: Bearer TOKEN` of a user who may read its project. The
@@ -224,6 +229,7 @@ static int backend_cb(const char *id, void *val, void *arg)
                   "    balance roundrobin\n"
                   "    option httpchk GET %s\n"
                   "    http-check expect status 200\n"
+                  "    option http-buffer-request\n"
                   "    retry-on conn-failure empty-response response-timeout\n"
                   "    retries 3\n"
                   "    option redispatch 1\n",
@@ -256,8 +262,12 @@ static void render_config(struct gt_gateway *gw, struct gt_buf *b)
                   "global\n"
                   "    stats socket %s mode 600 level admin expose-fd listeners\n"
                   "    maxconn 8192\n"
+                  "    log stderr format raw local0\n"
                   "defaults\n"
                   "    mode http\n"
+                  "    log global\n"
+                  "    option httplog\n"
+                  "    option dontlog-normal\n"
                   "    timeout connect 2s\n"
                   "    timeout client 60s\n"
                   "    timeout server 60s\n"

@@ -248,11 +248,20 @@ class ServingTest(IsvcHelpers, AgentTest):
         seen = {}
         for _ in range(n):
             st, data = gw.call(path, token=token)
-            self.assertEqual(st, 200, data)
+            self.assertEqual(st, 200, (data, self.gateway_errors()))
             v = json.loads(data)["version"]
             seen[v] = seen.get(v, 0) + 1
         gw.close()
         return seen
+
+    def gateway_errors(self):
+        """The gateway's log of abnormal requests (last lines), for a failure's message."""
+        try:
+            with open(os.path.join(self.g.data_dir, "gateway", "haproxy.log"),
+                      errors="replace") as f:
+                return "".join(f.readlines()[-20:])
+        except OSError as e:
+            return str(e)
 
     def haproxy_starts(self):
         with open(self.g.log_path, errors="replace") as f:
@@ -342,6 +351,7 @@ class ServingTest(IsvcHelpers, AgentTest):
                   "%.3f" % (load.failures[0][0] % 1))
             with open(self.g.log_path, errors="replace") as f:
                 print("".join(l for l in f if "gateway" in l or "isvc" in l)[-3000:])
+            print("gateway's abnormal requests:\n" + self.gateway_errors())
         self.assertEqual(load.failures[:5], [], "%d failed of %d" % (len(load.failures), load.ok))
         print("load: %d requests in %.1f s (%.0f/s), %d failed" % (
             load.ok, load.elapsed, load.ok / load.elapsed, len(load.failures)))
