@@ -14,8 +14,8 @@
  *                         no version uses is removed)
  *
  * The store is gantryd's --model-store DIR (none: versions are refused),
- * beneath a storage root every node sees, so a task
- * serving a version mounts its status.path read-only. A blob never
+ * beneath a storage root every node sees, so a task serving a version
+ * reads its status.path there (read-only to the task's user). A blob never
  * changes once renamed into place: files 0444, directories 0555. Storage
  * used counts each digest once per department, with its Volumes, against
  * the department's storage limit and the project's hard cap.
