@@ -34,16 +34,12 @@
 #                            follow=true, which ends with the task)
 # Needs root (cgroups, other uids). Takes about two and a half minutes.
 set -eu
-BUILD=${1:-build}
-here=$(cd "$(dirname "$0")" && pwd)
-exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
+exec "$(dirname "$0")/python" "$@" <<'PYEOF'
 import os
 import sys
 import time
 
-os.environ["GANTRY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
-sys.path.insert(0, sys.argv[2])
-import gantry_e2e as E  # noqa: E402
+import gantry_e2e as E
 
 API = E.API
 P = API + "/projects/bench"

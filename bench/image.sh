@@ -12,20 +12,15 @@
 # Needs root, runc, skopeo, umoci, docker-registry and busybox; prints
 # image_bench=skipped and why otherwise. Takes about half a minute.
 set -eu
-BUILD=${1:-build}
-here=$(cd "$(dirname "$0")" && pwd)
-exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
+exec "$(dirname "$0")/python" "$@" <<'PYEOF'
 import os
 import re
 import shutil
-import sys
 import tempfile
 import time
 
-os.environ["GANTRY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
-sys.path.insert(0, sys.argv[2])
-import gantry_e2e as E  # noqa: E402
-import test_images as TI  # noqa: E402
+import gantry_e2e as E
+import test_images as TI
 
 API = E.API
 P = API + "/projects/bench"

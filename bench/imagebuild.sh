@@ -14,19 +14,14 @@
 # Needs root, buildah, docker-registry, skopeo, runc, git, busybox and
 # openssl; prints imagebuild_bench=skipped and why otherwise.
 set -eu
-BUILD=${1:-build}
-here=$(cd "$(dirname "$0")" && pwd)
-exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
+exec "$(dirname "$0")/python" "$@" <<'PYEOF'
 import os
 import shutil
-import sys
 import tempfile
 import time
 
-os.environ["GANTRY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
-sys.path.insert(0, sys.argv[2])
-import gantry_e2e as E  # noqa: E402
-import test_imagebuild as TB  # noqa: E402
+import gantry_e2e as E
+import test_imagebuild as TB
 
 API = E.API
 BUILDS = API + "/projects/bench/imagebuilds"

@@ -19,19 +19,14 @@
 #                            notebook_proxied_ms_p50/_p99: the parts)
 # Needs root (cgroups, other uids). Takes about half a minute.
 set -eu
-BUILD=${1:-build}
-here=$(cd "$(dirname "$0")" && pwd)
-exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
+exec "$(dirname "$0")/python" "$@" <<'PYEOF'
 import http.client
 import os
 import shutil
-import sys
 import tempfile
 import time
 
-os.environ["GANTRY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
-sys.path.insert(0, sys.argv[2])
-import gantry_e2e as E  # noqa: E402
+import gantry_e2e as E
 
 API = E.API
 P = API + "/projects/bench"

@@ -35,9 +35,7 @@
 #                             Jobs: the fan-out), scale_watch_mb_per_s its bytes
 #   scale_store_writes_per_job  store writes (revisions) per job lifecycle
 set -eu
-BUILD=${1:-build}
-here=$(cd "$(dirname "$0")" && pwd)
-exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
+exec "$(dirname "$0")/python" "$@" <<'PYEOF'
 import http.client
 import json
 import multiprocessing as mp
@@ -46,9 +44,7 @@ import subprocess
 import sys
 import time
 
-os.environ["GANTRY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
-sys.path.insert(0, sys.argv[2])
-import gantry_e2e as E  # noqa: E402
+import gantry_e2e as E
 
 API = E.API
 P = API + "/projects/scale"

@@ -13,18 +13,12 @@
 #   history_report_ms_p50/_max  the time to answer one report of 1,000 tasks
 #   history_baseline_cpu_ms_per_s  gantryd's cpu per second without reports
 set -eu
-BUILD=${1:-build}
-here=$(cd "$(dirname "$0")" && pwd)
-exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
+exec "$(dirname "$0")/python" "$@" <<'PYEOF'
 import os
-import sys
 import threading
 import time
 
-build, e2e = sys.argv[1], sys.argv[2]
-os.environ.setdefault("GANTRY_BUILD_DIR", os.path.abspath(build))
-sys.path.insert(0, e2e)
-from gantry_e2e import API, Gantryd, obj, pct  # noqa: E402
+from gantry_e2e import API, Gantryd, obj, pct
 
 N_TASKS = 1000
 MEASURE_S = 15

@@ -10,18 +10,13 @@
 # Needs mkfs.ext4 (e2fsprogs); prints volume_bench=skipped otherwise.
 # Takes a few seconds.
 set -eu
-BUILD=${1:-build}
-here=$(cd "$(dirname "$0")" && pwd)
-exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
+exec "$(dirname "$0")/python" "$@" <<'PYEOF'
 import os
 import shutil
-import sys
 import tempfile
 import time
 
-os.environ["GANTRY_BUILD_DIR"] = os.path.abspath(sys.argv[1])
-sys.path.insert(0, sys.argv[2])
-import gantry_e2e as E  # noqa: E402
+import gantry_e2e as E
 
 API = E.API
 P = API + "/projects/bench"
