@@ -1,0 +1,112 @@
+/*
+ * The serving autoscaler's decision (isvcscale.h): how many replicas an
+ * autoscaled InferenceService variant runs, from the gateway's counters
+ * (HAProxy's requests in flight per server, or requests/s), the way
+ * Knative's pod autoscaler and Kubernetes' HPA decide:
+ *
+ *   - the metric is averaged exponentially over spec.autoscaling's window
+ *     (Knative's stable window, 60 s by default) and over a tenth of it
+ *     (its panic window), and the replicas called for are
+ *     ceil(max(stable, panic) / scaleTarget), within [replicas,
+ *     maxReplicas]: a burst scales up within about a tenth of the window;
+ *   - more replicas are taken at once; fewer only after they have been
+ *     called for without a break during scaleDownDelaySeconds (HPA's
+ *     scale-down stabilisation window), and then the most called for in
+ *     that time.
+ *
+ * The state is the caller's (the serving controller keeps one per
+ * variant, not stored): a restarted gantryd starts from the replicas it
+ * finds. Nothing here reads a clock or the store.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "server/isvcscale.h"
+
+#define PANIC_SHARE 10  /* the panic window is a tenth of the stable one, as Knative's */
+#define CEIL_SLACK 1e-6 /* 2.0000001 requests for a target of 1 still call for 2 */
+
+static int64_t field_or(const json_t *o, const char *k, int64_t dflt)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+bool gt_isvc_scale_policy_of(const json_t *spec, const json_t *variant,
+                             struct gt_isvc_scale_policy *out)
+{
+    const json_t *as = json_object_get(spec, "autoscaling");
+    const char *metric = json_string_value(json_object_get(variant, "scaleMetric"));
+    out->min = field_or(variant, "replicas", 1);
+    out->max = field_or(variant, "maxReplicas", out->min);
+    out->max = out->max < out->min ? out->min : out->max;
+    out->target = (double)field_or(variant, "scaleTarget", 1);
+    out->target = out->target < 1 ? 1 : out->target;
+    out->rps = metric && !strcmp(metric, "rps");
+    out->window_ms = field_or(as, "windowSeconds", GT_ISVC_SCALE_WINDOW_S) * 1000;
+    out->down_delay_ms = field_or(as, "scaleDownDelaySeconds", GT_ISVC_SCALE_DOWN_DELAY_S) * 1000;
+    return out->max > out->min;
+}
+
+void gt_isvc_scale_init(struct gt_isvc_scale *s, int64_t current)
+{
+    memset(s, 0, sizeof(*s));
+    s->desired = current;
+}
+
+static int64_t clamp(const struct gt_isvc_scale_policy *p, int64_t n)
+{
+    return n < p->min ? p->min : n > p->max ? p->max : n;
+}
+
+/* x moved toward sample over dt_ms with time constant tau_ms */
+static double ema(double x, double sample, int64_t dt_ms, int64_t tau_ms)
+{
+    double a = 1.0 - exp(-(double)dt_ms / (double)(tau_ms > 0 ? tau_ms : 1));
+    return x + (sample - x) * a;
+}
+
+int64_t gt_isvc_scale_decide(const struct gt_isvc_scale_policy *p, struct gt_isvc_scale *s,
+                             double metric, int64_t now_ms)
+{
+    metric = metric > 0 ? metric : 0;
+    if (s->at_ms == 0) {
+        s->stable = s->panic = metric;
+    } else if (now_ms > s->at_ms) {
+        s->stable = ema(s->stable, metric, now_ms - s->at_ms, p->window_ms);
+        s->panic = ema(s->panic, metric, now_ms - s->at_ms, p->window_ms / PANIC_SHARE);
+    }
+    s->at_ms = now_ms > s->at_ms ? now_ms : s->at_ms;
+    double avg = s->stable > s->panic ? s->stable : s->panic;
+    double want = ceil(avg / p->target - CEIL_SLACK);
+    int64_t called = clamp(p, want > (double)p->max ? p->max : (int64_t)want);
+    s->desired = clamp(p, s->desired);
+    if (called >= s->desired) {
+        s->desired = called;
+        s->low_since_ms = 0;
+        return s->desired;
+    }
+    if (s->low_since_ms == 0) {
+        s->low_since_ms = now_ms;
+        s->low_max = called;
+    }
+    s->low_max = called > s->low_max ? called : s->low_max;
+    if (now_ms - s->low_since_ms >= p->down_delay_ms) {
+        s->desired = s->low_max;
+        s->low_since_ms = 0;
+    }
+    return s->desired;
+}
+
+const char *gt_isvc_scale_wait_reason(const char *wait, const char **text)
+{
+    const char *colon = strstr(wait, ": ");
+    *text = colon ? colon + 2 : wait;
+    if (!strncmp(wait, "Quota:", 6) ||
+        (!strncmp(wait, "Inadmissible:", 13) && (!strncmp(*text, "ExceedsDepartmentLimit", 22) ||
+                                                 !strncmp(*text, "ExceedsProjectCap", 17)))) {
+        return "QuotaExceeded";
+    }
+    return "Unschedulable";
+}
