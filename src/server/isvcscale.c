@@ -4,11 +4,13 @@
  * (HAProxy's requests in flight per server, or requests/s), the way
  * Knative's pod autoscaler and Kubernetes' HPA decide:
  *
- *   - the metric is averaged exponentially over spec.autoscaling's window
- *     (Knative's stable window, 60 s by default) and over a tenth of it
- *     (its panic window), and the replicas called for are
- *     ceil(max(stable, panic) / scaleTarget), within [replicas,
- *     maxReplicas]: a burst scales up within about a tenth of the window;
+ *   - the metric is averaged over spec.autoscaling's window (Knative's
+ *     stable window, 60 s by default) and over its last tenth (the panic
+ *     window), each sample weighted by the time it held, and the replicas
+ *     called for are ceil(max(stable, panic) / scaleTarget - 0.1), within
+ *     [replicas, maxReplicas]: a burst scales up within a tenth of the
+ *     window, and a load that stays at the target does not call for one
+ *     more replica on noise (HPA tolerates a tenth likewise);
  *   - more replicas are taken at once; fewer only after they have been
  *     called for without a break during scaleDownDelaySeconds (HPA's
  *     scale-down stabilisation window), and then the most called for in
@@ -24,8 +26,8 @@
 #include "api/api.h"
 #include "server/isvcscale.h"
 
-#define PANIC_SHARE 10  /* the panic window is a tenth of the stable one, as Knative's */
-#define CEIL_SLACK 1e-6 /* 2.0000001 requests for a target of 1 still call for 2 */
+#define PANIC_BUCKETS (GT_ISVC_SCALE_BUCKETS / 10) /* a tenth of the window, as Knative's */
+#define TOLERANCE 0.1                              /* of a replica's target, as HPA's */
 
 static int64_t field_or(const json_t *o, const char *k, int64_t dflt)
 {
@@ -60,26 +62,48 @@ static int64_t clamp(const struct gt_isvc_scale_policy *p, int64_t n)
     return n < p->min ? p->min : n > p->max ? p->max : n;
 }
 
-/* x moved toward sample over dt_ms with time constant tau_ms */
-static double ema(double x, double sample, int64_t dt_ms, int64_t tau_ms)
+/* The metric averaged over the last n buckets up to epoch e (0 when
+ * nothing was sampled in them). */
+static double average(const struct gt_isvc_scale *s, int64_t e, int64_t n)
 {
-    double a = 1.0 - exp(-(double)dt_ms / (double)(tau_ms > 0 ? tau_ms : 1));
-    return x + (sample - x) * a;
+    double sum = 0, ms = 0;
+    for (size_t i = 0; i < GT_ISVC_SCALE_BUCKETS; i++) {
+        if (s->epoch[i] > e - n && s->epoch[i] <= e) {
+            sum += s->sum[i];
+            ms += s->ms[i];
+        }
+    }
+    return ms > 0 ? sum / ms : 0;
+}
+
+/* Add metric, held for the time since the last sample (at least 1 ms,
+ * at most the window), to the bucket of now_ms; its epoch. */
+static int64_t sample(const struct gt_isvc_scale_policy *p, struct gt_isvc_scale *s, double metric,
+                      int64_t now_ms)
+{
+    int64_t width = p->window_ms / GT_ISVC_SCALE_BUCKETS;
+    width = width > 0 ? width : 1;
+    int64_t e = now_ms / width;
+    size_t slot = (size_t)(e % GT_ISVC_SCALE_BUCKETS);
+    if (s->epoch[slot] != e) {
+        s->epoch[slot] = e;
+        s->sum[slot] = s->ms[slot] = 0;
+    }
+    int64_t held = s->at_ms && now_ms > s->at_ms ? now_ms - s->at_ms : 1;
+    held = held > p->window_ms ? p->window_ms : held;
+    s->sum[slot] += metric * (double)held;
+    s->ms[slot] += (double)held;
+    s->at_ms = now_ms > s->at_ms ? now_ms : s->at_ms;
+    return e;
 }
 
 int64_t gt_isvc_scale_decide(const struct gt_isvc_scale_policy *p, struct gt_isvc_scale *s,
                              double metric, int64_t now_ms)
 {
-    metric = metric > 0 ? metric : 0;
-    if (s->at_ms == 0) {
-        s->stable = s->panic = metric;
-    } else if (now_ms > s->at_ms) {
-        s->stable = ema(s->stable, metric, now_ms - s->at_ms, p->window_ms);
-        s->panic = ema(s->panic, metric, now_ms - s->at_ms, p->window_ms / PANIC_SHARE);
-    }
-    s->at_ms = now_ms > s->at_ms ? now_ms : s->at_ms;
-    double avg = s->stable > s->panic ? s->stable : s->panic;
-    double want = ceil(avg / p->target - CEIL_SLACK);
+    int64_t e = sample(p, s, metric > 0 ? metric : 0, now_ms);
+    double stable = average(s, e, GT_ISVC_SCALE_BUCKETS);
+    double panic = average(s, e, PANIC_BUCKETS);
+    double want = ceil((stable > panic ? stable : panic) / p->target - TOLERANCE);
     int64_t called = clamp(p, want > (double)p->max ? p->max : (int64_t)want);
     s->desired = clamp(p, s->desired);
     if (called >= s->desired) {

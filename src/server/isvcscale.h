@@ -19,12 +19,19 @@ struct gt_isvc_scale_policy {
     int64_t down_delay_ms; /* a lower count must be called for this long before it is taken */
 };
 
+/* The metric's window is kept in GT_ISVC_SCALE_BUCKETS buckets of
+ * window_ms / GT_ISVC_SCALE_BUCKETS each (Knative keeps its window in
+ * buckets too); the panic window is the last tenth of them. */
+#define GT_ISVC_SCALE_BUCKETS 20
+
 /* What the autoscaler keeps of one variant between decisions (caller's
  * storage, gt_isvc_scale_init). */
 struct gt_isvc_scale {
-    int64_t at_ms;        /* the last sample; 0: none yet */
-    double stable, panic; /* the metric averaged over window_ms and window_ms / 10 */
-    int64_t desired;      /* replicas decided */
+    int64_t at_ms;                        /* the last sample; 0: none yet */
+    int64_t epoch[GT_ISVC_SCALE_BUCKETS]; /* which bucket (now / bucket width) each holds */
+    double sum[GT_ISVC_SCALE_BUCKETS];    /* the metric times ms, over the bucket */
+    double ms[GT_ISVC_SCALE_BUCKETS];     /* ms sampled in the bucket */
+    int64_t desired;                      /* replicas decided */
     int64_t low_since_ms; /* since when fewer replicas have been called for; 0: they are not */
     int64_t low_max;      /* the most replicas called for since low_since_ms */
 };
@@ -43,9 +50,11 @@ bool gt_isvc_scale_policy_of(const json_t *spec, const json_t *variant,
 void gt_isvc_scale_init(struct gt_isvc_scale *s, int64_t current);
 
 /* Feed the metric now (the variant's total: requests in flight over its
- * replicas, or requests/s) and return the replicas it should run, within
- * [p->min, p->max]: ceil(average / target), from the larger of the two
- * averages, as Knative's autoscaler reads its stable and panic windows.
+ * replicas, or requests/s; it holds since the last sample) and return the
+ * replicas it should run, within [p->min, p->max]: ceil(average / target
+ * - 0.1) (a tenth of a replica tolerated, as HPA's tolerance), from the
+ * larger of the window's and the panic window's averages, as Knative's
+ * autoscaler reads its stable and panic windows.
  * More replicas are taken at once; fewer only once they have been called
  * for during p->down_delay_ms (then the most called for in that time), so
  * a dip in the load does not stop replicas it needs again. now_ms: any

@@ -1,11 +1,10 @@
 /*
  * Unit tests of the serving autoscaler's decision (isvcscale.c): the
  * policy read from a service's spec with its defaults, prompt scale-up
- * bounded by maxReplicas, scale-down only after the stabilisation delay
- * (and not at all when the load comes back within it), the floor of
- * replicas, the requests/s metric, a restarted controller keeping the
- * replicas it finds, and the reasons given to scheduler waits. Time is
- * passed in, so nothing here sleeps.
+ * bounded by maxReplicas (a tenth of the target tolerated), scale-down only after the stabilisation
+ * delay (and not at all when the load comes back within it), the floor of replicas, the requests/s
+ * metric, a restarted controller keeping the replicas it finds, and the reasons given to scheduler
+ * waits. Time is passed in, so nothing here sleeps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -88,6 +87,11 @@ static void test_scale_up_promptly_within_max(void **state)
     gt_isvc_scale_init(&s, 1);
     assert_int_equal(gt_isvc_scale_decide(&p, &s, 3, now), 3);
     assert_int_equal(feed(&p, &s, 3, &now, 20000), 3);
+    /* a tenth of a replica's target is tolerated: 1.05 in flight is one
+     * replica's load, 1.2 calls for a second */
+    gt_isvc_scale_init(&s, 1);
+    assert_int_equal(feed(&p, &s, 1.05, &now, 5000), 1);
+    assert_int_equal(feed(&p, &s, 1.2, &now, 500), 2);
 }
 
 static void test_scale_down_after_delay_only(void **state)
