@@ -39,6 +39,16 @@
  * 0: it gets no request. Surplus replicas still ready count in their
  * variant's first (stable) pool.
  *
+ * Autoscaling. A variant whose maxReplicas is above replicas has its
+ * pools' replica counts decided by the autoscaler (isvcscale.c) from the
+ * requests in flight (or per second) HAProxy reports at the variant's
+ * replicas, before the replicas are sorted into pools: a count raised
+ * makes new replica jobs (quota, scheduler, readiness as any), a count
+ * lowered makes the highest indexes surplus, drained and stopped as
+ * above; a draining replica back within the count serves again. The
+ * Scaled condition says why a pool is short of ready replicas (the
+ * scheduler's wait of one that is not running).
+ *
  * Rollback. While a canary gets traffic, its error rate (5xx answers and
  * connection errors over requests, from HAProxy's counters) over a
  * window of at least ROLLBACK_MIN_REQUESTS requests is compared with
