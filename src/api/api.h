@@ -993,6 +993,10 @@ const char *gt_api_model_phase_name(enum gt_model_phase p);
 #define GT_ISVC_JOB_PREFIX "is-"
 #define GT_ISVC_VARIANTS_MAX 8
 #define GT_ISVC_REPLICAS_MAX 32
+/* spec.autoscaling's defaults: Knative's stable window (60 s) and the
+ * time the load must stay low before a scale-down (seconds) */
+#define GT_ISVC_SCALE_WINDOW_S 60
+#define GT_ISVC_SCALE_DOWN_DELAY_S 60
 
 /* variants[].model: a model version in a KServe modelFormat. */
 struct gt_api_isvc_model {
@@ -1000,12 +1004,19 @@ struct gt_api_isvc_model {
     const char *storage_uri; /* models://P/NAME/VERSION, gantry://..., or a path */
 };
 /* One variant. weight: its share of the service's traffic, relative to the
- * others' (0: none); replicas: how many run (between min_replicas and
- * max_replicas when autoscaled). Exactly one of model and template. */
+ * others' (0: none); replicas: how many run, or the fewest when
+ * max_replicas is above it: then the variant is autoscaled between the
+ * two on scale_metric ("concurrency": requests in flight per replica, the
+ * default; "rps": requests per second per replica) against scale_target
+ * per replica (default 1), KServe's scaleMetric and scaleTarget. Exactly
+ * one of model and template. */
 struct gt_api_isvc_variant {
     const char *name;
     int64_t weight;
     int64_t replicas;
+    int64_t max_replicas;     /* GT_API_UNSET: replicas (not autoscaled) */
+    int64_t scale_target;     /* GT_API_UNSET: 1 */
+    const char *scale_metric; /* NULL: concurrency */
     bool has_model;
     struct gt_api_isvc_model model;
     bool has_template;
@@ -1019,12 +1030,21 @@ struct gt_api_isvc_rollout {
     /* a canary whose error rate goes over it is rolled back; default 5 */
     int64_t max_error_percent;
 };
+/* spec.autoscaling: how autoscaled variants follow their metric. The
+ * metric is averaged over window_s (scale-up follows a tenth of it, as
+ * Knative's panic window does); a scale-down happens only once the lower
+ * count has been called for during scale_down_delay_s. */
+struct gt_api_isvc_autoscaling {
+    int64_t window_s;           /* default GT_ISVC_SCALE_WINDOW_S */
+    int64_t scale_down_delay_s; /* default GT_ISVC_SCALE_DOWN_DELAY_S */
+};
 struct gt_api_isvc_spec {
     GT_API_LIST(struct gt_api_isvc_variant) variants;
     bool public_;               /* reachable through the gateway without a token */
     const char *readiness_path; /* default /v2/health/ready */
     int64_t canary_percent;     /* canaryTrafficPercent; GT_API_UNSET: none */
     struct gt_api_isvc_rollout rollout;
+    struct gt_api_isvc_autoscaling autoscaling;
     const char *priority_class;
 };
 struct gt_api_isvc {

@@ -6,8 +6,10 @@
  * The predictor is one of KServe's two spellings: `model: {modelFormat:
  * {name}, storageUri, ...}` or a framework key (`sklearn:`, `pytorch:`,
  * `tensorflow:`, ...) holding the same fields. It becomes the variant
- * "predictor"; minReplicas its replicas (KServe's default 1);
- * canaryTrafficPercent spec.canaryTrafficPercent. protocolVersion is
+ * "predictor"; minReplicas its replicas (KServe's default 1), maxReplicas,
+ * scaleTarget and scaleMetric its own (autoscaled when maxReplicas is
+ * above minReplicas; KServe's "no limit", maxReplicas 0 or absent, is a
+ * fixed count here); canaryTrafficPercent spec.canaryTrafficPercent. protocolVersion is
  * accepted (gantry-model-server speaks the v2 protocol, whose paths also
  * answer a v1 client's health checks) and so are the TorchServe server's
  * own args (the runtime here is gantry-model-server, which has no such
@@ -102,7 +104,8 @@ static int convert_predictor(const json_t *p, json_t *spec, struct gt_err *err)
                                         "sklearn",     "pytorch",     "tensorflow",
                                         "onnx",        "xgboost",     "lightgbm",
                                         "triton",      "pmml",        "huggingface",
-                                        "maxReplicas", NULL};
+                                        "maxReplicas", "scaleTarget", "scaleMetric",
+                                        NULL};
     if (!json_is_object(p)) {
         return gt_err_set(err, GT_EINVAL, "spec.predictor: required (an object)");
     }
@@ -112,16 +115,24 @@ static int convert_predictor(const json_t *p, json_t *spec, struct gt_err *err)
     }
     json_t *variant = json_pack("{s:s}", "name", "predictor");
     json_object_set_new(spec, "variants", json_pack("[o]", variant));
-    const json_t *minr = json_object_get(p, "minReplicas");
-    const json_t *maxr = json_object_get(p, "maxReplicas");
-    json_int_t lo = minr ? json_integer_value(minr) : 1;
-    if (maxr && (!json_is_integer(maxr) || json_integer_value(maxr) != lo)) {
-        return gt_err_set(err, GT_EINVAL,
-                          "spec.predictor.maxReplicas: autoscaling is not supported by gantry "
-                          "(maxReplicas must equal minReplicas)");
+    /* KServe's autoscaling fields, kept as they are named (a maxReplicas
+     * equal to minReplicas, or absent, is a fixed count) */
+    static const char *const scale_keys[][2] = {{"minReplicas", "replicas"},
+                                                {"maxReplicas", "maxReplicas"},
+                                                {"scaleTarget", "scaleTarget"},
+                                                {"scaleMetric", "scaleMetric"}};
+    for (size_t i = 0; i < GT_ARRAY_LEN(scale_keys); i++) {
+        const json_t *x = json_object_get(p, scale_keys[i][0]);
+        if (x && !(i == 1 && json_is_integer(x) && json_integer_value(x) == 0)) {
+            json_object_set(variant, scale_keys[i][1], (json_t *)x);
+        }
     }
-    if (minr) {
-        json_object_set(variant, "replicas", (json_t *)minr);
+    const char *metric = json_string_value(json_object_get(p, "scaleMetric"));
+    if (metric && strcmp(metric, "concurrency") != 0 && strcmp(metric, "rps") != 0) {
+        return gt_err_set(err, GT_EINVAL,
+                          "spec.predictor.scaleMetric: %s is not supported by gantry (concurrency "
+                          "or rps, from the gateway's counters)",
+                          metric);
     }
     const json_t *canary = json_object_get(p, "canaryTrafficPercent");
     if (canary) {

@@ -2,8 +2,10 @@
  * The InferenceService kind's schema (api.h "InferenceService"): named
  * variants, each a model (a KServe modelFormat and a storageUri) or a
  * container template serving HTTP on its port "http", with a weight and a
- * replica count; spec.public, spec.readinessPath, spec.rollout and
- * KServe's canaryTrafficPercent. status is written only by the serving
+ * replica count (or a range, maxReplicas, autoscaled on scaleMetric
+ * against scaleTarget as KServe names them); spec.public,
+ * spec.readinessPath, spec.rollout, spec.autoscaling and KServe's
+ * canaryTrafficPercent. status is written only by the serving
  * controller and is not checked field by field (it is the controller's
  * report: per-variant replicas, weights and traffic, the revisions).
  */
@@ -28,7 +30,12 @@ static const struct gt_schema model_schema = {model_fields, NULL, sizeof(struct 
 static const struct gt_schema variant_template_schema = {gt_api_template_fields, NULL,
                                                          sizeof(struct gt_api_template)};
 
-/* exactly one of model and template; the template has a command or an image */
+/* the autoscaler's metrics (KServe's scaleMetric; cpu and memory are not
+ * watched by gantry) */
+static const char *const scale_metrics[] = {"concurrency", "rps", NULL};
+
+/* exactly one of model and template; the template has a command or an
+ * image; maxReplicas not below replicas */
 static int variant_post(json_t *v, const char *path, struct gt_err *err)
 {
     char sub[GT_API_PATH_MAX];
@@ -43,6 +50,12 @@ static int variant_post(json_t *v, const char *path, struct gt_err *err)
         return gt_err_set(err, GT_EINVAL, "%s: required without an image (the server to run)",
                           gt_path_join(sub, sizeof(sub), path, "template.command"));
     }
+    const json_t *maxr = json_object_get(v, "maxReplicas");
+    json_int_t minr = json_integer_value(json_object_get(v, "replicas"));
+    if (maxr && json_integer_value(maxr) < minr) {
+        return gt_err_set(err, GT_EINVAL, "%s: at least replicas (%lld), the fewest that run",
+                          gt_path_join(sub, sizeof(sub), path, "maxReplicas"), (long long)minr);
+    }
     const char *name = json_string_value(json_object_get(v, "name"));
     if (name && strlen(name) > GT_ISVC_VARIANT_MAX) {
         return gt_err_set(err, GT_EINVAL, "%s: at most %d characters",
@@ -56,6 +69,9 @@ static const struct gt_field variant_fields[] = {
     INT("weight", 0, 100, .flags = GT_F_DEFAULT, .def_int = 100, AT(isvc_variant, weight)),
     INT("replicas", 0, GT_ISVC_REPLICAS_MAX, .flags = GT_F_DEFAULT, .def_int = 1,
         AT(isvc_variant, replicas)),
+    INT("maxReplicas", 0, GT_ISVC_REPLICAS_MAX, AT(isvc_variant, max_replicas)),
+    INT("scaleTarget", 1, 1000000, AT(isvc_variant, scale_target)),
+    STR("scaleMetric", .enums = scale_metrics, AT(isvc_variant, scale_metric)),
     OBJ("model", model_schema, AT(isvc_variant, model), HAS(isvc_variant, has_model)),
     OBJ("template", variant_template_schema, AT(isvc_variant, template),
         HAS(isvc_variant, has_template)),
@@ -89,6 +105,16 @@ static int rollout_post(json_t *r, const char *path, struct gt_err *err)
 static const struct gt_schema rollout_schema = {rollout_fields, rollout_post,
                                                 sizeof(struct gt_api_isvc_rollout)};
 
+static const struct gt_field autoscaling_fields[] = {
+    INT("windowSeconds", 1, 3600, .flags = GT_F_DEFAULT, .def_int = GT_ISVC_SCALE_WINDOW_S,
+        AT(isvc_autoscaling, window_s)),
+    INT("scaleDownDelaySeconds", 0, 3600, .flags = GT_F_DEFAULT,
+        .def_int = GT_ISVC_SCALE_DOWN_DELAY_S, AT(isvc_autoscaling, scale_down_delay_s)),
+    END,
+};
+static const struct gt_schema autoscaling_schema = {autoscaling_fields, NULL,
+                                                    sizeof(struct gt_api_isvc_autoscaling)};
+
 /* variant names unique; canaryTrafficPercent only with one variant */
 static int spec_post(json_t *spec, const char *path, struct gt_err *err)
 {
@@ -120,6 +146,7 @@ static const struct gt_field spec_fields[] = {
         .check = gt_check_abs_path, AT(isvc_spec, readiness_path)),
     INT("canaryTrafficPercent", 0, 100, AT(isvc_spec, canary_percent)),
     OBJ("rollout", rollout_schema, .flags = GT_F_CREATE, AT(isvc_spec, rollout)),
+    OBJ("autoscaling", autoscaling_schema, AT(isvc_spec, autoscaling)),
     STR("priorityClass", DNS, AT(isvc_spec, priority_class)),
     END,
 };

@@ -592,13 +592,20 @@ static char *isvc_ready(const struct row *r)
     return text_at(c, "status");
 }
 
+/* Ready's reason; while Ready, the Scaled condition's when it is not
+ * (a scale-up waiting: QuotaExceeded, Unschedulable, ScalingUp) */
 static char *isvc_reason(const struct row *r)
 {
-    const json_t *c = gt_json_find(gt_json_path(r->json, "status.conditions"), "type", "Ready");
-    return text_at(c, "reason");
+    const json_t *cs = gt_json_path(r->json, "status.conditions");
+    const json_t *c = gt_json_find(cs, "type", "Ready");
+    const json_t *scaled = gt_json_find(cs, "type", "Scaled");
+    const char *ready = json_string_value(json_object_get(c, "status"));
+    const char *ok = json_string_value(json_object_get(scaled, "status"));
+    return text_at(ready && !strcmp(ready, "True") && ok && strcmp(ok, "True") ? scaled : c,
+                   "reason");
 }
 
-/* "ready/total" replicas over the variants */
+/* "ready/desired" replicas over the variants */
 static char *isvc_replicas(const struct row *r)
 {
     const json_t *vs = gt_json_path(r->json, "status.variants");
@@ -611,6 +618,31 @@ static char *isvc_replicas(const struct row *r)
         total += json_integer_value(json_object_get(v, "replicas"));
     }
     return gt_xasprintf("%lld/%lld", (long long)ready, (long long)total);
+}
+
+/* requests in flight and per second over the variants */
+static char *isvc_in_flight(const struct row *r)
+{
+    json_int_t n = 0;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(gt_json_path(r->json, "status.variants"), i, v)
+    {
+        n += json_integer_value(json_object_get(v, "inFlight"));
+    }
+    return gt_xasprintf("%lld", (long long)n);
+}
+
+static char *isvc_rps(const struct row *r)
+{
+    double rps = 0;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(gt_json_path(r->json, "status.variants"), i, v)
+    {
+        rps += json_number_value(json_object_get(v, "requestsPerSecond"));
+    }
+    return gt_xasprintf("%.1f", rps);
 }
 
 /* "a=80,b=20": each variant's weight at the gateway */
@@ -640,6 +672,8 @@ static const struct column isvc_cols[] = {
     {.header = "READY", .cell = isvc_ready},
     {.header = "REPLICAS", .cell = isvc_replicas},
     {.header = "TRAFFIC", .cell = isvc_traffic},
+    {.header = "IN-FLIGHT", .cell = isvc_in_flight},
+    {.header = "RPS", .cell = isvc_rps},
     {.header = "REASON", .cell = isvc_reason},
     {.header = "URL", .cell = isvc_url, .wide_only = true},
     {.header = "AGE", .age_of = created_at},

@@ -39,6 +39,16 @@
  * 0: it gets no request. Surplus replicas still ready count in their
  * variant's first (stable) pool.
  *
+ * Autoscaling. A variant whose maxReplicas is above replicas has its
+ * pools' replica counts decided by the autoscaler (isvcscale.c) from the
+ * requests in flight (or per second) HAProxy reports at the variant's
+ * replicas, before the replicas are sorted into pools: a count raised
+ * makes new replica jobs (quota, scheduler, readiness as any), a count
+ * lowered makes the highest indexes surplus, drained and stopped as
+ * above; a draining replica back within the count serves again. The
+ * Scaled condition says why a pool is short of ready replicas (the
+ * scheduler's wait of one that is not running).
+ *
  * Rollback. While a canary gets traffic, its error rate (5xx answers and
  * connection errors over requests, from HAProxy's counters) over a
  * window of at least ROLLBACK_MIN_REQUESTS requests is compared with
@@ -61,6 +71,7 @@
 #include "server/feeder.h"
 #include "server/gateway.h"
 #include "server/isvcctl.h"
+#include "server/isvcscale.h"
 #include "server/server_int.h"
 
 #define LABEL_SVC "gantry.dev/inferenceservice"
@@ -73,12 +84,19 @@
 #define ROLLBACK_WINDOW_S 10.0
 #define MODEL_SERVER "gantry-model-server" /* installed beside gantryd */
 
+/* the autoscaler's state of one autoscaled variant */
+struct variant_scale {
+    char variant[GT_ISVC_VARIANT_MAX + 1]; /* "": a free slot */
+    struct gt_isvc_scale s;
+};
+
 /* what is known of one service between reconciles (not stored) */
 struct svc_state {
     int64_t traffic_written_ms;
     double canary_req, canary_bad; /* decayed sums over ~ROLLBACK_WINDOW_S */
     int64_t canary_at_ms;
     char canary_rev[16];
+    struct variant_scale scale[GT_ISVC_VARIANTS_MAX];
 };
 
 struct gt_isvcctl {
@@ -219,9 +237,11 @@ int gt_isvc_find_model_version(const struct gt_ctl *c, const char *storage_uri, 
 struct pool {
     const char *variant;
     char rev[16];
-    const json_t *vspec; /* the variant's JSON (borrowed) */
-    int64_t weight;      /* its share, relative to the other pools' */
-    int64_t replicas;
+    const json_t *vspec;  /* the variant's JSON (borrowed) */
+    int64_t weight;       /* its share, relative to the other pools' */
+    int64_t replicas;     /* desired: the spec's, or the autoscaler's share */
+    int64_t min_replicas; /* autoscaled: its bounds; else both 0 */
+    int64_t max_replicas;
     bool canary;
     int n_ready; /* ready replicas serving it, not draining */
     int n_total;
@@ -382,6 +402,20 @@ static const char *label(const struct gt_api_job *job, const char *k)
     return json_string_value(json_object_get(job->o.meta.labels, k));
 }
 
+/* The pool replica r belongs to by its labels and index, or -1 (surplus). */
+static int pool_of(const struct svc *v, const struct replica *r)
+{
+    int pool = -1;
+    for (size_t i = 0; r->variant && r->rev && i < v->pools.n; i++) {
+        const struct pool *p = &v->pools.v[i];
+        if (!strcmp(p->variant, r->variant) && !strcmp(p->rev, r->rev) && r->index >= 0 &&
+            r->index < p->replicas && !r->deleting) {
+            pool = (int)i;
+        }
+    }
+    return pool;
+}
+
 struct collect {
     struct svc *v;
     const char *prefix;
@@ -422,13 +456,7 @@ static int collect_cb(const char *key, void *val, void *arg)
     } else {
         r->ready = r->running && !x->v->ic->gw;
     }
-    for (size_t i = 0; r->variant && r->rev && i < x->v->pools.n; i++) {
-        const struct pool *p = &x->v->pools.v[i];
-        if (!strcmp(p->variant, r->variant) && !strcmp(p->rev, r->rev) && r->index >= 0 &&
-            r->index < p->replicas && !r->deleting) {
-            r->pool = (int)i;
-        }
-    }
+    r->pool = pool_of(x->v, r);
     return 0;
 }
 
@@ -718,6 +746,135 @@ static void pool_traffic(const struct svc *v, int pi, double *rps, double *err_r
     *rtime_ms = req > 0 ? (int64_t)(rt / req + 0.5) : 0;
 }
 
+/* ---- autoscaling (the decision: isvcscale.c) ---- */
+
+/* The load on replicas: requests in flight at them (HAProxy's scur +
+ * qcur), or with rps their requests per second; those of variant (every
+ * revision, draining ones too), or with variant NULL those of pool pi. */
+static double load_of(const struct svc *v, const char *variant, int pi, bool rps)
+{
+    double sum = 0;
+    for (size_t k = 0; k < v->reps.n; k++) {
+        const struct replica *r = &v->reps.v[k];
+        bool mine = variant ? r->variant && !strcmp(r->variant, variant) : r->pool == pi;
+        if (mine && r->stat) {
+            sum += rps ? r->stat->rate_rps : (double)(r->stat->scur + r->stat->qcur);
+        }
+    }
+    return sum;
+}
+
+/* The slot of variant's autoscaler state in ss, started at current
+ * replicas when it has none (-1: no free slot). */
+static int scale_slot(struct svc_state *ss, const char *variant, int64_t current)
+{
+    int free_slot = -1;
+    for (size_t i = 0; i < GT_ARRAY_LEN(ss->scale); i++) {
+        if (!strcmp(ss->scale[i].variant, variant)) {
+            return (int)i;
+        }
+        free_slot = free_slot < 0 && !ss->scale[i].variant[0] ? (int)i : free_slot;
+    }
+    if (free_slot < 0 || strlen(variant) >= sizeof(ss->scale[0].variant)) {
+        return -1;
+    }
+    struct variant_scale *vs = &ss->scale[free_slot];
+    snprintf(vs->variant, sizeof(vs->variant), "%s", variant);
+    gt_isvc_scale_init(&vs->s, current);
+    return free_slot;
+}
+
+/* Replicas of variant the autoscaler starts from: its live jobs of the
+ * pool's revision, draining or not (a restarted gantryd keeps them). */
+static int64_t live_replicas(const struct svc *v, const struct pool *p)
+{
+    int64_t n = 0;
+    for (size_t k = 0; k < v->reps.n; k++) {
+        const struct replica *r = &v->reps.v[k];
+        n += !r->deleting && r->variant && r->rev && !strcmp(r->variant, p->variant) &&
+             !strcmp(r->rev, p->rev);
+    }
+    return n;
+}
+
+/* Give variant's pools d replicas in all, shared by their weights, each
+ * within the policy's bounds. */
+static void share_replicas(struct svc *v, const char *variant,
+                           const struct gt_isvc_scale_policy *pol, int64_t d)
+{
+    int64_t total_w = 0;
+    for (size_t i = 0; i < v->pools.n; i++) {
+        total_w += strcmp(v->pools.v[i].variant, variant) ? 0 : v->pools.v[i].weight;
+    }
+    for (size_t i = 0; i < v->pools.n; i++) {
+        struct pool *p = &v->pools.v[i];
+        if (strcmp(p->variant, variant) != 0) {
+            continue;
+        }
+        int64_t n = total_w ? (int64_t)ceil((double)(d * p->weight) / (double)total_w) : d;
+        p->replicas = n < pol->min ? pol->min : n > pol->max ? pol->max : n;
+        p->min_replicas = pol->min;
+        p->max_replicas = pol->max;
+    }
+}
+
+/* Autoscaled variants: their pools' replicas as the autoscaler decides
+ * from the gateway's counters (an Event for each change), then every
+ * replica's pool again. A draining replica back within its pool's count
+ * serves again (unless its job's deletion is being written). */
+static void autoscale(struct svc *v, struct svc_state *ss)
+{
+    int64_t now = gt_now_ms();
+    bool used[GT_ARRAY_LEN(ss->scale)] = {false};
+    const json_t *vs = json_object_get(v->spec, "variants");
+    for (size_t i = 0; i < v->pools.n; i++) {
+        const struct pool *p = &v->pools.v[i];
+        bool first = true;
+        for (size_t j = 0; j < i; j++) {
+            first &= strcmp(v->pools.v[j].variant, p->variant) != 0;
+        }
+        const json_t *var = first ? gt_json_find(vs, "name", p->variant) : NULL;
+        struct gt_isvc_scale_policy pol;
+        if (!var || !gt_isvc_scale_policy_of(v->spec, var, &pol)) {
+            continue;
+        }
+        int slot = scale_slot(ss, p->variant, live_replicas(v, p));
+        if (slot < 0) {
+            continue;
+        }
+        used[slot] = true;
+        struct gt_isvc_scale *s = &ss->scale[slot].s;
+        int64_t before = s->desired;
+        double load = load_of(v, p->variant, -1, pol.rps);
+        int64_t d = gt_isvc_scale_decide(&pol, s, load, now);
+        if (d != before) {
+            event(v, "Normal", d > before ? "ScaledUp" : "ScaledDown",
+                  "variant %s: %lld -> %lld replicas (%.1f %s, target %.0f per replica)",
+                  p->variant, (long long)before, (long long)d, load,
+                  pol.rps ? "requests/s" : "requests in flight", pol.target);
+        }
+        share_replicas(v, p->variant, &pol, d);
+    }
+    for (size_t i = 0; i < GT_ARRAY_LEN(ss->scale); i++) {
+        if (!used[i]) {
+            ss->scale[i].variant[0] = '\0';
+        }
+    }
+    for (size_t k = 0; k < v->reps.n; k++) {
+        struct replica *r = &v->reps.v[k];
+        int pool = pool_of(v, r);
+        if (pool >= 0 && r->draining) {
+            if (gt_ctl_busy(v->ic->c, r->jo->key)) {
+                pool = -1; /* its deletion is in flight: it stays surplus */
+            } else {
+                free(gt_strmap_del(&v->ic->draining, r->jo->key));
+                r->draining = false;
+            }
+        }
+        r->pool = pool;
+    }
+}
+
 /* The canary's error rate over the window: roll it back when over the
  * threshold (its pool dropped: true). */
 static bool watch_canary(struct svc *v, struct svc_state *ss)
@@ -778,7 +935,29 @@ static void strip_traffic(json_t *st)
         json_object_del(e, "requestsPerSecond");
         json_object_del(e, "errorRate");
         json_object_del(e, "latencyMs");
+        json_object_del(e, "inFlight");
     }
+}
+
+/* A condition of type; its lastTransitionTime is old_status's unless its
+ * status changed. msg may be "". */
+static json_t *condition(const struct svc *v, const char *type, bool ok, const char *reason,
+                         const char *msg)
+{
+    json_t *cnd = json_pack("{s:s, s:s, s:s}", "type", type, "status", ok ? "True" : "False",
+                            "reason", reason);
+    if (*msg) {
+        json_object_set_new(cnd, "message", json_string(msg));
+    }
+    const json_t *was = gt_json_find(json_object_get(v->old_status, "conditions"), "type", type);
+    const char *ts = json_string_value(json_object_get(was, "lastTransitionTime"));
+    const char *was_status = json_string_value(json_object_get(was, "status"));
+    char now[32];
+    if (!ts || !was_status || strcmp(was_status, ok ? "True" : "False")) {
+        ts = gt_time_format(gt_now_ms(), now, sizeof(now));
+    }
+    json_object_set_new(cnd, "lastTransitionTime", json_string(ts));
+    return cnd;
 }
 
 /* The Ready condition: every pool with traffic has a ready replica. */
@@ -803,18 +982,46 @@ static json_t *ready_condition(const struct svc *v)
             }
         }
     }
-    json_t *cnd = json_pack("{s:s, s:s, s:s}", "type", "Ready", "status", ok ? "True" : "False",
-                            "reason", reason);
-    if (*msg) {
-        json_object_set_new(cnd, "message", json_string(msg));
+    return condition(v, "Ready", ok, reason, msg);
+}
+
+/* The Scaled condition: every pool has its desired replicas ready; else
+ * why not, naming the quota or resource a replica waits for (QuotaExceeded,
+ * Unschedulable: also an Event when that changes) or ScalingUp while they
+ * start. */
+static json_t *scaled_condition(struct svc *v)
+{
+    const char *reason = "Scaled";
+    char msg[768] = "";
+    for (size_t i = 0; i < v->pools.n && !msg[0]; i++) {
+        const struct pool *p = &v->pools.v[i];
+        if (p->blocked_reason || p->n_ready >= p->replicas) {
+            continue;
+        }
+        reason = "ScalingUp";
+        int n = snprintf(msg, sizeof(msg), "variant %s: %d of %lld replicas ready", p->variant,
+                         p->n_ready, (long long)p->replicas);
+        for (size_t k = 0; k < v->reps.n; k++) {
+            const struct replica *r = &v->reps.v[k];
+            const char *wait =
+                r->pool == (int)i && !r->running ? gt_feed_wait(v->ic->c, r->jo->key) : NULL;
+            if (wait) {
+                const char *text;
+                reason = gt_isvc_scale_wait_reason(wait, &text);
+                snprintf(msg + n, sizeof(msg) - (size_t)n, "; replica %ld waits: %.600s", r->index,
+                         text);
+                break;
+            }
+        }
     }
-    const json_t *was = gt_json_find(json_object_get(v->old_status, "conditions"), "type", "Ready");
-    const char *ts = json_string_value(json_object_get(was, "lastTransitionTime"));
-    char now[32];
-    if (!ts || strcmp(json_string_value(json_object_get(was, "status")), ok ? "True" : "False")) {
-        ts = gt_time_format(gt_now_ms(), now, sizeof(now));
+    json_t *cnd = condition(v, "Scaled", !msg[0], reason, msg);
+    const json_t *was =
+        gt_json_find(json_object_get(v->old_status, "conditions"), "type", "Scaled");
+    const char *was_msg = json_string_value(json_object_get(was, "message"));
+    if (strcmp(reason, "Scaled") && strcmp(reason, "ScalingUp") &&
+        (!was_msg || strcmp(was_msg, msg))) {
+        event(v, "Warning", reason, "%s", msg);
     }
-    json_object_set_new(cnd, "lastTransitionTime", json_string(ts));
     return cnd;
 }
 
@@ -850,10 +1057,17 @@ static json_t *status_of(struct svc *v)
                               (json_int_t)p->replicas, "readyReplicas", (json_int_t)p->n_ready,
                               "requestsPerSecond", round(rps * 10) / 10, "errorRate",
                               round(er * 10000) / 10000, "latencyMs", (json_int_t)rt);
+        json_object_set_new(e, "inFlight",
+                            json_integer((json_int_t)load_of(v, NULL, (int)i, false)));
+        if (p->max_replicas > p->min_replicas) {
+            json_object_set_new(e, "minReplicas", json_integer((json_int_t)p->min_replicas));
+            json_object_set_new(e, "maxReplicas", json_integer((json_int_t)p->max_replicas));
+        }
         json_array_append_new(vars, e);
     }
     json_object_set_new(st, "variants", vars);
-    json_object_set_new(st, "conditions", json_pack("[o]", ready_condition(v)));
+    json_object_set_new(st, "conditions",
+                        json_pack("[o, o]", ready_condition(v), scaled_condition(v)));
     return st;
 }
 
@@ -898,6 +1112,7 @@ static void reconcile_one(struct gt_isvcctl *ic, const struct gt_cobj *o)
     struct collect x = {&v, prefix};
     gt_strmap_each(&ic->c->objs[GT_KIND_JOB], collect_cb, &x);
     free(prefix);
+    autoscale(&v, ss);
     count_ready(&v);
     if (watch_canary(&v, ss)) {
         /* after a rollback the canary's replicas are no pool's: recount */

@@ -105,16 +105,12 @@ static void test_kserve_refusals(void **state)
     (void)state;
     assert_refused("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
                    "metadata: {name: x}\nspec:\n  predictor:\n    sklearn: {storageUri: /m}\n"
-                   "    scaleMetric: rps\n",
-                   "spec.predictor.scaleMetric: not supported by gantry");
+                   "    scaleMetric: cpu\n",
+                   "spec.predictor.scaleMetric: cpu is not supported by gantry");
     assert_refused("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
                    "metadata: {name: x}\nspec:\n  predictor:\n    sklearn: {storageUri: /m}\n"
                    "  transformer: {}\n",
                    "spec.transformer: not supported by gantry");
-    assert_refused("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
-                   "metadata: {name: x}\nspec:\n  predictor:\n    minReplicas: 1\n"
-                   "    maxReplicas: 3\n    sklearn: {storageUri: /m}\n",
-                   "spec.predictor.maxReplicas");
     assert_refused("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
                    "metadata: {name: x}\nspec:\n  predictor:\n    sklearn: {storageUri: /m}\n"
                    "    pytorch: {storageUri: /m}\n",
@@ -133,6 +129,28 @@ static void test_kserve_refusals(void **state)
     assert_string_equal(json_string_value(gt_json_path(v, "model.format")), "pytorch");
     assert_int_equal(json_integer_value(json_object_get(v, "replicas")), 2);
     assert_non_null(gt_json_path(v, "resources.limits"));
+    json_decref(out);
+    json_decref(doc);
+    /* KServe's autoscaling fields, as KServe's autoscaling sample spells them */
+    doc = load_yaml("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
+                    "metadata: {name: x}\nspec:\n  predictor:\n    scaleTarget: 1\n"
+                    "    scaleMetric: concurrency\n    minReplicas: 1\n    maxReplicas: 3\n"
+                    "    sklearn: {storageUri: /m}\n");
+    out = convert(doc);
+    v = json_array_get(gt_json_path(out, "spec.variants"), 0);
+    assert_int_equal(json_integer_value(json_object_get(v, "replicas")), 1);
+    assert_int_equal(json_integer_value(json_object_get(v, "maxReplicas")), 3);
+    assert_int_equal(json_integer_value(json_object_get(v, "scaleTarget")), 1);
+    assert_string_equal(json_string_value(json_object_get(v, "scaleMetric")), "concurrency");
+    json_decref(out);
+    json_decref(doc);
+    /* maxReplicas 0, KServe's "no limit": a fixed count */
+    doc = load_yaml("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\n"
+                    "metadata: {name: x}\nspec:\n  predictor:\n    maxReplicas: 0\n"
+                    "    sklearn: {storageUri: /m}\n");
+    out = convert(doc);
+    v = json_array_get(gt_json_path(out, "spec.variants"), 0);
+    assert_null(json_object_get(v, "maxReplicas"));
     json_decref(out);
     json_decref(doc);
 }
@@ -177,6 +195,18 @@ static void test_isvc_schema(void **state)
     assert_invalid("{\"variants\":[{\"name\":\"a\",\"model\":{\"format\":\"caffe\","
                    "\"storageUri\":\"/m\"}}]}",
                    "spec.variants[0].model.format");
+    assert_invalid("{\"variants\":[{\"name\":\"a\",\"replicas\":2,\"maxReplicas\":1,"
+                   "\"template\":{\"command\":[\"x\"]}}]}",
+                   "spec.variants[0].maxReplicas: at least replicas (2)");
+    assert_invalid("{\"variants\":[{\"name\":\"a\",\"scaleMetric\":\"cpu\","
+                   "\"template\":{\"command\":[\"x\"]}}]}",
+                   "spec.variants[0].scaleMetric");
+    assert_invalid("{\"variants\":[{\"name\":\"a\",\"scaleTarget\":0,"
+                   "\"template\":{\"command\":[\"x\"]}}]}",
+                   "spec.variants[0].scaleTarget");
+    assert_invalid("{\"autoscaling\":{\"windowSeconds\":0},\"variants\":[{\"name\":\"a\","
+                   "\"template\":{\"command\":[\"x\"]}}]}",
+                   "spec.autoscaling.windowSeconds");
 }
 
 int main(void)

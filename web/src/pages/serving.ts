@@ -13,7 +13,10 @@ const REFRESH_MS = 2000;
 function ready(s: Obj): string {
   const c = (s.status?.conditions ?? []).find((x: Obj) => x.type === "Ready");
   if (!c) return "Pending";
-  return c.status === "True" ? "Ready" : `${c.reason}${c.message ? `: ${c.message}` : ""}`;
+  if (c.status !== "True") return `${c.reason}${c.message ? `: ${c.message}` : ""}`;
+  // Ready, but a scale-up waits (QuotaExceeded, Unschedulable) or starts
+  const sc = (s.status?.conditions ?? []).find((x: Obj) => x.type === "Scaled");
+  return sc && sc.status === "False" ? `Ready · ${sc.reason}: ${sc.message ?? ""}` : "Ready";
 }
 
 function splitBar(vs: Obj[]): HTMLElement {
@@ -96,7 +99,9 @@ export function servingPage(main: HTMLElement, ctx: Ctx): void {
           v.role,
           v.revision,
           `${v.weight}%`,
-          `${v.readyReplicas}/${v.replicas}`,
+          // ready of desired; an autoscaled variant's bounds after them
+          `${v.readyReplicas}/${v.replicas}` + (v.maxReplicas ? ` (${v.minReplicas}..${v.maxReplicas})` : ""),
+          `${v.inFlight ?? 0}`,
           (v.requestsPerSecond ?? 0).toFixed(1),
           `${((v.errorRate ?? 0) * 100).toFixed(2)}%`,
           `${v.latencyMs ?? 0} ms`,
@@ -107,7 +112,7 @@ export function servingPage(main: HTMLElement, ctx: Ctx): void {
           h("h2", null, `${s.metadata.project}/${s.metadata.name}`),
           h("p", null, `${ready(s)} · ${s.status?.url ?? ""} · ${s.spec?.public ? "public" : "token required"} · ${age(s.metadata.creationTimestamp)}`),
           splitBar(vs),
-          table("Variants", ["Variant", "Role", "Revision", "Weight", "Ready", "Req/s", "Errors", "Latency (avg)"], rows, "variants"),
+          table("Variants", ["Variant", "Role", "Revision", "Weight", "Ready", "In flight", "Req/s", "Errors", "Latency (avg)"], rows, "variants"),
           canWrite(ctx, s.metadata.project) ? weightsForm(s, say) : null,
         );
       }),
