@@ -14,6 +14,9 @@
 #                            serving_gateway_us_p50/_p99: the parts)
 #   serving_rps              wrk -t2 -c16 for 5 s through the gateway, with
 #                            two replicas (bounded by the Python servers)
+#   serving_status_latency_ms_p50/_p99  the service's status right after
+#                            that run: the percentiles gantryd keeps from
+#                            HAProxy's request log (every request logged)
 #   rollout_failed_requests  requests failed (status or body) of a steady
 #                            300 req/s load while the service goes through
 #                            canary 10 -> 50 -> promotion
@@ -124,6 +127,12 @@ def main():
         wait_split(g, "m", [("stable", 100, 2)])
         _, rps = wrk(via, 2, 16)
         print("serving_rps=%.0f" % rps)
+        # what the status says of that run, from the gateway's request log
+        E.wait_for("percentiles in the status", lambda: "latencyP99Ms" in (
+            status(g, "m").get("variants") or [{}])[0], timeout=10)
+        v = status(g, "m")["variants"][0]
+        print("serving_status_latency_ms_p50=%d" % v["latencyP50Ms"])
+        print("serving_status_latency_ms_p99=%d" % v["latencyP99Ms"])
         # a rollout under a steady load
         load = T.Load(gw_port, "/serving/bench/m/v2/models/m/infer")
         with load:

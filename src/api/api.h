@@ -1018,6 +1018,9 @@ struct gt_api_isvc_rollout {
     int64_t max_unavailable; /* ready replicas below it; default 0 */
     /* a canary whose error rate goes over it is rolled back; default 5 */
     int64_t max_error_percent;
+    /* a canary whose p99 latency (ms, over the gateway's window) goes over
+     * it is rolled back; default 0: never */
+    int64_t max_latency_p99_ms;
 };
 struct gt_api_isvc_spec {
     GT_API_LIST(struct gt_api_isvc_variant) variants;

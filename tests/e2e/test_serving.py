@@ -415,6 +415,37 @@ class ServingTest(IsvcHelpers, AgentTest):
         self.assertIn("error rate", self.status("e")["rolledBack"]["reason"])
         self.assertEqual(self.ready_cond("e")["status"], "True")
 
+    def test_slow_canary_latency_percentiles_and_rollback(self):
+        """p50/p99 per variant from the gateway's request log; a canary whose
+        p99 goes over rollout.maxLatencyP99Ms is rolled back, losing no
+        request."""
+        delay = 500
+        one = lambda version, **env: [self.variant("main", version, **env)]  # noqa: E731
+        self.put("s", {"variants": one(1)}, create=True)
+        self.wait_ready("s")
+        slow = {"canaryTrafficPercent": 30, "variants": one(2, DELAY_MS=delay)}
+        roles = lambda: {v["role"]: v for v in self.status("s").get("variants", [])}  # noqa: E731
+        with Load(self.gw_port, self.infer("s"), rate=80, threads=8) as load:
+            self.put("s", slow)
+            self.wait_split("s", [("stable", 70, 1), ("canary", 30, 1)])
+            wait_for("canary p99 >= %d ms (now %s)" % (delay, roles()), lambda: roles().get(
+                "canary", {}).get("latencyP99Ms", 0) >= delay, timeout=30)
+            vs = roles()
+            self.assertGreaterEqual(vs["canary"]["latencyP50Ms"], delay, vs)
+            self.assertLess(vs["stable"]["latencyP99Ms"], delay / 2, vs)
+            self.assertLessEqual(vs["stable"]["latencyP50Ms"], vs["stable"]["latencyP99Ms"], vs)
+            # no threshold (the default): the slow canary stays
+            self.assertNotIn("rolledBack", self.status("s"))
+            self.put("s", dict(slow, rollout={"maxLatencyP99Ms": delay // 2}))
+            wait_for("rolled back", lambda: "rolledBack" in self.status("s"), timeout=30)
+            self.wait_split("s", [("stable", 100, 1)])
+            time.sleep(1)
+        self.assertIn("p99 latency", self.status("s")["rolledBack"]["reason"])
+        self.assertEqual(load.failures[:5], [], "%d failed of %d" % (len(load.failures), load.ok))
+        st, evs = self.g.request("GET", API + "/events?project=proj-a")
+        msgs = [e.get("message", "") for e in evs["items"] if e.get("reason") == "RolledBack"]
+        self.assertTrue(any("p99 latency" in m for m in msgs), msgs)
+
     def test_rolling_upgrade_scale_and_sigkill_zero_failed_requests(self):
         spec = lambda version, n: {"rollout": {"maxSurge": 1, "maxUnavailable": 0},  # noqa: E731
                                    "variants": [self.variant("main", version, replicas=n)]}
