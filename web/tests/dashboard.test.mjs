@@ -541,7 +541,8 @@ flow("serving page shows a service's variants, weights and latency", async () =>
     apiVersion: "gantry.dev/v1", kind: "InferenceService", metadata: { name: "ui-ab", project: "proj-a" },
     spec: { public: true, variants: [variant("a", 80, { VERSION: "A" }), variant("b", 20, { VERSION: "B", DELAY_MS: 60 })] },
   };
-  const r = await api("POST", "/projects/proj-a/inferenceservices", svc);
+  // bob's: the replicas run as the service's creator (admin is uid 0, refused)
+  const r = await api("POST", "/projects/proj-a/inferenceservices", svc, env.tokens.bob);
   assert(r.status === 201, `service created: ${JSON.stringify(r.body)}`);
   const status = async () => (await api("GET", "/projects/proj-a/inferenceservices/ui-ab")).body.status ?? {};
   await until("both variants ready", async () => ((await status()).variants ?? []).filter((v) => v.readyReplicas === 1).length === 2, 90000, 500);
@@ -567,7 +568,7 @@ flow("serving page shows a service's variants, weights and latency", async () =>
   await page.waitForSelector("section[aria-label='proj-a/ui-ab'] .split .split-part.stable");
   await check(page, "serving");
   await page.context().close();
-  const d = await api("DELETE", "/projects/proj-a/inferenceservices/ui-ab");
+  const d = await api("DELETE", "/projects/proj-a/inferenceservices/ui-ab", undefined, env.tokens.bob);
   assert(d.status === 200, `service deleted: ${JSON.stringify(d.body)}`);
 });
 
