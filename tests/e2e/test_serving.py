@@ -447,7 +447,7 @@ class ServingTest(IsvcHelpers, AgentTest):
                 vs["canary"]["latencyP50Ms"], vs["canary"]["latencyP99Ms"],
                 vs["stable"]["latencyP50Ms"], vs["stable"]["latencyP99Ms"]))
             self.assertGreaterEqual(vs["canary"]["latencyP50Ms"], delay, vs)
-            self.assertLess(vs["stable"]["latencyP50Ms"], delay / 5, vs)
+            self.assertLess(vs["stable"]["latencyP50Ms"], delay / 2, vs)
             self.assertLess(vs["stable"]["latencyP99Ms"], delay, vs)
             self.assertLessEqual(vs["stable"]["latencyP50Ms"], vs["stable"]["latencyP99Ms"], vs)
             # no threshold (the default): the slow canary stays
