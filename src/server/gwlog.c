@@ -9,8 +9,10 @@
  * buckets. A slot is cleared when its second comes round again, so a
  * replica costs a fixed ~12 KiB however many requests it gets, and a
  * replica with no request over a whole window is dropped. HAProxy sends
- * without waiting: when the socket's buffer is full it drops lines, so
- * under overload the histograms are a sample, never a stall.
+ * without waiting: when the socket's queue is full (Linux queues at most
+ * net.unix.max_dgram_qlen datagrams, 10 by default, whatever SO_RCVBUF
+ * says) it drops lines and counts them (`show info` DroppedLogs), so
+ * while the loop is busy the histograms are a sample, never a stall.
  *
  * Keys are "backend/server" as HAProxy names them (gateway.c: "P.N" and
  * the replica's job name). The module owns its table and socket; lines
