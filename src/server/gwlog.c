@@ -10,8 +10,8 @@
  * replica costs a fixed ~12 KiB however many requests it gets, and a
  * replica with no request over a whole window is dropped. HAProxy sends
  * without waiting: when the socket's queue is full (Linux queues at most
- * net.unix.max_dgram_qlen datagrams, 10 by default, whatever SO_RCVBUF
- * says) it drops lines and counts them (`show info` DroppedLogs), so
+ * net.unix.max_dgram_qlen datagrams, 10 by default; the receive buffer
+ * does not raise it) it drops lines and counts them (`show info` DroppedLogs), so
  * while the loop is busy the histograms are a sample, never a stall.
  *
  * Keys are "backend/server" as HAProxy names them (gateway.c: "P.N" and
@@ -32,9 +32,8 @@
 
 #define LINE_MAX_BYTES 4096
 #define READ_BATCH 1024
-#define RCVBUF_BYTES (4 << 20) /* asked for; the kernel caps it at net.core.rmem_max */
-#define EXACT_MS 32            /* buckets 0..31: one per ms */
-#define SUB_BUCKETS 16         /* per power of two above */
+#define EXACT_MS 32    /* buckets 0..31: one per ms */
+#define SUB_BUCKETS 16 /* per power of two above */
 #define MAX_MS ((INT64_C(1) << 21) - 1)
 
 struct slot {
@@ -260,8 +259,6 @@ int gt_gwlog_listen(struct gt_gwlog *log, struct event_base *base, const char *p
     if (fd < 0) {
         return gt_err_set(err, -errno, "socket: %s", strerror(errno));
     }
-    int rcvbuf = RCVBUF_BYTES;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     if ((unlink(path) != 0 && errno != ENOENT) ||
         bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
         int rc = gt_err_set(err, -errno, "%s: %s", path, strerror(errno));
