@@ -431,7 +431,7 @@ class ServingTest(IsvcHelpers, AgentTest):
         """p50/p99 per variant from the gateway's request log; a canary whose
         p99 goes over rollout.maxLatencyP99Ms is rolled back, losing no
         request."""
-        delay = 500
+        delay = 1000
         one = lambda version, **env: [self.variant("main", version, **env)]  # noqa: E731
         self.put("s", {"variants": one(1)}, create=True)
         self.wait_ready("s")
