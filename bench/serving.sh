@@ -14,6 +14,12 @@
 #                            serving_gateway_us_p50/_p99: the parts)
 #   serving_rps              wrk -t2 -c16 for 5 s through the gateway, with
 #                            two replicas (bounded by the Python servers)
+#   serving_status_latency_ms_p50/_p99  the service's status right after
+#                            that run: the percentiles gantryd keeps from
+#                            HAProxy's request log (every request logged)
+#   serving_log_requests/_dropped  HAProxy's CumReq and DroppedLogs then:
+#                            the log lines it could not send (the socket's
+#                            queue was full: net.unix.max_dgram_qlen)
 #   rollout_failed_requests  requests failed (status or body) of a steady
 #                            300 req/s load while the service goes through
 #                            canary 10 -> 50 -> promotion
@@ -26,6 +32,7 @@ exec /usr/bin/python3 - "$BUILD" "$here/../tests/e2e" <<'PYEOF'
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -83,6 +90,21 @@ def wait_split(g, name, want):
                timeout=90)
 
 
+def haproxy_info(g):
+    """HAProxy's `show info` over the gateway's runtime socket, as a dict."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.path.join(g.data_dir, "gateway", "haproxy.sock"))
+    s.sendall(b"show info\n")
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    s.close()
+    return dict(line.split(": ", 1) for line in out.decode().splitlines() if ": " in line)
+
+
 def main():
     gw_port = E.free_port()
     g = E.Gantryd(["--gateway-listen", "127.0.0.1:%d" % gw_port]).start()
@@ -124,6 +146,15 @@ def main():
         wait_split(g, "m", [("stable", 100, 2)])
         _, rps = wrk(via, 2, 16)
         print("serving_rps=%.0f" % rps)
+        # what the status says of that run, from the gateway's request log
+        E.wait_for("percentiles in the status", lambda: "latencyP99Ms" in (
+            status(g, "m").get("variants") or [{}])[0], timeout=10)
+        v = status(g, "m")["variants"][0]
+        print("serving_status_latency_ms_p50=%d" % v["latencyP50Ms"])
+        print("serving_status_latency_ms_p99=%d" % v["latencyP99Ms"])
+        info = haproxy_info(g)
+        print("serving_log_requests=%s" % info.get("CumReq"))
+        print("serving_log_dropped=%s" % info.get("DroppedLogs"))
         # a rollout under a steady load
         load = T.Load(gw_port, "/serving/bench/m/v2/models/m/infer")
         with load:

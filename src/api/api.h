@@ -1029,6 +1029,9 @@ struct gt_api_isvc_rollout {
     int64_t max_unavailable; /* ready replicas below it; default 0 */
     /* a canary whose error rate goes over it is rolled back; default 5 */
     int64_t max_error_percent;
+    /* a canary whose p99 latency (ms, over the gateway's window) goes over
+     * it is rolled back; default 0: never */
+    int64_t max_latency_p99_ms;
 };
 /* spec.autoscaling: how autoscaled variants follow their metric. The
  * metric is averaged over window_s (scale-up follows a tenth of it, as

@@ -89,6 +89,8 @@ static const struct gt_field rollout_fields[] = {
         AT(isvc_rollout, max_unavailable)),
     INT("maxErrorPercent", 0, 100, .flags = GT_F_DEFAULT, .def_int = 5,
         AT(isvc_rollout, max_error_percent)),
+    INT("maxLatencyP99Ms", 0, 3600000, .flags = GT_F_DEFAULT, .def_int = 0,
+        AT(isvc_rollout, max_latency_p99_ms)),
     END,
 };
 /* maxSurge and maxUnavailable both 0 could never replace a replica */

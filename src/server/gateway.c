@@ -48,6 +48,15 @@
  * Every GT_GATEWAY_POLL_MS the gateway reads `show stat` (requests in
  * flight, counters, health, HAProxy's average response times) into the
  * per-replica stats isvcctl.c reads, and calls polled().
+ *
+ * Request log: HAProxy sends a line per request (GT_GWLOG_FORMAT) to the
+ * datagram socket reqlog.sock, which gwlog.c reads into per-replica
+ * latency windows (gt_gateway_latency). With `option log-separate-errors`
+ * a request that was answered 5xx, retried, redispatched or ended
+ * abnormally (termination flags, as HAProxy's manual section 8.5 lists
+ * them) is logged at level err, and those alone also go to HAProxy's
+ * stderr, haproxy.log: a 502 can be told from there (which replica, the
+ * timers, the flags, the retries).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,6 +73,7 @@
 #include <unistd.h>
 
 #include "server/gateway.h"
+#include "server/gwlog.h"
 
 #define RT_TIMEOUT_MS 1000
 #define STAT_MAX_BYTES (4 << 20)
@@ -99,7 +109,7 @@ struct gt_gateway {
     struct gt_server *s;
     gt_gateway_polled_fn *polled;
     void *arg;
-    char *dir, *cfg_path, *sock_path, *map_path, *log_path;
+    char *dir, *cfg_path, *sock_path, *map_path, *log_path, *reqlog_path;
     char url[160];
     pid_t pid;                             /* the HAProxy serving now; -1: none */
     struct pids old;                       /* older ones finishing their requests */
@@ -108,6 +118,7 @@ struct gt_gateway {
     struct gt_strmap want, have;           /* "P.N" -> struct gw_svc */
     struct gt_strmap want_auth, have_auth; /* auth map keys -> MARK */
     struct gt_strmap stats;                /* "P.N/server" -> struct gw_stat */
+    struct gt_gwlog *reqlog;               /* every request's latency, from HAProxy's log */
     struct event *timer;
 };
 
@@ -273,10 +284,15 @@ static void render_config(struct gt_gateway *gw, struct gt_buf *b)
                   "    timeout server 60s\n"
                   "    timeout check 2s\n"
                   "    timeout http-request 30s\n"
+                  "    log unix@%s len 4096 format raw local0 info\n"
+                  "    log stderr len 4096 format raw local0 err\n"
+                  "    option log-separate-errors\n"
+                  "    option dontlognull\n"
+                  "    log-format \"%s\"\n"
                   "frontend serving\n"
                   "    bind %s\n"
                   "    http-request set-var(txn.host) req.hdr(host),field(1,:),lower\n",
-                  gw->sock_path, gw->s->cfg->gateway_listen);
+                  gw->sock_path, gw->reqlog_path, GT_GWLOG_FORMAT, gw->s->cfg->gateway_listen);
     struct cfg_ctx x = {gw, b};
     gt_strmap_each(&gw->want, route_cb, &x);
     gt_buf_puts(b, "    default_backend no_service\n"
@@ -846,6 +862,14 @@ const struct gt_gw_stat *gt_gateway_stat(const struct gt_gateway *gw, const char
     return st && st->prev_ms ? &st->pub : NULL;
 }
 
+void gt_gateway_latency(const struct gt_gateway *gw, const char *project, const char *name,
+                        const char *server, struct gt_gwlog_hist *sum)
+{
+    char *id = svc_id(project, name);
+    gt_gwlog_window(gw->reqlog, id, server, gt_now_ms(), sum);
+    free(id);
+}
+
 const char *gt_gateway_url(const struct gt_gateway *gw)
 {
     return gw->url;
@@ -868,6 +892,8 @@ struct gt_gateway *gt_gateway_new(struct gt_server *s, gt_gateway_polled_fn *pol
     gw->sock_path = gt_xasprintf("%s/haproxy.sock", gw->dir);
     gw->map_path = gt_xasprintf("%s/auth.map", gw->dir);
     gw->log_path = gt_xasprintf("%s/haproxy.log", gw->dir);
+    gw->reqlog_path = gt_xasprintf("%s/reqlog.sock", gw->dir);
+    gw->reqlog = gt_gwlog_new();
     snprintf(gw->url, sizeof(gw->url), "http://%s", s->cfg->gateway_listen);
     gt_strmap_init(&gw->want);
     gt_strmap_init(&gw->have);
@@ -887,6 +913,10 @@ int gt_gateway_start(struct gt_gateway *gw, struct gt_err *err)
         return gt_err_set(err, GT_EINVAL,
                           "--data-dir: too long for the gateway's socket %s (at most %zu bytes)",
                           gw->sock_path, sizeof(sa.sun_path) - 1);
+    }
+    int rc = gt_gwlog_listen(gw->reqlog, gw->s->base, gw->reqlog_path, err);
+    if (rc) {
+        return rc;
     }
     gw->started_ms = 0;
     reload(gw);
@@ -938,5 +968,7 @@ void gt_gateway_free(struct gt_gateway *gw)
     free(gw->sock_path);
     free(gw->map_path);
     free(gw->log_path);
+    free(gw->reqlog_path);
+    gt_gwlog_free(gw->reqlog);
     free(gw);
 }

@@ -5,6 +5,7 @@
 #ifndef GT_SERVER_GATEWAY_H
 #define GT_SERVER_GATEWAY_H
 
+#include "server/gwlog.h"
 #include "server/server_int.h"
 
 struct gt_gateway;
@@ -32,8 +33,9 @@ typedef void gt_gateway_polled_fn(void *arg);
 
 /* The gateway of s when --gateway-listen is set (new; gt_gateway_free),
  * else NULL; polled(arg) after each stats poll. Its files (haproxy.cfg,
- * the runtime socket, the auth map, haproxy.log) live in
- * <data-dir>/gateway. */
+ * the runtime socket, the auth map, the request log's socket reqlog.sock,
+ * haproxy.log with HAProxy's own messages and the abnormal requests) live
+ * in <data-dir>/gateway. */
 struct gt_gateway *gt_gateway_new(struct gt_server *s, gt_gateway_polled_fn *polled, void *arg);
 /* Start HAProxy with no services. 0, or GT_EINVAL / -errno with err. */
 int gt_gateway_start(struct gt_gateway *gw, struct gt_err *err);
@@ -59,6 +61,11 @@ void gt_gateway_commit(struct gt_gateway *gw);
  * the next poll), or NULL when HAProxy has not reported it. */
 const struct gt_gw_stat *gt_gateway_stat(const struct gt_gateway *gw, const char *project,
                                          const char *name, const char *server);
+/* Add the requests HAProxy logged for replica server of service
+ * project/name over the last GT_GWLOG_WINDOW_S seconds to sum (their
+ * count, errors and total time, gwlog.h). */
+void gt_gateway_latency(const struct gt_gateway *gw, const char *project, const char *name,
+                        const char *server, struct gt_gwlog_hist *sum);
 /* The gateway's base URL ("http://ADDR:PORT"; static storage of gw). */
 const char *gt_gateway_url(const struct gt_gateway *gw);
 

@@ -52,7 +52,10 @@
  * Rollback. While a canary gets traffic, its error rate (5xx answers and
  * connection errors over requests, from HAProxy's counters) over a
  * window of at least ROLLBACK_MIN_REQUESTS requests is compared with
- * spec.rollout.maxErrorPercent; over it, the canary is rolled back:
+ * spec.rollout.maxErrorPercent, and, when spec.rollout.maxLatencyP99Ms
+ * is set, its p99 latency over the gateway's request log window
+ * (gwlog.h, at least ROLLBACK_MIN_REQUESTS requests) with that; over
+ * either, the canary is rolled back:
  * status.rolledBack names its revision, the stable pool takes all
  * traffic, and the canary's replicas are drained, until spec names
  * another revision. An Event records every rollout step (replicas
@@ -875,8 +878,57 @@ static void autoscale(struct svc *v, struct svc_state *ss)
     }
 }
 
-/* The canary's error rate over the window: roll it back when over the
- * threshold (its pool dropped: true). */
+/* The gateway's latency window of pool pi's replicas, summed into h. */
+static void pool_latency(const struct svc *v, int pi, struct gt_gwlog_hist *h)
+{
+    memset(h, 0, sizeof(*h));
+    for (size_t k = 0; v->ic->gw && k < v->reps.n; k++) {
+        const struct replica *r = &v->reps.v[k];
+        if (r->pool == pi && r->running) {
+            gt_gateway_latency(v->ic->gw, v->project, v->name, r->name, h);
+        }
+    }
+}
+
+/* Is canary pool ci's p99 latency over spec.rollout.maxLatencyP99Ms?
+ * Then true, with why in msg. */
+static bool canary_too_slow(const struct svc *v, int ci, char *msg, size_t len)
+{
+    int64_t limit = json_integer_value(gt_json_path(v->spec, "rollout.maxLatencyP99Ms"));
+    if (limit <= 0) {
+        return false;
+    }
+    struct gt_gwlog_hist h;
+    pool_latency(v, ci, &h);
+    int64_t p99 = gt_gwlog_quantile_ms(&h, 0.99);
+    if ((double)h.n < ROLLBACK_MIN_REQUESTS || p99 <= limit) {
+        return false;
+    }
+    snprintf(msg, len, "canary p99 latency %lld ms over %lld requests is above %lld ms",
+             (long long)p99, (long long)h.n, (long long)limit);
+    return true;
+}
+
+/* Roll canary pool ci back for msg: all traffic back to the stable pool
+ * now; the canary's replicas become surplus. */
+static void roll_back(struct svc *v, struct svc_state *ss, int ci, const char *msg)
+{
+    const struct pool *p = &v->pools.v[ci];
+    char ts[32];
+    json_decref(v->rolled_back_obj);
+    v->rolled_back_obj = json_pack("{s:s, s:s, s:s}", "revision", p->rev, "reason", msg, "time",
+                                   gt_time_format(gt_now_ms(), ts, sizeof(ts)));
+    v->rolled_back = p->rev;
+    event(v, "Warning", "RolledBack", "revision %s rolled back: %s", p->rev, msg);
+    for (size_t i = 0; i < v->pools.n; i++) {
+        v->pools.v[i].weight = 100;
+    }
+    v->pools.n = (size_t)ci;
+    ss->canary_rev[0] = '\0';
+}
+
+/* The canary's error rate and latency over the window: roll it back when
+ * over a threshold (its pool dropped: true). */
 static bool watch_canary(struct svc *v, struct svc_state *ss)
 {
     int ci = -1;
@@ -905,25 +957,15 @@ static bool watch_canary(struct svc *v, struct svc_state *ss)
     ss->canary_bad = ss->canary_bad * decay + rps * er * dt;
     const json_t *maxp = gt_json_path(v->spec, "rollout.maxErrorPercent");
     double limit = (double)json_integer_value(maxp) / 100.0;
+    char msg[256];
     if (ss->canary_req >= ROLLBACK_MIN_REQUESTS && ss->canary_bad / ss->canary_req > limit) {
-        char ts[32];
-        char msg[256];
         snprintf(msg, sizeof(msg), "canary error rate %.1f %% over %.0f requests is above %.0f %%",
                  100.0 * ss->canary_bad / ss->canary_req, ss->canary_req, limit * 100.0);
-        json_decref(v->rolled_back_obj);
-        v->rolled_back_obj = json_pack("{s:s, s:s, s:s}", "revision", p->rev, "reason", msg, "time",
-                                       gt_time_format(now, ts, sizeof(ts)));
-        v->rolled_back = p->rev;
-        event(v, "Warning", "RolledBack", "revision %s rolled back: %s", p->rev, msg);
-        /* all traffic back to the stable pool now; the canary's replicas become surplus */
-        for (size_t i = 0; i < v->pools.n; i++) {
-            v->pools.v[i].weight = 100;
-        }
-        v->pools.n = (size_t)ci;
-        ss->canary_rev[0] = '\0';
-        return true;
+    } else if (!canary_too_slow(v, ci, msg, sizeof(msg))) {
+        return false;
     }
-    return false;
+    roll_back(v, ss, ci, msg);
+    return true;
 }
 
 static void strip_traffic(json_t *st)
@@ -936,6 +978,8 @@ static void strip_traffic(json_t *st)
         json_object_del(e, "errorRate");
         json_object_del(e, "latencyMs");
         json_object_del(e, "inFlight");
+        json_object_del(e, "latencyP50Ms");
+        json_object_del(e, "latencyP99Ms");
     }
 }
 
@@ -1025,6 +1069,18 @@ static json_t *scaled_condition(struct svc *v)
     return cnd;
 }
 
+/* latencyP50Ms and latencyP99Ms of pool pi in its status entry e, when
+ * the gateway logged requests of it over its window */
+static void set_percentiles(const struct svc *v, int pi, json_t *e)
+{
+    struct gt_gwlog_hist h;
+    pool_latency(v, pi, &h);
+    if (h.n > 0) {
+        json_object_set_new(e, "latencyP50Ms", json_integer(gt_gwlog_quantile_ms(&h, 0.50)));
+        json_object_set_new(e, "latencyP99Ms", json_integer(gt_gwlog_quantile_ms(&h, 0.99)));
+    }
+}
+
 static json_t *status_of(struct svc *v)
 {
     json_t *st = json_object();
@@ -1063,6 +1119,7 @@ static json_t *status_of(struct svc *v)
             json_object_set_new(e, "minReplicas", json_integer((json_int_t)p->min_replicas));
             json_object_set_new(e, "maxReplicas", json_integer((json_int_t)p->max_replicas));
         }
+        set_percentiles(v, (int)i, e);
         json_array_append_new(vars, e);
     }
     json_object_set_new(st, "variants", vars);

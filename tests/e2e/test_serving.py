@@ -243,25 +243,23 @@ class ServingTest(IsvcHelpers, AgentTest):
             v["weight"] = weight
         return v
 
+    def abnormal(self):
+        """The requests the gateway logged as abnormal (5xx, retried,
+        redispatched, termination flags) in its haproxy.log."""
+        path = os.path.join(self.g.data_dir, "gateway", "haproxy.log")
+        with open(path, errors="replace") as f:
+            return [line.rstrip() for line in f if "] serving " in line]
+
     def count(self, path, n, token="alice-token"):
         gw = Gateway(self.gw_port)
         seen = {}
         for _ in range(n):
             st, data = gw.call(path, token=token)
-            self.assertEqual(st, 200, (data, self.gateway_errors()))
+            self.assertEqual(st, 200, (data, self.abnormal()[-5:]))
             v = json.loads(data)["version"]
             seen[v] = seen.get(v, 0) + 1
         gw.close()
         return seen
-
-    def gateway_errors(self):
-        """The gateway's log of abnormal requests (last lines), for a failure's message."""
-        try:
-            with open(os.path.join(self.g.data_dir, "gateway", "haproxy.log"),
-                      errors="replace") as f:
-                return "".join(f.readlines()[-20:])
-        except OSError as e:
-            return str(e)
 
     def haproxy_starts(self):
         with open(self.g.log_path, errors="replace") as f:
@@ -275,6 +273,7 @@ class ServingTest(IsvcHelpers, AgentTest):
         self.wait_ready("ab")
         self.wait_split("ab", [("stable", 80, 1), ("stable", 20, 1)])
         seen = self.count(self.infer("ab"), 10000)
+        print("abnormal requests: %d %s" % (len(self.abnormal()), self.abnormal()[-3:]))
         self.assertAlmostEqual(seen.get("A", 0) / 10000.0, 0.80, delta=0.01, msg=seen)
         self.assertAlmostEqual(seen.get("B", 0) / 10000.0, 0.20, delta=0.01, msg=seen)
         # the prefix is stripped: the server sees its own path
@@ -351,7 +350,7 @@ class ServingTest(IsvcHelpers, AgentTest):
                   "%.3f" % (load.failures[0][0] % 1))
             with open(self.g.log_path, errors="replace") as f:
                 print("".join(l for l in f if "gateway" in l or "isvc" in l)[-3000:])
-            print("gateway's abnormal requests:\n" + self.gateway_errors())
+            print("abnormal requests at the gateway:\n" + "\n".join(self.abnormal()[-20:]))
         self.assertEqual(load.failures[:5], [], "%d failed of %d" % (len(load.failures), load.ok))
         print("load: %d requests in %.1f s (%.0f/s), %d failed" % (
             load.ok, load.elapsed, load.ok / load.elapsed, len(load.failures)))
@@ -423,7 +422,45 @@ class ServingTest(IsvcHelpers, AgentTest):
             time.sleep(2)
             self.assertEqual(len(load.failures), n, load.failures[-3:])
         self.assertIn("error rate", self.status("e")["rolledBack"]["reason"])
+        # each failed request is in the gateway's log, with its replica and status
+        canary = [l for l in self.abnormal() if "/is-e-main-" in l and " 500 " in l]
+        self.assertGreaterEqual(len(canary), n, self.abnormal()[-5:])
         self.assertEqual(self.ready_cond("e")["status"], "True")
+
+    def test_slow_canary_latency_percentiles_and_rollback(self):
+        """p50/p99 per variant from the gateway's request log; a canary whose
+        p99 goes over rollout.maxLatencyP99Ms is rolled back, losing no
+        request."""
+        delay = 1000
+        one = lambda version, **env: [self.variant("main", version, **env)]  # noqa: E731
+        self.put("s", {"variants": one(1)}, create=True)
+        self.wait_ready("s")
+        slow = {"canaryTrafficPercent": 30, "variants": one(2, DELAY_MS=delay)}
+        roles = lambda: {v["role"]: v for v in self.status("s").get("variants", [])}  # noqa: E731
+        with Load(self.gw_port, self.infer("s"), rate=80, threads=8) as load:
+            self.put("s", slow)
+            self.wait_split("s", [("stable", 70, 1), ("canary", 30, 1)])
+            wait_for("canary p99 >= %d ms (now %s)" % (delay, roles()), lambda: roles().get(
+                "canary", {}).get("latencyP99Ms", 0) >= delay, timeout=30)
+            vs = roles()
+            print("latency ms: canary p50 %d p99 %d, stable p50 %d p99 %d" % (
+                vs["canary"]["latencyP50Ms"], vs["canary"]["latencyP99Ms"],
+                vs["stable"]["latencyP50Ms"], vs["stable"]["latencyP99Ms"]))
+            self.assertGreaterEqual(vs["canary"]["latencyP50Ms"], delay, vs)
+            self.assertLess(vs["stable"]["latencyP50Ms"], delay / 2, vs)
+            self.assertLess(vs["stable"]["latencyP99Ms"], delay, vs)
+            self.assertLessEqual(vs["stable"]["latencyP50Ms"], vs["stable"]["latencyP99Ms"], vs)
+            # no threshold (the default): the slow canary stays
+            self.assertNotIn("rolledBack", self.status("s"))
+            self.put("s", dict(slow, rollout={"maxLatencyP99Ms": delay // 2}))
+            wait_for("rolled back", lambda: "rolledBack" in self.status("s"), timeout=30)
+            self.wait_split("s", [("stable", 100, 1)])
+            time.sleep(1)
+        self.assertIn("p99 latency", self.status("s")["rolledBack"]["reason"])
+        self.assertEqual(load.failures[:5], [], "%d failed of %d" % (len(load.failures), load.ok))
+        st, evs = self.g.request("GET", API + "/events?project=proj-a")
+        msgs = [e.get("message", "") for e in evs["items"] if e.get("reason") == "RolledBack"]
+        self.assertTrue(any("p99 latency" in m for m in msgs), msgs)
 
     def test_rolling_upgrade_scale_and_sigkill_zero_failed_requests(self):
         spec = lambda version, n: {"rollout": {"maxSurge": 1, "maxUnavailable": 0},  # noqa: E731

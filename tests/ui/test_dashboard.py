@@ -2,7 +2,8 @@
 """The web dashboard in a real browser: web/tests/dashboard.test.mjs
 (Playwright driving Debian's chromium, axe-core on every page) against a
 real gantryd serving the built dashboard and two real gantlets with fake
-GPUs, plus a second gantryd holding 10,000 jobs for paging.
+GPUs and the serving gateway, plus a second gantryd holding 10,000 jobs
+for paging.
 
 This script starts and seeds the processes with the end-to-end harness
 (tests/e2e/gantry_e2e.py), writes what the browser suite needs (addresses,
@@ -21,7 +22,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from gantry_e2e import API, BUILD, SOURCE, TOKENS, Gantlet, Gantryd, job, seed_tenancy  # noqa: E402
+from gantry_e2e import (API, BUILD, SOURCE, TOKENS, Gantlet, Gantryd, free_port, job,  # noqa: E402
+                        seed_tenancy)
 
 CHROMIUM = os.environ.get("GANTRY_CHROMIUM", "/usr/bin/chromium")
 N_BULK = 10000
@@ -102,12 +104,18 @@ def main():
     model_file = os.path.join(storage, "data", "model.pt")
     with open(model_file, "wb") as f:
         f.write(b"a model's bytes\n")
+    # the inference services' replica server, where the tasks' uid can read it
+    echo = os.path.join(tmp, "serving_echo.py")
+    shutil.copy(os.path.join(SOURCE, "tests", "e2e", "serving_echo.py"), echo)
+    os.chmod(echo, 0o644)
+    gw_port = free_port()
     procs = []
     try:
         g = Gantryd(["--ui-dir", ui_dir, "--storage-root", storage,
                      "--storage-class", "ui=" + os.path.join(storage, "volumes"),
                      "--model-store", os.path.join(storage, "models"),
-                     "--image", "pytorch=" + IMAGE]).start()
+                     "--image", "pytorch=" + IMAGE,
+                     "--gateway-listen", "127.0.0.1:%d" % gw_port]).start()
         procs.append(g)
         seed(g)
         for name, gpus in (("n1", "4xA100-80GB:groups=2+2"), ("n2", "2xH100-80GB")):
@@ -130,7 +138,8 @@ def main():
                        "uids": {k: v[2] for k, v in TOKENS.items()},
                        "repo": make_repo(tmp), "storage": storage, "image": IMAGE, "shots": shots,
                        "chromium": CHROMIUM, "modelFile": model_file,
-                       "example": os.path.join(SOURCE, "examples", "pytorch-digits")}, f)
+                       "example": os.path.join(SOURCE, "examples", "pytorch-digits"),
+                       "gatewayUrl": "http://127.0.0.1:%d" % gw_port, "echoServer": echo}, f)
         p = subprocess.run([node, os.path.join(web, "tests", "dashboard.test.mjs"), env_file],
                            cwd=web, timeout=420)
         if p.returncode != 0:

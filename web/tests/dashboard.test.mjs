@@ -90,6 +90,58 @@ async function session(token, base = env.url, viewport = { width: 1280, height: 
 const flows = [];
 const flow = (name, fn) => flows.push({ name, fn });
 
+// first, while the nodes are idle: its replicas need a little CPU
+flow("serving page shows a service's variants, weights and latency", async () => {
+  // two variants behind the real gateway, b answering 60 ms late
+  const variant = (name, weight, env2) => ({
+    name, weight, replicas: 1,
+    template: {
+      command: ["/usr/bin/python3", env.echoServer],
+      env: Object.entries(env2).map(([k, v]) => ({ name: k, value: String(v) })),
+      resources: { limits: { cpu: "100m", memory: "128Mi" } },
+    },
+  });
+  const svc = {
+    apiVersion: "gantry.dev/v1", kind: "InferenceService", metadata: { name: "ui-ab", project: "proj-a" },
+    spec: { public: true, variants: [variant("a", 80, { VERSION: "A" }), variant("b", 20, { VERSION: "B", DELAY_MS: 60 })] },
+  };
+  // bob's: the replicas run as the service's creator (admin is uid 0, refused)
+  const r = await api("POST", "/projects/proj-a/inferenceservices", svc, env.tokens.bob);
+  assert(r.status === 201, `service created: ${JSON.stringify(r.body)}`);
+  const status = async () => (await api("GET", "/projects/proj-a/inferenceservices/ui-ab")).body.status ?? {};
+  let last = {};
+  await until("both variants ready", async () => {
+    last = await status();
+    return (last.variants ?? []).filter((v) => v.readyReplicas === 1).length === 2;
+  }, 90000, 500).catch((e) => { throw new Error(`${e.message}: ${JSON.stringify(last.conditions)}`); });
+  for (let i = 0; i < 60; i++) {
+    const a = await fetch(`${env.gatewayUrl}/serving/proj-a/ui-ab/v2/models/ui-ab/infer`, { method: "POST", body: "{}" });
+    assert(a.status === 200, `request ${i}: ${a.status}`);
+    await a.text();
+  }
+  await until("p99 in the status", async () => ((await status()).variants ?? []).every((v) => v.latencyP99Ms !== undefined), 20000, 250);
+  const page = await session(env.tokens.bob);
+  await page.goto(`${env.url}/#/serving`);
+  const rows = "section[aria-label='proj-a/ui-ab'] table.variants tbody tr";
+  const cells = () => page.$$eval(rows, (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+  const got = await until("the variants' rows with latency", async () => {
+    const t = await cells();
+    return t.length === 2 && t.every((c) => /^\d+ ms$/.test(c[8])) ? t : null;
+  }, 20000, 200);
+  const byName = Object.fromEntries(got.map((c) => [c[0], c]));
+  assert(byName.a[3] === "80%" && byName.b[3] === "20%", `weights: ${JSON.stringify(got)}`);
+  assert(byName.a[4] === "1/1" && byName.b[4] === "1/1", `ready: ${JSON.stringify(got)}`);
+  assert(parseInt(byName.b[7], 10) >= 60 && parseInt(byName.b[8], 10) >= 60, `b's p50/p99 at least its 60 ms delay: ${JSON.stringify(got)}`);
+  assert(parseInt(byName.a[7], 10) <= parseInt(byName.a[8], 10), `a's p50 <= p99: ${JSON.stringify(got)}`);
+  await page.waitForSelector("section[aria-label='proj-a/ui-ab'] .split .split-part.stable");
+  await check(page, "serving");
+  await page.context().close();
+  const d = await api("DELETE", "/projects/proj-a/inferenceservices/ui-ab", undefined, env.tokens.bob);
+  assert(d.status === 200, `service deleted: ${JSON.stringify(d.body)}`);
+  // its replica jobs go with it, before the other flows look at proj-a
+  await until("the replica jobs deleted", async () => !((await api("GET", "/projects/proj-a/jobs")).body.items ?? []).some((j) => j.metadata.name.startsWith("is-ui-ab-")), 60000, 250);
+});
+
 flow("log in with the keyboard; a bad token is refused; log out", async () => {
   const page = await session(null);
   await page.waitForSelector("#token");

@@ -1,6 +1,7 @@
 // Serving: each project's inference services with their variants (the
 // serving controller's status.variants: weight, ready replicas, requests
-// per second, error rate, latency), the live traffic split as a bar, and,
+// per second, error rate, the p50/p99 latency over the gateway's last 10 s
+// and HAProxy's average), the live traffic split as a bar, and,
 // for members, the weights (or a canary's share) to edit: saved with a PUT
 // of the service's spec, retried on a conflict with the controller's
 // status writes. Read again every couple of seconds.
@@ -17,6 +18,11 @@ function ready(s: Obj): string {
   // Ready, but a scale-up waits (QuotaExceeded, Unschedulable) or starts
   const sc = (s.status?.conditions ?? []).find((x: Obj) => x.type === "Scaled");
   return sc && sc.status === "False" ? `Ready · ${sc.reason}: ${sc.message ?? ""}` : "Ready";
+}
+
+// a percentile from status (absent: no request over the window)
+function ms(v: number | undefined): string {
+  return v === undefined || v === null ? "–" : `${v} ms`;
 }
 
 function splitBar(vs: Obj[]): HTMLElement {
@@ -104,6 +110,8 @@ export function servingPage(main: HTMLElement, ctx: Ctx): void {
           `${v.inFlight ?? 0}`,
           (v.requestsPerSecond ?? 0).toFixed(1),
           `${((v.errorRate ?? 0) * 100).toFixed(2)}%`,
+          ms(v.latencyP50Ms),
+          ms(v.latencyP99Ms),
           `${v.latencyMs ?? 0} ms`,
         ]);
         return h(
@@ -112,7 +120,7 @@ export function servingPage(main: HTMLElement, ctx: Ctx): void {
           h("h2", null, `${s.metadata.project}/${s.metadata.name}`),
           h("p", null, `${ready(s)} · ${s.status?.url ?? ""} · ${s.spec?.public ? "public" : "token required"} · ${age(s.metadata.creationTimestamp)}`),
           splitBar(vs),
-          table("Variants", ["Variant", "Role", "Revision", "Weight", "Ready", "In flight", "Req/s", "Errors", "Latency (avg)"], rows, "variants"),
+          table("Variants", ["Variant", "Role", "Revision", "Weight", "Ready", "In flight", "Req/s", "Errors", "p50", "p99", "Latency (avg)"], rows, "variants"),
           canWrite(ctx, s.metadata.project) ? weightsForm(s, say) : null,
         );
       }),
