@@ -550,6 +550,7 @@ static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
         gt_buf_init(&b);
         gt_metrics_render(&r->s->metrics, &b);
         gt_server_leader_metrics(r->s, &b);
+        gt_rcache_metrics(r->s->rcache, &b);
         if (r->s->ctl_hooks && r->s->ctl_hooks->metrics) {
             r->s->ctl_hooks->metrics(r->s->ctl, &b);
         }

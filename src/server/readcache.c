@@ -48,6 +48,8 @@ struct gt_rcache {
     int64_t loaded_rev;
     struct rwait *waits; /* doubly linked, newest first */
     struct event *wake;  /* runs the waits the cache let through */
+    size_t n_objects;
+    uint64_t n_waits, n_timeouts;
 };
 
 static int64_t cache_rev(const struct gt_rcache *c)
@@ -94,7 +96,9 @@ static void put(struct gt_rcache *c, const char *key, const char *value, size_t 
     kv->value_len = len;
     kv->create_rev = create_rev;
     kv->mod_rev = mod_rev;
-    kv_free(gt_strmap_put(m, key, kv));
+    struct gt_store_kv *old = gt_strmap_put(m, key, kv);
+    c->n_objects += old == NULL;
+    kv_free(old);
 }
 
 struct gt_rcache *gt_rcache_new(struct gt_server *s)
@@ -164,7 +168,9 @@ void gt_rcache_event(struct gt_rcache *c, const struct gt_store_event *ev)
     }
     if (ev->type == GT_STORE_EV_DELETE) {
         struct gt_strmap *m = map_of(c, ev->key);
-        kv_free(gt_strmap_del(m ? m : &c->keys[OTHER], ev->key));
+        struct gt_store_kv *old = gt_strmap_del(m ? m : &c->keys[OTHER], ev->key);
+        c->n_objects -= old != NULL;
+        kv_free(old);
     } else {
         put(c, ev->key, ev->value, ev->value_len, ev->create_rev, ev->mod_rev);
     }
@@ -207,6 +213,7 @@ static void on_wait_timeout(evutil_socket_t fd, short what, void *arg)
     struct rwait *w = arg;
     int64_t rev = cache_rev(w->c);
     wait_unlink(w);
+    w->c->n_timeouts++;
     if (w->from_client) {
         gt_req_error(w->r, GT_ETIMEOUT,
                      "Too large resource version: %lld, current: %lld (waited %d ms)",
@@ -248,6 +255,7 @@ bool gt_read_wait(struct gt_server *s, struct gt_req *r, int64_t need, bool from
     }
     struct rwait *w = gt_xcalloc(1, sizeof(*w));
     *w = (struct rwait){.c = c, .r = r, .need = need, .from_client = from_client, .resume = resume};
+    c->n_waits++;
     w->timer = evtimer_new(s->base, on_wait_timeout, w);
     GT_ASSERT(w->timer);
     struct timeval tv = {.tv_sec = GT_READ_WAIT_MS / 1000,
@@ -330,4 +338,28 @@ int gt_server_read_list(struct gt_server *s, const char *prefix, gt_store_list_f
     }
     free(m.v);
     return 0;
+}
+
+void gt_rcache_metrics(const struct gt_rcache *c, struct gt_buf *out)
+{
+    if (!c) {
+        return;
+    }
+    gt_buf_printf(out,
+                  "# HELP gantry_read_cache_objects Stored objects in this replica's read cache.\n"
+                  "# TYPE gantry_read_cache_objects gauge\n"
+                  "gantry_read_cache_objects %zu\n"
+                  "# HELP gantry_read_cache_revision The revision the read cache reflects.\n"
+                  "# TYPE gantry_read_cache_revision gauge\n"
+                  "gantry_read_cache_revision %lld\n"
+                  "# HELP gantry_read_waits_total Reads that waited for the cache to reach "
+                  "their revision.\n"
+                  "# TYPE gantry_read_waits_total counter\n"
+                  "gantry_read_waits_total %llu\n"
+                  "# HELP gantry_read_wait_timeouts_total Reads answered 503 or 504 after "
+                  "waiting.\n"
+                  "# TYPE gantry_read_wait_timeouts_total counter\n"
+                  "gantry_read_wait_timeouts_total %llu\n",
+                  c->n_objects, (long long)cache_rev(c), (unsigned long long)c->n_waits,
+                  (unsigned long long)c->n_timeouts);
 }

@@ -48,6 +48,11 @@ typedef void (*gt_read_resume_fn)(struct gt_req *r);
 bool gt_read_wait(struct gt_server *s, struct gt_req *r, int64_t need, bool from_client,
                   gt_read_resume_fn resume);
 
+/* Append the cache's series (gantry_read_cache_objects, _revision,
+ * gantry_read_waits_total, gantry_read_wait_timeouts_total) to out; nothing
+ * when c is NULL. */
+void gt_rcache_metrics(const struct gt_rcache *c, struct gt_buf *out);
+
 /* gt_store_get and gt_store_list for the API's reads: from the cache when
  * there is one (list: in key order, *rev the cache's revision), else from
  * the store (storeio.c). Same contracts and results. */

@@ -209,6 +209,9 @@ class TwoReplicas(unittest.TestCase):
             self.assertEqual(st, 200, body)
         # none of those reads went to etcd
         self.assertEqual(self.store_gets(self.g2), gets_before)
+        print("reads that waited for r2's cache: %d" % self.metric(
+            self.g2, "gantry_read_waits_total")[0], flush=True)
+        self.assertEqual(self.metric(self.g2, "gantry_read_wait_timeouts_total")[0], 0)
         st, body = self.g2.request("GET", dept + "own-0?resourceVersion=0")
         self.assertEqual(st, 200, body)
         st, body = self.g2.request("GET", dept + "own-0?resourceVersion=soon")
@@ -219,6 +222,7 @@ class TwoReplicas(unittest.TestCase):
         self.assertEqual(st, 504, body)
         self.assertEqual(body["reason"], "Timeout")
         self.assertIn("Too large resource version", body["message"])
+        self.assertEqual(self.metric(self.g2, "gantry_read_wait_timeouts_total")[0], 1)
         # a deleted object is gone from every replica's cache
         st, body = self.g1.request("DELETE", dept + "x0")
         self.assertIn(st, (200, 202), body)
