@@ -127,17 +127,22 @@ static void wait_unlink(struct rwait *w)
     event_free(w->timer);
 }
 
-void gt_rcache_free(struct gt_rcache *c)
+void gt_rcache_end_waits(struct gt_rcache *c)
 {
-    if (!c) {
-        return;
-    }
-    while (c->waits) {
+    while (c && c->waits) {
         struct rwait *w = c->waits;
         wait_unlink(w);
         gt_req_error(w->r, GT_ESTORE, "gantryd is shutting down");
         free(w);
     }
+}
+
+void gt_rcache_free(struct gt_rcache *c)
+{
+    if (!c) {
+        return;
+    }
+    gt_rcache_end_waits(c);
     if (c->wake) {
         event_free(c->wake);
     }

@@ -18,7 +18,10 @@
  * memory: this process is its only writer, and reads go to it). Free with
  * gt_rcache_free. */
 struct gt_rcache *gt_rcache_new(struct gt_server *s);
-/* Answer every waiting read 503 (shutting down) and free c. NULL is fine. */
+/* Answer every waiting read 503 (shutting down): at the start of a drain,
+ * so that the answers reach the sockets. NULL is fine. */
+void gt_rcache_end_waits(struct gt_rcache *c);
+/* Answer what still waits (gt_rcache_end_waits) and free c. NULL is fine. */
 void gt_rcache_free(struct gt_rcache *c);
 /* Cache one stored object of the start-up listing (kv borrowed). */
 void gt_rcache_load(struct gt_rcache *c, const struct gt_store_kv *kv);

@@ -13,11 +13,12 @@
  * at once; on etcd the elected one, once its cache is current.
  *
  * Shutdown is one path, "drain": stop accepting connections, end watch
- * streams, flush pending Event counts, wait until no store write is in
- * flight (their replies are sent from the done callbacks), give the replies
- * a moment to reach the sockets, then leave the loop and close everything.
- * SIGTERM/SIGINT drain with exit status 0; a failed fsync drains with 1
- * after answering 503, since the page cache can no longer be trusted
+ * streams and the reads waiting for the cache, flush pending Event counts,
+ * wait until no store write is in flight (their replies are sent from the
+ * done callbacks), give the replies a moment to reach the sockets, then
+ * leave the loop and close everything. SIGTERM/SIGINT drain with exit
+ * status 0; a failed fsync drains with 1 after answering 503, since the
+ * page cache can no longer be trusted
  * (storeio.c calls drain through s->drain).
  *
  * SIGHUP re-reads --token-file: the new set answers from the next request
@@ -79,6 +80,7 @@ static void drain(struct gt_server *s, int exit_code)
         s->bound = NULL;
     }
     gt_watch_end_all(s);
+    gt_rcache_end_waits(s->rcache);
     if (!s->failed) {
         gt_events_flush(s->events);
     }
