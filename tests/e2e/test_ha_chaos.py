@@ -132,6 +132,7 @@ class Chaos(unittest.TestCase):
         self.violations = []
         self.failovers = []
         self.stop = threading.Event()
+        self.addCleanup(self.stop.set)  # before the replicas go: no restarts then
 
     def leader(self):
         for g in self.gs:
