@@ -57,6 +57,7 @@ enum gt_errcode {
     GT_EINTERNAL,       /* 500 InternalError */
     GT_EUSAGE,          /* 400 BadRequest: a bad command line (a program's usage error) */
     GT_ENOTLEADER, /* 503 ServiceUnavailable: a guarded write from a replica no longer leader */
+    GT_ETIMEOUT,   /* 504 Timeout: a read waited too long for the revision it must see */
     GT_ECODE_END
 };
 

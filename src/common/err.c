@@ -28,6 +28,7 @@ static const struct {
     {GT_EINTERNAL, 500, "InternalError", "internal error"},
     {GT_EUSAGE, 400, "BadRequest", "bad command line"},
     {GT_ENOTLEADER, 503, "ServiceUnavailable", "not the leader"},
+    {GT_ETIMEOUT, 504, "Timeout", "timed out waiting for a revision"},
 };
 
 static int find(int code)

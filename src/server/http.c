@@ -20,10 +20,10 @@
 #include "server/http.h"
 #include "server/leader.h"
 #include "server/logproxy.h"
+#include "server/readcache.h"
 #include "server/registry.h"
 #include "server/reply.h"
 #include "server/server_int.h"
-#include "server/storeio.h"
 #include "server/ui.h"
 #include "server/watch.h"
 #include "server/write.h"
@@ -87,7 +87,7 @@ static void get_object(struct gt_req *r)
     char *key = gt_route_key(rt->kind, rt->project, rt->name);
     struct gt_store_kv kv = {0};
     struct gt_err err = {0};
-    int rc = gt_server_get(r->s, key, &kv, &err);
+    int rc = gt_server_read_get(r->s, key, &kv, &err);
     free(key);
     if (rc == GT_ENOTFOUND) {
         gt_req_error(r, GT_ENOTFOUND, "%s \"%s\" not found", rt->kind->plural, rt->name);
@@ -267,7 +267,7 @@ static void list_objects(struct gt_req *r, const struct gt_selector *lsel,
         .r = r, .lsel = lsel, .fsel = fsel, .prefix_len = strlen(prefix), .after = after};
     int64_t rev = 0;
     struct gt_err err = {0};
-    int rc = gt_server_list(r->s, prefix, list_cb, &c, &rev, &err);
+    int rc = gt_server_read_list(r->s, prefix, list_cb, &c, &rev, &err);
     free(prefix);
     if (rc == 0) {
         if (c.n) {
@@ -410,6 +410,19 @@ static void method_not_allowed(struct gt_req *r, const char *path)
     gt_req_error(r, GT_EMETHOD, "method not allowed on %.200s", path);
 }
 
+/* The query of uri into q (the caller clears it); -1, answered 400, when
+ * malformed. */
+static int parse_query(struct gt_req *r, const struct evhttp_uri *uri, struct evkeyvalq *q)
+{
+    TAILQ_INIT(q);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (query && evhttp_parse_query_str(query, q) != 0) {
+        gt_req_error(r, GT_EBADREQ, "malformed query string");
+        return -1;
+    }
+    return 0;
+}
+
 /* A route the controllers answer (their serve hook). */
 static void serve_ctl(struct gt_req *r, enum evhttp_cmd_type cmd, const struct evkeyvalq *q)
 {
@@ -421,9 +434,52 @@ static void serve_ctl(struct gt_req *r, enum evhttp_cmd_type cmd, const struct e
 }
 
 static void serve_api(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path,
+                      const struct evkeyvalq *q);
+
+/* A read that waited for the cache goes on: served as it came. */
+static void resume_read(struct gt_req *r)
+{
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    struct evkeyvalq q;
+    if (parse_query(r, uri, &q) != 0) {
+        return;
+    }
+    serve_api(r, EVHTTP_REQ_GET, path ? path : "/", &q);
+    evhttp_clear_headers(&q);
+}
+
+/* A get or a list (not a watch, which starts from the store's history)
+ * waits until the cache holds the revision it must see (readcache.c):
+ * true when r was answered or parked. */
+static bool read_waits(struct gt_req *r, enum evhttp_cmd_type cmd, const struct evkeyvalq *q)
+{
+    const struct gt_route *rt = &r->route;
+    const char *watch = evhttp_find_header(q, "watch");
+    bool is_read =
+        cmd == EVHTTP_REQ_GET && (rt->type == GT_ROUTE_COLLECTION
+                                      ? !(watch && (!strcmp(watch, "true") || !strcmp(watch, "1")))
+                                      : !rt->sub[0] || !strcmp(rt->sub, "status"));
+    if (!is_read || !r->s->rcache || r->read_ready) {
+        return false;
+    }
+    int64_t need = 0;
+    bool from_client = false;
+    struct gt_err err = {0};
+    if (gt_read_need(r->s, evhttp_find_header(q, "resourceVersion"), &need, &from_client, &err)) {
+        gt_req_error_err(r, &err);
+        return true;
+    }
+    return gt_read_wait(r->s, r, need, from_client, resume_read);
+}
+
+static void serve_api(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path,
                       const struct evkeyvalq *q)
 {
     const struct gt_route *rt = &r->route;
+    if (read_waits(r, cmd, q)) {
+        return;
+    }
     if (rt->type == GT_ROUTE_COLLECTION) {
         if (cmd == EVHTTP_REQ_GET) {
             read_collection(r, q);
@@ -494,6 +550,7 @@ static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
         gt_buf_init(&b);
         gt_metrics_render(&r->s->metrics, &b);
         gt_server_leader_metrics(r->s, &b);
+        gt_rcache_metrics(r->s->rcache, &b);
         if (r->s->ctl_hooks && r->s->ctl_hooks->metrics) {
             r->s->ctl_hooks->metrics(r->s->ctl, &b);
         }
@@ -566,19 +623,6 @@ static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
         json_object_set_new(o, "registry", json_string(cfg->registry));
     }
     gt_req_reply_json(r, o);
-}
-
-/* The query of uri into q (the caller clears it); -1, answered 400, when
- * malformed. */
-static int parse_query(struct gt_req *r, const struct evhttp_uri *uri, struct evkeyvalq *q)
-{
-    TAILQ_INIT(q);
-    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
-    if (query && evhttp_parse_query_str(query, q) != 0) {
-        gt_req_error(r, GT_EBADREQ, "malformed query string");
-        return -1;
-    }
-    return 0;
 }
 
 /* GET registry/token: Basic authentication, not a bearer token (registry.c). */

@@ -6,15 +6,19 @@
  * triggers feeder.c, jobctl.c and nodes.c), which read and write through
  * the cache (cache.c); every store write is counted in storeio.c.
  *
+ * On etcd the API's reads come from a cache the same watch keeps
+ * (readcache.c); on SQLite from the store.
+ *
  * Which replica runs the controllers is leader.c's: on SQLite this one,
  * at once; on etcd the elected one, once its cache is current.
  *
  * Shutdown is one path, "drain": stop accepting connections, end watch
- * streams, flush pending Event counts, wait until no store write is in
- * flight (their replies are sent from the done callbacks), give the replies
- * a moment to reach the sockets, then leave the loop and close everything.
- * SIGTERM/SIGINT drain with exit status 0; a failed fsync drains with 1
- * after answering 503, since the page cache can no longer be trusted
+ * streams and the reads waiting for the cache, flush pending Event counts,
+ * wait until no store write is in flight (their replies are sent from the
+ * done callbacks), give the replies a moment to reach the sockets, then
+ * leave the loop and close everything. SIGTERM/SIGINT drain with exit
+ * status 0; a failed fsync drains with 1 after answering 503, since the
+ * page cache can no longer be trusted
  * (storeio.c calls drain through s->drain).
  *
  * SIGHUP re-reads --token-file: the new set answers from the next request
@@ -39,6 +43,7 @@
 #include "server/fault.h"
 #include "server/http.h"
 #include "server/leader.h"
+#include "server/readcache.h"
 #include "server/registry.h"
 #include "server/reply.h"
 #include "server/secretkey.h"
@@ -75,6 +80,7 @@ static void drain(struct gt_server *s, int exit_code)
         s->bound = NULL;
     }
     gt_watch_end_all(s);
+    gt_rcache_end_waits(s->rcache);
     if (!s->failed) {
         gt_events_flush(s->events);
     }
@@ -122,12 +128,14 @@ static int index_list_cb(const struct gt_store_kv *kv, void *arg)
         index_put(s, k, kv->value, kv->value_len);
         gt_ctl_load(s->ctl, k, kv);
     }
+    gt_rcache_load(s->rcache, kv);
     return 0;
 }
 
 static void index_event_cb(const struct gt_store_event *ev, void *arg)
 {
     struct gt_server *s = arg;
+    gt_rcache_event(s->rcache, ev);
     const struct gt_kind_info *k = kind_of_key(ev->key);
     if (!k) {
         return;
@@ -148,8 +156,10 @@ static void index_event_cb(const struct gt_store_event *ev, void *arg)
 static int start_index(struct gt_server *s, struct gt_err *err)
 {
     int64_t rev = 0;
+    s->rcache = gt_rcache_new(s);
     int rc = gt_store_list(s->store, "/", index_list_cb, s, &rev, err);
     if (rc == 0) {
+        gt_rcache_loaded(s->rcache, rev);
         rc = gt_store_watch(s->store, "/", rev, index_event_cb, s, &s->index_watch, err);
     }
     return rc;
@@ -322,6 +332,8 @@ void gt_server_stop(struct gt_server *s)
         s->fault_req = NULL;
     }
     gt_watch_end_all(s);
+    gt_rcache_free(s->rcache); /* answers the reads still waiting */
+    s->rcache = NULL;
     if (s->http) {
         evhttp_free(s->http);
     }

@@ -25,6 +25,7 @@ struct gt_watch_stream;
 struct gt_events;
 struct gt_ctl;
 struct gt_nbctl;
+struct gt_rcache;
 struct gt_req;
 struct evkeyvalq;
 
@@ -96,6 +97,7 @@ struct gt_server {
     struct gt_server_tokens *tokens;
     struct gt_server_access *access;
     struct gt_store_watch *index_watch; /* all keys: access index and object counts */
+    struct gt_rcache *rcache;           /* the API's reads (readcache.c); NULL: from the store */
     struct gt_metrics metrics;
     struct gt_events *events;
     struct gt_ctl *ctl;                   /* controllers and the scheduler */
@@ -134,6 +136,7 @@ struct gt_req {
     struct gt_route route;
     enum gt_metrics_verb mverb;
     int64_t start_ns;
+    bool read_ready; /* a read that waited for the cache (readcache.c) and may go on */
     /* writes */
     json_t *body;       /* parsed request body, or NULL */
     json_t *obj;        /* the object being written (without resourceVersion) */

@@ -20,9 +20,9 @@
 #include <event2/bufferevent.h>
 
 #include "server/cache.h"
+#include "server/readcache.h"
 #include "server/reply.h"
 #include "server/server_int.h"
-#include "server/storeio.h"
 #include "server/watch.h"
 
 #define MAX_BACKLOG_BYTES (64u << 20)
@@ -181,7 +181,7 @@ void gt_watch_start(struct gt_req *r, int64_t rev, struct gt_selector *lsel,
     struct gt_err err = {0};
     int rc = 0;
     if (rev == 0) {
-        rc = gt_server_list(s, prefix, initial_cb, ws, &rev, &err);
+        rc = gt_server_read_list(s, prefix, initial_cb, ws, &rev, &err);
     } else if (rev < 0) {
         rev = gt_store_revision(s->store);
     }

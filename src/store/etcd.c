@@ -247,6 +247,7 @@ static int txn_result(struct gt_store_wop *w, const json_t *resp, struct gt_err 
     const json_t *rs = json_object_get(resp, "responses");
     const json_t *r0 = json_array_get(rs, 0);
     if (!json_is_true(json_object_get(resp, "succeeded"))) {
+        w->seen_rev = gt_etcd_jint(json_object_get(resp, "header"), "revision") - REV_OFFSET;
         if (w->guard_key && !guard_holds(w, json_array_get(rs, json_array_size(rs) - 1))) {
             w->rc = GT_ENOTLEADER;
         } else if (w->op == GT_STORE_CREATE) {

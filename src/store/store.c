@@ -292,6 +292,8 @@ static void batch_finish(struct gt_store *st, struct batch *b)
             w->rc = b->rc;
         } else if (w->rc == 0) {
             st->rev = w->rev;
+        } else if (w->seen_rev > st->rev) {
+            st->rev = w->seen_rev; /* the refusal answered from that revision */
         }
     }
     for (size_t i = 0; i < b->n; i++) {

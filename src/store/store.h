@@ -71,7 +71,10 @@ int gt_store_open(const struct gt_store_options *opt, struct gt_store **out, str
  * NULL is fine. */
 void gt_store_close(struct gt_store *st);
 
-/* Current revision (of the last committed write). */
+/* Current revision: the newest this process knows the store reached (its
+ * own commits, the feed's changes, and on etcd the revision at which a
+ * refused write was checked, so that a refusal is never answered from a
+ * newer state than a later read). */
 int64_t gt_store_revision(const struct gt_store *st);
 
 /* True once an fsync failed; the store accepts no writes after that. */

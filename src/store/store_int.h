@@ -30,8 +30,10 @@ struct gt_store_wop {
     void *done_arg;
 
     /* Filled by apply when the batch commits: */
-    int rc;      /* 0 or the op's precondition failure (GT_EEXISTS, ...) */
-    int64_t rev; /* this op's revision (when rc == 0) */
+    int rc;           /* 0 or the op's precondition failure (GT_EEXISTS, ...) */
+    int64_t rev;      /* this op's revision (when rc == 0) */
+    int64_t seen_rev; /* rc != 0: the store's revision its check saw (etcd: the txn's
+                       * header), 0 when unknown; later reads must not be older */
     int64_t create_rev;
     bool created;    /* the op created the key */
     char *old_value; /* DELETE: the deleted value, heap, taken by the caller */

@@ -11,7 +11,7 @@ runs. Exits 77 where no etcd is installed (Debian: etcd-server).
 import os
 import sys
 
-from gantry_e2e import API, AgentTest, Etcd, main
+from gantry_e2e import API, AgentTest, Etcd, main, wait_for
 
 
 class OnEtcd(AgentTest):
@@ -30,12 +30,19 @@ class OnEtcd(AgentTest):
             out[path] = body["metadata"]["resourceVersion"]
         return out
 
+    def job_succeeded(self, name):
+        st, body = self.g.request("GET", API + "/projects/proj-a/jobs/" + name)
+        conds = ((body or {}).get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Succeeded" and c["status"] == "True" for c in conds)
+
     def test_job_runs_and_survives_restart(self):
         self.gantlet(fake_gpus="1xA100-80GB")
         task = self.submit("hello", ["sh", "-c", "echo hello"], gpus=1)
         done = self.wait_phase(task, ("Succeeded", "Failed"), timeout=30)["status"]
         self.assertEqual(done["phase"], "Succeeded", done)
         self.assertFalse(os.path.exists(os.path.join(self.g.data_dir, "gantry.db")))
+        # the job settles after its task: its Succeeded condition is its last write
+        wait_for("job hello Succeeded", lambda: self.job_succeeded("hello"), timeout=30)
 
         before = self.versions()
         self.g.stop()

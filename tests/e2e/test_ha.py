@@ -12,7 +12,9 @@ follower is scheduled by the leader and succeeds; after SIGKILL of the
 leader the follower is leader within the lease arithmetic (printed), its
 node is not declared lost, and a new job succeeds; a leader SIGSTOPped past
 its lease is replaced, and when continued it exits 1 (it never writes as
-leader again) while the new leader keeps scheduling. Exits 77 where no etcd
+leader again) while the new leader keeps scheduling. Reads come from each
+replica's watch-fed cache (no store get), with read-your-writes and
+resourceVersion as test_reads_from_the_cache says. Exits 77 where no etcd
 is installed (Debian: etcd-server).
 """
 import re
@@ -165,6 +167,68 @@ class TwoReplicas(unittest.TestCase):
             st, body = self.g1.request("GET", PROJECT + "/tasks/%s-worker-0" % name)
             self.assertEqual(st, 200, body)
             self.assertEqual(body["status"].get("restarts", 0), 0, body)
+
+    def store_gets(self, g):
+        return self.metric(g, 'gantry_store_request_seconds_count{op="get"}')[0] or 0
+
+    def test_reads_from_the_cache(self):
+        """Every replica answers get and list from its watch-fed cache: a
+        client reads its own writes through the replica that acknowledged
+        them, resourceVersion=N waits for N (or 504 past the store's
+        revision), resourceVersion=0 answers what the cache has."""
+        self.seed(self.g1)
+        dept = API + "/departments/"
+        gets_before = self.store_gets(self.g2)
+        for i in range(30):
+            # through the follower: the create, then at once its get and list
+            name = "own-%d" % i
+            st, body = self.g2.request("POST", API + "/departments", obj("Department", name))
+            self.assertEqual(st, 201, body)
+            rv = body["metadata"]["resourceVersion"]
+            st, got = self.g2.request("GET", dept + name)
+            self.assertEqual((st, got["metadata"]["resourceVersion"]), (200, rv), got)
+            st, lst = self.g2.request("GET", API + "/departments")
+            self.assertEqual(st, 200, lst)
+            self.assertIn(name, [d["metadata"]["name"] for d in lst["items"]])
+            self.assertGreaterEqual(int(lst["metadata"]["resourceVersion"]), int(rv))
+            # an update through the leader, read through the follower not
+            # older than the update's revision
+            got["metadata"].setdefault("labels", {})["round"] = str(i)
+            st, upd = self.g1.request("PUT", dept + name, got)
+            self.assertEqual(st, 200, upd)
+            rv2 = upd["metadata"]["resourceVersion"]
+            st, seen = self.g2.request("GET", dept + name + "?resourceVersion=" + rv2)
+            self.assertEqual(st, 200, seen)
+            self.assertEqual(seen["metadata"]["labels"], {"round": str(i)})
+            # a create refused (409) on one replica, read there at once
+            st, body = self.g1.request("POST", API + "/departments", obj("Department", "x%d" % i))
+            self.assertEqual(st, 201, body)
+            st, body = self.g2.request("POST", API + "/departments", obj("Department", "x%d" % i))
+            self.assertEqual(st, 409, body)
+            st, body = self.g2.request("GET", dept + "x%d" % i)
+            self.assertEqual(st, 200, body)
+        # none of those reads went to etcd
+        self.assertEqual(self.store_gets(self.g2), gets_before)
+        print("reads that waited for r2's cache: %d" % self.metric(
+            self.g2, "gantry_read_waits_total")[0], flush=True)
+        self.assertEqual(self.metric(self.g2, "gantry_read_wait_timeouts_total")[0], 0)
+        st, body = self.g2.request("GET", dept + "own-0?resourceVersion=0")
+        self.assertEqual(st, 200, body)
+        st, body = self.g2.request("GET", dept + "own-0?resourceVersion=soon")
+        self.assertEqual(st, 400, body)
+        self.assertIn("resourceVersion", body["message"])
+        # a revision the store has not reached: a bounded wait, then 504
+        st, body = self.g2.request("GET", API + "/departments?resourceVersion=99999999")
+        self.assertEqual(st, 504, body)
+        self.assertEqual(body["reason"], "Timeout")
+        self.assertIn("Too large resource version", body["message"])
+        self.assertEqual(self.metric(self.g2, "gantry_read_wait_timeouts_total")[0], 1)
+        # a deleted object is gone from every replica's cache
+        st, body = self.g1.request("DELETE", dept + "x0")
+        self.assertIn(st, (200, 202), body)
+        wait_for("x0 gone on r2", lambda: self.g2.request("GET", dept + "x0")[0] == 404)
+        st, body = self.g1.request("GET", dept + "x0")
+        self.assertEqual(st, 404, body)
 
 
 if __name__ == "__main__":

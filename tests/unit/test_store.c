@@ -1096,6 +1096,27 @@ static void test_feed_two_writers(void **state)
     gt_store_close(st2);
 }
 
+/* A write refused because of another writer's change makes the store's
+ * revision at least that change's: a read after the refusal must not be
+ * older than what it was refused by (the cache of gantryd's reads waits
+ * for gt_store_revision). */
+static void test_refusal_revision(void **state)
+{
+    struct fx *f = *state;
+    struct gt_store_options opt = {.backend = f->backend, .path = f->path}; /* synchronous */
+    struct gt_store *st2;
+    assert_int_equal(gt_store_open(&opt, &st2, NULL), 0);
+    struct result r2 = {0}, r1 = {0};
+    assert_int_equal(gt_store_write(st2, GT_STORE_CREATE, "/jobs/p/x", "2", 1, 0, on_done, &r2), 0);
+    assert_int_equal(r2.rc, 0);
+    assert_int_equal(gt_store_write(f->st, GT_STORE_CREATE, "/jobs/p/x", "1", 1, 0, on_done, &r1),
+                     0);
+    wait_all(f, &r1, 1);
+    assert_int_equal(r1.rc, GT_EEXISTS);
+    assert_true(gt_store_revision(f->st) >= r2.rev);
+    gt_store_close(st2);
+}
+
 struct campaign {
     bool leader, lost;
     int64_t create_rev;
@@ -1159,6 +1180,8 @@ static int run_etcd(void)
         cmocka_unit_test_prestate_setup_teardown(test_reopen_keeps_everything, setup, teardown,
                                                  &fx_etcd_ev),
         cmocka_unit_test_prestate_setup_teardown(test_feed_two_writers, setup, teardown,
+                                                 &fx_etcd_ev),
+        cmocka_unit_test_prestate_setup_teardown(test_refusal_revision, setup, teardown,
                                                  &fx_etcd_ev),
         cmocka_unit_test_prestate_setup_teardown(test_elect_handover, setup, teardown, &fx_etcd_ev),
     };
