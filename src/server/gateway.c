@@ -82,7 +82,6 @@ struct gw_svc {
     struct gt_strmap servers; /* server name -> struct gw_srv */
 };
 
-/* a replica's stats and what its rates are computed from */
 struct pids GT_VEC(pid_t);
 
 struct gt_gateway {
