@@ -4,8 +4,9 @@ BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
+FUZZ_LONG_SECONDS ?= 600
 
-.PHONY: all deps demo test test-asan bench fuzz results results-check clean format
+.PHONY: all deps demo test test-asan bench fuzz fuzz-long results results-check clean format
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -39,6 +40,12 @@ fuzz: deps
 	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD_FUZZ)/corpus-$$n tests/fuzz/corpus/$$n \
 	        2>$(BUILD_FUZZ)/fuzz-$$n.log || { tail -30 $(BUILD_FUZZ)/fuzz-$$n.log; exit 1; }; \
 	done
+
+# every target for FUZZ_LONG_SECONDS each; per target: execs, cov/ft, crashes
+fuzz-long: deps
+	@cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_C_COMPILER=clang >/dev/null
+	@cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	@FUZZ_LONG_SECONDS=$(FUZZ_LONG_SECONDS) scripts/fuzz-long $(BUILD_FUZZ)
 
 results: deps all
 	@BUILD=$(BUILD) scripts/results

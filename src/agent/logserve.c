@@ -349,7 +349,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         evhttp_send_error(req, 401, "a bearer token is required");
         return;
     }
-    if (strcmp(auth + 7, g->token) != 0) {
+    if (!gt_secret_equal(auth + 7, g->token)) {
         evhttp_send_error(req, 403, "only the node's token may read logs or exec here");
         return;
     }

@@ -121,6 +121,11 @@ struct gt_uuid_pool {
  * (>= 37 bytes), from p; one getrandom per 32 UUIDs. */
 void gt_uuid4(struct gt_uuid_pool *p, char *buf, size_t len);
 
+/* ---- secrets (secret.c) ---- */
+/* Is guess (borrowed) the secret (borrowed)? Compared in time that depends
+ * only on the two lengths, never on where they first differ. */
+bool gt_secret_equal(const char *guess, const char *secret);
+
 /* ---- checked int64 arithmetic: 0 or -ERANGE, *out untouched on overflow ---- */
 int gt_add_i64(int64_t a, int64_t b, int64_t *out);
 int gt_sub_i64(int64_t a, int64_t b, int64_t *out);

@@ -221,13 +221,30 @@ bool gt_server_can_read_project(const struct gt_server_access *a, const struct g
     return project_role(a, user->name, project) != ROLE_NONE;
 }
 
-static bool node_may(const struct gt_server_authz *req)
+const char *gt_server_user_node(const struct gt_server_user *user)
 {
-    if (req->verb == GT_VERB_READ || req->kind == GT_KIND_NODE) {
+    static const char prefix[] = "system:node:";
+    if (!user->node || strncmp(user->name, prefix, sizeof(prefix) - 1) != 0 ||
+        !user->name[sizeof(prefix) - 1]) {
+        return NULL;
+    }
+    return user->name + sizeof(prefix) - 1;
+}
+
+/* Nodes read everything, write Nodes and Task /status, create Events; a
+ * node user bound to one node (NodeRestriction) writes only its own Node
+ * and the status of tasks bound to it. */
+static bool node_may(const struct gt_server_user *user, const struct gt_server_authz *req)
+{
+    if (req->verb == GT_VERB_READ) {
         return true;
     }
+    const char *self = gt_server_user_node(user);
+    if (req->kind == GT_KIND_NODE) {
+        return !self || (req->name && !strcmp(req->name, self));
+    }
     if (req->kind == GT_KIND_TASK && req->sub && !strcmp(req->sub, "status")) {
-        return true;
+        return !self || !req->bound_node || !strcmp(req->bound_node, self);
     }
     return req->kind == GT_KIND_EVENT && req->verb == GT_VERB_CREATE && !req->sub;
 }
@@ -268,7 +285,7 @@ int gt_server_authorize(const struct gt_server_access *a, const struct gt_server
         return 0;
     }
     if (user->node) {
-        return node_may(req) ? 0 : GT_EFORBIDDEN;
+        return node_may(user, req) ? 0 : GT_EFORBIDDEN;
     }
     if (req->sub) {
         return GT_EFORBIDDEN; /* status and binding: controllers, scheduler, agents */

@@ -97,12 +97,6 @@ struct gw_svc {
     struct gt_strmap servers; /* server name -> struct gw_srv */
 };
 
-/* a replica's stats and what its rates are computed from */
-struct gw_stat {
-    struct gt_gw_stat pub;
-    int64_t prev_total, prev_bad, prev_ms;
-};
-
 struct pids GT_VEC(pid_t);
 
 struct gt_gateway {
@@ -117,7 +111,7 @@ struct gt_gateway {
     bool answering;                        /* pid answers on the socket (not the one it replaces) */
     struct gt_strmap want, have;           /* "P.N" -> struct gw_svc */
     struct gt_strmap want_auth, have_auth; /* auth map keys -> MARK */
-    struct gt_strmap stats;                /* "P.N/server" -> struct gw_stat */
+    struct gt_strmap stats;                /* "P.N/server" -> struct gt_gw_track */
     struct gt_gwlog *reqlog;               /* every request's latency, from HAProxy's log */
     struct event *timer;
 };
@@ -764,7 +758,15 @@ static const char *const col_names[C_N] = {"pxname",       "svname",   "qcur",  
                                            "stot",         "econ",     "eresp", "status",
                                            "check_status", "hrsp_5xx", "rtime", "ttime"};
 
-static void parse_stats(struct gt_gateway *gw, const char *text)
+/* A counter of HAProxy's: negative, junk or past int64 reads as 0. */
+static int64_t counter(const char *line, int i)
+{
+    char v[64];
+    long long n = strtoll(csv_field(line, i, v, sizeof(v)), NULL, 10);
+    return n > 0 && n < INT64_MAX / 4 ? (int64_t)n : 0;
+}
+
+void gt_gateway_stats_parse(struct gt_strmap *stats, const char *text, int64_t now_ms)
 {
     int idx[C_N];
     for (int c = 0; c < C_N; c++) {
@@ -788,31 +790,29 @@ static void parse_stats(struct gt_gateway *gw, const char *text)
             return;
         }
     }
-    int64_t now = gt_now_ms();
     for (const char *line = nl + 1; *line;
          line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "") {
-        char px[128], sv[128], v[64];
+        char px[128], sv[128];
         csv_field(line, idx[C_PX], px, sizeof(px));
         csv_field(line, idx[C_SV], sv, sizeof(sv));
         if (!px[0] || !strcmp(sv, "FRONTEND") || !strcmp(sv, "BACKEND")) {
             continue;
         }
         char *key = gt_xasprintf("%s/%s", px, sv);
-        struct gw_stat *st = gt_strmap_get(&gw->stats, key);
+        struct gt_gw_track *st = gt_strmap_get(stats, key);
         if (!st) {
             st = gt_xcalloc(1, sizeof(*st));
-            gt_strmap_put(&gw->stats, key, st);
+            gt_strmap_put(stats, key, st);
         }
         free(key);
         struct gt_gw_stat *p = &st->pub;
-        p->qcur = strtoll(csv_field(line, idx[C_QCUR], v, sizeof(v)), NULL, 10);
-        p->scur = strtoll(csv_field(line, idx[C_SCUR], v, sizeof(v)), NULL, 10);
-        p->stot = strtoll(csv_field(line, idx[C_STOT], v, sizeof(v)), NULL, 10);
-        p->hrsp_5xx = strtoll(csv_field(line, idx[C_5XX], v, sizeof(v)), NULL, 10);
-        p->errors = strtoll(csv_field(line, idx[C_ECON], v, sizeof(v)), NULL, 10) +
-                    strtoll(csv_field(line, idx[C_ERESP], v, sizeof(v)), NULL, 10);
-        p->rtime_ms = strtoll(csv_field(line, idx[C_RTIME], v, sizeof(v)), NULL, 10);
-        p->ttime_ms = strtoll(csv_field(line, idx[C_TTIME], v, sizeof(v)), NULL, 10);
+        p->qcur = counter(line, idx[C_QCUR]);
+        p->scur = counter(line, idx[C_SCUR]);
+        p->stot = counter(line, idx[C_STOT]);
+        p->hrsp_5xx = counter(line, idx[C_5XX]);
+        p->errors = counter(line, idx[C_ECON]) + counter(line, idx[C_ERESP]);
+        p->rtime_ms = counter(line, idx[C_RTIME]);
+        p->ttime_ms = counter(line, idx[C_TTIME]);
         char status[32], check[32];
         csv_field(line, idx[C_STATUS], status, sizeof(status));
         csv_field(line, idx[C_CHECK], check, sizeof(check));
@@ -822,13 +822,13 @@ static void parse_stats(struct gt_gateway *gw, const char *text)
             !strcmp(chk, "L7OK") && (!strncmp(status, "UP", 2) || !strncmp(status, "DRAIN", 5) ||
                                      !strncmp(status, "NOLB", 4));
         int64_t bad = p->hrsp_5xx + p->errors;
-        if (st->prev_ms && now > st->prev_ms) {
-            double dt = (double)(now - st->prev_ms) / 1000.0;
+        if (st->prev_ms && now_ms > st->prev_ms) {
+            double dt = (double)(now_ms - st->prev_ms) / 1000.0;
             double dreq = (double)(p->stot - st->prev_total);
             p->rate_rps = dreq / dt;
             p->error_rate = dreq > 0 ? (double)(bad - st->prev_bad) / dreq : 0;
         }
-        st->prev_ms = now;
+        st->prev_ms = now_ms;
         st->prev_total = p->stot;
         st->prev_bad = bad;
     }
@@ -844,7 +844,7 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
         struct gt_buf out;
         gt_buf_init(&out);
         if (rt_cmd(gw, "show stat", &out) == 0 && out.data) {
-            parse_stats(gw, out.data);
+            gt_gateway_stats_parse(&gw->stats, out.data, gt_now_ms());
         }
         gt_buf_fini(&out);
     }
@@ -857,7 +857,7 @@ const struct gt_gw_stat *gt_gateway_stat(const struct gt_gateway *gw, const char
                                          const char *name, const char *server)
 {
     char *key = gt_xasprintf("%s.%s/%s", project, name, server);
-    const struct gw_stat *st = gt_strmap_get(&gw->stats, key);
+    const struct gt_gw_track *st = gt_strmap_get(&gw->stats, key);
     free(key);
     return st && st->prev_ms ? &st->pub : NULL;
 }

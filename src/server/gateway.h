@@ -27,6 +27,21 @@ struct gt_gw_stat {
     double error_rate; /* (5xx + errors) / requests over the last poll interval */
 };
 
+/* One replica's stats and what its rates are taken against. */
+struct gt_gw_track {
+    struct gt_gw_stat pub;
+    int64_t prev_total, prev_bad, prev_ms; /* at the previous poll */
+};
+/* Parse HAProxy's `show stat` CSV (text, NUL-terminated; its "# " header
+ * line names the columns) into stats, "proxy/server" -> struct
+ * gt_gw_track (heap, owned by the map: free with free()), each replica's
+ * rates against its previous poll, now_ms this one's time. FRONTEND and
+ * BACKEND rows are skipped; text without every column used changes
+ * nothing; a counter that is not a non-negative number reads as 0. The
+ * stats are HAProxy's (its runtime socket), whose names come from the
+ * users' services: fuzzed (tests/fuzz/fuzz_haproxy_stat.c). */
+void gt_gateway_stats_parse(struct gt_strmap *stats, const char *text, int64_t now_ms);
+
 /* Called after each poll of HAProxy's stats (every GT_GATEWAY_POLL_MS). */
 typedef void gt_gateway_polled_fn(void *arg);
 #define GT_GATEWAY_POLL_MS 250

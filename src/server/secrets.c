@@ -22,8 +22,6 @@
 #include "server/reply.h"
 #include "server/secrets.h"
 
-#define NODE_USER_PREFIX "system:node:"
-
 /* The value of the gantrySecret name for the task's job jo (new string),
  * or NULL with err. */
 static char *resolve(const struct gt_ctl *c, const char *name, const struct gt_cobj *jo,
@@ -43,16 +41,15 @@ static char *resolve(const struct gt_ctl *c, const char *name, const struct gt_c
  * node (where the user names the node) and has not ended. 0, or replies. */
 static int authorize(struct gt_req *r, const struct gt_api_task *task)
 {
-    const char *user = r->user->name;
-    size_t pl = strlen(NODE_USER_PREFIX);
+    const char *self = gt_server_user_node(r->user);
     if (!task->spec.node_name) {
         gt_req_error(r, GT_ECONFLICT, "tasks \"%s\" is not bound to a node", task->o.meta.name);
         return -1;
     }
-    if (!strncmp(user, NODE_USER_PREFIX, pl) && strcmp(user + pl, task->spec.node_name) != 0) {
+    if (self && strcmp(self, task->spec.node_name) != 0) {
         gt_req_error(r, GT_EFORBIDDEN,
-                     "user \"%s\" cannot get tasks/secrets of a task bound to node %s", user,
-                     task->spec.node_name);
+                     "user \"%s\" cannot get tasks/secrets of a task bound to node %s",
+                     r->user->name, task->spec.node_name);
         return -1;
     }
     if (gt_api_task_phase_terminal((enum gt_task_phase)task->status.phase)) {

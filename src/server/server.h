@@ -150,11 +150,24 @@ struct gt_server_authz {
     const char *project;    /* project-scoped kinds: the project; Project: its name;
                                Event: involvedObject.project (NULL: a cluster object) */
     const char *department; /* Project create/update: spec.department of the body */
+    const char *bound_node; /* Task /status: spec.nodeName of the stored task ("": unbound);
+                               NULL: not read yet (decided again once it is) */
 };
 
-/* 0 if user may do what req says, else -GT_EFORBIDDEN. */
+/* 0 if user may do what req says, else -GT_EFORBIDDEN. A node user bound
+ * to one node (gt_server_user_node) writes only its own Node (and its
+ * subresources) and the /status of tasks bound to it, as Kubernetes'
+ * NodeRestriction admission plugin allows a kubelet. */
 int gt_server_authorize(const struct gt_server_access *a, const struct gt_server_user *user,
                         const struct gt_server_authz *req);
+/* The node user is bound to: NAME for a gantry:nodes user named
+ * system:node:NAME (borrowed from user), else NULL (another gantry:nodes
+ * user is an agent credential shared by several nodes, such as hollow
+ * nodes', and is not bound to one). */
+const char *gt_server_user_node(const struct gt_server_user *user);
+/* The rule a 403 to a bound node user names. */
+#define GT_NODE_RESTRICTION_RULE                                                                   \
+    "NodeRestriction: a node writes only its own Node and the status of tasks bound to it"
 /* May user read objects in project? (lists across projects filter with it) */
 bool gt_server_can_read_project(const struct gt_server_access *a, const struct gt_server_user *user,
                                 const char *project);

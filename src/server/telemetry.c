@@ -475,6 +475,14 @@ static void post_telemetry(struct gt_ctl *c, struct gt_req *r)
                      r->user->name);
         return;
     }
+    const char *self = gt_server_user_node(r->user);
+    if (self && strcmp(self, r->route.name) != 0) {
+        gt_req_error(
+            r, GT_EFORBIDDEN,
+            "user \"%s\" cannot report telemetry of nodes \"%s\" (" GT_NODE_RESTRICTION_RULE ")",
+            r->user->name, r->route.name);
+        return;
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
     size_t len = evbuffer_get_length(in);
     json_t *body = NULL;

@@ -101,9 +101,11 @@ static int check_path_agreement(struct gt_req *r, json_t *obj, bool name_from_pa
 }
 
 /* Authorize a write of r's kind; the body supplies a Project's department
- * and an Event's project. 0, or replies 403 and returns -1. */
+ * and an Event's project; stored (NULL: not read yet) a Task's node for a
+ * /status write. 0, or replies 403 (naming NodeRestriction where that rule
+ * refused) and returns -1. */
 static int authorize_write(struct gt_req *r, enum gt_server_verb verb, const json_t *body,
-                           const char *name)
+                           const char *name, const json_t *stored)
 {
     const struct gt_route *rt = &r->route;
     struct gt_server_authz az = {.verb = verb,
@@ -117,13 +119,20 @@ static int authorize_write(struct gt_req *r, enum gt_server_verb verb, const jso
     } else if (rt->kind->kind == GT_KIND_EVENT && body) {
         az.project = gt_access_project_of(rt->kind, body);
     }
+    if (stored) {
+        const char *bound = json_string_value(gt_json_path(stored, "spec.nodeName"));
+        az.bound_node = bound ? bound : "";
+    }
     if (gt_server_authorize(r->s->access, r->user, &az) == 0) {
         return 0;
     }
     static const char *const verbs[] = {"read", "create", "update", "delete"};
-    gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot %s %s%s%s%s%s", r->user->name, verbs[verb],
-                 rt->kind->plural, name ? " \"" : "", name ? name : "", name ? "\"" : "",
-                 rt->kind->namespaced ? " in that project" : "");
+    bool bound = gt_server_user_node(r->user) != NULL;
+    gt_req_error(r, GT_EFORBIDDEN, "user \"%s\" cannot %s %s%s%s%s%s%s%s", r->user->name,
+                 verbs[verb], rt->kind->plural, az.sub ? "/" : "", az.sub ? az.sub : "",
+                 name ? " \"" : "", name ? name : "", name ? "\"" : "",
+                 bound ? " (" GT_NODE_RESTRICTION_RULE ")"
+                       : (rt->kind->namespaced ? " in that project" : ""));
     return -1;
 }
 
@@ -263,7 +272,7 @@ void gt_write_create(struct gt_req *r)
     }
     json_t *obj = r->body;
     const char *name = gt_obj_name(obj);
-    if (authorize_write(r, GT_VERB_CREATE, obj, name)) {
+    if (authorize_write(r, GT_VERB_CREATE, obj, name, NULL)) {
         return;
     }
     if (rt->kind->namespaced && !gt_server_access_project_department(r->s->access, rt->project)) {
@@ -472,6 +481,13 @@ static void update_attempt(struct gt_req *r)
     if (read_stored(r, &stored, false)) {
         return;
     }
+    /* NodeRestriction: a node's task /status write, now that the task's
+     * node is known */
+    if (r->route.kind->kind == GT_KIND_TASK && !strcmp(r->route.sub, "status") &&
+        authorize_write(r, GT_VERB_UPDATE, r->body, r->route.name, stored)) {
+        json_decref(stored);
+        return;
+    }
     json_decref(r->obj);
     r->obj = NULL;
     int rc = merge_update(r, stored);
@@ -517,7 +533,7 @@ void gt_write_update(struct gt_req *r)
     if (whole && check_path_agreement(r, r->body, true)) {
         return;
     }
-    if (authorize_write(r, GT_VERB_UPDATE, r->body, rt->name)) {
+    if (authorize_write(r, GT_VERB_UPDATE, r->body, rt->name, NULL)) {
         return;
     }
     if (rt->kind->kind == GT_KIND_TASK && !strcmp(rt->sub, "status") && !r->user->node) {
@@ -543,7 +559,7 @@ static void delete_attempt(struct gt_req *r)
         return;
     }
     if (r->route.kind->kind == GT_KIND_EVENT &&
-        authorize_write(r, GT_VERB_DELETE, stored, r->route.name)) {
+        authorize_write(r, GT_VERB_DELETE, stored, r->route.name, NULL)) {
         json_decref(stored);
         return;
     }
@@ -563,7 +579,8 @@ static void delete_attempt(struct gt_req *r)
 void gt_write_delete(struct gt_req *r, int64_t expected_rev)
 {
     const struct gt_route *rt = &r->route;
-    if (rt->kind->kind != GT_KIND_EVENT && authorize_write(r, GT_VERB_DELETE, NULL, rt->name)) {
+    if (rt->kind->kind != GT_KIND_EVENT &&
+        authorize_write(r, GT_VERB_DELETE, NULL, rt->name, NULL)) {
         return;
     }
     const struct gt_ctl_hooks *h = r->s->ctl_hooks;
@@ -643,7 +660,8 @@ static void binding_attempt(struct gt_req *r)
 void gt_write_binding(struct gt_req *r)
 {
     const struct gt_route *rt = &r->route;
-    if (read_body(r) || authorize_write(r, GT_VERB_UPDATE, NULL, rt->name) || check_binding(r)) {
+    if (read_body(r) || authorize_write(r, GT_VERB_UPDATE, NULL, rt->name, NULL) ||
+        check_binding(r)) {
         return;
     }
     r->key = gt_route_key(rt->kind, rt->project, rt->name);

@@ -38,7 +38,8 @@ char *gt_etcd_b64_encode(const char *src, size_t len)
 int gt_etcd_b64_decode(const char *src, char **out, size_t *len)
 {
     size_t n = src ? strlen(src) : 0;
-    char *p = gt_xmalloc(n / 4 * 3 + 1);
+    /* room for unpadded input too: n characters carry at most 6n/8 bytes */
+    char *p = gt_xmalloc((n + 3) / 4 * 3 + 1);
     size_t o = 0;
     uint32_t v = 0;
     int bits = 0;

@@ -29,7 +29,9 @@ API = "/apis/gantry.dev/v1"
 # token,user,uid,"groups" as kube-apiserver's static token file
 TOKENS = {
     "admin": ("admin-token", "root-admin", 0, "gantry:admins"),
-    "node": ("node-token", "node-n1", 0, "gantry:nodes"),
+    "node": ("node-token", "node-n1", 0, "gantry:nodes"),  # shared: bound to no node
+    "node-n1": ("node-n1-token", "system:node:n1", 0, "gantry:nodes"),  # NodeRestriction: n1
+    "node-n2": ("node-n2-token", "system:node:n2", 0, "gantry:nodes"),  # NodeRestriction: n2
     "alice": ("alice-token", "alice", 1001, "ml"),   # admin of project a
     "bob": ("bob-token", "bob", 1002, "ml"),         # member of project a
     "carol": ("carol-token", "carol", 1003, "ml"),   # viewer of project a

@@ -19,7 +19,9 @@ from gantry_e2e import API, TOKENS, GantrydTest, job, main, obj, seed_tenancy, w
 # role -> (token name in TOKENS or a raw token, the project it belongs to)
 ROLES = {
     "admin": ("admin", None),
-    "node": ("node", None),
+    "node": ("node", None),               # a shared agent credential: bound to no node
+    "node-n1": ("node-n1", None),         # system:node:n1 (NodeRestriction)
+    "node-n2": ("node-n2", None),         # system:node:n2 (NodeRestriction)
     "dept-admin": ("erin", "proj-b"),     # admin of dept-b, which holds proj-b
     "project-admin": ("alice", "proj-a"),
     "member": ("bob", "proj-a"),
@@ -41,6 +43,8 @@ KIND_OF = {"jobs": "Job", "tasks": "Task", "notebooks": "Notebook", "volumes": "
 TARGET = {"jobs": "train", "tasks": "train-worker-0", "notebooks": "nb", "volumes": "vol",
           "imagebuilds": "ib", "models": "m", "modelversions": "mv"}
 BOUND_TASK = "bound-worker-0"  # bound to node n1 at set-up: its secrets can be made
+# the node roles, and the node each is bound to (NodeRestriction; None: none)
+NODE_OF = {"node": None, "node-n1": "n1", "node-n2": "n2"}
 
 
 def sides(role):
@@ -60,7 +64,7 @@ def project_role(role, project):
 
 def readable(role):
     """The projects whose objects the role may read."""
-    if role in ("admin", "node"):
+    if role == "admin" or role in NODE_OF:
         return {"proj-a", "proj-b"}
     return {p for p in ("proj-a", "proj-b") if project_role(role, p)}
 
@@ -84,9 +88,16 @@ def allowed(role, verb, kind, project):
         # a task's status and secrets are its agent's alone: "no one else may"
         return not (kind == "tasks" and verb in ("status", "secrets"))
     read = verb in ("get", "list", "watch", "missing", "log", "scalars", "history")
-    if role == "node":
-        return (read or kind == "nodes" or (kind, verb) == ("tasks", "status")
-                or (kind, verb) in (("events", "create"), ("tasks", "secrets")))
+    if role in NODE_OF:
+        if read or (kind, verb) == ("events", "create"):
+            return True
+        bound = NODE_OF[role]
+        if kind == "nodes":
+            # the cells write Node n1 (update, status) and nodes of other
+            # names (create, delete): a bound node only its own
+            return bound is None or (bound == "n1" and verb in ("update", "status"))
+        # the status and secrets cells name the task bound to n1
+        return (kind, verb) in (("tasks", "status"), ("tasks", "secrets")) and bound in (None, "n1")
     pr = project_role(role, project) if project else None
     if kind in ("nodes", "priorityclasses"):
         return read
@@ -459,7 +470,7 @@ def matches(role, got, want):
     if got[0] != want[0] or want[1] is None:
         return got[0] == want[0]
     seen = got[1] & COMPARED
-    return seen >= want[1] if role in ("admin", "node") else seen == want[1]
+    return seen >= want[1] if role == "admin" or role in NODE_OF else seen == want[1]
 
 
 def project_of(o):

@@ -289,6 +289,70 @@ static void test_task_secrets(void **state)
     env_close(&e);
 }
 
+/* The message of an answer (borrowed from r), or "". */
+static const char *message_of(const struct reply *r)
+{
+    const char *m = json_string_value(json_object_get(r->body, "message"));
+    return m ? m : "";
+}
+
+static void expect_code(struct env *e, const char *method, const char *path, const char *token,
+                        const char *body, int code, const char *in_message)
+{
+    struct reply r = request(e, method, path, token, body);
+    if (r.code != code || (in_message && !strstr(message_of(&r), in_message))) {
+        fail_msg("%s %s as %s: %d \"%s\", want %d with \"%s\"", method, path, token, r.code,
+                 message_of(&r), code, in_message ? in_message : "");
+    }
+    json_decref(r.body);
+}
+
+/* NodeRestriction: system:node:NAME writes only Node NAME and the status of
+ * tasks bound to NAME (decided on the stored task, not the body). */
+static void test_node_restriction(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+#define NODE_FMT                                                                                   \
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"}}"
+#define TASK_FMT                                                                                   \
+    "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Task\",\"metadata\":{\"name\":\"%s\","           \
+    "\"project\":\"p\"},\"spec\":{\"job\":\"j\"%s,\"template\":{\"command\":[\"true\"]}}}"
+    const char *rule = "NodeRestriction";
+    char *n1 = gt_xasprintf(NODE_FMT, "n1");
+    char *n3 = gt_xasprintf(NODE_FMT, "n3");
+    expect_code(&e, "POST", BASE "/nodes", "t-n1", n1, 201, NULL);
+    expect_code(&e, "POST", BASE "/nodes", "t-n1", n3, 403, rule);
+    expect_code(&e, "PUT", BASE "/nodes/n1", "t-n2", n1, 403, rule);
+    expect_code(&e, "PUT", BASE "/nodes/n1/status", "t-n2", "{\"status\":{}}", 403, rule);
+    expect_code(&e, "DELETE", BASE "/nodes/n1", "t-n2", NULL, 403, rule);
+    expect_code(&e, "PUT", BASE "/nodes/n1", "t-n1", n1, 200, NULL);
+    free(n1);
+    free(n3);
+    char *d = dept("d1", 1);
+    expect_code(&e, "POST", BASE "/departments", TOKEN, d, 201, NULL);
+    free(d);
+    expect_code(&e, "POST", BASE "/projects", TOKEN,
+                "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Project\",\"metadata\":{\"name\":"
+                "\"p\"},\"spec\":{\"department\":\"d1\"}}",
+                201, NULL);
+    char *bound = gt_xasprintf(TASK_FMT, "bound", ",\"nodeName\":\"n1\"");
+    char *unbound = gt_xasprintf(TASK_FMT, "unbound", "");
+    expect_code(&e, "POST", BASE "/projects/p/tasks", TOKEN, bound, 201, NULL);
+    expect_code(&e, "POST", BASE "/projects/p/tasks", TOKEN, unbound, 201, NULL);
+    free(bound);
+    free(unbound);
+#undef NODE_FMT
+#undef TASK_FMT
+    const char *running = "{\"status\":{\"phase\":\"Running\"}}";
+    expect_code(&e, "PUT", BASE "/projects/p/tasks/bound/status", "t-n2", running, 403, rule);
+    expect_code(&e, "PUT", BASE "/projects/p/tasks/unbound/status", "t-n1", running, 403, rule);
+    expect_code(&e, "PUT", BASE "/projects/p/tasks/bound/status", "t-n1", running, 200, NULL);
+    expect_code(&e, "PUT", BASE "/projects/p/tasks/bound/status", TOKEN, running, 403, NULL);
+    env_close(&e);
+}
+
 /* Create, replace and delete answer the object at the store's revision. */
 static void test_writes(void **state)
 {
@@ -464,6 +528,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routes),
         cmocka_unit_test(test_task_secrets),
+        cmocka_unit_test(test_node_restriction),
         cmocka_unit_test(test_writes),
         cmocka_unit_test(test_watch),
         cmocka_unit_test(test_watch_from_version),
