@@ -381,7 +381,10 @@ static void report_exit(struct gt_gantlet *g, struct gt_ltask *t)
 {
     struct gt_shim_exit ex;
     struct gt_err err = {0};
-    if (gt_shim_exit_read(t->dir, &ex, &err) < 0) {
+    if (gt_fault_hit(&g->faults, GT_FP_EXIT_BEFORE_REPORT) == GT_FAULT_FAIL) {
+        gt_err_set(&err, GT_EINTERNAL, "fault point %s", GT_FP_EXIT_BEFORE_REPORT);
+    }
+    if (err.code || gt_shim_exit_read(t->dir, &ex, &err) < 0) {
         gt_log_error("cannot read the exit record", "task=%s err=\"%s\"", t->name, err.msg);
         t->retry_at_ms = gt_mono_ms() + RETRY_MS;
         return;
@@ -662,7 +665,7 @@ void gt_gantlet_task_start(struct gt_gantlet *g, struct gt_api_task *task, const
         exit_synthesize(t, 127, err.code == GT_EFORBIDDEN ? "VolumeDenied" : NULL, err.msg);
         return;
     }
-    if (spawn_shim(g, t) < 0) {
+    if (gt_fault_hit(&g->faults, GT_FP_SHIM_SPAWN) == GT_FAULT_FAIL || spawn_shim(g, t) < 0) {
         exit_synthesize(t, 127, NULL, "cannot run gantry-shim");
         return;
     }
