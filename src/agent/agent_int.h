@@ -319,6 +319,7 @@ struct gt_ltask {
     struct gt_api_task *obj; /* last Task seen from gantryd (owned); NULL until seen */
     int64_t retry_at_ms;     /* no status write before this (monotonic) */
     int64_t started_mono_ms; /* when its start was reported here (monotonic); 0 adopted */
+    int64_t shim_check_ms;   /* when its shim is next checked for life (monotonic) */
     bool put_in_flight;
     int gpus;            /* GPUs it holds on this node */
     bool seen;           /* in the last full list */
