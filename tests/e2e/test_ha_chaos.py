@@ -34,6 +34,7 @@ import threading
 import time
 import unittest
 
+from chaoslib import Invariants, Sampler
 from gantry_e2e import (API, GANTRY, TOKENS, EtcdCluster, Gantlet, Gantryd, free_port, main,
                         obj, pct, wait_for)
 
@@ -43,7 +44,6 @@ GANGS = 4  # of the jobs, these have two workers
 LIMIT_GPUS = 6
 TTL_S, RENEW_MS = 2, 250
 PROJECT = API + "/projects/proj-a"
-HOLDING = ("Bound", "Running", "Terminating")
 GANG_TIMEOUT_S = 30  # a gang holding GPUs partly for longer breaks INV-GANG
 
 
@@ -114,8 +114,7 @@ class Chaos(unittest.TestCase):
             self.addCleanup(a.cleanup)
             a.start()
             self.agents.append(a)
-        self.lock = threading.Lock()
-        self.violations = []
+        self.inv = Invariants(LIMIT_GPUS, GANG_TIMEOUT_S)
         self.failovers = []
         self.stop = threading.Event()
 
@@ -153,50 +152,14 @@ class Chaos(unittest.TestCase):
                 time.sleep(0.3)  # every replica refused: the same name again
             os.unlink(path)
 
-    # ---- the sampler: invariants every 100 ms ----
+    # ---- the sampler: invariants every 100 ms (chaoslib.Invariants) ----
 
     def sample(self):
-        partial_since = {}
-        while not self.stop.is_set():
-            t0 = time.time()
-            try:
-                st, body = self.all.request("GET", PROJECT + "/tasks", timeout=5)
-            except OSError:
-                st = None
-            if st == 200:
-                self.check(body.get("items") or [], partial_since)
-            time.sleep(max(0.0, 0.1 - (time.time() - t0)))
-
-    def check(self, tasks, partial_since):
-        holders, gpus, by_job = {}, 0, {}
-        for t in tasks:
-            phase = (t.get("status") or {}).get("phase")
-            job = t["metadata"]["labels"].get("gantry.dev/job")
-            live = phase in HOLDING
-            by_job.setdefault(job, []).append(live)
-            if not live:
-                continue
-            for gp in t["spec"].get("gpus") or []:
-                key = (t["spec"].get("nodeName"), gp["uuid"])
-                if key in holders:
-                    self.violate("INV-G: %s held by %s and %s" % (
-                        key, holders[key], t["metadata"]["name"]))
-                holders[key] = t["metadata"]["name"]
-                gpus += 1
-        if gpus > LIMIT_GPUS:
-            self.violate("INV-Q: %d GPUs held, limit %d" % (gpus, LIMIT_GPUS))
-        now = time.time()
-        for job, lives in by_job.items():
-            if len(lives) > 1 and 0 < sum(lives) < len(lives):
-                since = partial_since.setdefault(job, now)
-                if now - since > GANG_TIMEOUT_S:
-                    self.violate("INV-GANG: %s partly bound for %.0f s" % (job, now - since))
-            else:
-                partial_since.pop(job, None)
+        st, body = self.all.request("GET", PROJECT + "/tasks", timeout=5)
+        return ((body.get("items") or []), None) if st == 200 else None
 
     def violate(self, what):
-        with self.lock:
-            self.violations.append(what)
+        self.inv.violate(what)
 
     # ---- the chaos ----
 
@@ -259,8 +222,8 @@ class Chaos(unittest.TestCase):
         t_start = time.time()
         names = [("job-%03d" % i, 2 if i % (JOBS // GANGS) == 0 else 1) for i in range(JOBS)]
         acked = []
-        threads = [threading.Thread(target=self.sample, daemon=True),
-                   threading.Thread(target=self.supervise, daemon=True)]
+        sampler = Sampler(self.inv, self.sample)
+        threads = [sampler, threading.Thread(target=self.supervise, daemon=True)]
         submitter = threading.Thread(target=self.submit_all, args=(names, acked), daemon=True)
         for t in threads + [submitter]:
             t.start()
@@ -290,10 +253,11 @@ class Chaos(unittest.TestCase):
                         for t in items))
         wait_for("every task terminal", terminal, timeout=150, interval=0.5)
         self.stop.set()
+        sampler.stop()
         for t in threads:
             t.join(timeout=10)
 
-        self.assertEqual(self.violations, [])
+        self.assertEqual(self.inv.violations, [])
         self.assertEqual(sorted(acked), sorted(n for n, _ in names))
         st, body = self.all.request("GET", PROJECT + "/tasks")
         phases = {t["metadata"]["name"]: t["status"]["phase"] for t in body["items"]}
