@@ -4,8 +4,9 @@ BUILD_ASAN ?= build-asan
 BUILD_FUZZ ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
+SOAK_MINUTES ?= 30
 
-.PHONY: all deps demo test test-asan bench fuzz results results-check clean format
+.PHONY: all deps demo test test-asan bench soak fuzz results results-check clean format
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -29,6 +30,12 @@ test-asan: deps
 
 bench: deps all
 	@bench/run $(BUILD)
+
+# the fault chaos mix for SOAK_MINUTES, gantryd's and gantlet's memory and
+# descriptors sampled (docs/faults.md); needs root; not part of test
+soak: deps all
+	@GANTRY_BUILD_DIR=$(abspath $(BUILD)) SOAK_MINUTES=$(SOAK_MINUTES) \
+	    /usr/bin/python3 tests/e2e/soak_fault_chaos.py
 
 fuzz: deps
 	@cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_C_COMPILER=clang >/dev/null

@@ -157,6 +157,7 @@ class FaultChaos(unittest.TestCase):
         for a in self.agents:
             wait_for("node %s Ready" % a.name, a.p.ready, timeout=60)
         self.inv = Invariants(LIMIT_GPUS, gang_timeout_s=60)
+        self.totals = {"runs": 0, "restarts": 0, "requeues": 0}
         self.stop = threading.Event()
         self.addCleanup(self.stop.set)  # first: no restarts while the rest goes
 
@@ -406,16 +407,40 @@ class FaultChaos(unittest.TestCase):
                 pass
         return n
 
+    def check_runs(self, doc, policy, job):
+        """What job (terminal, as gantryd has it) ran beyond its policy, from
+        its run file: each task at most 1 + restartCount + requeueCount
+        times, restartCount within backoffLimit and 0 under Never."""
+        name = doc["metadata"]["name"]
+        st = job.get("status") or {}
+        rc, rq = st.get("restartCount", 0), st.get("requeueCount", 0)
+        self.totals["restarts"] += rc
+        self.totals["requeues"] += rq
+        over = []
+        backoff = doc["spec"]["runPolicy"]["backoffLimit"]
+        if rc > backoff or (policy == "Never" and rc):
+            over.append("%s: restartCount %d (%s, backoffLimit %d)" % (name, rc, policy, backoff))
+        try:
+            with open(os.path.join(self.shared, name)) as f:
+                lines = f.read().split()
+        except FileNotFoundError:
+            lines = []
+        self.totals["runs"] += len(lines)
+        for task in set(lines):
+            if lines.count(task) > 1 + rc + rq:
+                over.append("%s ran %d times, allowed 1 + %d restarts + %d requeues" % (
+                    task, lines.count(task), rc, rq))
+        return over
+
     def all_jobs(self):
         st, body = self.g.request("GET", PROJECT + "/jobs", timeout=30)
         return (body.get("items") or []) if st == 200 else None
 
-    def run_mix(self, n_jobs):
-        """Submit n_jobs under chaos; returns (docs, acked) once the chaos
-        is over and every process is up again."""
+    def run_mix(self, docs):
+        """Submit docs (job_doc's, an iterable) under chaos, which lasts as
+        long as the submitter; returns (acked names, the supervisor)."""
         t0 = time.time()
         self.live_tasks, self.n_fetch = 0, 0
-        docs = [self.job_doc(i) for i in range(n_jobs)]
         acked = set()
         sampler = Sampler(self.inv, self.fetch)
         self.addCleanup(sampler.stop)
@@ -428,11 +453,12 @@ class FaultChaos(unittest.TestCase):
         sub.join(timeout=600)
         self.assertFalse(sub.is_alive(), "the submitter never finished")
         print("chaos: submitted %d jobs in %.0f s" % (len(acked), time.time() - t0), flush=True)
-        return docs, acked, sup
+        return acked, sup
 
     def test_fault_chaos(self):
         t0 = time.time()
-        docs, acked, sup = self.run_mix(self.JOBS)
+        docs = [self.job_doc(i) for i in range(self.JOBS)]
+        acked, sup = self.run_mix(docs)
 
         def terminal():
             jobs = self.all_jobs()
@@ -448,29 +474,12 @@ class FaultChaos(unittest.TestCase):
         self.assertEqual(self.inv.violations, [])
         self.assertEqual(acked, {n for n, _, _ in docs})
         by_name = {j["metadata"]["name"]: j for j in jobs}
-        phases, runs_total, restarts, requeues, over = {}, 0, 0, 0, []
+        phases, over = {}, []
         for name, doc, policy in docs:
             self.assertIn(name, by_name)  # acknowledged, never lost
-            st = by_name[name].get("status") or {}
             phase = job_phase(by_name[name])
             phases[phase] = phases.get(phase, 0) + 1
-            rc, rq = st.get("restartCount", 0), st.get("requeueCount", 0)
-            restarts += rc
-            requeues += rq
-            backoff = doc["spec"]["runPolicy"]["backoffLimit"]
-            if rc > backoff or (policy == "Never" and rc):
-                over.append("%s: restartCount %d (%s, backoffLimit %d)" % (name, rc, policy,
-                                                                             backoff))
-            try:
-                with open(os.path.join(self.shared, name)) as f:
-                    lines = f.read().split()
-            except FileNotFoundError:
-                lines = []
-            runs_total += len(lines)
-            for task in set(lines):
-                if lines.count(task) > 1 + rc + rq:
-                    over.append("%s ran %d times, allowed 1 + %d restarts + %d requeues" % (
-                        task, lines.count(task), rc, rq))
+            over += self.check_runs(doc, policy, by_name[name])
         self.assertEqual(over, [])
 
         def gpus_free():
@@ -486,8 +495,9 @@ class FaultChaos(unittest.TestCase):
               "times) %s" % (dict(sorted(self.fired().items())), exits), flush=True)
         print("chaos: %d jobs %s, %d task runs, %d restarts, %d requeues, %d invariant "
               "samples (%d while gantryd was down), %.0f s" % (
-                  len(docs), dict(sorted(phases.items())), runs_total, restarts, requeues,
-                  self.inv.samples, self.sampler.skipped, time.time() - t0), flush=True)
+                  len(docs), dict(sorted(phases.items())), self.totals["runs"],
+                  self.totals["restarts"], self.totals["requeues"], self.inv.samples,
+                  self.sampler.skipped, time.time() - t0), flush=True)
 
 
 if __name__ == "__main__":
