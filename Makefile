@@ -5,8 +5,9 @@ BUILD_FUZZ ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 FUZZ_LONG_SECONDS ?= 600
+SOAK_MINUTES ?= 30
 
-.PHONY: all deps demo test test-asan bench fuzz fuzz-long results results-check clean format
+.PHONY: all deps demo test test-asan bench soak fault-chaos fuzz fuzz-long results results-check clean format
 
 all: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -30,6 +31,17 @@ test-asan: deps
 
 bench: deps all
 	@bench/run $(BUILD)
+
+# the fault chaos mix for SOAK_MINUTES, gantryd's and gantlet's memory and
+# descriptors sampled (docs/faults.md); needs root; not part of test
+soak: deps all
+	@GANTRY_BUILD_DIR=$(abspath $(BUILD)) SOAK_MINUTES=$(SOAK_MINUTES) \
+	    /usr/bin/python3 tests/e2e/soak_fault_chaos.py
+
+# the fault chaos test (docs/faults.md); needs root; not yet part of test:
+# a 1,000-job run leaves tasks Running without a node (see docs/faults.md)
+fault-chaos: deps all
+	@GANTRY_BUILD_DIR=$(abspath $(BUILD)) /usr/bin/python3 tests/e2e/fault_chaos.py
 
 fuzz: deps
 	@cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_C_COMPILER=clang >/dev/null

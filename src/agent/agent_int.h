@@ -6,6 +6,28 @@
 #define GT_AGENT_INT_H
 
 #include "agent/agent.h"
+#include "common/faultpoint.h"
+
+/* Named fault points (common/faultpoint.h, docs/faults.md). gantlet's,
+ * armed by --fault-points:
+ *   shim-spawn                    a task's state directory is made, its shim
+ *                                 not yet started; fail: the shim cannot run
+ *   exit-recorded-before-reported the shim's exit record is read, the exit
+ *                                 not yet sent; fail: the read fails (retried)
+ * The shim's, armed by GANTRY_SHIM_FAULT_POINTS in its environment (the
+ * agent's, which it inherits):
+ *   image-unpack                  an image is fetched, about to be unpacked;
+ *                                 fail: the unpack fails (ImagePullFailed)
+ *   task-start-before-pidfile     the task runs, task.pid not yet written;
+ *                                 fail: as crash (nothing to fail)
+ *   exit-before-record            the task has ended, exit.json not yet
+ *                                 written; fail: as crash */
+#define GT_FP_SHIM_SPAWN "shim-spawn"
+#define GT_FP_EXIT_BEFORE_REPORT "exit-recorded-before-reported"
+#define GT_FP_IMAGE_UNPACK "image-unpack"
+#define GT_FP_START_BEFORE_PIDFILE "task-start-before-pidfile"
+#define GT_FP_EXIT_BEFORE_RECORD "exit-before-record"
+#define GT_SHIM_FAULT_ENV "GANTRY_SHIM_FAULT_POINTS"
 
 /* A GPU discovery backend. discover fills an empty set (arg: the NVML
  * library path, or the fake spec); on failure it leaves zero GPUs. */
@@ -210,9 +232,10 @@ struct gt_image_pulled {
  * exclusive flock per digest, retried with back-off on transient errors.
  * Appends Pulling/Pulled lines to STATE_DIR/events (gt_image_event_add),
  * then collects unused images above the threshold. On failure err holds
- * the registry's or the tool's message. out is the caller's storage;
+ * the registry's or the tool's message. faults (borrowed, may be NULL):
+ * the shim's, for image-unpack. out is the caller's storage;
  * gt_image_pulled_fini releases it. */
-int gt_image_pull(const struct gt_shim_image *im, const char *state_dir,
+int gt_image_pull(const struct gt_shim_image *im, const char *state_dir, struct gt_faults *faults,
                   struct gt_image_pulled *out, struct gt_err *err);
 void gt_image_pulled_fini(struct gt_image_pulled *p);
 
@@ -296,6 +319,7 @@ struct gt_ltask {
     struct gt_api_task *obj; /* last Task seen from gantryd (owned); NULL until seen */
     int64_t retry_at_ms;     /* no status write before this (monotonic) */
     int64_t started_mono_ms; /* when its start was reported here (monotonic); 0 adopted */
+    int64_t shim_check_ms;   /* when its shim is next checked for life (monotonic) */
     bool put_in_flight;
     int gpus;            /* GPUs it holds on this node */
     bool seen;           /* in the last full list */
@@ -339,6 +363,7 @@ struct gt_gantlet {
     struct gt_strmap by_uid; /* Task uid -> struct gt_ltask (borrowed) */
     struct gt_gid_cache gids;
     int64_t starts_total;
+    struct gt_faults faults; /* --fault-points */
     struct evhttp *http;
     struct gt_apic_stream *watch;
     char watch_rv[32];

@@ -404,7 +404,14 @@ static void discover_gpus(struct gt_gantlet *g)
 
 static int setup(struct gt_gantlet *g, struct gt_err *err)
 {
-    int rc = gt_gantlet_token_read(g->cfg->token_file, &g->token, err);
+    static const char *const fault_points[] = {GT_FP_SHIM_SPAWN, GT_FP_EXIT_BEFORE_REPORT, NULL};
+    int rc = gt_faults_parse(&g->faults, g->cfg->fault_points, fault_points,
+                             (uint64_t)gt_now_ns() ^ (uint64_t)getpid(), err);
+    if (rc < 0) {
+        gt_err_prefix(err, "--fault-points");
+        return rc;
+    }
+    rc = gt_gantlet_token_read(g->cfg->token_file, &g->token, err);
     rc = rc < 0 ? rc : find_shim(g, err);
     if (rc < 0) {
         return rc;

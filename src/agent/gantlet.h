@@ -49,6 +49,7 @@ struct gt_gantlet_config {
     int64_t hollow_connections; /* the hollow nodes' API connections */
     int64_t log_max_bytes;      /* per task log file before rotation */
     int64_t log_level;          /* enum gt_log_level */
+    char *fault_points;         /* --fault-points SPEC (common/faultpoint.h); NULL: none */
 };
 
 /* Parse argv (flags --name VALUE or --name=VALUE) and envp (GANTLET_<NAME>)

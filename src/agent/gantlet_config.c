@@ -76,6 +76,9 @@ static const struct gt_config_opt opts[] = {
      "keep-alive connections the hollow nodes' status writes share"},
     {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false,
      "debug, info, warn or error"},
+    {"fault-points", GT_CONFIG_STR, OFF(fault_points), NULL, 0, 0, false,
+     "NAME=crash|fail[:nth=N|:p=P],...: arm named fault points, for tests (docs/faults.md: "
+     "shim-spawn, exit-recorded-before-reported; the shim's come from GANTRY_SHIM_FAULT_POINTS)"},
 };
 
 static const struct gt_config_table table = {

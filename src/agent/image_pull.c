@@ -218,6 +218,7 @@ static int lock_open(const char *image_dir, const char *hex, const char *kind, i
 
 struct puller {
     const struct gt_shim_image *im;
+    struct gt_faults *faults; /* borrowed; may be NULL */
     struct gt_image_ref ref;
     char *env[4];
     char path_env[128], home_env[PATH_MAX + 8], tmp_env[PATH_MAX + 16];
@@ -416,6 +417,9 @@ static int fetch(struct puller *p, const char *digest, const char *store, struct
     if (rc == 0 && !config) {
         rc = GT_EINVAL;
     }
+    if (rc == 0 && gt_fault_hit(p->faults, GT_FP_IMAGE_UNPACK) == GT_FAULT_FAIL) {
+        rc = gt_err_set(err, GT_EINVAL, "umoci unpack: fault point %s", GT_FP_IMAGE_UNPACK);
+    }
     if (rc == 0) {
         snprintf(image, sizeof(image), "%s:img", layout);
         char *unpack[] = {(char *)"umoci", (char *)"unpack", (char *)"--image",
@@ -597,12 +601,12 @@ static int pull_locked(struct puller *p, const char *state_dir, struct gt_image_
     return 0;
 }
 
-int gt_image_pull(const struct gt_shim_image *im, const char *state_dir,
+int gt_image_pull(const struct gt_shim_image *im, const char *state_dir, struct gt_faults *faults,
                   struct gt_image_pulled *out, struct gt_err *err)
 {
     memset(out, 0, sizeof(*out));
     out->use_fd = -1;
-    struct puller p = {.im = im};
+    struct puller p = {.im = im, .faults = faults};
     int rc = gt_image_ref_parse(im->ref, &p.ref, err);
     rc = rc < 0 ? rc : mkdir_p2(im->dir, "store", err);
     rc = rc < 0 ? rc : mkdir_p2(im->dir, "locks", err);

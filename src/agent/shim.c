@@ -124,6 +124,7 @@ struct shim {
     struct gt_image_pulled img; /* an image task's image (use_fd -1 until pulled) */
     bool rootfs_mounted;        /* an image task's overlay is mounted */
     bool container;             /* the OCI runtime was asked to run it */
+    struct gt_faults faults;    /* GT_SHIM_FAULT_ENV */
 };
 
 /* ---- the task's side: runs between clone and execve ---- */
@@ -990,6 +991,9 @@ static void finish(struct shim *s)
         }
     }
     s->ex.finished_at_ms = gt_now_ms();
+    if (gt_fault_hit(&s->faults, GT_FP_EXIT_BEFORE_RECORD) == GT_FAULT_FAIL) {
+        _exit(GT_FAULT_CRASH_STATUS); /* nothing to fail but the record itself */
+    }
     char *text = gt_shim_exit_to_json(&s->ex);
     gt_err_clear(&err);
     if (gt_agent_file_write_atomic(s->dir, "exit.json", text, strlen(text), true, &err) < 0) {
@@ -1064,7 +1068,7 @@ static int prepare_and_start(struct shim *s, struct gt_err *err)
     }
     if (s->spec.image) {
         /* before the cgroup: a failed pull leaves nothing to clean up */
-        rc = gt_image_pull(s->spec.image, s->dir, &s->img, err);
+        rc = gt_image_pull(s->spec.image, s->dir, &s->faults, &s->img, err);
         if (rc < 0) {
             snprintf(s->ex.reason, sizeof(s->ex.reason), "ImagePullFailed");
             gt_err_prefix(err, "image %s", s->spec.image->ref);
@@ -1126,6 +1130,7 @@ static _Noreturn void run_detached(struct shim *s)
         gt_image_pulled_fini(&s->img);
         _exit(write(STATUS_FD, "S", 1) == 1 ? 0 : 1);
     }
+    gt_fault_hit(&s->faults, GT_FP_START_BEFORE_PIDFILE); /* fail: nothing to fail */
     write_number(s, "task.pid", s->task_pid);
     write_number(s, "started", s->ex.started_at_ms);
     gt_log_info("task started", "pid=%d", (int)s->task_pid);
@@ -1187,6 +1192,15 @@ int gt_shim_main(const char *state_dir, int status_fd)
         return 1;
     }
     free(text);
+    static const char *const fault_points[] = {GT_FP_IMAGE_UNPACK, GT_FP_START_BEFORE_PIDFILE,
+                                               GT_FP_EXIT_BEFORE_RECORD, NULL};
+    if (gt_faults_parse(&s->faults, getenv(GT_SHIM_FAULT_ENV), fault_points,
+                        (uint64_t)gt_now_ns() ^ (uint64_t)getpid(), &err) < 0) {
+        fprintf(stderr, "gantry-shim: %s: %s\n", GT_SHIM_FAULT_ENV, err.msg);
+        gt_shim_spec_fini(&s->spec);
+        free(s);
+        return 1;
+    }
     /* started by the agent as a session leader: supervise from this process */
     if (getsid(0) != getpid() || detach_fds(s->dir, status_fd) < 0 || chdir("/") < 0) {
         fprintf(stderr, "gantry-shim: not started in its own session, or cannot detach\n");

@@ -36,6 +36,8 @@ extern char **environ;
 /* An adopted task without a shim after this long never started. */
 #define START_LOST_MS 10000
 #define RETRY_MS 1000
+/* How often a running task's shim is checked for life. */
+#define SHIM_CHECK_MS 1000
 /* A task that ends this soon after its start is reported once, started and
  * ended in one status write (as the kubelet's status manager coalesces
  * updates), instead of Running and then its exit: half the writes for
@@ -236,10 +238,10 @@ static void load_meta(struct gt_ltask *t)
 static int write_meta(struct gt_ltask *t, struct gt_err *err);
 static void cgroup_kill(struct gt_gantlet *g, const struct gt_ltask *t, bool remove);
 
-/* An adopted task that has not ended: is it still running? A stale one
- * (the node rebooted, or its shim is gone) is ended as lost, anything left
- * in its cgroup killed. */
-static void adopt_check(struct gt_gantlet *g, struct gt_ltask *t)
+/* A task that has not ended (adopted, or running): is it still running? A
+ * stale one (the node rebooted, or its shim is gone, so nothing would record
+ * its end) is ended as lost, anything left in its cgroup killed. */
+static void lost_check(struct gt_gantlet *g, struct gt_ltask *t)
 {
     char reason[32], msg[400];
     if (gt_task_ident_check(g, t, reason, sizeof(reason), msg, sizeof(msg))) {
@@ -267,7 +269,7 @@ void gt_gantlet_tasks_adopt(struct gt_gantlet *g)
         t->st.started = gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0;
         t->start_ms = gt_now_ms();
         if (!t->st.exited) {
-            adopt_check(g, t);
+            lost_check(g, t);
         }
         gt_log_info("task adopted", "task=%s uid=%s pid=%d exited=%d reported=%d", t->name, t->uid,
                     (int)t->host_pid, t->st.exited, t->st.reported);
@@ -381,7 +383,10 @@ static void report_exit(struct gt_gantlet *g, struct gt_ltask *t)
 {
     struct gt_shim_exit ex;
     struct gt_err err = {0};
-    if (gt_shim_exit_read(t->dir, &ex, &err) < 0) {
+    if (gt_fault_hit(&g->faults, GT_FP_EXIT_BEFORE_REPORT) == GT_FAULT_FAIL) {
+        gt_err_set(&err, GT_EINTERNAL, "fault point %s", GT_FP_EXIT_BEFORE_REPORT);
+    }
+    if (err.code || gt_shim_exit_read(t->dir, &ex, &err) < 0) {
         gt_log_error("cannot read the exit record", "task=%s err=\"%s\"", t->name, err.msg);
         t->retry_at_ms = gt_mono_ms() + RETRY_MS;
         return;
@@ -662,7 +667,7 @@ void gt_gantlet_task_start(struct gt_gantlet *g, struct gt_api_task *task, const
         exit_synthesize(t, 127, err.code == GT_EFORBIDDEN ? "VolumeDenied" : NULL, err.msg);
         return;
     }
-    if (spawn_shim(g, t) < 0) {
+    if (gt_fault_hit(&g->faults, GT_FP_SHIM_SPAWN) == GT_FAULT_FAIL || spawn_shim(g, t) < 0) {
         exit_synthesize(t, 127, NULL, "cannot run gantry-shim");
         return;
     }
@@ -927,6 +932,8 @@ static void started_cb(evutil_socket_t fd, short what, void *arg)
         gt_proc_start_ticks(t->host_pid, &t->task_ticks); /* 0 when it is gone already */
         write_meta(t, NULL);
     } else if (!file_exists(t->dir, "exit.json")) {
+        /* the shim may have died after starting the task: none may outlive it */
+        cgroup_kill(g, t, true);
         exit_synthesize(t, 127, NULL,
                         n == 1 ? "gantry-shim started no task"
                                : "gantry-shim failed (see shim.log)");
@@ -945,6 +952,10 @@ void gt_gantlet_tasks_poll(struct gt_gantlet *g)
         struct gt_ltask *next = t->act_next;
         if (!t->st.exited && t->start_fd < 0) {
             t->st.exited = file_exists(t->dir, "exit.json");
+            if (t->st.started && !t->st.exited && gt_mono_ms() >= t->shim_check_ms) {
+                t->shim_check_ms = gt_mono_ms() + SHIM_CHECK_MS;
+                lost_check(g, t);
+            }
             if (!t->st.started && !t->st.exited) {
                 t->st.started = gt_shim_read_pid(t->dir, "task.pid", &t->host_pid, NULL) == 0;
                 if (!t->st.started && !file_exists(t->dir, "shim.pid") &&

@@ -44,6 +44,9 @@ static const struct gt_config_opt opts[] = {
      "debug, info, warn or error"},
     {"enable-fault-injection", GT_CONFIG_BOOL, OFF(enable_fault_injection), "false", 0, 0, false,
      "serve POST /debug/fault (admins only), for tests"},
+    {"fault-points", GT_CONFIG_STR, OFF(fault_points), NULL, 0, 0, false,
+     "NAME=crash|fail[:nth=N|:p=P],...: arm named fault points, for tests (docs/faults.md: "
+     "store-commit, commit-before-reply, after-bind-before-status)"},
     {"scheduler-policy", GT_CONFIG_STR, OFF(scheduler_policy), NULL, 0, 0, false,
      "scheduling policy by name (gantry, firstfit, fifo, ...); default gantry where known, "
      "else firstfit"},

@@ -1,10 +1,12 @@
 /*
  * POST /debug/fault (with --enable-fault-injection): arm the store to fail
  * its nth write or fsync from now on, for tests of what survives a failed
- * write (DESIGN.md "Storage of state").
+ * write (DESIGN.md "Storage of state"); and gantryd's named fault points
+ * (--fault-points, docs/faults.md).
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/fault.h"
 #include "server/reply.h"
@@ -37,6 +39,20 @@ void gt_server_fault(struct gt_req *r)
     r->s->fault_nth = (int)nth;
     struct timeval tv = {.tv_sec = 0, .tv_usec = 1000};
     event_add(r->s->fault_timer, &tv);
+}
+
+int gt_server_fault_points_arm(struct gt_server *s, struct gt_err *err)
+{
+    static const char *const known[] = {GT_FP_STORE_COMMIT, GT_FP_COMMIT_BEFORE_REPLY,
+                                        GT_FP_AFTER_BIND, NULL};
+    uint64_t seed = (uint64_t)gt_now_ns() ^ ((uint64_t)getpid() << 32);
+    int rc = gt_faults_parse(&s->faults, s->cfg->fault_points, known, seed, err);
+    if (rc < 0) {
+        gt_err_prefix(err, "--fault-points");
+    } else if (s->faults.n) {
+        gt_log_warn("fault points armed", "spec=\"%s\"", s->cfg->fault_points);
+    }
+    return rc;
 }
 
 /* Arm the fault once no write is in flight, so that "the nth write" counts

@@ -41,6 +41,7 @@
 #include "server/bindplan.h"
 #include "server/cache.h"
 #include "server/events.h"
+#include "server/fault.h"
 #include "server/feeder.h"
 #include "server/server_int.h"
 #include "server/volctl.h"
@@ -561,6 +562,9 @@ struct bind_ctx {
 static void bind_done(struct gt_ctl *c, int rc, void *arg)
 {
     struct bind_ctx *b = arg;
+    if (rc == 0 && gt_fault_hit(&c->s->faults, GT_FP_AFTER_BIND) == GT_FAULT_FAIL) {
+        rc = GT_ESTORE;
+    }
     if (rc) {
         struct gt_sched_task_info ti;
         struct gt_err err = {0};

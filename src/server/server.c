@@ -304,7 +304,11 @@ int gt_server_start(struct gt_server *s, struct gt_err *err)
 
 static int start(struct gt_server *s, struct gt_err *err)
 {
-    int rc = gt_server_tokens_load(s->cfg->token_file, &s->tokens, err);
+    int rc = gt_server_fault_points_arm(s, err);
+    if (rc) {
+        return rc;
+    }
+    rc = gt_server_tokens_load(s->cfg->token_file, &s->tokens, err);
     if (rc) {
         gt_err_prefix(err, "--token-file");
         return rc;

@@ -35,6 +35,7 @@ struct gt_server_config {
     int64_t max_body_bytes;      /* --max-body-bytes N: larger bodies get 413 */
     int64_t log_level;           /* --log-level debug|info|warn|error (enum gt_log_level) */
     bool enable_fault_injection; /* --enable-fault-injection: POST /debug/fault */
+    char *fault_points;          /* --fault-points SPEC (common/faultpoint.h); NULL: none armed */
     char *scheduler_policy;     /* --scheduler-policy NAME (sched.h); NULL: gantry, else firstfit */
     int64_t node_grace_s;       /* --node-grace SECONDS without heartbeat: node lost */
     char *port_range;           /* --port-range LOW-HIGH: ports handed to tasks per node */

@@ -16,6 +16,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "common/faultpoint.h"
 #include "common/strmap.h"
 #include "sched/sched.h"
 #include "server/server.h"
@@ -107,6 +108,7 @@ struct gt_server {
     struct gt_req *fault_req; /* /debug/fault waiting for in-flight writes to finish */
     enum gt_store_fault fault_point;
     int fault_nth;
+    struct gt_faults faults;              /* --fault-points (fault.c names them) */
     int64_t n_inflight;                   /* store writes submitted, not yet done */
     bool draining;                        /* SIGTERM: no new work, exit once writes are done */
     bool failed;                          /* fsync failed: refuse writes and exit 1 */

@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 
+#include "server/fault.h"
 #include "server/server_int.h"
 #include "server/storeio.h"
 
@@ -39,6 +40,9 @@ int gt_server_write(struct gt_server *s, bool guarded, enum gt_store_op op, cons
 {
     if (s->failed || gt_store_failed(s->store)) {
         return GT_EFSYNC;
+    }
+    if (gt_fault_hit(&s->faults, GT_FP_STORE_COMMIT) == GT_FAULT_FAIL) {
+        return GT_ESTORE;
     }
     struct timed *t = gt_xmalloc(sizeof(*t));
     *t = (struct timed){.s = s, .op = op, .start_ns = gt_now_ns(), .done = done, .arg = arg};

@@ -29,6 +29,7 @@
 #include <event2/buffer.h>
 
 #include "server/cache.h"
+#include "server/fault.h"
 #include "server/reply.h"
 #include "server/server_int.h"
 #include "server/storeio.h"
@@ -708,6 +709,10 @@ static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
     if (rc == 0) {
         if (op != W_DELETE || r->soft_delete) {
             gt_ctl_written(r->s->ctl, r->route.kind->kind, r->key, rev, r->obj);
+        }
+        if (gt_fault_hit(&r->s->faults, GT_FP_COMMIT_BEFORE_REPLY) == GT_FAULT_FAIL) {
+            gt_req_error(r, GT_EINTERNAL, "fault point %s", GT_FP_COMMIT_BEFORE_REPLY);
+            return;
         }
         if (op == W_DELETE && !r->soft_delete) {
             reply_stored(r, 200, r->value, strlen(r->value), r->stored_rev);

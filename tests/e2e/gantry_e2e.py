@@ -70,6 +70,7 @@ class Gantryd:
             self.extra_args += ["--port-range", "%d-%d" % (base, base + 99)]
         self.port = None
         self.proc = None
+        self.env = None  # the environment of the next start (None: this one's)
         self.log_path = os.path.join(self.tmp, "gantryd.log")
 
     def start(self):
@@ -78,7 +79,7 @@ class Gantryd:
         self.proc = subprocess.Popen(
             [GANTRYD, "--data-dir", self.data_dir, "--listen", "%s:%d" % (self.host, self.port),
              "--token-file", self.token_file] + self.extra_args,
-            stdout=self.log, stderr=self.log)
+            stdout=self.log, stderr=self.log, env=self.env)
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -451,6 +452,7 @@ class Gantlet:
         self.log_path = os.path.join(self.tmp, "gantlet.log")
         self.port = free_port()
         self.proc = None
+        self.env = None  # the environment of the next start (None: this one's)
 
     def start(self, wait_ready=True):
         """Start (or restart) the agent; wait_ready: until its Node is Ready."""
@@ -462,7 +464,7 @@ class Gantlet:
              "--name", self.name, "--listen", "%s:%d" % (self.host, self.port),
              "--fake-gpus", self.fake_gpus, "--root", self.root, "--run-dir", self.run_dir,
              "--heartbeat", str(self.heartbeat_s)] + self.extra_args,
-            stdout=self.log, stderr=self.log)
+            stdout=self.log, stderr=self.log, env=self.env)
         if wait_ready:
             wait_for("node %s Ready" % self.name, self.ready, timeout=20)
         return self

@@ -21,81 +21,17 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gantry_e2e import (GANTLET, SOURCE, AgentTest, Gantlet, Gantryd,  # noqa: E402
-                        GantrydTest, wait_for)
+from chaoslib import Hosts, can_make_netns  # noqa: E402
+from gantry_e2e import SOURCE, AgentTest, Gantlet, Gantryd, GantrydTest, wait_for  # noqa: E402
 from gantry_e2e import main  # noqa: E402
 
 EXAMPLE = os.path.join(SOURCE, "examples", "pytorch-digits")
 PY = "/usr/bin/python3"
 
 
-def ip(*args, check=True):
-    return subprocess.run(["ip"] + list(args), capture_output=True, text=True, check=check)
-
-
-def can_make_netns():
-    if os.geteuid() != 0 or not (shutil.which("ip") and shutil.which("nsenter")) or \
-            not os.access(GANTLET, os.X_OK):
-        return False
-    probe = "gtp%d" % os.getpid()
-    if ip("netns", "add", probe, check=False).returncode != 0:
-        return False
-    ip("netns", "del", probe, check=False)
-    return True
-
-
 def has_torch():
     return subprocess.run([PY, "-c", "import torch, sklearn"],
                           capture_output=True).returncode == 0
-
-
-def free_subnet():
-    """A 10.213.N.0/24 no interface of this host has an address in."""
-    used = ip("-4", "-o", "addr").stdout
-    for n in range(os.getpid() % 200, os.getpid() % 200 + 250):
-        prefix = "10.213.%d." % (n % 250 + 1)
-        if prefix not in used:
-            return prefix
-    raise unittest.SkipTest("no free 10.213.N.0/24")
-
-
-class Hosts:
-    """A bridge with address PREFIX.1 and namespaces at PREFIX.2, .3, ..."""
-
-    def __init__(self, count):
-        tag = os.getpid() % 100000
-        self.prefix = free_subnet()
-        self.bridge = "gtb%d" % tag
-        self.ns = ["gt%d-%c" % (tag, ord("a") + i) for i in range(count)]
-        self.veths = ["gtv%d%c" % (tag, ord("a") + i) for i in range(count)]
-        self.addrs = ["%s%d" % (self.prefix, i + 2) for i in range(count)]
-        self.server_addr = self.prefix + "1"
-        self.ifname = "gtn0"  # the cluster interface inside every namespace
-
-    def create(self):
-        ip("link", "add", self.bridge, "type", "bridge")
-        ip("addr", "add", self.server_addr + "/24", "dev", self.bridge)
-        ip("link", "set", self.bridge, "up")
-        for ns, veth, addr in zip(self.ns, self.veths, self.addrs):
-            ip("netns", "add", ns)
-            ip("link", "add", veth, "type", "veth", "peer", "name", self.ifname, "netns", ns)
-            ip("link", "set", veth, "master", self.bridge, "up")
-            ip("-n", ns, "addr", "add", addr + "/24", "dev", self.ifname)
-            ip("-n", ns, "link", "set", self.ifname, "up")
-            ip("-n", ns, "link", "set", "lo", "up")
-
-    @staticmethod
-    def enter(ns):
-        """A command prefix running a program in ns's network namespace only.
-        Not `ip netns exec`: it also remounts /sys, hiding the cgroup tree
-        from the agent. nsenter execs, so the pid stays the program's."""
-        return ["nsenter", "--net=/run/netns/" + ns, "--"]
-
-    def destroy(self):
-        for ns, veth in zip(self.ns, self.veths):
-            ip("link", "del", veth, check=False)
-            ip("netns", "del", ns, check=False)
-        ip("link", "del", self.bridge, check=False)
 
 
 class BridgeServer(GantrydTest):
