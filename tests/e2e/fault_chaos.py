@@ -48,7 +48,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(__file__))
 from chaoslib import TERMINAL, Hosts, Invariants, Sampler, can_make_netns, job_phase  # noqa: E402
-from gantry_e2e import (API, BUILD, Gantlet, Gantryd, main, obj, wait_for)  # noqa: E402
+from gantry_e2e import (API, SANITIZED, Gantlet, Gantryd, main, obj, wait_for)  # noqa: E402
 
 NODE_GRACE_S = 6
 LIMIT_GPUS = 6
@@ -56,14 +56,6 @@ GPUS_PER_NODE = 4
 MAX_LIVE_TASKS = 40  # the submitter waits while more tasks are not terminal
 PROJECT = API + "/projects/proj-a"
 LIVE = "fieldSelector=status.phase!%3DSucceeded,status.phase!%3DFailed"
-
-
-def sanitizer_build():
-    try:
-        with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
-            return "CMAKE_BUILD_TYPE:STRING=Asan" in f.read()
-    except OSError:
-        return False
 
 
 def loop_mounts_work():
@@ -119,14 +111,14 @@ class Proc:
 
 
 class FaultChaos(unittest.TestCase):
-    JOBS = int(os.environ.get("CHAOS_JOBS", "300" if sanitizer_build() else "1000"))
+    JOBS = int(os.environ.get("CHAOS_JOBS", "300" if SANITIZED else "1000"))
 
     def setUp(self):
         # connections cut by a kill are left to the collector
         warnings.simplefilter("ignore", ResourceWarning)
         self.seed = int(os.environ.get("CHAOS_SEED") or random.randrange(1 << 30))
         print("chaos seed=%d jobs=%d%s" % (self.seed, self.JOBS,
-              " (sanitizer build: fewer jobs)" if sanitizer_build() else ""), flush=True)
+              " (sanitizer build: fewer jobs)" if SANITIZED else ""), flush=True)
         self.rng = random.Random(self.seed)
         self.injected = {}
         self.disk = LoopDisk()

@@ -36,20 +36,11 @@ import threading
 import time
 import unittest
 
-from gantry_e2e import (API, BUILD, GANTRY, TOKENS, EtcdCluster, Gantlet, Gantryd, free_port, main,
-                        obj, pct, wait_for)
+from gantry_e2e import (API, GANTRY, SANITIZED, TOKENS, EtcdCluster, Gantlet, Gantryd,
+                        free_port, main, obj, pct, wait_for)
 
 
 
-def sanitizer_build():
-    try:
-        with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
-            return "CMAKE_BUILD_TYPE:STRING=Asan" in f.read()
-    except OSError:
-        return False
-
-
-SANITIZED = sanitizer_build()
 JOBS = int(os.environ.get("CHAOS_JOBS", "150" if SANITIZED else "500"))
 LEADER_KILLS = int(os.environ.get("CHAOS_LEADER_KILLS", "10"))
 GANGS = max(4, JOBS // 25)  # of the jobs, these have two workers

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from gantry_e2e import (API, SOURCE, AgentTest, free_port, main, obj, wait_for)
+from gantry_e2e import (API, SANITIZED, SOURCE, AgentTest, free_port, main, obj, wait_for)
 
 KSERVE = os.path.join(SOURCE, "..", "shared", "fixtures", "kserve", "docs", "samples",
                       "v1beta1")
@@ -360,11 +360,14 @@ class ServingTest(IsvcHelpers, AgentTest):
         # anything else keeps busy (a load average of 1 or more before the
         # run: parallel tests, builds) they fall behind whatever the gateway
         # does. The rate is then printed, not checked; zero failures are.
-        if self.load_before < 1.0:
+        # A sanitizer build's gantryd (which reads every request's log line)
+        # is several times slower: there too the rate is printed only.
+        if self.load_before < 1.0 and not SANITIZED:
             self.assertGreaterEqual(load.ok / load.elapsed, 200,
                                     "load below 200 req/s: %d in %.1f s" % (load.ok, load.elapsed))
         else:
-            print("achieved rate not checked: load average %.2f before the run" % self.load_before)
+            print("achieved rate not checked: load average %.2f before the run%s" % (
+                self.load_before, ", a sanitizer build" if SANITIZED else ""))
 
     def test_canary_promotion_rollback_zero_failed_requests(self):
         one = lambda version, **env: [self.variant("main", version, **env)]  # noqa: E731
