@@ -15,9 +15,7 @@
  * redispatch), so a killed replica's requests are answered by the others.
  * A request is read whole before it is sent (http-buffer-request): a layer
  * 7 retry needs the whole request at hand, else a reused server connection
- * that closes under a request with a body ends in a 502. Requests that end
- * abnormally (5xx, aborts, retries) are logged to haproxy.log with their
- * termination flags (option httplog, dontlog-normal).
+ * that closes under a request with a body ends in a 502.
  *
  * Access (docs/api.md "Serving gateway"): a service not spec.public needs
  * `Authorization: Bearer TOKEN` of a user who may read its project. The
@@ -267,12 +265,8 @@ static void render_config(struct gt_gateway *gw, struct gt_buf *b)
                   "global\n"
                   "    stats socket %s mode 600 level admin expose-fd listeners\n"
                   "    maxconn 8192\n"
-                  "    log stderr format raw local0\n"
                   "defaults\n"
                   "    mode http\n"
-                  "    log global\n"
-                  "    option httplog\n"
-                  "    option dontlog-normal\n"
                   "    timeout connect 2s\n"
                   "    timeout client 60s\n"
                   "    timeout server 60s\n"
