@@ -113,3 +113,9 @@ int64_t gt_sched_history_expected_remaining_ms(const struct gt_sched_job *job)
     double rem = sum / n - a;
     return rem > 0.0 ? (int64_t)rem : 0;
 }
+
+double gt_sched_history_expected_wall_ms(const struct gt_sched_job *job)
+{
+    int64_t gpus = job_gpus(job);
+    return (double)gt_sched_history_expected_remaining_ms(job) / (double)(gpus > 0 ? gpus : 1);
+}

@@ -20,6 +20,9 @@ void gt_sched_history_record(struct gt_sched_model *m, const struct gt_sched_job
  * With no history at all: 0 (the order falls back to arrival). */
 int64_t gt_sched_history_expected_remaining_ms(const struct gt_sched_job *job);
 
+/* The same over the job's whole GPUs (at least one): wall-clock ms. */
+double gt_sched_history_expected_wall_ms(const struct gt_sched_job *job);
+
 /* Has any job of the model finished after attaining service? */
 bool gt_sched_history_known(const struct gt_sched_model *m);
 

@@ -23,7 +23,7 @@
  *   dominant share (merged from the department queues, see cycle.c), then
  *   the least-attained-service queue (gt_sched_las_queue; for a job that
  *   restarts from scratch, of its current run only), then the
- *   expected remaining GPU time learned online from finished jobs of the
+ *   expected remaining wall time learned online from finished jobs of the
  *   department and gang size (history.c; no job's duration is known), then
  *   arrival; backfill, preemption (also of equal-priority jobs of its
  *   department in a later queue of all the service they attained; one
