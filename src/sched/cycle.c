@@ -284,7 +284,7 @@ static void not_started(struct cycle *c, struct gt_sched_job *job, size_t need, 
                                     c->now_ms, c->out, NULL);
     }
     if (!made && c->policy->reserve && !c->head_done && !job->topology_required &&
-        job->attained_gpu_ms == 0) {
+        gt_sched_job_service_ms(job) == 0) {
         c->head_done = true;
         made = gt_sched_reserve_for(c->m, job, c->pending, gang, GT_SCHED_RESV_WAIT, c->policy,
                                     c->now_ms, c->out, NULL);

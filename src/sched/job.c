@@ -140,6 +140,7 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
     job->attained_gpu_ms = spec->attained_gpu_ms;
     job->runtime_estimate_ms = spec->runtime_estimate_ms;
     job->active_deadline_ms = spec->active_deadline_ms;
+    job->restarts_from_scratch = spec->restarts_from_scratch;
     job->groups = gt_xcalloc(spec->n_groups, sizeof(*job->groups));
     for (size_t g = 0; g < spec->n_groups; g++) {
         const struct gt_sched_group_spec *gs = &spec->groups[g];
@@ -200,6 +201,7 @@ int gt_sched_job_add(struct gt_sched_model *m, const struct gt_sched_job_spec *s
     m->jobs[m->n_jobs++] = job;
     gt_sched_map_put(&m->job_map, job->id, job);
     dept->n_jobs++;
+    m->n_served += job->attained_gpu_ms > 0; /* job_remove counts it out */
     job->project = gt_sched_project_ref(m, spec->project);
     for (t = 0; t < job->n_tasks; t++) {
         gt_sched_job_pending_delta(job, &job->tasks[t], +1);
@@ -342,6 +344,9 @@ void gt_sched_task_take(struct gt_sched_task *task, struct gt_sched_node *node,
                         const struct gt_sched_gpu_share *gpus, size_t n_gpus, int64_t bound_ms)
 {
     GT_ASSERT(task->state == GT_SCHED_TASK_PENDING && !task->node);
+    if (task->job->n_holding == 0) {
+        task->job->run_base_gpu_ms = task->job->attained_gpu_ms; /* a run begins */
+    }
     gt_sched_task_hold(task, node, gpus, n_gpus);
     task->state = GT_SCHED_TASK_BOUND;
     task->bound_ms = bound_ms;

@@ -21,13 +21,17 @@
  *   no starving job is promoted (dlas-gpu's knob is off by default too).
  * - gantry (the default): priority, then aging, then the department's
  *   dominant share (merged from the department queues, see cycle.c), then
- *   the least-attained-service queue (gt_sched_las_queue), then the
+ *   the least-attained-service queue (gt_sched_las_queue; for a job that
+ *   restarts from scratch, of its current run only), then the
  *   expected remaining wall time learned online from finished jobs of the
  *   department and gang size (history.c; no job's duration is known), then
  *   arrival; backfill, preemption (also of equal-priority jobs of its
- *   department in a later queue) and head-of-line reservations for jobs
+ *   department in a later queue of all the service they attained; one
+ *   that restarts from scratch only while that is below
+ *   GT_SCHED_SCRATCH_LOSS_MAX_MS) and head-of-line reservations for jobs
  *   not yet served (a served job demoted by its queue does not reserve,
- *   which would undo the demotion).
+ *   which would undo the demotion; one that restarts from scratch is not
+ *   served while it waits).
  * Placements: gantry, bestfit, random (place.c) and firstfit (firstfit.c).
  * "ORDER" alone means ORDER/gantry; "firstfit" is firstfit's own policy.
  */
@@ -109,37 +113,66 @@ static int tiresias_order(const struct gt_sched_job *a, const struct gt_sched_jo
     return cmp_i64(tiresias_rank(a), tiresias_rank(b));
 }
 
+/* The gantry order's bound on the work a preemption by rank throws away
+ * (gt_sched_policy.scratch_loss_max), GPU-ms. */
+#define GT_SCHED_SCRATCH_LOSS_MAX_MS (3250LL * 1000)
+
 static const int64_t las_thresholds[] = {300LL * 1000, 3250LL * 1000, 7200LL * 1000,
                                          72000LL * 1000};
 
-int64_t gt_sched_las_queue(const struct gt_sched_job *j)
+int64_t gt_sched_job_service_ms(const struct gt_sched_job *j)
+{
+    if (!j->restarts_from_scratch) {
+        return j->attained_gpu_ms;
+    }
+    return j->n_holding > 0 && j->attained_gpu_ms > j->run_base_gpu_ms
+               ? j->attained_gpu_ms - j->run_base_gpu_ms
+               : 0;
+}
+
+static int64_t las_queue_of(int64_t a)
 {
     int64_t q = 0;
-    while (q < (int64_t)GT_ARRAY_LEN(las_thresholds) && j->attained_gpu_ms >= las_thresholds[q]) {
+    while (q < (int64_t)GT_ARRAY_LEN(las_thresholds) && a >= las_thresholds[q]) {
         q++;
     }
     return q;
 }
 
-#define ORDER_ROW_AT(oname, ofn, plc, hol, pre, rk, rkw, res)                                      \
+int64_t gt_sched_las_queue(const struct gt_sched_job *j)
+{
+    return las_queue_of(gt_sched_job_service_ms(j));
+}
+
+/* The gantry order's rank for preemption: the queue of all the service a
+ * job attained, lost runs included, so that a job that lost its run to a
+ * preemption does not take back the GPUs of a job that has had less. */
+static int64_t las_rank(const struct gt_sched_job *j)
+{
+    return las_queue_of(j->attained_gpu_ms);
+}
+
+#define ORDER_ROW_AT(oname, ofn, plc, hol, pre, rk, rkw, res, slm)                                 \
     {                                                                                              \
         .name = oname, .order = ofn, .place = plc, .head_of_line = hol, .preempt = pre,            \
-        .rank = rk, .rank_what = rkw, .reserve = res                                               \
+        .rank = rk, .rank_what = rkw, .reserve = res, .scratch_loss_max = slm                      \
     }
-#define ORDER_ROW(oname, ofn, hol, pre, rk, rkw, res)                                              \
-    ORDER_ROW_AT(oname, ofn, gt_sched_place_gantry, hol, pre, rk, rkw, res),                       \
-        ORDER_ROW_AT(oname "/gantry", ofn, gt_sched_place_gantry, hol, pre, rk, rkw, res),         \
-        ORDER_ROW_AT(oname "/bestfit", ofn, gt_sched_place_bestfit, hol, pre, rk, rkw, res),       \
-        ORDER_ROW_AT(oname "/random", ofn, gt_sched_place_random, hol, pre, rk, rkw, res),         \
-        ORDER_ROW_AT(oname "/firstfit", ofn, gt_sched_place_firstfit, hol, pre, rk, rkw, res)
+#define ORDER_ROW(oname, ofn, hol, pre, rk, rkw, res, slm)                                         \
+    ORDER_ROW_AT(oname, ofn, gt_sched_place_gantry, hol, pre, rk, rkw, res, slm),                  \
+        ORDER_ROW_AT(oname "/gantry", ofn, gt_sched_place_gantry, hol, pre, rk, rkw, res, slm),    \
+        ORDER_ROW_AT(oname "/bestfit", ofn, gt_sched_place_bestfit, hol, pre, rk, rkw, res, slm),  \
+        ORDER_ROW_AT(oname "/random", ofn, gt_sched_place_random, hol, pre, rk, rkw, res, slm),    \
+        ORDER_ROW_AT(oname "/firstfit", ofn, gt_sched_place_firstfit, hol, pre, rk, rkw, res, slm)
 
 static const struct gt_sched_policy policies[] = {
-    ORDER_ROW("gantry", NULL, false, true, gt_sched_las_queue, "attained-service queue", true),
-    ORDER_ROW("fifo", fifo_order, true, false, NULL, NULL, false),
-    ORDER_ROW("sjf", sjf_order, true, false, NULL, NULL, false),
-    ORDER_ROW("srtf", srtf_order, false, true, gt_sched_job_remaining_ms, "remaining ms", false),
+    ORDER_ROW("gantry", NULL, false, true, las_rank, "attained-service queue", true,
+              GT_SCHED_SCRATCH_LOSS_MAX_MS),
+    ORDER_ROW("fifo", fifo_order, true, false, NULL, NULL, false, INT64_MAX),
+    ORDER_ROW("sjf", sjf_order, true, false, NULL, NULL, false, INT64_MAX),
+    ORDER_ROW("srtf", srtf_order, false, true, gt_sched_job_remaining_ms, "remaining ms", false,
+              INT64_MAX),
     ORDER_ROW("tiresias", tiresias_order, false, true, tiresias_rank, "attained-service queue",
-              false),
+              false, INT64_MAX),
 };
 
 const struct gt_sched_policy *gt_sched_policy_by_name(const char *name)

@@ -12,6 +12,12 @@
  * estimate. */
 int64_t gt_sched_job_remaining_ms(const struct gt_sched_job *j);
 
+/* The service the gantry order counts for a job, GPU-ms: its attained
+ * service; for a job that restarts from scratch only its current run's
+ * (what a restart would not throw away is nothing more), 0 while it
+ * waits. */
+int64_t gt_sched_job_service_ms(const struct gt_sched_job *j);
+
 /* The gantry order's least-attained-service queue of a job: 0 below
  * 300 GPU-seconds attained, then one per threshold (3,250, 7,200, 72,000
  * GPU-s): Tiresias' two thresholds with one added below and one above,

@@ -16,7 +16,10 @@
  * rank than its own; and, only when
  * the preemptor's department stays within its GPU guarantee with the gang (a
  * reclaim), jobs of other departments whose department stays at or above its
- * GPU guarantee without them (they lose borrowed capacity only). Jobs
+ * GPU guarantee without them (they lose borrowed capacity only). By rank,
+ * a job that restarts from scratch is a candidate only while its attained
+ * service (all its runs) is below the policy's scratch_loss_max, so what
+ * preemption throws away of such a job is bounded. Jobs
  * already being evicted and the preemptor itself are never candidates. Cost,
  * compared in order: highest victim priority, GPUs the victims hold, work
  * lost (sum of GPU-ms since bind), so the lowest-priority, smallest, newest
@@ -93,6 +96,7 @@ struct attempt {
      * greater rank), else NULL; the preemptor's rank */
     int64_t (*rank)(const struct gt_sched_job *j);
     int64_t own_rank;
+    int64_t scratch_loss_max; /* the policy's, when preempting by rank */
     int64_t now_ms;
     /* victim jobs chosen so far, and the tasks unheld for them */
     struct gt_sched_job **victims;
@@ -116,6 +120,16 @@ static bool is_victim(const struct attempt *a, const struct gt_sched_job *j)
     return false;
 }
 
+/* May the preemptor take v's GPUs by rank (equal priority, greater rank)?
+ * A job that restarts from scratch only while its attained service, all
+ * its runs, is below the policy's bound: what preemption throws away of a
+ * job is at most that. */
+static bool rank_victim(const struct attempt *a, const struct gt_sched_job *v)
+{
+    return a->rank && v->priority == a->job->priority && a->rank(v) > a->own_rank &&
+           (!v->restarts_from_scratch || v->attained_gpu_ms < a->scratch_loss_max);
+}
+
 static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
 {
     if (v == a->job || v->n_holding == 0 || is_victim(a, v)) {
@@ -130,8 +144,7 @@ static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
         return true;
     }
     if (v->dept == a->job->dept) {
-        return v->priority < a->job->priority ||
-               (a->rank && v->priority == a->job->priority && a->rank(v) > a->own_rank);
+        return v->priority < a->job->priority || rank_victim(a, v);
     }
     if (!a->reclaim) {
         return false;
@@ -560,6 +573,7 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
                         .preempt = preempt,
                         .rank = preempt ? policy->rank : NULL,
                         .own_rank = preempt && policy->rank ? policy->rank(job) : 0,
+                        .scratch_loss_max = policy->scratch_loss_max,
                         .now_ms = now_ms};
     struct gt_resvec gang = {0};
     for (size_t i = 0; i < need; i++) {

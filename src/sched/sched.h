@@ -254,6 +254,10 @@ struct gt_sched_job_spec {
     int64_t active_deadline_ms;      /* activeDeadlineSeconds * 1000 from start; 0 none */
     enum gt_sched_topology topology; /* NONE: no constraint */
     bool topology_required;          /* required (else preferred) */
+    /* A preempted run of the job is lost: it restarts from scratch (no
+     * checkpoint). false: it resumes where it stopped. Policies with a
+     * rank bound what they throw away (gt_sched_policy.scratch_loss_max). */
+    bool restarts_from_scratch;
 };
 
 /* A job arrived: its tasks are created PENDING with ids

@@ -181,11 +181,13 @@ struct gt_sched_job {
     size_t n_groups;
     struct gt_sched_task *tasks; /* in group order */
     size_t n_tasks;
-    size_t n_pending;       /* tasks PENDING */
-    size_t n_holding;       /* tasks BOUND, RUNNING or TERMINATING */
-    size_t vec_index;       /* position in model->jobs */
-    bool light;             /* some group asks for no whole GPU (cpu-only or fractional) */
-    bool topology_required; /* topology.c: its level is required (else preferred) */
+    size_t n_pending;           /* tasks PENDING */
+    size_t n_holding;           /* tasks BOUND, RUNNING or TERMINATING */
+    size_t vec_index;           /* position in model->jobs */
+    bool light;                 /* some group asks for no whole GPU (cpu-only or fractional) */
+    bool topology_required;     /* topology.c: its level is required (else preferred) */
+    bool restarts_from_scratch; /* a preempted run is lost (no checkpoint) */
+    int64_t run_base_gpu_ms;    /* attained_gpu_ms when its current run began (a task taken) */
     struct gt_sched_job *queue_prev, *queue_next; /* in its department's band */
     struct gt_sched_job **skip;                   /* [skip_levels - 1]: the band's upper levels */
     int32_t skip_levels;                          /* 0 until first queued, then 1.. (from the id) */
@@ -299,6 +301,11 @@ struct gt_sched_policy {
      * preemption reasons. */
     int64_t (*rank)(const struct gt_sched_job *j);
     const char *rank_what;
+    /* By rank, a job that restarts from scratch is a victim only while its
+     * attained GPU-ms, all its runs, is below this, which bounds what
+     * preemption throws away of it; INT64_MAX: no bound. Lower priority
+     * and reclaimed borrowed capacity are preempted regardless. */
+    int64_t scratch_loss_max;
     bool reserve; /* the head job that cannot start reserves GPUs (backfill) */
 };
 

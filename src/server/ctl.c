@@ -473,8 +473,8 @@ int gt_ctl_start(struct gt_ctl *c, struct gt_err *err)
         gt_err_prefix(err, "--port-range");
         return rc;
     }
-    rc = gt_feed_build(c, err);
-    rc = rc ? rc : gt_ledger_open(c, &c->ledger, err);
+    rc = gt_ledger_open(c, &c->ledger, err); /* first: jobs enter the model with its service */
+    rc = rc ? rc : gt_feed_build(c, err);
     rc = rc ? rc : gt_isvcctl_start(c->isvc, err);
     if (rc) {
         return rc;

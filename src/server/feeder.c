@@ -43,6 +43,7 @@
 #include "server/events.h"
 #include "server/fault.h"
 #include "server/feeder.h"
+#include "server/ledger.h"
 #include "server/server_int.h"
 #include "server/volctl.h"
 
@@ -347,6 +348,15 @@ static struct gt_sched_toleration *tolerations_of(const struct gt_api_template *
     return out;
 }
 
+/* Does the job say a preempted run resumes from its checkpoint
+ * (GT_ANNOTATION_CHECKPOINTED "true")? Else it restarts from scratch. */
+static bool job_checkpoints(const struct gt_api_job *job)
+{
+    const char *v =
+        json_string_value(json_object_get(job->o.meta.annotations, GT_ANNOTATION_CHECKPOINTED));
+    return v && !strcmp(v, "true");
+}
+
 static int add_job(struct gt_ctl *c, const char *id, const struct gt_api_job *job)
 {
     size_t ng = job->spec.replica_specs.n;
@@ -393,6 +403,8 @@ static int add_job(struct gt_ctl *c, const char *id, const struct gt_api_job *jo
             rp->active_deadline_s != GT_API_UNSET ? rp->active_deadline_s * 1000 : 0,
     };
     spec.topology = topology_of(&rp->scheduling_policy.topology, &spec.topology_required);
+    spec.attained_gpu_ms = gt_ledger_job_gpu_ms(c->ledger, id);
+    spec.restarts_from_scratch = !job_checkpoints(job);
     struct gt_err err = {0};
     int rc = spec.department ? gt_sched_job_add(c->model, &spec, &err) : GT_ENOTFOUND;
     if (rc && rc != GT_ENOTFOUND) {
@@ -733,11 +745,70 @@ static int seen_cb(const char *key, void *val, void *arg)
     return 0;
 }
 
+/* The jobs' runs still going at now_ms, GPU-ms per job model id. */
+struct running_ctx {
+    struct gt_strmap job_ms; /* "project/job" -> int64_t * */
+    int64_t now_ms;
+};
+
+static int running_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    struct running_ctx *x = arg;
+    const struct gt_api_task *t = gt_cobj_task(val);
+    int64_t bound_ms;
+    if (!t->spec.job || !t->status.bound_time || gt_time_parse(t->status.bound_time, &bound_ms) ||
+        bound_ms >= x->now_ms) {
+        return 0;
+    }
+    int64_t milli = 0;
+    for (size_t i = 0; i < t->spec.gpus.n; i++) {
+        milli += t->spec.gpus.v[i].milli == GT_API_UNSET ? 1000 : t->spec.gpus.v[i].milli;
+    }
+    char id[600];
+    snprintf(id, sizeof(id), "%s/%s", t->o.meta.project, t->spec.job);
+    int64_t *sum = gt_strmap_get(&x->job_ms, id);
+    if (!sum) {
+        sum = gt_xcalloc(1, sizeof(*sum));
+        gt_strmap_put(&x->job_ms, id, sum);
+    }
+    /* milli-GPU x ms / 1000 = GPU-ms, as the ledger's milli-GPU x s */
+    int64_t ms;
+    if (gt_mul_i64(milli, x->now_ms - bound_ms, &ms) < 0 || gt_add_i64(*sum, ms / 1000, sum) < 0) {
+        *sum = INT64_MAX;
+    }
+    return 0;
+}
+
+static int attained_cb(const char *id, void *val, void *arg)
+{
+    struct gt_ctl *c = arg;
+    int64_t total;
+    if (gt_add_i64(gt_ledger_job_gpu_ms(c->ledger, id), *(int64_t *)val, &total) < 0) {
+        total = INT64_MAX;
+    }
+    gt_sched_job_set_attained(c->model, id, total, NULL);
+    return 0;
+}
+
+/* Every job holding GPUs: its attained service, the ledger's recorded runs
+ * and those still going (a job that holds none keeps what the ledger set
+ * when it recorded its last run). Costs what holds GPUs, not the queue. */
+static void feed_running_service(struct gt_ctl *c, int64_t now_ms)
+{
+    struct running_ctx x = {.now_ms = now_ms};
+    gt_strmap_init(&x.job_ms);
+    gt_strmap_each(&c->holding, running_cb, &x);
+    gt_strmap_each(&x.job_ms, attained_cb, c);
+    gt_strmap_fini(&x.job_ms, free);
+}
+
 void gt_feed_cycle(struct gt_ctl *c)
 {
-    int64_t t0 = gt_now_ns();
+    int64_t t0 = gt_now_ns(), now_ms = gt_now_ms();
     const struct gt_sched_cycle_opts opts = {.max_waits = SIZE_MAX, .changed_waits_only = true};
-    gt_sched_cycle_ex(c->model, gt_now_ms(), c->policy, &opts, &c->dec);
+    feed_running_service(c, now_ms);
+    gt_sched_cycle_ex(c->model, now_ms, c->policy, &opts, &c->dec);
     /* the jobs held back for this cycle get their status now */
     gt_strmap_each(&c->unseen, seen_cb, c);
     gt_strmap_fini(&c->unseen, NULL);

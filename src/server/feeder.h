@@ -17,7 +17,9 @@ void gt_feed_sync_job(struct gt_ctl *c, const char *key);
 /* Node lost: free everything on it in the model at once. */
 void gt_feed_node_lost(struct gt_ctl *c, const struct gt_api_node *node);
 /* Run one scheduling cycle and apply its decisions; the jobs of c->unseen
- * become dirty. */
+ * become dirty. First every job holding GPUs gets its attained service
+ * (GPU-ms: its runs in the ledger plus those still going), which the
+ * gantry order and its preemption by attained service read. */
 void gt_feed_cycle(struct gt_ctl *c);
 /* The wait message last recorded for a job key (borrowed), or NULL:
  * "Reason: text" with Reason the wait reason (Quota, Unschedulable,

@@ -24,7 +24,10 @@
  * per-record shares the records listing shows, so they agree to the milli-GPU-second.
  *
  * In memory: the uids recorded (loaded at start, so a restart writes no
- * record again), the writes in flight and the task keys to retry.
+ * record again), the writes in flight, the task keys to retry, and per job
+ * the gpuMilliSeconds of its recorded runs, the attained service the
+ * scheduler orders by: a record written sets it for its job in the model,
+ * and each cycle the feeder adds the runs still going.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,12 +48,40 @@ struct gt_ledger {
     struct gt_strmap recorded; /* task uid -> MARK: a record is stored */
     struct gt_strmap inflight; /* task uid -> MARK: its record is being written */
     struct gt_strmap retry;    /* task key -> MARK: write again at the next tick */
+    struct gt_strmap job_ms;   /* "project/job" -> int64_t *: its recorded gpuMilliSeconds */
 };
+
+/* Count a recorded run of gpu_ms for the job "project/job". */
+static void job_add(struct gt_ledger *l, const char *job_id, int64_t gpu_ms)
+{
+    int64_t *sum = gt_strmap_get(&l->job_ms, job_id);
+    if (!sum) {
+        sum = gt_xcalloc(1, sizeof(*sum));
+        gt_strmap_put(&l->job_ms, job_id, sum);
+    }
+    if (gpu_ms > 0 && gt_add_i64(*sum, gpu_ms, sum) < 0) {
+        *sum = INT64_MAX;
+    }
+}
+
+/* The model id of the job a record (or Task) belongs to; caller frees. */
+static char *record_job_id(const char *project, const char *job)
+{
+    return gt_xasprintf("%s/%s", project ? project : "", job ? job : "");
+}
 
 static int load_cb(const struct gt_store_kv *kv, void *arg)
 {
     struct gt_ledger *l = arg;
     gt_strmap_put(&l->recorded, kv->key + strlen(GT_LEDGER_PREFIX), MARK);
+    json_t *rec = json_loadb(kv->value, kv->value_len, 0, NULL);
+    const char *job = json_string_value(json_object_get(rec, "job"));
+    if (job && job[0]) {
+        char *id = record_job_id(json_string_value(json_object_get(rec, "project")), job);
+        job_add(l, id, json_integer_value(json_object_get(rec, "gpuMilliSeconds")));
+        free(id);
+    }
+    json_decref(rec);
     return 0;
 }
 
@@ -60,6 +91,7 @@ int gt_ledger_open(struct gt_ctl *c, struct gt_ledger **out, struct gt_err *err)
     gt_strmap_init(&l->recorded);
     gt_strmap_init(&l->inflight);
     gt_strmap_init(&l->retry);
+    gt_strmap_init(&l->job_ms);
     int rc = gt_store_list(c->s->store, GT_LEDGER_PREFIX, load_cb, l, NULL, err);
     if (rc) {
         gt_ledger_free(l);
@@ -75,6 +107,7 @@ void gt_ledger_free(struct gt_ledger *l)
         gt_strmap_fini(&l->recorded, NULL);
         gt_strmap_fini(&l->inflight, NULL);
         gt_strmap_fini(&l->retry, NULL);
+        gt_strmap_fini(&l->job_ms, free);
         free(l);
     }
 }
@@ -142,6 +175,8 @@ struct write_ctx {
     struct gt_ctl *c;
     char *uid;
     char *task_key;
+    char *job_id; /* NULL: the run belongs to no job */
+    int64_t gpu_ms;
     int64_t submit_ns;
 };
 
@@ -151,7 +186,16 @@ static void write_end(struct write_ctx *w, int rc, const struct gt_err *err)
     struct gt_ledger *l = w->c->ledger;
     gt_strmap_del(&l->inflight, w->uid);
     if (rc == 0 || rc == GT_EEXISTS) {
+        /* GT_EEXISTS: written since the load, by another replica */
         gt_strmap_put(&l->recorded, w->uid, MARK);
+        if (w->job_id) {
+            /* the job, if in the model, has this as its attained service
+             * until the next cycle adds its runs still going (feeder.c);
+             * GT_ENOTFOUND: it is not */
+            job_add(l, w->job_id, w->gpu_ms);
+            gt_sched_job_set_attained(w->c->model, w->job_id, gt_ledger_job_gpu_ms(l, w->job_id),
+                                      NULL);
+        }
     } else {
         gt_log_warn("ledger record not written; retrying", "task=%s err=\"%s\"", w->task_key,
                     err ? err->msg : "");
@@ -159,6 +203,7 @@ static void write_end(struct write_ctx *w, int rc, const struct gt_err *err)
     }
     free(w->uid);
     free(w->task_key);
+    free(w->job_id);
     free(w);
 }
 
@@ -188,13 +233,16 @@ void gt_ledger_note_task(struct gt_ctl *c, const char *key)
     struct gt_buf b;
     gt_buf_init(&b);
     gt_api_encode_json(&b, rec);
-    json_decref(rec);
     char *rkey = gt_xasprintf(GT_LEDGER_PREFIX "%s", uid);
     struct write_ctx *w = gt_xcalloc(1, sizeof(*w));
     w->c = c;
     w->uid = gt_xstrdup(uid);
     w->task_key = gt_xstrdup(key);
+    w->job_id =
+        t->spec.job && t->spec.job[0] ? record_job_id(t->o.meta.project, t->spec.job) : NULL;
+    w->gpu_ms = json_integer_value(json_object_get(rec, "gpuMilliSeconds"));
     w->submit_ns = gt_now_ns();
+    json_decref(rec);
     gt_strmap_put(&l->inflight, uid, MARK);
     int rc = gt_server_write(c->s, true, GT_STORE_CREATE, rkey, b.data, b.len, 0, write_done, w);
     if (rc) {
@@ -211,6 +259,12 @@ static int retry_cb(const char *key, void *val, void *arg)
     (void)val;
     gt_ledger_note_task(arg, key);
     return 0;
+}
+
+int64_t gt_ledger_job_gpu_ms(const struct gt_ledger *l, const char *job_id)
+{
+    const int64_t *sum = l ? gt_strmap_get(&l->job_ms, job_id) : NULL;
+    return sum ? *sum : 0;
 }
 
 void gt_ledger_tick(struct gt_ctl *c)

@@ -26,6 +26,13 @@ void gt_ledger_note_task(struct gt_ctl *c, const char *key);
 /* Once a second: retry the records whose write failed. */
 void gt_ledger_tick(struct gt_ctl *c);
 
+/* The GPU service a job (model id "project/job") received in its runs
+ * recorded so far: the sum of their gpuMilliSeconds (milli-GPU x seconds,
+ * which is GPU-milliseconds), 0 for none or l NULL. Runs are matched by
+ * project and job name, so a job created again under the same name counts
+ * its predecessor's runs. */
+int64_t gt_ledger_job_gpu_ms(const struct gt_ledger *l, const char *job_id);
+
 /* Serve GET usage (the report) and GET usagerecords (the records), with
  * from/to (RFC 3339) and, for the report, by=department|project|user|model;
  * formats in docs/api.md's "Ledger". */

@@ -448,6 +448,10 @@ struct gt_jobenv_member {
     int32_t port;   /* its "gantry" port; 0: not known yet */
     const char *ip; /* its node's InternalIP; NULL: not known yet */
 };
+/* "true": a preempted run of the job resumes from its checkpoint, so the
+ * scheduler may preempt it by attained service at any point; else it
+ * restarts from scratch and is preempted so only early (docs/api.md). */
+#define GT_ANNOTATION_CHECKPOINTED "gantry.dev/checkpointed"
 /* The job annotation naming the framework its tasks expect, and its values. */
 #define GT_ANNOTATION_FRAMEWORK "gantry.dev/framework"
 #define GT_FRAMEWORK_PYTORCH "pytorch"

@@ -293,6 +293,7 @@ static int on_arrival(struct engine *e, size_t j, struct gt_err *err)
         .n_groups = 1,
         /* The one place a duration could reach the scheduler. */
         .runtime_estimate_ms = e->oracle ? tj->duration_s * 1000 : 0,
+        .restarts_from_scratch = e->scratch,
     };
     int rc = gt_sched_job_add(e->cl[tj->vc].m, &spec, err);
     if (rc < 0) {

@@ -73,6 +73,7 @@ struct job_opts {
     int32_t min_available;
     int64_t active_deadline_ms;
     int64_t runtime_estimate_ms;
+    bool restarts_from_scratch;
 };
 
 static int add_job_ex(struct gt_sched_model *m, const char *id, const char *dept,
@@ -93,7 +94,8 @@ static int add_job_ex(struct gt_sched_model *m, const char *id, const char *dept
                                      .groups = &g,
                                      .n_groups = 1,
                                      .active_deadline_ms = o->active_deadline_ms,
-                                     .runtime_estimate_ms = o->runtime_estimate_ms};
+                                     .runtime_estimate_ms = o->runtime_estimate_ms,
+                                     .restarts_from_scratch = o->restarts_from_scratch};
     return gt_sched_job_add(m, &spec, NULL);
 }
 
@@ -760,6 +762,73 @@ static void test_gantry_las_and_history(void **state)
     run(m, "gantry", 110, &d);
     assert_int_equal(binds_of(&d, "narrow2"), 1);
     assert_int_equal(binds_of(&d, "wide2"), 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
+/* The gantry order's bound on what preempting a job that restarts from
+ * scratch throws away: 3,250 GPU-s of attained service (policy.c). */
+#define SCRATCH_LOSS_MAX_GPU_S 3250
+
+/* A job that restarts from scratch (no checkpoint): the gantry order
+ * counts only its current run's service (none while it waits, so a victim
+ * keeps its place by arrival) and takes its GPUs by attained service only
+ * while all its runs together have attained less than the bound; tiresias
+ * preempts it regardless. */
+static void test_gantry_restarts_from_scratch(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 4);
+    add_dept(m, "cv", 4, 4);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    const struct job_opts scratch = {.restarts_from_scratch = true};
+    assert_int_equal(add_job_ex(m, "s", "cv", NULL, 1, 1, 4, &scratch), 0);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(binds_of(&d, "s"), 1);
+    /* Past the first queue (300 GPU-s) and below the bound: a fresh job
+     * takes its GPUs, as it would a checkpointing job's. */
+    assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(400) * 1000, NULL), 0);
+    assert_int_equal(add_job_ex(m, "f1", "cv", NULL, 20, 1, 4, &scratch), 0);
+    preempts_then_binds(m, "gantry", 30, "s", "f1", "attained-service queue 0, under its 1", "f1",
+                        &d);
+    /* Waiting, s counts none of its lost run: queue 0 with the fresh f2,
+     * and first by arrival once f1 ends. */
+    assert_int_equal(add_job_ex(m, "f2", "cv", NULL, 50, 1, 4, &scratch), 0);
+    assert_int_equal(gt_sched_task_exit(m, "f1-worker-0", false, NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "f1", NULL), 0);
+    run(m, "gantry", 60, &d);
+    assert_int_equal(binds_of(&d, "s"), 1);
+    assert_int_equal(binds_of(&d, "f2"), 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+
+    /* Two such jobs past 300 GPU-s in their run, one just under the bound
+     * in all and one at it: a fresh job takes the first's GPUs, never the
+     * second's; tiresias takes the second's (its later queue). */
+    m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 8, 8);
+    gt_sched_decisions_init(&d);
+    assert_int_equal(add_job_ex(m, "under", "cv", NULL, 1, 1, 4, &scratch), 0);
+    assert_int_equal(add_job_ex(m, "at", "cv", NULL, 2, 1, 4, &scratch), 0);
+    run(m, "gantry", 10, &d);
+    assert_int_equal(d.n_binds, 2);
+    int64_t bound_ms = (int64_t)SCRATCH_LOSS_MAX_GPU_S * 1000;
+    assert_int_equal(gt_sched_job_set_attained(m, "under", bound_ms - 1, NULL), 0);
+    assert_int_equal(gt_sched_job_set_attained(m, "at", bound_ms, NULL), 0);
+    assert_int_equal(add_job_ex(m, "f", "cv", NULL, 20, 1, 4, &scratch), 0);
+    preempts_then_binds(m, "gantry", 30, "under", "at", "under its", "f", &d);
+    assert_int_equal(add_job_ex(m, "f2", "cv", NULL, 50, 1, 4, &scratch), 0);
+    for (int i = 0; i < 3; i++) {
+        run(m, "gantry", 60 + i, &d);
+        assert_int_equal(d.n_preempts, 0);
+        assert_int_equal(d.n_binds, 0);
+    }
+    run(m, "tiresias", 70, &d);
+    assert_int_equal(preempts_of(&d, "at"), 1);
+    assert_int_equal(d.n_preempts, 1);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
 }
@@ -1481,6 +1550,7 @@ int main(void)
         cmocka_unit_test(test_preempt_frees_enough),
         cmocka_unit_test(test_srtf_remaining),
         cmocka_unit_test(test_tiresias_las),
+        cmocka_unit_test(test_gantry_restarts_from_scratch),
         cmocka_unit_test(test_gantry_las_and_history),
         cmocka_unit_test(test_preempt_rules),
         cmocka_unit_test(test_reclaim_and_no_loop),

@@ -25,6 +25,7 @@
 #include "server/events.h"
 #include "server/feeder.h"
 #include "server/jobctl.h"
+#include "server/ledger.h"
 #include "server/server_int.h"
 #include "test_server_util.h"
 
@@ -189,15 +190,26 @@ static void env_event(const struct gt_store_event *ev, void *arg)
     memcpy(plural, ev->key + 1, n);
     plural[n] = '\0';
     const struct gt_kind_info *k = gt_kind_by_plural(plural);
+    if (!strcmp(plural, "ledger")) {
+        return; /* records, no kind */
+    }
     assert_non_null(k);
     e->job_events += k->kind == GT_KIND_JOB;
     e->task_events += k->kind == GT_KIND_TASK;
     gt_ctl_event(e->s.ctl, k, ev);
 }
 
-/* Open with a Department "d" and a Project "p" cached and the controllers
- * started; the store's writer thread reports through the loop. */
-static void env_open(struct env *e)
+static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
+{
+    (void)rev;
+    (void)err;
+    *(int *)arg = rc == 0 ? 1 : -1;
+}
+
+/* Open with a Department "d" and a Project "p" cached, the ledger record
+ * (JSON) at /ledger/r1 unless NULL, and the controllers started; the
+ * store's writer thread reports through the loop. */
+static void env_open_ledger(struct env *e, const char *record)
 {
     memset(e, 0, sizeof(*e));
     snprintf(e->port_range, sizeof(e->port_range), "30000-32767");
@@ -223,8 +235,25 @@ static void env_open(struct env *e)
                                  .mod_rev = 0};
         gt_ctl_load(e->s.ctl, gt_kind_by_plural(objs[i][0]), &kv);
     }
+    if (record) {
+        int done = 0;
+        assert_int_equal(gt_store_write(e->s.store, GT_STORE_CREATE, "/ledger/r1", record,
+                                        strlen(record), 0, write_done, &done),
+                         0);
+        for (int i = 0; i < 5000 && !done; i++) {
+            event_base_loop(e->s.base, EVLOOP_NONBLOCK);
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        assert_int_equal(done, 1);
+    }
     assert_int_equal(gt_ctl_start(e->s.ctl, NULL), 0);
     assert_int_equal(gt_store_watch(e->s.store, "/", 0, env_event, e, &e->s.index_watch, NULL), 0);
+}
+
+static void env_open(struct env *e)
+{
+    env_open_ledger(e, NULL);
 }
 
 static void env_close(struct env *e)
@@ -508,6 +537,69 @@ static void test_topology_verdict_and_metrics(void **state)
     env_close(&e);
 }
 
+/* A Job of one 1-GPU Worker named name, created at second sec of 2026;
+ * it checkpoints (gantry.dev/checkpointed). Caller frees. */
+static char *job_ckpt(const char *name, int sec)
+{
+    return gt_xasprintf(
+        "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"%s\","
+        "\"project\":\"p\",\"uid\":\"u-%s\",\"creationTimestamp\":\"2026-01-01T00:00:%02dZ\","
+        "\"annotations\":{\"gantry.dev/checkpointed\":\"true\"},"
+        "\"creator\":{\"user\":\"alice\",\"uid\":1001}},\"spec\":{\"replicaSpecs\":{\"Worker\":"
+        "{\"replicas\":1,\"restartPolicy\":\"Never\",\"template\":{\"command\":[\"true\"],"
+        "\"resources\":{\"limits\":{\"nvidia.com/gpu\":1}}}}}},"
+        "\"status\":{\"conditions\":[{\"type\":\"Created\",\"status\":\"True\"}]}}",
+        name, name, sec);
+}
+
+static bool both_in_model(struct env *e)
+{
+    return gt_strmap_get(&e->s.ctl->in_model, "/jobs/p/old") &&
+           gt_strmap_get(&e->s.ctl->in_model, "/jobs/p/new") && e->s.ctl->dirty_jobs.n == 0;
+}
+
+static bool writes_done(struct env *e)
+{
+    return e->s.n_inflight == 0 && e->s.ctl->dirty_jobs.n == 0;
+}
+
+/* The scheduler's jobs carry the attained service of their runs in the
+ * ledger: "old", with 4,000 GPU-s recorded (the gantry order's third
+ * queue), goes after "new", which arrived later and has none, in the same
+ * department; without the ledger's service arrival would put old first. */
+static void test_ledger_service_orders_jobs(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open_ledger(&e, "{\"uid\":\"r1\",\"project\":\"p\",\"job\":\"old\",\"task\":"
+                        "\"old-worker-0\",\"seconds\":4000,\"gpuMilliSeconds\":4000000}");
+    struct gt_ctl *c = e.s.ctl;
+    assert_int_equal(gt_ledger_job_gpu_ms(c->ledger, "p/old"), INT64_C(4000000));
+    assert_int_equal(gt_ledger_job_gpu_ms(c->ledger, "p/new"), 0);
+    struct gt_sched_res q = {.cpu_milli = 64000, .memory_bytes = 1LL << 40, .gpu_milli = 8000};
+    assert_int_equal(gt_sched_department_set(c->model, "d", &q, &q, NULL), 0);
+    char *old = job_ckpt("old", 0), *fresh = job_ckpt("new", 10);
+    create(&e, "/jobs/p/old", old);
+    create(&e, "/jobs/p/new", fresh);
+    free(old);
+    free(fresh);
+    assert_true(env_run(&e, both_in_model));
+    /* one GPU for the two */
+    struct gt_sched_gpu_spec gpu = {.index = 0, .healthy = true};
+    struct gt_sched_node_spec node = {.name = "n1",
+                                      .cpu_milli = 64000,
+                                      .memory_bytes = 1LL << 40,
+                                      .ready = true,
+                                      .gpus = &gpu,
+                                      .n_gpus = 1};
+    assert_int_equal(gt_sched_node_add(c->model, &node, NULL), 0);
+    gt_feed_cycle(c);
+    assert_int_equal(c->dec.n_binds, 1);
+    assert_string_equal(c->dec.binds[0].task_id, "p/new-worker-0");
+    assert_true(env_run(&e, writes_done)); /* the waits it wrote */
+    env_close(&e);
+}
+
 static void test_ctl_hooks(void **state)
 {
     (void)state;
@@ -565,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_tick_visits_timed_jobs),
         cmocka_unit_test(test_cache_takes_written_object),
         cmocka_unit_test(test_ctl_hooks),
+        cmocka_unit_test(test_ledger_service_orders_jobs),
         cmocka_unit_test(test_topology_verdict_and_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
