@@ -124,14 +124,15 @@ flow("serving page shows a service's variants, weights and latency", async () =>
   await page.goto(`${env.url}/#/serving`);
   const rows = "section[aria-label='proj-a/ui-ab'] table.variants tbody tr";
   const cells = () => page.$$eval(rows, (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)));
+  // columns: variant, role, revision, weight, ready, in flight, req/s, errors, p50, p99, avg
   const got = await until("the variants' rows with latency", async () => {
     const t = await cells();
-    return t.length === 2 && t.every((c) => /^\d+ ms$/.test(c[8])) ? t : null;
+    return t.length === 2 && t.every((c) => /^\d+ ms$/.test(c[9])) ? t : null;
   }, 20000, 200);
   const byName = Object.fromEntries(got.map((c) => [c[0], c]));
   assert(byName.a[3] === "80%" && byName.b[3] === "20%", `weights: ${JSON.stringify(got)}`);
   assert(byName.a[4] === "1/1" && byName.b[4] === "1/1", `ready: ${JSON.stringify(got)}`);
-  assert(parseInt(byName.b[7], 10) >= 60 && parseInt(byName.b[8], 10) >= 60, `b's p50/p99 at least its 60 ms delay: ${JSON.stringify(got)}`);
+  assert(parseInt(byName.b[8], 10) >= 60 && parseInt(byName.b[9], 10) >= 60, `b's p50/p99 at least its 60 ms delay: ${JSON.stringify(got)}`);
   assert(parseInt(byName.a[7], 10) <= parseInt(byName.a[8], 10), `a's p50 <= p99: ${JSON.stringify(got)}`);
   await page.waitForSelector("section[aria-label='proj-a/ui-ab'] .split .split-part.stable");
   await check(page, "serving");
