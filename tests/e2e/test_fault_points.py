@@ -114,7 +114,11 @@ class FaultPoints(AgentTest):
         uid = task["metadata"]["uid"]
         self.assertEqual(task["status"].get("exitCode"), 127, task["status"])
         wait_for("the orphaned task killed", lambda: not cgroup_pids(uid), timeout=TIMEOUT_S)
-        self.assertEqual(self.runs("orphan"), ["run"])
+        # started at most once: on a loaded host the agent may kill the
+        # process before its first line has run, so none is allowed too
+        self.assertIn(self.runs("orphan"), ([], ["run"]))
+        time.sleep(0.5)
+        self.assertEqual(self.phase(t), "Failed")  # not restarted
         wait_for("its GPU free", lambda: self.gpus_free(a), timeout=TIMEOUT_S)
 
     def test_shim_crash_before_exit_record_ends_the_task(self):
