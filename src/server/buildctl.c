@@ -249,18 +249,6 @@ static json_t *next_status(struct gt_ctl *c, const struct gt_api_imagebuild *b)
     return st;
 }
 
-static void write_status(struct gt_ctl *c, const struct gt_cobj *o, json_t *st)
-{
-    if (json_equal(st, json_object_get(o->obj, "status"))) {
-        json_decref(st);
-        return;
-    }
-    json_t *obj = json_deep_copy(o->obj);
-    json_object_set_new(obj, "status", st);
-    gt_ctl_write(c, GT_STORE_UPDATE, o->key, obj, o->rev, NULL, NULL);
-    json_decref(obj);
-}
-
 static void fail_now(struct gt_ctl *c, const struct gt_cobj *o, const char *reason,
                      const char *message)
 {
@@ -269,7 +257,7 @@ static void fail_now(struct gt_ctl *c, const struct gt_cobj *o, const char *reas
     json_object_set_new(st, "phase", json_string("Failed"));
     json_object_set_new(st, "reason", json_string(reason));
     json_object_set_new(st, "message", json_string(message));
-    write_status(c, o, st);
+    gt_ctl_write_status(c, o, st);
 }
 
 static void reconcile(struct gt_ctl *c, const char *key)
@@ -304,7 +292,7 @@ static void reconcile(struct gt_ctl *c, const char *key)
         if (!owner || strcmp(owner, b->o.meta.name) != 0) {
             fail_now(c, o, "NameConflict", "a job of this build's job name exists");
         } else {
-            write_status(c, o, next_status(c, b));
+            gt_ctl_write_status(c, o, next_status(c, b));
         }
     }
     free(jk);

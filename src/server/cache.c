@@ -223,6 +223,18 @@ int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t 
     return 0;
 }
 
+void gt_ctl_write_status(struct gt_ctl *c, const struct gt_cobj *o, json_t *st)
+{
+    if (json_equal(st, json_object_get(o->obj, "status"))) {
+        json_decref(st);
+        return;
+    }
+    json_t *obj = json_deep_copy(o->obj);
+    json_object_set_new(obj, "status", st);
+    gt_ctl_write(c, GT_STORE_UPDATE, o->key, obj, o->rev, NULL, NULL);
+    json_decref(obj);
+}
+
 /* ---- the cache ---- */
 
 /* A committed write whose watch event has not arrived yet. */

@@ -53,6 +53,10 @@ typedef void (*gt_ctl_done_fn)(struct gt_ctl *c, int rc, void *arg);
  * called). */
 int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t *obj,
                  int64_t expected_rev, gt_ctl_done_fn done, void *arg);
+/* Write st (a new reference, taken) as o's status, conditional on o's
+ * revision, unless it equals the cached status. Errors are the write's:
+ * the next reconcile tries again. */
+void gt_ctl_write_status(struct gt_ctl *c, const struct gt_cobj *o, json_t *st);
 /* A write of obj at key committed as revision rev (from a done callback,
  * which runs before the write's watch event): the cache takes a reference
  * and uses obj for that event instead of parsing the stored text, so obj

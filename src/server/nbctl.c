@@ -339,17 +339,15 @@ static void derive(const struct gt_ctl *c, const struct gt_api_notebook *nbk,
     }
 }
 
-/* Write the notebook's status (new reference st, taken) if it differs. */
+/* Write the notebook's status (new reference st, taken) if it differs and
+ * no write to it is in flight. */
 static void write_status(struct gt_ctl *c, const struct gt_cobj *o, json_t *st)
 {
-    if (json_equal(st, json_object_get(o->obj, "status")) || gt_ctl_busy(c, o->key)) {
+    if (gt_ctl_busy(c, o->key)) {
         json_decref(st);
         return;
     }
-    json_t *obj = json_deep_copy(o->obj);
-    json_object_set_new(obj, "status", st);
-    gt_ctl_write(c, GT_STORE_UPDATE, o->key, obj, o->rev, NULL, NULL);
-    json_decref(obj);
+    gt_ctl_write_status(c, o, st);
 }
 
 /* The status of nbk: phase and conditions derived, url and task, the
