@@ -264,6 +264,21 @@ class ServingTest(IsvcHelpers, AgentTest):
         gw.close()
         return seen
 
+    def described_variants(self, name):
+        """Status.variants as `gantry describe isvc` prints them: one dict
+        per variant of its "Label: value" lines."""
+        out = self.g.cli("describe", "isvc", name, "-p", "proj-a").stdout
+        lines = out.split("\nStatus:\n", 1)[1].split("\n")
+        vs = []
+        for line in lines[lines.index("  Variants:") + 1:]:
+            if not line.startswith("    "):
+                break
+            if line.startswith("    - "):
+                vs.append({})
+            k, _, v = line[6:].partition(":")
+            vs[-1][k] = v.strip()
+        return vs
+
     def haproxy_starts(self):
         with open(self.g.log_path, errors="replace") as f:
             return f.read().count("gateway: haproxy started")
@@ -456,6 +471,14 @@ class ServingTest(IsvcHelpers, AgentTest):
             self.assertLess(vs["stable"]["latencyP50Ms"], delay / 2, vs)
             self.assertLess(vs["stable"]["latencyP99Ms"], delay, vs)
             self.assertLessEqual(vs["stable"]["latencyP50Ms"], vs["stable"]["latencyP99Ms"], vs)
+            # describe shows each variant's percentiles, rate and error rate
+            described = {v["Role"]: v for v in self.described_variants("s")}
+            canary = described["canary"]
+            self.assertGreaterEqual(int(canary["Latency P50 Ms"]), delay, described)
+            self.assertGreaterEqual(int(canary["Latency P99 Ms"]), delay, described)
+            self.assertLess(int(described["stable"]["Latency P99 Ms"]), delay, described)
+            self.assertGreater(float(described["stable"]["Requests Per Second"]), 0, described)
+            self.assertEqual(float(canary["Error Rate"]), 0, described)
             # no threshold (the default): the slow canary stays
             self.assertNotIn("rolledBack", self.status("s"))
             self.put("s", dict(slow, rollout={"maxLatencyP99Ms": delay // 2}))
