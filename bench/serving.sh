@@ -23,7 +23,9 @@
 #   rollout_failed_requests  requests failed (status or body) of a steady
 #                            300 req/s load while the service goes through
 #                            canary 10 -> 50 -> promotion
-#                            (rollout_requests: how many were sent)
+#                            (rollout_requests: how many were sent;
+#                            rollout_rps: the rate the load reached, of the
+#                            300/s offered)
 # Needs root (cgroups, other uids). Takes about a minute.
 set -eu
 BUILD=${1:-build}
@@ -171,6 +173,7 @@ def main():
             time.sleep(1)
         print("rollout_requests=%d" % (load.ok + len(load.failures)))
         print("rollout_failed_requests=%d" % len(load.failures))
+        print("rollout_rps=%.0f" % (load.ok / load.elapsed))
         print("serving_bench_client=wrk-4.1 server=serving_echo.py(python3 asyncio) "
               "gateway=haproxy-2.6")
     finally:
