@@ -165,7 +165,7 @@ class ServingAutoscaleTest(IsvcHelpers, AgentTest):
             self.assertEqual(queued["status"], "True", queued)
             self.assertTrue(queued["message"].startswith("Unschedulable: "), queued)
             why = queued["message"][len("Unschedulable: "):]
-            self.assertIn("GPU", why)
+            self.assertIn("no node fits", why)
             c = self.cond("gpu", "Scaled")
             self.assertEqual(c["status"], "False", c)
             self.assertIn("1 of 2 replicas ready", c["message"])
