@@ -90,8 +90,9 @@ class Conn(asyncio.Protocol):
 
     def reply(self, status, body, close):
         data = json.dumps(body).encode()
-        head = "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%s\r\n" % (
-            status, REASONS[status], len(data), "Connection: close\r\n" if close else "")
+        head = ("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                "%s\r\n" % (status, REASONS[status], len(data),
+                              "Connection: close\r\n" if close else ""))
         self.t.write(head.encode() + data)
         if close:
             self.t.close()
@@ -104,4 +105,5 @@ async def serve(port):
 
 
 if __name__ == "__main__":
-    asyncio.run(serve(int(sys.argv[1]) if len(sys.argv) > 1 else int(os.environ["GANTRY_PORT_HTTP"])))
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else int(os.environ["GANTRY_PORT_HTTP"])
+    asyncio.run(serve(port))
