@@ -2,7 +2,7 @@
 # Serving benchmarks on one local node: a release gantryd running the
 # gateway (Debian's HAProxy) and one gantlet; a public InferenceService
 # whose replica is the trivial server of the e2e tests
-# (tests/e2e/serving_echo.py, Python's http.server).
+# (tests/e2e/serving_echo.py, a small asyncio server in Python).
 # Prints key=value lines:
 #   serving_added_latency_us_p50/_p99  what the gateway adds to a request:
 #                            wrk -t1 -c1 --latency for 5 s straight to the
@@ -13,7 +13,7 @@
 #                            (serving_direct_us_p50/_p99 and
 #                            serving_gateway_us_p50/_p99: the parts)
 #   serving_rps              wrk -t2 -c16 for 5 s through the gateway, with
-#                            two replicas (bounded by the Python servers)
+#                            two replicas of 300m each (bounded by the Python servers)
 #   serving_status_latency_ms_p50/_p99  the service's status right after
 #                            that run: the percentiles gantryd keeps from
 #                            HAProxy's request log (every request logged)
@@ -23,7 +23,9 @@
 #   rollout_failed_requests  requests failed (status or body) of a steady
 #                            300 req/s load while the service goes through
 #                            canary 10 -> 50 -> promotion
-#                            (rollout_requests: how many were sent)
+#                            (rollout_requests: how many were sent;
+#                            rollout_rps: the rate the load reached, of the
+#                            300/s offered)
 # Needs root (cgroups, other uids). Takes about a minute.
 set -eu
 BUILD=${1:-build}
@@ -66,7 +68,7 @@ def variant(d, version, replicas=1):
     return {"name": "main", "replicas": replicas, "template": {
         "command": ["/usr/bin/python3", os.path.join(d, "serving_echo.py")],
         "env": [{"name": "VERSION", "value": str(version)}],
-        "resources": {"limits": {"cpu": "100m", "memory": "128Mi"}}}}
+        "resources": {"limits": {"cpu": "300m", "memory": "128Mi"}}}}
 
 
 def put(g, name, spec):
@@ -171,7 +173,8 @@ def main():
             time.sleep(1)
         print("rollout_requests=%d" % (load.ok + len(load.failures)))
         print("rollout_failed_requests=%d" % len(load.failures))
-        print("serving_bench_client=wrk-4.1 server=serving_echo.py(python3 http.server) "
+        print("rollout_rps=%.0f" % (load.ok / load.elapsed))
+        print("serving_bench_client=wrk-4.1 server=serving_echo.py(python3 asyncio) "
               "gateway=haproxy-2.6")
     finally:
         a.cleanup()

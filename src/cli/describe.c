@@ -52,11 +52,13 @@ static void label_part(const char *s, size_t n, struct gt_buf *out)
 }
 
 /* kubectl's smartLabelFor: "creationTimestamp" -> "Creation Timestamp";
- * keys with anything but letters and '-' are kept as they are. */
+ * digits stay in their word ("latencyP99Ms" -> "Latency P99 Ms", where
+ * kubectl keeps such a key as it is); keys that start with anything but a
+ * letter or hold anything but letters, digits and '-' are kept as they are. */
 static char *smart_label(const char *key)
 {
     for (const char *p = key; *p; p++) {
-        if (!isalpha((unsigned char)*p) && *p != '-') {
+        if ((!isalnum((unsigned char)*p) && *p != '-') || !isalpha((unsigned char)key[0])) {
             return gt_xstrdup(key);
         }
     }
@@ -66,8 +68,9 @@ static char *smart_label(const char *key)
     for (size_t i = 1; i <= n; i++) {
         bool split = i == n;
         if (!split && isupper((unsigned char)key[i])) {
-            /* "nodeName" splits before N; "URLPath" splits before the P. */
-            split = islower((unsigned char)key[i - 1]) ||
+            /* "nodeName" splits before N; "URLPath" splits before the P;
+             * "p99Ms" before the M. */
+            split = islower((unsigned char)key[i - 1]) || isdigit((unsigned char)key[i - 1]) ||
                     (i + 1 < n && islower((unsigned char)key[i + 1]));
         }
         if (split && i > start) {

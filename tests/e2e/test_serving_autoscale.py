@@ -6,7 +6,9 @@ HAProxy's counters, scaleTarget 1) and back to 1 once the load has stayed
 low for the stabilisation delay, every request's status and body checked
 throughout; a scale-up beyond the project's hard cap waits, the Scaled
 condition and an Event naming the quota, status showing desired against
-ready replicas. The windows are short (spec.autoscaling) so that it runs in
+ready replicas; a scale-up short of GPUs waits Pending with the scheduler's
+reason, the service serving on the replica it has, and runs once a GPU is
+freed. The windows are short (spec.autoscaling) so that it runs in
 well under a minute."""
 import os
 import shutil
@@ -29,7 +31,10 @@ class ServingAutoscaleTest(IsvcHelpers, AgentTest):
         self.addCleanup(shutil.rmtree, self.dir, True)
         self.agent = self.gantlet(fake_gpus="2xA100-80GB")
 
-    def spec(self, max_replicas=3):
+    def spec(self, max_replicas=3, gpus=0):
+        limits = {"cpu": "100m", "memory": "128Mi"}
+        if gpus:
+            limits["nvidia.com/gpu"] = gpus
         return {"autoscaling": {"windowSeconds": 2, "scaleDownDelaySeconds": 3},
                 "variants": [{
                     "name": "main", "replicas": 1, "maxReplicas": max_replicas,
@@ -38,7 +43,7 @@ class ServingAutoscaleTest(IsvcHelpers, AgentTest):
                         "command": [PY, os.path.join(self.dir, "serving_echo.py")],
                         "env": [{"name": "VERSION", "value": "1"},
                                 {"name": "DELAY_MS", "value": str(DELAY_MS)}],
-                        "resources": {"limits": {"cpu": "100m", "memory": "128Mi"}}}}]}
+                        "resources": {"limits": limits}}}]}
 
     def variant_status(self, name):
         vs = self.status(name).get("variants") or [{}]
@@ -139,6 +144,57 @@ class ServingAutoscaleTest(IsvcHelpers, AgentTest):
         self.assert_no_failures(heavy)
         self.assertIn("QuotaExceeded", self.reasons())
 
+    def test_scale_up_short_of_gpus_waits_then_runs_when_room_is_freed(self):
+        # two GPUs: the service's first replica holds one, a plain job the
+        # other, so the second replica the load calls for has none to take
+        self.put("gpu", self.spec(max_replicas=2, gpus=1), create=True)
+        self.wait_ready("gpu")
+        hog = self.submit("hog", ["sleep", "600"], cpu="100m")
+        self.wait_phase(hog, "Running")
+        with Load(self.gw_port, self.infer("gpu"), rate=200, threads=HEAVY) as heavy:
+            wait_for("scale-up waits for a GPU (now %s)" % self.cond("gpu", "Scaled"),
+                     lambda: self.cond("gpu", "Scaled").get("reason") == "Unschedulable",
+                     timeout=45)
+            # the extra replica is a task like any other, Pending with the
+            # scheduler's reason on its job, which the service repeats
+            extra = [j for j in self.live_jobs() if j.startswith("is-gpu-") and
+                     self.phase(j + "-worker-0") == "Pending"]
+            self.assertEqual(len(extra), 1, self.live_jobs())
+            st, job = self.g.request("GET", self.PROJECT + "/jobs/" + extra[0])
+            queued = [c for c in job["status"]["conditions"] if c["type"] == "Queued"][0]
+            self.assertEqual(queued["status"], "True", queued)
+            self.assertTrue(queued["message"].startswith("Unschedulable: "), queued)
+            why = queued["message"][len("Unschedulable: "):]
+            self.assertIn("no node fits", why)
+            c = self.cond("gpu", "Scaled")
+            self.assertEqual(c["status"], "False", c)
+            self.assertIn("1 of 2 replicas ready", c["message"])
+            self.assertIn("waits: " + why, c["message"])
+            vs = self.variant_status("gpu")
+            self.assertEqual((vs["replicas"], vs["readyReplicas"]), (2, 1), vs)
+            # nothing breaks: the service stays Ready and its one replica
+            # keeps answering
+            self.assertEqual(self.cond("gpu", "Ready").get("status"), "True")
+            out = self.g.cli("get", "isvc", "-p", "proj-a").stdout
+            self.assertIn("1/2", out)
+            self.assertIn("Unschedulable", out)
+            self.assertIn(why, self.g.cli("describe", "isvc", "gpu", "-p", "proj-a").stdout)
+            served = heavy.ok
+            time.sleep(1)
+            self.assertGreater(heavy.ok, served)
+            # room freed: the waiting replica gets the GPU and takes traffic
+            st, body = self.g.request("DELETE", self.PROJECT + "/jobs/hog", token="alice")
+            self.assertIn(st, (200, 202), body)
+            wait_for("2 of 2 ready (now %s)" % self.variant_status("gpu"),
+                     lambda: (self.variant_status("gpu").get("replicas"),
+                              self.variant_status("gpu").get("readyReplicas")) == (2, 2),
+                     timeout=45)
+            self.assertEqual(self.phase(extra[0] + "-worker-0"), "Running")
+            wait_for("Scaled (now %s)" % self.cond("gpu", "Scaled"),
+                     lambda: self.cond("gpu", "Scaled").get("status") == "True", timeout=10)
+            time.sleep(1)
+        self.assert_no_failures(heavy)
+        self.assertIn("Unschedulable", self.reasons())
 
 if __name__ == "__main__":
     main()

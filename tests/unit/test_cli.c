@@ -712,6 +712,35 @@ static void test_describe_layout(void **state)
     json_decref(events);
 }
 
+/* An InferenceService's per-variant traffic numbers read as words, digits
+ * kept in theirs ("latencyP99Ms" -> "Latency P99 Ms"); keys with other
+ * characters, or starting with a digit, stay as they are. */
+static void test_describe_labels_with_digits(void **state)
+{
+    (void)state;
+    json_t *obj = json_of("{\"kind\":\"InferenceService\",\"metadata\":{\"name\":\"m\"},"
+                          "\"status\":{\"variants\":[{\"role\":\"stable\","
+                          "\"requestsPerSecond\":299.5,\"errorRate\":0,\"latencyP50Ms\":1,"
+                          "\"latencyP99Ms\":16,\"2xx\":3,\"a_b\":4}]}}");
+    struct gt_buf b;
+    gt_buf_init(&b);
+    gt_cli_describe_render(obj, NULL, T0_MS, &b);
+    const char *status = strstr(b.data, "Status:\n");
+    assert_non_null(status);
+    assert_string_equal(status, "Status:\n"
+                                "  Variants:\n"
+                                "    - Role:                 stable\n"
+                                "      Requests Per Second:  299.5\n"
+                                "      Error Rate:           0\n"
+                                "      Latency P50 Ms:       1\n"
+                                "      Latency P99 Ms:       16\n"
+                                "      2xx:                  3\n"
+                                "      a_b:                  4\n"
+                                "Events:  <none>\n");
+    gt_buf_fini(&b);
+    json_decref(obj);
+}
+
 static void test_describe_top_level_fields_and_no_events(void **state)
 {
     (void)state;
@@ -1129,6 +1158,7 @@ int main(void)
         cmocka_unit_test(test_status_message),
         cmocka_unit_test(test_describe_layout),
         cmocka_unit_test(test_describe_top_level_fields_and_no_events),
+        cmocka_unit_test(test_describe_labels_with_digits),
         cmocka_unit_test(test_event_matching),
         cmocka_unit_test(test_cli_usage_errors),
         cmocka_unit_test(test_node_mark),
