@@ -373,19 +373,19 @@ class ServingTest(IsvcHelpers, AgentTest):
         print("load: %d requests in %.1f s (%.0f/s), %d failed" % (
             load.ok, load.elapsed, load.ok / load.elapsed, len(load.failures)))
         self.assertGreaterEqual(load.rate, 200)
-        # What was achieved depends on the host: the replicas and the load
-        # generator are Python beside HAProxy, and on a 2-core host that
-        # anything else keeps busy (a load average of 1 or more before the
-        # run: parallel tests, builds) they fall behind whatever the gateway
-        # does. The rate is then printed, not checked; zero failures are.
-        # A sanitizer build's gantryd (which reads every request's log line)
-        # is several times slower: there too the rate is printed only.
-        if self.load_before < 1.0 and not SANITIZED:
+        # The rate reached is checked wherever gantryd is a release build:
+        # the replicas (an asyncio server at ~0.3 ms of CPU a request, 300m
+        # each) and the load generator keep up with 300/s on a 2-core host
+        # even at a load average of 7 (the test runs alone: RUN_SERIAL). A
+        # sanitizer build's gantryd, which reads every request's log line,
+        # is several times slower: there the rate is printed only.
+        if not SANITIZED:
             self.assertGreaterEqual(load.ok / load.elapsed, 200,
-                                    "load below 200 req/s: %d in %.1f s" % (load.ok, load.elapsed))
+                                    "load below 200 req/s: %d in %.1f s (load average %.2f "
+                                    "before the run)" % (load.ok, load.elapsed, self.load_before))
         else:
-            print("achieved rate not checked: load average %.2f before the run%s" % (
-                self.load_before, ", a sanitizer build" if SANITIZED else ""))
+            print("achieved rate not checked: a sanitizer build (load average %.2f before "
+                  "the run)" % self.load_before)
 
     def test_canary_promotion_rollback_zero_failed_requests(self):
         one = lambda version, **env: [self.variant("main", version, **env)]  # noqa: E731
