@@ -284,6 +284,20 @@ static int write_reports(const struct opts *o, const struct gt_sim_config *c,
     return rc;
 }
 
+/* GPU-seconds r's jobs held beyond their work: the runs preemption threw
+ * away (from scratch) and the restart overhead. */
+static double lost_gpu_s(const struct gt_sim_trace *t, const struct gt_sim_run *r)
+{
+    double held = 0.0;
+    for (size_t v = 0; v < r->n_vcs; v++) {
+        held += r->busy_gpu_s[v];
+    }
+    for (size_t j = 0; j < t->n_jobs; j++) {
+        held -= (double)t->jobs[j].duration_s * t->jobs[j].num_gpu;
+    }
+    return held;
+}
+
 static int run_jobs(const struct opts *o, const struct gt_sim_config *c, struct gt_err *err)
 {
     struct gt_sim_trace t;
@@ -310,11 +324,13 @@ static int run_jobs(const struct opts *o, const struct gt_sim_config *c, struct 
         print_row(rows[i], &s);
         fprintf(stderr,
                 "gantry-sim: %s: %zu jobs in %.2f s (%.0f jobs/s), %lld cycles, %lld "
-                "preemptions, %lld runtime estimates given, %lld invariant violations%s\n",
+                "preemptions (%.0f GPU-s lost), %lld runtime estimates given, %lld invariant "
+                "violations%s\n",
                 rows[i], t.n_jobs, (double)ms / 1000.0,
                 ms > 0 ? (double)t.n_jobs * 1000.0 / (double)ms : 0.0, (long long)runs[i].n_cycles,
-                (long long)runs[i].n_preemptions, (long long)runs[i].n_estimates,
-                (long long)runs[i].n_violations, c->check ? "" : " (unchecked)");
+                (long long)runs[i].n_preemptions, lost_gpu_s(&t, &runs[i]),
+                (long long)runs[i].n_estimates, (long long)runs[i].n_violations,
+                c->check ? "" : " (unchecked)");
         if (runs[i].n_violations > 0) {
             rc = gt_err_set(err, GT_EINTERNAL, "%s: %lld invariant violations", rows[i],
                             (long long)runs[i].n_violations);
