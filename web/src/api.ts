@@ -96,11 +96,10 @@ export function serverList(): { origins: string[]; inUse: number } {
   return { origins: servers.map((s) => s || location.origin), inUse };
 }
 
-/** Call fn whenever the server list or the server in use changes; the
- * returned function stops that. */
-export function onServerChange(fn: () => void): () => void {
+/** Call fn whenever the server list or the server in use changes (for
+ * the rest of the page's life). */
+export function onServerChange(fn: () => void): void {
   serverListeners.add(fn);
-  return () => serverListeners.delete(fn);
 }
 
 function useServer(i: number): void {
