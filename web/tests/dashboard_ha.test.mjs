@@ -12,7 +12,8 @@
 // leader. A job submitted from the page's form is stored by r2, which
 // crashes before answering: the page sends it again to r3, takes the 409
 // for its own create and opens the job; stopping it from the job page
-// deletes it through r3, and the page's watch of the job sees it go. Usage: node dashboard_ha.test.mjs ENV.json
+// deletes it through r3, and the page's watch of the job sees it go.
+// Usage: node dashboard_ha.test.mjs ENV.json
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
