@@ -1,6 +1,7 @@
 // Build the dashboard into OUTDIR (default ../build/web): assets/app-HASH.js
 // and assets/app-HASH.css (content-hashed names, so gantryd may let browsers
-// cache them for a year) and index.html naming them (never cached). Offline:
+// cache them for a year) and index.html naming them (never cached) and
+// preloading the chunks split off the entry. Offline:
 // only esbuild from node_modules is used.
 import { build } from "esbuild";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
@@ -33,6 +34,13 @@ const css = outputs.find(([p]) => p.endsWith(".css"))?.[0];
 if (!js || !css) {
   throw new Error(`esbuild gave no ${js ? "CSS" : "JavaScript"} output`);
 }
+// the other chunks (the YAML library's) are fetched at once but run only
+// when a page imports them: at hand even after the replica that served
+// the page has gone (docs/ha.md)
+const chunks = outputs
+  .filter(([p]) => p.endsWith(".js") && p !== js)
+  .map(([p]) => `<link rel="modulepreload" href="/assets/${basename(p)}">\n`)
+  .join("");
 writeFileSync(
   join(outdir, "index.html"),
   `<!doctype html>
@@ -43,7 +51,7 @@ writeFileSync(
 <title>gantry</title>
 <link rel="stylesheet" href="/assets/${basename(css)}">
 <script type="module" src="/assets/${basename(js)}"></script>
-</head>
+${chunks}</head>
 <body><div id="app"></div></body>
 </html>
 `,

@@ -337,12 +337,14 @@ int gt_cli_up_free_port(const char *host);
 int gt_cli_up_ha_etcd(const char *dir, const char *logs, const char *host, char **store,
                       struct gt_err *err);
 /* Start gantryd replica n (2, 3, ...) with the first replica's argv[0..argc)
- * (borrowed) plus its own --data-dir, --listen on a free port of host and
+ * (borrowed) plus its own --data-dir, --listen on host:port (a port the
+ * caller found free, and named in every replica's --replica-url) and
  * --replica-id, and the first one's --secret-key file (every replica
  * derives the same notebook tokens), pid file gantrydN.pid, and wait until
  * it is healthy; *url gets its http://HOST:PORT (heap). */
 int gt_cli_up_ha_replica(char **argv, size_t argc, int n, const char *dir, const char *logs,
-                         const char *host, const char *secret_key, char **url, struct gt_err *err);
+                         const char *host, int port, const char *secret_key, char **url,
+                         struct gt_err *err);
 
 /* Where gantry up's cluster registry lives (all borrowed). */
 struct gt_cli_up_registry {

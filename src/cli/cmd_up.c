@@ -444,10 +444,11 @@ static char *user_name(void)
     return pw ? gt_xstrdup(pw->pw_name) : gt_xasprintf("uid%ld", (long)getuid());
 }
 
-/* --ha: replicas 2 and 3 beside the first (server_argv), then every
- * replica in cl->server, the agent's --server, up.json and the config. */
+/* --ha: replicas 2 and 3 beside the first (server_argv), on host's
+ * ports[1..], then every replica in cl->server, the agent's --server,
+ * up.json and the config. */
 static int start_replicas(struct cluster *cl, char **server_argv, size_t n_server, const char *host,
-                          struct gt_err *err)
+                          const int *ports, struct gt_err *err)
 {
     struct gt_buf all;
     gt_buf_init(&all);
@@ -457,8 +458,8 @@ static int start_replicas(struct cluster *cl, char **server_argv, size_t n_serve
     char *key = gt_xasprintf("%s/secret.key", cl->store);
     for (int n = 2; n <= GT_CLI_UP_HA_REPLICAS && rc == 0; n++) {
         char *url = NULL;
-        rc =
-            gt_cli_up_ha_replica(server_argv, n_server, n, cl->dir, cl->logs, host, key, &url, err);
+        rc = gt_cli_up_ha_replica(server_argv, n_server, n, cl->dir, cl->logs, host, ports[n - 1],
+                                  key, &url, err);
         if (rc == 0) {
             gt_buf_printf(&all, ",%s", url);
         }
@@ -512,8 +513,8 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
     pid_t server_pid, agent_pid;
     /* gantryd admits hostPath volumes beneath the same roots the agent
      * mounts from; Volumes' images live in the data directory's volumes/ */
-    /* 11 + registry 4 + gateway 2 + HA 4 + NULL, and 2 per storage root */
-    char *server_argv[22 + 2 * MAX_STORAGE_ROOTS] = {
+    /* 11 + registry 4 + gateway 2 + HA 4 + 2 per replica + NULL, and 2 per storage root */
+    char *server_argv[22 + 2 * GT_CLI_UP_HA_REPLICAS + 2 * MAX_STORAGE_ROOTS] = {
         cl->gantryd,      "--data-dir",    cl->store,         "--token-file",
         cl->tokens,       "--listen",      (char *)f->listen, "--storage-class",
         cl->volume_class, "--model-store", cl->models};
@@ -548,17 +549,35 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
     }
     char *host = gt_xstrndup(f->listen, (size_t)(strrchr(f->listen, ':') - f->listen));
     char *etcd_store = NULL;
+    int ports[GT_CLI_UP_HA_REPLICAS] = {0};             /* --ha: replicas 2.. listen there */
+    char *replica_urls[GT_CLI_UP_HA_REPLICAS] = {NULL}; /* --ha: every replica's --replica-url */
     if (f->ha) {
         rc = gt_cli_up_ha_etcd(cl->dir, cl->logs, host, &etcd_store, err);
         server_argv[n_server++] = "--store";
         server_argv[n_server++] = etcd_store;
         server_argv[n_server++] = "--replica-id";
         server_argv[n_server++] = "r1";
+        /* every replica names them all: the dashboard fails over between them */
+        for (int i = 0; i < GT_CLI_UP_HA_REPLICAS && rc == 0; i++) {
+            ports[i] = i == 0 ? 0 : gt_cli_up_free_port(host);
+            if (ports[i] < 0) {
+                rc =
+                    gt_err_set(err, GT_EINTERNAL, "no free port on %s for replica %d", host, i + 1);
+                break;
+            }
+            replica_urls[i] = i == 0 ? gt_xasprintf("http://%s", f->listen)
+                                     : gt_xasprintf("http://%s:%d", host, ports[i]);
+            server_argv[n_server++] = "--replica-url";
+            server_argv[n_server++] = replica_urls[i];
+        }
     }
     rc = rc ? rc : gt_cli_up_spawn(server_argv, cl->gantryd_log, cl->gantryd_pid, &server_pid, err);
     if (rc < 0) {
         free(host);
         free(etcd_store);
+        for (int i = 0; i < GT_CLI_UP_HA_REPLICAS; i++) {
+            free(replica_urls[i]);
+        }
         return rc;
     }
     struct gt_cli_client *c = gt_cli_client_new(cl->server, admin);
@@ -571,7 +590,7 @@ static int start_cluster(struct cluster *cl, const struct up_flags *f, char *adm
         sleep_ms(POLL_MS);
     }
     if (f->ha) {
-        rc = start_replicas(cl, server_argv, n_server, host, err);
+        rc = start_replicas(cl, server_argv, n_server, host, ports, err);
         if (rc < 0) {
             goto out;
         }
@@ -599,6 +618,9 @@ out:
     gt_cli_client_free(c);
     free(host);
     free(etcd_store);
+    for (int i = 0; i < GT_CLI_UP_HA_REPLICAS; i++) {
+        free(replica_urls[i]);
+    }
     return rc;
 }
 

@@ -129,10 +129,10 @@ int gt_cli_up_ha_etcd(const char *dir, const char *logs, const char *host, char 
 }
 
 int gt_cli_up_ha_replica(char **argv, size_t argc, int n, const char *dir, const char *logs,
-                         const char *host, const char *secret_key, char **url, struct gt_err *err)
+                         const char *host, int port, const char *secret_key, char **url,
+                         struct gt_err *err)
 {
     *url = NULL;
-    int port = gt_cli_up_free_port(host);
     char *data = gt_xasprintf("%s/replica%d", dir, n);
     char *listen = gt_xasprintf("%s:%d", host, port);
     char id[16], pidname[16];

@@ -2,10 +2,11 @@
  * gantryd's configuration: one declarative table (see common/config.h)
  * gives every setting's name, type, default, bounds and help; it drives
  * the flags, the environment (GANTRYD_<NAME>), --help and validation;
- * --storage-root and --image may be repeated. Strings in struct gt_server_config are
- * owned by it.
+ * --storage-root, --storage-class, --image and --replica-url may be repeated. Strings in struct
+ * gt_server_config are owned by it.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -32,6 +33,11 @@ static const struct gt_config_opt opts[] = {
     {"replica-id", GT_CONFIG_STR, OFF(replica_id), NULL, 0, 0, false,
      "etcd store: this replica's name in the leader key (unique among the replicas); default "
      "HOSTNAME-PID-RANDOM"},
+    {"replica-url", GT_CONFIG_LIST, OFF(replica_urls), NULL, 0, 0, false,
+     "http[s]://HOST[:PORT]: the URL of a gantryd replica as browsers reach it (repeatable: "
+     "every replica's, this one's too, the same list on each); the dashboard fails over "
+     "between them (GET clusterinfo lists them) and the API answers their cross-origin "
+     "requests (CORS); none: the dashboard talks only to the replica that served it"},
     {"listen", GT_CONFIG_STR, OFF(listen), "127.0.0.1:8443", 0, 0, false,
      "ADDR:PORT to serve plain HTTP on (port 0: any free port)"},
     {"token-file", GT_CONFIG_STR, OFF(token_file), NULL, 0, 0, true,
@@ -133,6 +139,48 @@ static int check_image_flag(const char *v, struct gt_err *err)
     return 0;
 }
 
+/* One --replica-url: http:// or https://, then a host (letters, digits,
+ * '.', '-', or a bracketed IPv6 address) and an optional :PORT, nothing
+ * after but one '/', which is dropped, so that it reads as browsers write
+ * an origin. */
+static int check_replica_url(char *v, struct gt_err *err)
+{
+    char *host = !strncmp(v, "http://", 7) ? v + 7 : !strncmp(v, "https://", 8) ? v + 8 : NULL;
+    if (!host) {
+        return gt_err_set(err, GT_EINVAL, "--replica-url %s: want http:// or https://", v);
+    }
+    size_t len = strlen(host);
+    if (len > 0 && host[len - 1] == '/') {
+        host[len - 1] = '\0';
+    }
+    const char *p = host;
+    if (*p == '[') {
+        p += strspn(p + 1, "0123456789abcdefABCDEF:") + 1;
+        if (*p++ != ']' || p == host + 2) {
+            return gt_err_set(err, GT_EINVAL, "--replica-url %s: malformed IPv6 address", v);
+        }
+    } else {
+        p += strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+        if (p == host) {
+            return gt_err_set(err, GT_EINVAL, "--replica-url %s: no host", v);
+        }
+    }
+    if (*p == ':') {
+        char *end = NULL;
+        long port = strtol(p + 1, &end, 10);
+        if (end == p + 1 || port < 1 || port > 65535) {
+            return gt_err_set(err, GT_EINVAL, "--replica-url %s: port must be 1-65535", v);
+        }
+        p = end;
+    }
+    if (*p) {
+        return gt_err_set(err, GT_EINVAL,
+                          "--replica-url %s: only scheme, host and port (no path, query or user)",
+                          v);
+    }
+    return 0;
+}
+
 /* One --storage-class NAME=DIR: NAME a DNS label, DIR an absolute path. */
 static int check_storage_class_flag(const char *v, struct gt_err *err)
 {
@@ -180,6 +228,9 @@ int gt_server_config_parse(struct gt_server_config *cfg, int argc, char *const *
     }
     for (size_t i = 0; rc == 0 && !*help && i < cfg->images.n; i++) {
         rc = check_image_flag(cfg->images.items[i], err);
+    }
+    for (size_t i = 0; rc == 0 && !*help && i < cfg->replica_urls.n; i++) {
+        rc = check_replica_url(cfg->replica_urls.items[i], err);
     }
     return rc;
 }

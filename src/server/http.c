@@ -597,7 +597,8 @@ static void version(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path
 
 /* GET clusterinfo: what the cluster offers every client, from gantryd's
  * flags: storageRoots (--storage-root), images [{name, image}] (--image
- * NAME=REF, in flag order) and registry (--registry HOST:PORT, when
+ * NAME=REF, in flag order), replicas (--replica-url, in flag order: where
+ * the dashboard fails over to) and registry (--registry HOST:PORT, when
  * given: agents pull from it with their node token). */
 static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
 {
@@ -617,8 +618,13 @@ static void clusterinfo(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
         json_array_append_new(
             images, json_pack("{s:s%, s:s}", "name", v, (size_t)(eq - v), "image", eq + 1));
     }
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", GT_API_VERSION, "kind",
-                          "ClusterInfo", "storageRoots", roots, "images", images);
+    json_t *replicas = json_array();
+    for (size_t i = 0; i < cfg->replica_urls.n; i++) {
+        json_array_append_new(replicas, json_string(cfg->replica_urls.items[i]));
+    }
+    json_t *o =
+        json_pack("{s:s, s:s, s:o, s:o, s:o}", "apiVersion", GT_API_VERSION, "kind", "ClusterInfo",
+                  "storageRoots", roots, "images", images, "replicas", replicas);
     if (cfg->registry) {
         json_object_set_new(o, "registry", json_string(cfg->registry));
     }
@@ -644,6 +650,56 @@ static void registry_token(struct gt_req *r, enum evhttp_cmd_type cmd, const cha
     evhttp_clear_headers(&q);
 }
 
+/* Paths a page from another replica may call: the API and the health
+ * endpoints (not the dashboard's files, nor the notebook proxy). */
+static bool cors_path(const char *path)
+{
+    return !strncmp(path, GT_API_GROUP_PREFIX "/", strlen(GT_API_GROUP_PREFIX) + 1) ||
+           !strcmp(path, "/readyz") || !strcmp(path, "/healthz") || !strcmp(path, "/version");
+}
+
+/* Cross-origin requests from the dashboard as another replica served it
+ * (--replica-url; docs/api.md "Cross-origin requests"). With replicas
+ * configured every answer says Vary: Origin; an Origin that is one of them
+ * gets it echoed in Access-Control-Allow-Origin (never "*": only gantry's
+ * own pages may read what a bearer token fetched), and its preflight
+ * (OPTIONS with Access-Control-Request-Method) is answered 204 with the
+ * methods and the headers the dashboard sends. Another origin gets no CORS
+ * header, so the browser keeps every answer from its page, and its
+ * preflight is answered 403. True when r was answered. */
+static bool cors(struct gt_req *r, enum evhttp_cmd_type cmd)
+{
+    const struct gt_config_list *urls = &r->s->cfg->replica_urls;
+    if (!urls->n) {
+        return false;
+    }
+    struct evkeyvalq *in = evhttp_request_get_input_headers(r->req);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
+    evhttp_add_header(out, "Vary", "Origin");
+    const char *origin = evhttp_find_header(in, "Origin");
+    bool allowed = false;
+    for (size_t i = 0; origin && !allowed && i < urls->n; i++) {
+        allowed = !strcasecmp(origin, urls->items[i]);
+    }
+    if (allowed) {
+        evhttp_add_header(out, "Access-Control-Allow-Origin", origin);
+    }
+    if (cmd != EVHTTP_REQ_OPTIONS || !origin ||
+        !evhttp_find_header(in, "Access-Control-Request-Method")) {
+        return false;
+    }
+    if (!allowed) {
+        gt_req_error(r, GT_EFORBIDDEN, "origin %.200s is not a gantry replica (--replica-url)",
+                     origin);
+        return true;
+    }
+    evhttp_add_header(out, "Access-Control-Allow-Methods", "GET, POST, PUT, DELETE");
+    evhttp_add_header(out, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+    evhttp_add_header(out, "Access-Control-Max-Age", "600");
+    gt_req_reply_as(r, 204, "text/plain; charset=utf-8", "", 0);
+    return true;
+}
+
 void gt_http_handle(struct evhttp_request *req, void *arg)
 {
     struct gt_server *s = arg;
@@ -657,6 +713,9 @@ void gt_http_handle(struct evhttp_request *req, void *arg)
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || !*path) {
         path = "/";
+    }
+    if (cors_path(path) && cors(r, cmd)) {
+        return;
     }
     if (s->draining) {
         gt_req_error(r, GT_ESTORE, "gantryd is shutting down");

@@ -45,6 +45,7 @@ struct gt_server_config {
     int64_t notebook_cpu_idle_milli;     /* --notebook-cpu-idle-milli: CPU use that is activity */
     struct gt_config_list storage_roots; /* --storage-root DIR...: where hostPath volumes may be */
     struct gt_config_list images;        /* --image NAME=REF...: images offered to clients */
+    struct gt_config_list replica_urls;  /* --replica-url URL...: replicas' origins (CORS, UI) */
     struct gt_config_list storage_classes; /* --storage-class NAME=DIR...: where Volumes live */
     char *pip_index_url;  /* --pip-index-url URL: tasks' requirements index; NULL: pip's */
     char *pip_find_links; /* --pip-find-links DIR: a directory of wheels; NULL: none */

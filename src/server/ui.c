@@ -8,7 +8,9 @@
  * revalidated. Nothing else is read from disk, and a name with anything
  * but letters, digits, '-', '_' and '.' (or starting with '.') is not
  * found. The page reaches gantry only through the public JSON API with the
- * user's bearer token; these files need no token.
+ * user's bearer token, on this replica or another one --replica-url names
+ * (the Content-Security-Policy allows exactly those); these files need no
+ * token.
  *
  * Files are read per request (index.html is a few hundred bytes, the
  * bundle a few dozen KB, and browsers keep the assets), so a rebuilt
@@ -182,10 +184,19 @@ void gt_ui_serve(struct gt_req *r, enum evhttp_cmd_type cmd, const char *path)
                       asset ? "public, max-age=31536000, immutable" : "no-store");
     evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
     if (!asset) {
-        /* the page loads only its own files and talks only to this server */
-        evhttp_add_header(h, "Content-Security-Policy",
-                          "default-src 'self'; img-src 'self' data:; object-src 'none'; "
-                          "base-uri 'none'; frame-ancestors 'none'");
+        /* the page loads only its own files and talks only to this server
+         * and the other replicas (--replica-url) */
+        struct gt_buf csp;
+        gt_buf_init(&csp);
+        gt_buf_printf(&csp, "default-src 'self'; connect-src 'self'");
+        const struct gt_config_list *urls = &r->s->cfg->replica_urls;
+        for (size_t i = 0; i < urls->n; i++) {
+            gt_buf_printf(&csp, " %s", urls->items[i]);
+        }
+        gt_buf_printf(&csp, "; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+                            "frame-ancestors 'none'");
+        evhttp_add_header(h, "Content-Security-Policy", csp.data);
+        gt_buf_fini(&csp);
         evhttp_add_header(h, "Referrer-Policy", "no-referrer");
     }
     gt_req_reply_as(r, 200, type_of(name), data, len);

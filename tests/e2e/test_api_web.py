@@ -10,7 +10,8 @@ a label selector, for a member who sees one project only, and for a member
 listing its own project (with and without selectors); bad limit and
 continue values answer 400 naming the parameter; whoami answers the
 caller's name, uid and groups (401 without a token); clusterinfo answers
-any user the --storage-root and --image flags in flag order (401 without a
+any user the --storage-root and --image flags in flag order and no
+replicas without --replica-url (401 without a
 token, 405 for writes), and gantryd refuses to start with an --image that is
 not NAME=REF or whose REF is no image reference, naming the flag; a PyTorchJob POSTed
 to a project's jobs becomes a gantry Job in that project (its namespace
@@ -118,7 +119,8 @@ class PagingTest(GantrydTest):
             "apiVersion": "gantry.dev/v1", "kind": "ClusterInfo",
             "storageRoots": ["/srv/data", "/scratch"],
             "images": [{"name": "pytorch", "image": "pytorch/pytorch:2.3.1"},
-                       {"name": "tf", "image": "tensorflow/tensorflow:2.16.1-gpu"}]})
+                       {"name": "tf", "image": "tensorflow/tensorflow:2.16.1-gpu"}],
+            "replicas": []})  # no --replica-url: one gantryd
         self.assertEqual(self.g.request("GET", API + "/clusterinfo", token=None)[0], 401)
         self.assertEqual(self.g.request("PUT", API + "/clusterinfo", {})[0], 405)
 

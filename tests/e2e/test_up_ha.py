@@ -2,7 +2,8 @@
 """`gantry up --ha`: a local 3-member etcd and 3 gantryd replicas, the
 config listing all three; `gantry down` stops them all.
 
-Checks: the client configuration and up.json list three servers; one
+Checks: the client configuration and up.json list three servers, and
+every replica's GET clusterinfo lists the same three (--replica-url); one
 replica's /readyz says leader and two say follower; with the leader
 SIGKILLed `gantry run` (given the list by the config) still runs a job to
 its output, scheduled by the replica that took over; `gantry down` leaves
@@ -47,6 +48,13 @@ class UpHA(LocalClusterTest):
         self.assertEqual(servers[0], "http://127.0.0.1:%d" % self.port)
         with open(os.path.join(self.data, "up.json")) as f:
             self.assertEqual(json.load(f)["server"].split(","), servers)
+        with open(self.env["GANTRY_CONFIG"]) as f:
+            token = json.load(f)["token"]
+        for u in servers:  # each names them all: the dashboard fails over (docs/ha.md)
+            req = urllib.request.Request(u + "/apis/gantry.dev/v1/clusterinfo",
+                                         headers={"Authorization": "Bearer " + token})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                self.assertEqual(json.load(r)["replicas"], servers, u)
         wait_for("one leader, two followers",
                  lambda: sorted(readyz(u) or "" for u in servers) ==
                  ["follower", "follower", "leader"], timeout=20)

@@ -94,6 +94,58 @@ static void test_config_errors(void **state)
     gt_server_config_fini(&cfg);
 }
 
+/* --replica-url: origins only (a trailing '/' dropped), repeatable; a bad
+ * one is refused naming the flag and the reason. */
+static void test_config_replica_urls(void **state)
+{
+    (void)state;
+    struct gt_server_config cfg;
+    struct gt_err err = {0};
+    bool help = false;
+    char *argv[] = {"gantryd",
+                    "--data-dir",
+                    "/d",
+                    "--token-file",
+                    "/t",
+                    "--replica-url",
+                    "http://a:8443/",
+                    "--replica-url",
+                    "https://[::1]:9",
+                    NULL};
+    assert_int_equal(gt_server_config_parse(&cfg, 9, argv, NULL, &help, &err), 0);
+    assert_int_equal(cfg.replica_urls.n, 2);
+    assert_string_equal(cfg.replica_urls.items[0], "http://a:8443");
+    assert_string_equal(cfg.replica_urls.items[1], "https://[::1]:9");
+    gt_server_config_fini(&cfg);
+    static const struct {
+        char *url;
+        const char *want;
+    } bad[] = {
+        {"a:8443", "want http:// or https://"},
+        {"ftp://a", "want http:// or https://"},
+        {"http://", "no host"},
+        {"http://a:0", "port must be 1-65535"},
+        {"http://a:", "port must be 1-65535"},
+        {"http://a:70000", "port must be 1-65535"},
+        {"http://a/ui", "only scheme, host and port"},
+        {"http://u@a", "only scheme, host and port"},
+        {"http://[zz]", "malformed IPv6 address"},
+    };
+    for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {
+        char url[64];
+        snprintf(url, sizeof(url), "%s", bad[i].url);
+        char *av[] = {"gantryd", "--data-dir",    "/d", "--token-file",
+                      "/t",      "--replica-url", url,  NULL};
+        err = (struct gt_err){0};
+        int rc = gt_server_config_parse(&cfg, 7, av, NULL, &help, &err);
+        gt_server_config_fini(&cfg);
+        assert_int_equal(rc, GT_EINVAL);
+        if (!strstr(err.msg, "--replica-url") || !strstr(err.msg, bad[i].want)) {
+            fail_msg("%s: \"%s\" lacks \"%s\"", bad[i].url, err.msg, bad[i].want);
+        }
+    }
+}
+
 static void test_routes(void **state)
 {
     (void)state;
@@ -311,6 +363,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_defaults_env_flags),
         cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_config_replica_urls),
         cmocka_unit_test(test_routes),
         cmocka_unit_test(test_route_keys),
         cmocka_unit_test(test_status_body),

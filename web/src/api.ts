@@ -3,6 +3,18 @@
 // closes). Live views list once, then follow the watch stream from the
 // list's resourceVersion; a broken stream is resumed, a compacted one
 // (410) listed again.
+//
+// Several gantryd replicas (docs/ha.md): the page's own origin first, then
+// the replicas GET clusterinfo names. A request goes to the one in use; a
+// refused connection (fetch's TypeError), no answer within TIMEOUT_MS or a
+// 503 moves it to the next, each server once. Reads are sent again there;
+// so are writes, and one whose earlier try may have been applied is
+// recognised as the CLI does: a create or replace answered 409 whose
+// stored object has the spec, labels and annotations sent (and the
+// defaults the server filled in) counts as done (the stored object is the
+// answer), a delete answered 404 as deleted. A
+// watch that breaks resumes on the next server from the resourceVersion
+// of the last event it delivered.
 
 export const API = "/apis/gantry.dev/v1";
 const TOKEN_KEY = "gantry.token";
@@ -55,15 +67,144 @@ async function failure(resp: Response): Promise<ApiError> {
   return new ApiError(resp.status, msg, field);
 }
 
+/** No answer headers within this: the server counts as unreachable (a
+ * read the replica parks waits at most 5 s, then 503 or 504). */
+const TIMEOUT_MS = 15000;
+
+let servers: string[] = [""]; // origins; "" is the page's own
+let inUse = 0;
+const serverListeners = new Set<() => void>();
+
+/** The servers requests go to: the page's own origin, then replicas
+ * (origins such as "http://10.0.0.2:8443", as GET clusterinfo lists them),
+ * each once; the one in use stays in use. */
+export function setServers(replicas: string[]): void {
+  const cur = servers[inUse];
+  const next = [""];
+  for (const u of replicas) {
+    const o = u.replace(/\/+$/, "");
+    if (o !== location.origin && !next.includes(o)) next.push(o);
+  }
+  servers = next;
+  inUse = Math.max(0, servers.indexOf(cur));
+  for (const fn of serverListeners) fn();
+}
+
+/** Every server's origin (the page's own as location.origin), and the
+ * index of the one in use. */
+export function serverList(): { origins: string[]; inUse: number } {
+  return { origins: servers.map((s) => s || location.origin), inUse };
+}
+
+/** Call fn whenever the server list or the server in use changes (for
+ * the rest of the page's life). */
+export function onServerChange(fn: () => void): void {
+  serverListeners.add(fn);
+}
+
+function useServer(i: number): void {
+  if (i === inUse) return;
+  inUse = i;
+  for (const fn of serverListeners) fn();
+}
+
+/** fetch url (an absolute path) from the servers in turn, starting with
+ * the one in use; see the top of this file. The answer, and whether an
+ * earlier try may have been applied (it was sent, then refused, timed out
+ * or answered 503). A 503 from the last server is returned; a failure to
+ * reach it (or signal's abort) is thrown. */
+async function send(
+  url: string,
+  init: RequestInit,
+  signal?: AbortSignal,
+): Promise<{ resp: Response; again: boolean }> {
+  const first = inUse;
+  let again = false;
+  for (let i = 0; ; i++) {
+    const at = (first + i) % servers.length;
+    const last = i === servers.length - 1;
+    const ctl = new AbortController();
+    let timedOut = false;
+    // the last server is waited for as long as it takes: there is no next
+    const timer = last ? 0 : setTimeout(() => {
+      timedOut = true;
+      ctl.abort();
+    }, TIMEOUT_MS);
+    const stop = () => ctl.abort();
+    signal?.addEventListener("abort", stop);
+    let resp: Response | undefined;
+    try {
+      if (signal?.aborted) throw signal.reason;
+      resp = await fetch(servers[at] + url, { ...init, signal: ctl.signal });
+    } catch (e) {
+      if (signal?.aborted || last || !(e instanceof TypeError || timedOut)) {
+        signal?.removeEventListener("abort", stop);
+        throw e;
+      }
+    } finally {
+      clearTimeout(timer); // a body (a watch's) may take as long as it likes
+    }
+    if (resp && (resp.status !== 503 || last)) {
+      useServer(at);
+      return { resp, again }; // signal still aborts the body
+    }
+    signal?.removeEventListener("abort", stop);
+    void resp?.body?.cancel();
+    again = true;
+    useServer((at + 1) % servers.length);
+  }
+}
+
+/** A write whose earlier try may have been applied, answered resp: the
+ * stored object if it is the one body describes (a create or a replace
+ * answered 409: the stored spec, labels and annotations hold everything
+ * sent, with what the server fills in beside it), a Status for a delete
+ * answered 404; else undefined. */
+async function ownWrite(method: string, url: string, body: unknown, resp: Response): Promise<Obj | undefined> {
+  if (method === "DELETE" && resp.status === 404) return { kind: "Status", status: "Success" };
+  const sent = body as Obj | undefined;
+  const name = sent?.metadata?.name;
+  if (resp.status !== 409 || !name || (method !== "POST" && method !== "PUT")) return undefined;
+  const got = await send(method === "POST" ? `${url}/${encodeURIComponent(name)}` : url, { headers: headers(false) });
+  if (!got.resp.ok) return undefined;
+  const stored: Obj = await got.resp.json();
+  const md = sent.metadata ?? {};
+  const smd = stored.metadata ?? {};
+  return holds(stored.spec, sent.spec) && holds(smd.labels, md.labels) && holds(smd.annotations, md.annotations)
+    ? stored
+    : undefined;
+}
+
+/** Does stored have every field of sent, with the same value (and more
+ * fields beside, in objects)? */
+function holds(stored: unknown, sent: unknown): boolean {
+  if (sent === undefined) return true;
+  if (Array.isArray(sent)) {
+    return Array.isArray(stored) && stored.length === sent.length && sent.every((v, i) => holds(stored[i], v));
+  }
+  if (sent && typeof sent === "object") {
+    if (!stored || typeof stored !== "object" || Array.isArray(stored)) return false;
+    return Object.entries(sent).every(([k, v]) => holds((stored as Obj)[k], v));
+  }
+  return stored === sent;
+}
+
+const apiUrl = (path: string) => (path.startsWith("/") ? path : `${API}/${path}`);
+
 /** One request to path (under API unless it starts with "/apis" or "/");
  * the parsed JSON answer, or throws ApiError. */
 export async function call<T = Obj>(method: string, path: string, body?: unknown): Promise<T> {
-  const resp = await fetch(path.startsWith("/") ? path : `${API}/${path}`, {
+  const url = apiUrl(path);
+  const { resp, again } = await send(url, {
     method,
     headers: headers(body !== undefined),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  if (!resp.ok) throw await failure(resp);
+  if (!resp.ok) {
+    const own = again ? await ownWrite(method, url, body, resp) : undefined;
+    if (own) return own as T;
+    throw await failure(resp);
+  }
   return (await resp.json()) as T;
 }
 
@@ -71,24 +212,32 @@ export const get = <T = Obj>(path: string) => call<T>("GET", path);
 
 /** Raw text of a GET (logs). */
 export async function getText(path: string): Promise<string> {
-  const resp = await fetch(`${API}/${path}`, { headers: headers(false) });
+  const { resp } = await send(`${API}/${path}`, { headers: headers(false) });
   if (!resp.ok) throw await failure(resp);
   return resp.text();
 }
 
-/** Read a streamed GET chunk by chunk until it ends or signal aborts. */
+/** Read a streamed GET chunk by chunk until it ends or signal aborts. A
+ * stream that breaks leaves its server: the next request (the caller's
+ * resumption) goes to the next one. */
 export async function stream(
   path: string,
   onText: (text: string) => void,
   signal: AbortSignal,
 ): Promise<void> {
-  const resp = await fetch(`${API}/${path}`, { headers: headers(false), signal });
+  const { resp } = await send(`${API}/${path}`, { headers: headers(false) }, signal);
   if (!resp.ok || !resp.body) throw await failure(resp);
+  const at = inUse;
   const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    onText(value);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      onText(value);
+    }
+  } catch (e) {
+    if (e instanceof TypeError && !signal.aborted && at === inUse) useServer((at + 1) % servers.length);
+    throw e;
   }
 }
 

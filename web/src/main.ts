@@ -15,6 +15,7 @@ import { newJobPage } from "./pages/newjob";
 import { notebooksPage } from "./pages/notebooks";
 import { projectsPage } from "./pages/projects";
 import { queuePage } from "./pages/queue";
+import { REPLICA_STATUS_ID, followReplicas, paintReplicas } from "./replicas";
 import { servingPage } from "./pages/serving";
 import { usagePage } from "./pages/usage";
 import { volumesPage } from "./pages/volumes";
@@ -119,12 +120,14 @@ function shell(app: HTMLElement, current: string, user: UserInfo, admin: boolean
       h(
         "div",
         { class: "who" },
+        h("span", { class: "replica", id: REPLICA_STATUS_ID }),
         h("span", { class: "user" }, user.username, admin ? " (admin)" : ""),
         logout,
       ),
     ),
     main,
   );
+  paintReplicas();
   return main;
 }
 
@@ -138,6 +141,7 @@ async function render(): Promise<void> {
   }
   const tenancy = { projects: [], departments: [] };
   const loading = loadTenancy(tenancy); // together with whoami: one round trip less
+  followReplicas().catch(() => {}); // a page without failover still works
   try {
     me ??= await get<UserInfo>("whoami");
   } catch (e) {

@@ -7,47 +7,12 @@ import { chownSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { ARGS, assert, request, until } from "./harness.mjs";
 
 const require = createRequire(import.meta.url);
 const AXE = require.resolve("axe-core/axe.min.js");
 const env = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const API = "/apis/gantry.dev/v1";
-// keep chromium off the network: no updates, sync, safe browsing or field trials
-const ARGS = [
-  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  "--no-first-run", "--no-default-browser-check", "--disable-default-apps",
-  "--disable-domain-reliability", "--disable-client-side-phishing-detection",
-  "--disable-features=OptimizationHints,MediaRouter,Translate,AutofillServerCommunication",
-  "--metrics-recording-only", "--safebrowsing-disable-auto-update", "--disable-breakpad",
-  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-];
-
-async function api(method, path, body, token = env.tokens.admin, base = env.url) {
-  const r = await fetch(base + API + path, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await r.text();
-  let json = null;
-  try { json = JSON.parse(text); } catch { /* not JSON */ }
-  return { status: r.status, body: json ?? text };
-}
-
-function assert(cond, msg) {
-  if (!cond) throw new Error(`assertion failed: ${msg}`);
-}
-
-async function until(what, fn, timeoutMs = 20000, everyMs = 50) {
-  const end = Date.now() + timeoutMs;
-  let last;
-  while (Date.now() < end) {
-    last = await fn();
-    if (last) return last;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-}
+const api = (method, path, body, token = env.tokens.admin, base = env.url) => request(base, method, path, body, token);
 
 function simpleJob(name, project, command, gpus = 1, extra = {}) {
   return {

@@ -163,7 +163,8 @@ export function jobPage(main: HTMLElement, ctx: Ctx): void {
                 if (!confirm(finished ? `Delete job ${name}?` : `Stop job ${name}? Its tasks are stopped and the job deleted.`)) return;
                 try {
                   await call("DELETE", `projects/${project}/jobs/${name}`);
-                  mount(status, finished ? `Job ${name} deleted.` : `Job ${name} stopping: its tasks are being stopped.`);
+                  // the watch may have shown it gone before this answer came
+                  if (job) mount(status, finished ? `Job ${name} deleted.` : `Job ${name} stopping: its tasks are being stopped.`);
                 } catch (e) {
                   notice(err, e);
                 }
