@@ -22,10 +22,10 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import browserflow  # noqa: E402
 from gantry_e2e import (API, BUILD, SOURCE, TOKENS, Gantlet, Gantryd, free_port, job,  # noqa: E402
                         seed_tenancy)
 
-CHROMIUM = os.environ.get("GANTRY_CHROMIUM", "/usr/bin/chromium")
 N_BULK = 10000
 IMAGE = "pytorch/pytorch:2.3.1-cuda12.1-cudnn8-runtime"  # offered by gantryd --image
 
@@ -87,14 +87,9 @@ def bulk_jobs(g, n, project="proj-b"):
 
 
 def main():
-    node = shutil.which("node")
-    if not node or not os.access(CHROMIUM, os.X_OK):
-        print("skip: needs node and %s" % CHROMIUM)
-        return 77
-    web = os.path.join(SOURCE, "web")
-    if not os.path.isdir(os.path.join(web, "node_modules", "playwright-core")):
-        print("web/node_modules is missing: run scripts/install-deps", file=sys.stderr)
-        return 1
+    node = browserflow.tools()
+    if isinstance(node, int):
+        return node
     ui_dir = os.path.abspath(os.path.join(BUILD, "web"))
     tmp = tempfile.mkdtemp(prefix="gantry-ui-")
     os.chmod(tmp, 0o755)
@@ -129,29 +124,16 @@ def main():
         t0 = time.time()
         bulk_jobs(big, N_BULK)
         print("created %d jobs in %.1f s" % (N_BULK, time.time() - t0), flush=True)
-        env_file = os.path.join(tmp, "env.json")
-        shots = os.path.abspath(os.environ.get("GANTRY_UI_SHOTS") or os.path.join(BUILD, "ui-shots"))
-        os.makedirs(shots, exist_ok=True)
-        with open(env_file, "w") as f:
-            json.dump({"url": g.url, "bulkUrl": big.url, "bulkJobs": N_BULK + 1,
-                       "tokens": {k: v[0] for k, v in TOKENS.items()},
-                       "uids": {k: v[2] for k, v in TOKENS.items()},
-                       "repo": make_repo(tmp), "storage": storage, "image": IMAGE, "shots": shots,
-                       "chromium": CHROMIUM, "modelFile": model_file,
-                       "example": os.path.join(SOURCE, "examples", "pytorch-digits"),
-                       "gatewayUrl": "http://127.0.0.1:%d" % gw_port, "echoServer": echo}, f)
-        p = subprocess.run([node, os.path.join(web, "tests", "dashboard.test.mjs"), env_file],
-                           cwd=web, timeout=420)
-        if p.returncode != 0:
-            print("--- gantryd log ---\n" + g.logs(), file=sys.stderr)
-        return 1 if p.returncode else 0
+        return browserflow.run(node, "dashboard.test.mjs", tmp, {
+            "url": g.url, "bulkUrl": big.url, "bulkJobs": N_BULK + 1,
+            "tokens": {k: v[0] for k, v in TOKENS.items()},
+            "uids": {k: v[2] for k, v in TOKENS.items()},
+            "repo": make_repo(tmp), "storage": storage, "image": IMAGE, "modelFile": model_file,
+            "example": os.path.join(SOURCE, "examples", "pytorch-digits"),
+            "gatewayUrl": "http://127.0.0.1:%d" % gw_port, "echoServer": echo},
+            timeout=420, daemons=[("gantryd", g)])
     finally:
-        for pr in reversed(procs):
-            try:
-                pr.cleanup()
-            except Exception as e:  # keep cleaning up the others
-                print("cleanup: %s" % e, file=sys.stderr)
-        shutil.rmtree(tmp, ignore_errors=True)
+        browserflow.cleanup(procs, tmp)
 
 
 if __name__ == "__main__":

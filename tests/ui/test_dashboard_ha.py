@@ -18,16 +18,13 @@ skip) only when node, chromium or etcd is absent.
 import http.client
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from gantry_e2e import (API, BUILD, SANITIZED, SOURCE, TOKENS, EtcdCluster, Gantryd,  # noqa: E402
+import browserflow  # noqa: E402
+from gantry_e2e import (API, BUILD, SANITIZED, TOKENS, EtcdCluster, Gantryd,  # noqa: E402
                         free_port, seed_tenancy, wait_for)
-
-CHROMIUM = os.environ.get("GANTRY_CHROMIUM", "/usr/bin/chromium")
 
 
 def readyz(g):
@@ -77,14 +74,9 @@ def check_cors(g, replica_origin):
 
 
 def main():
-    node = shutil.which("node")
-    if not node or not os.access(CHROMIUM, os.X_OK) or not shutil.which("etcd"):
-        print("skip: needs node, %s and etcd" % CHROMIUM)
-        return 77
-    web = os.path.join(SOURCE, "web")
-    if not os.path.isdir(os.path.join(web, "node_modules", "playwright-core")):
-        print("web/node_modules is missing: run scripts/install-deps", file=sys.stderr)
-        return 1
+    node = browserflow.tools("etcd")
+    if isinstance(node, int):
+        return node
     ui_dir = os.path.abspath(os.path.join(BUILD, "web"))
     tmp = tempfile.mkdtemp(prefix="gantry-ui-ha-")
     procs = []
@@ -111,26 +103,12 @@ def main():
             wait_for("r%d is %s" % (i + 1, want), lambda: readyz(g) == want, timeout=30)
         seed_tenancy(gs[0])
         assert check_cors(gs[2], urls[0]) == urls, "clusterinfo lists every replica"
-        shots = os.path.abspath(os.environ.get("GANTRY_UI_SHOTS") or os.path.join(BUILD, "ui-shots"))
-        os.makedirs(shots, exist_ok=True)
-        env_file = os.path.join(tmp, "env.json")
-        with open(env_file, "w") as f:
-            json.dump({"urls": urls, "pids": [g.proc.pid for g in gs],
-                       "tokens": {k: v[0] for k, v in TOKENS.items()},
-                       "chromium": CHROMIUM, "shots": shots, "sanitized": SANITIZED}, f)
-        p = subprocess.run([node, os.path.join(web, "tests", "dashboard_ha.test.mjs"), env_file],
-                           cwd=web, timeout=400)
-        if p.returncode != 0:
-            for i, g in enumerate(gs):
-                print("--- r%d log ---\n%s" % (i + 1, g.logs()), file=sys.stderr)
-        return 1 if p.returncode else 0
+        return browserflow.run(node, "dashboard_ha.test.mjs", tmp, {
+            "urls": urls, "pids": [g.proc.pid for g in gs],
+            "tokens": {k: v[0] for k, v in TOKENS.items()}, "sanitized": SANITIZED},
+            timeout=400, daemons=[("r%d" % (i + 1), g) for i, g in enumerate(gs)])
     finally:
-        for pr in reversed(procs):
-            try:
-                pr.cleanup()
-            except Exception as e:  # keep cleaning up the others
-                print("cleanup: %s" % e, file=sys.stderr)
-        shutil.rmtree(tmp, ignore_errors=True)
+        browserflow.cleanup(procs, tmp)
 
 
 if __name__ == "__main__":
