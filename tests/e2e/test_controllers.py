@@ -10,7 +10,8 @@ Succeeds; a job waiting for the same GPUs is not bound before the first
 task's exit is recorded; a deleted running task keeps existing (with
 spec.stop) until its terminal status is written; a node that stops
 heartbeating is NotReady within grace + 2 s, its tasks Failed/NodeLost,
-its GPUs free and the job requeued.
+its GPUs free and the job requeued, and the lost node's late status writes
+for the replaced run are refused (409) and change nothing.
 """
 import threading
 import time
@@ -235,6 +236,19 @@ class ControllerTest(GantrydTest):
             "previous", {}).get("uid") == t["metadata"]["uid"])
         self.assertEqual(self.phase("lost-worker-0"), "Pending")
         self.assertEqual(self.get(P + "/jobs/lost")["status"].get("restartCount", 0), 0)
+        # the lost node's late status writes for the old run are refused: the
+        # new run stays Pending, never Running (or ended) with no node
+        path = P + "/tasks/lost-worker-0/status"
+        running = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z", "hostPid": 4242}
+        st, body = self.g.request("PUT", path, {"metadata": {"uid": orig_uid},
+                                                "status": running}, token="node")
+        self.assertEqual((st, (body.get("details") or {}).get("field")), (409, "metadata.uid"),
+                         body)
+        st, body = self.g.request("PUT", path, running, token="node")
+        self.assertEqual((st, (body.get("details") or {}).get("field")), (409, "spec.nodeName"),
+                         body)
+        t = self.task("lost-worker-0")
+        self.assertEqual((t["status"]["phase"], t["spec"].get("nodeName", "")), ("Pending", ""))
 
     def test_admission_and_status_rights(self):
         j = gpu_job("root", 1)
