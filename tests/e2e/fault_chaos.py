@@ -400,6 +400,18 @@ class FaultChaos(unittest.TestCase):
                 pass
         return n
 
+    def dropped_runs(self):
+        """Runs the gantlets dropped because gantryd refused their status
+        (the Task was another run by then: docs/agent.md)."""
+        n = 0
+        for a in self.agents:
+            try:
+                with open(a.p.log_path, errors="replace") as f:
+                    n += sum("the Task is another run now" in line for line in f)
+            except OSError:
+                pass
+        return n
+
     def check_runs(self, doc, policy, job):
         """What job (terminal, as gantryd has it) ran beyond its policy, from
         its run file: each task at most 1 + restartCount + requeueCount
@@ -504,7 +516,8 @@ class FaultChaos(unittest.TestCase):
         exits = {p.name: p.exits for p in [self.gd] + self.agents if p.exits}
         print("chaos: injected %s" % dict(sorted(self.injected.items())), flush=True)
         print("chaos: fault points fired %s; processes that ended by themselves (status: "
-              "times) %s" % (dict(sorted(self.fired().items())), exits), flush=True)
+              "times) %s; stale runs dropped on a refused status write %d" % (
+                  dict(sorted(self.fired().items())), exits, self.dropped_runs()), flush=True)
         print("chaos: %d jobs %s, %d task runs, %d restarts, %d requeues, %d invariant "
               "samples (%d while gantryd was down), %.0f s" % (
                   len(docs), dict(sorted(phases.items())), self.totals["runs"],
