@@ -11,7 +11,9 @@
  * a task is never started twice, also across agent restarts; it goes when the Task object is gone
  * and no Task names it as its previous run (or when a task gantryd already failed is killed).
  * gt_task_decide says what to do; this file does it. Status writes are keyed by uid, so a task
- * removed while its write is in flight is simply not found when the answer comes.
+ * removed while its write is in flight is simply not found when the answer comes. Each names its
+ * run's uid: gantryd refuses the status of a run its Task no longer is (a restart or requeue
+ * replaced it in place), and that run is then dropped as one whose Task is gone.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -293,6 +295,8 @@ void gt_gantlet_tasks_adopt(struct gt_gantlet *g)
 /* ---- status writes ---- */
 
 static void task_act(struct gt_gantlet *g, struct gt_ltask *t, unsigned a);
+static bool task_gone(struct gt_gantlet *g, struct gt_ltask *t);
+static void ask_previous(struct gt_gantlet *g);
 
 struct put_ctx {
     struct gt_gantlet *g;
@@ -300,12 +304,35 @@ struct put_ctx {
     unsigned action;
 };
 
+/* Is body gantryd's refusal of a status write for a run the Task no
+ * longer is (write.c: a 409 naming metadata.uid, replaced in place by a
+ * restart or requeue, or spec.nodeName, bound to no node)? */
+static bool run_replaced(int status, const json_t *body)
+{
+    const char *field = json_string_value(gt_json_path(body, "details.field"));
+    return status == 409 && field &&
+           (!strcmp(field, "metadata.uid") || !strcmp(field, "spec.nodeName"));
+}
+
 static void put_done(int status, json_t *body, void *arg)
 {
     struct put_ctx *k = arg;
     struct gt_gantlet *g = k->g;
     struct gt_ltask *t = gt_gantlet_task_find(g, k->uid);
     bool ok = status == 200 || status == 201;
+    if (t && run_replaced(status, body)) {
+        /* gantryd has no such run any more: dropped as a gone one (killed
+         * if it still runs), not retried */
+        gt_log_info("task status refused: the Task is another run now", "task=%s uid=%s", t->name,
+                    t->uid);
+        t->put_in_flight = false;
+        t->seen = false;
+        if (task_gone(g, t)) {
+            ask_previous(g);
+        }
+        free(k);
+        return;
+    }
     if (t) {
         t->put_in_flight = false;
         if (ok && json_is_object(body)) {
@@ -336,7 +363,8 @@ static void put_done(int status, json_t *body, void *arg)
 
 static void put_status(struct gt_gantlet *g, struct gt_ltask *t, json_t *status, unsigned action)
 {
-    json_t *body = json_pack("{s:o}", "status", status);
+    /* the uid: gantryd refuses the status of a run the Task no longer is */
+    json_t *body = json_pack("{s:{s:s}, s:o}", "metadata", "uid", t->uid, "status", status);
     char *path =
         gt_xasprintf("/apis/gantry.dev/v1/projects/%s/tasks/%s/status", t->project, t->name);
     struct put_ctx *k = gt_xcalloc(1, sizeof(*k));
@@ -877,33 +905,51 @@ static void previous_listed(int status, json_t *body, void *arg)
     free(tasks);
 }
 
+/* Ask gantryd which Tasks name a run of this node as their previous one
+ * (previous_listed removes the state of the others). */
+static void ask_previous(struct gt_gantlet *g)
+{
+    char *path = gt_xasprintf(
+        GT_API_GROUP_PREFIX "/tasks?fieldSelector=status.previous.nodeName%%3D%s", g->cfg->name);
+    gt_apic_request(g->api, EVHTTP_REQ_GET, path, NULL, previous_listed, g);
+    free(path);
+}
+
+/* t's Task object is gone, or is another run now: forget what gantryd sent
+ * of it and do what its absence says (kill a live run; remove a killed
+ * one's state once it exited). A finished run's state is kept while a
+ * restarted Task may name it as its previous run: true then, and the
+ * caller asks (ask_previous). */
+static bool task_gone(struct gt_gantlet *g, struct gt_ltask *t)
+{
+    gt_api_task_free(t->obj);
+    t->obj = NULL;
+    wake(g, t);
+    unsigned a = gt_task_decide(&t->st, NULL);
+    bool ask = false;
+    if ((a & GT_TA_REMOVE) && !t->st.killing) {
+        /* a restart replaces a Task in place: its old run may be wanted */
+        a &= ~(unsigned)GT_TA_REMOVE;
+        ask = true;
+    }
+    task_act(g, t, a);
+    return ask;
+}
+
 void gt_gantlet_tasks_gone(struct gt_gantlet *g, int64_t list_rev)
 {
-    bool ask_previous = false;
+    bool ask = false;
     struct gt_ltask *t = g->tasks;
     while (t) {
         struct gt_ltask *next = t->next;
         /* a task the watch brought after the list was taken is not gone */
         if (!t->seen && task_rev(t->obj) <= list_rev) {
-            gt_api_task_free(t->obj);
-            t->obj = NULL;
-            wake(g, t);
-            unsigned a = gt_task_decide(&t->st, NULL);
-            if ((a & GT_TA_REMOVE) && !t->st.killing) {
-                /* a restart replaces a Task in place: its old run may be wanted */
-                a &= ~(unsigned)GT_TA_REMOVE;
-                ask_previous = true;
-            }
-            task_act(g, t, a);
+            ask |= task_gone(g, t);
         }
         t = next;
     }
-    if (ask_previous) {
-        char *path =
-            gt_xasprintf(GT_API_GROUP_PREFIX "/tasks?fieldSelector=status.previous.nodeName%%3D%s",
-                         g->cfg->name);
-        gt_apic_request(g->api, EVHTTP_REQ_GET, path, NULL, previous_listed, g);
-        free(path);
+    if (ask) {
+        ask_previous(g);
     }
 }
 

@@ -76,7 +76,7 @@ void gt_ctl_kick(struct gt_ctl *c)
     }
 }
 
-void gt_ctl_mark_job(struct gt_ctl *c, const char *project, const char *job)
+static void mark_job(struct gt_ctl *c, const char *project, const char *job)
 {
     if (!project || !job) {
         return;
@@ -84,6 +84,11 @@ void gt_ctl_mark_job(struct gt_ctl *c, const char *project, const char *job)
     char *key = gt_xasprintf("/jobs/%s/%s", project, job);
     gt_strmap_put(&c->dirty_jobs, key, MARK);
     free(key);
+}
+
+void gt_ctl_mark_job(struct gt_ctl *c, const char *project, const char *job)
+{
+    mark_job(c, project, job);
     gt_ctl_kick(c);
 }
 
@@ -141,6 +146,30 @@ static void apply_own(struct gt_ctl *c, const struct wctx *w, int64_t rev)
     c->event(c, ki, &ev);
 }
 
+/* A controller write of key ended with rc (or was refused before it was
+ * submitted): its task (and the task's job) or its job is reconciled
+ * again at the next kick, so a failed write is made anew and a done one's
+ * effects are followed. Kicks nothing itself. */
+static void mark_written(struct gt_ctl *c, enum gt_kind kind, const char *key, int rc)
+{
+    const struct gt_cobj *o = gt_ctl_get(c, kind, key);
+    if (kind == GT_KIND_TASK) {
+        gt_strmap_put(&c->dirty_tasks, key, MARK);
+        if (o) {
+            const struct gt_api_task *t = gt_cobj_task(o);
+            mark_job(c, t->o.meta.project, t->spec.job);
+        }
+    } else if (kind == GT_KIND_JOB) {
+        /* a settled write is caught up by its watch event (gt_ctl_event) */
+        if (rc) {
+            gt_strmap_del(&c->settled, key);
+        }
+        if (!gt_strmap_get(&c->settled, key)) {
+            gt_strmap_put(&c->dirty_jobs, key, MARK);
+        }
+    }
+}
+
 static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
 {
     struct wctx *w = arg;
@@ -161,21 +190,7 @@ static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
     if (w->done) {
         w->done(c, rc, w->arg);
     }
-    const struct gt_cobj *o = gt_ctl_get(c, w->kind, w->key);
-    if (w->kind == GT_KIND_TASK) {
-        gt_strmap_put(&c->dirty_tasks, w->key, MARK);
-        if (o) {
-            gt_ctl_mark_task_job(c, gt_cobj_task(o));
-        }
-    } else if (w->kind == GT_KIND_JOB) {
-        /* a settled write is caught up by its watch event (gt_ctl_event) */
-        if (rc) {
-            gt_strmap_del(&c->settled, w->key);
-        }
-        if (!gt_strmap_get(&c->settled, w->key)) {
-            gt_strmap_put(&c->dirty_jobs, w->key, MARK);
-        }
-    }
+    mark_written(c, w->kind, w->key, rc);
     gt_ctl_kick(c);
     free(w->key);
     free(w);
@@ -214,6 +229,9 @@ int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t 
                              op == GT_STORE_CREATE ? 0 : expected_rev, write_done, w);
     free(text);
     if (rc) {
+        /* refused at once (a store fault, or one closing or failed): tried
+         * again at the next tick's kick, not in this loop turn */
+        mark_written(c, w->kind, key, rc);
         json_decref(w->obj);
         free(w->key);
         free(w);

@@ -50,7 +50,7 @@ typedef void (*gt_ctl_done_fn)(struct gt_ctl *c, int rc, void *arg);
  * reference to obj is kept and becomes the cached object once the write
  * commits, so the caller must not change obj after the call (drop its own
  * reference as usual). Returns 0 or the immediate error (done not
- * called). */
+ * called; the key and its job are reconciled again at the next tick). */
 int gt_ctl_write(struct gt_ctl *c, enum gt_store_op op, const char *key, json_t *obj,
                  int64_t expected_rev, gt_ctl_done_fn done, void *arg);
 /* Write st (a new reference, taken) as o's status, conditional on o's

@@ -476,16 +476,64 @@ static int read_stored(struct gt_req *r, json_t **stored, bool with_text)
     return 0;
 }
 
+/* A task's /status write is for the run the task is now. A restart or
+ * requeue replaces a Task in place (same name, new uid, no node:
+ * jobctl.c), so a late write from the old run's node (one cut off past the
+ * node grace, or stopped) would otherwise land on the new run: Running or
+ * ended with no node, which no agent ever reports again. These refusals
+ * answer 409 with a message that starts with the field (details.field,
+ * which gantlet reads: it drops the stale run). */
+
+/* The body's metadata.uid, when it names one, is the stored task's. 0, or
+ * replies (409; 422 for a uid that is not a string) and returns -1. */
+static int check_task_uid(struct gt_req *r, const json_t *stored)
+{
+    const json_t *uid = gt_json_path(r->body, "metadata.uid");
+    const char *now = json_string_value(gt_json_path(stored, "metadata.uid"));
+    if (!uid) {
+        return 0;
+    }
+    if (!json_is_string(uid)) {
+        gt_req_error(r, GT_EINVAL, "metadata.uid: must be a string");
+        return -1;
+    }
+    if (!now || strcmp(json_string_value(uid), now) != 0) {
+        gt_req_error(r, GT_ECONFLICT,
+                     "metadata.uid: tasks \"%s\" is now another run (uid %s), not %.64s: the "
+                     "status of a replaced run is not taken",
+                     r->route.name, now ? now : "none", json_string_value(uid));
+        return -1;
+    }
+    return 0;
+}
+
+/* The stored task is bound to a node (whichever: NodeRestriction decides
+ * that for a node's own credential). 0, or replies 409 and returns -1. */
+static int check_task_bound(struct gt_req *r, const json_t *stored)
+{
+    const char *node = json_string_value(gt_json_path(stored, "spec.nodeName"));
+    if (!node || !*node) {
+        gt_req_error(r, GT_ECONFLICT,
+                     "spec.nodeName: tasks \"%s\" is bound to no node: only the node it is "
+                     "bound to writes its status",
+                     r->route.name);
+        return -1;
+    }
+    return 0;
+}
+
 static void update_attempt(struct gt_req *r)
 {
     json_t *stored = NULL;
     if (read_stored(r, &stored, false)) {
         return;
     }
-    /* NodeRestriction: a node's task /status write, now that the task's
-     * node is known */
+    /* a task's /status write: for its current run, then NodeRestriction
+     * now that the task's node is known, and for a bound task */
     if (r->route.kind->kind == GT_KIND_TASK && !strcmp(r->route.sub, "status") &&
-        authorize_write(r, GT_VERB_UPDATE, r->body, r->route.name, stored)) {
+        (check_task_uid(r, stored) ||
+         authorize_write(r, GT_VERB_UPDATE, r->body, r->route.name, stored) ||
+         check_task_bound(r, stored))) {
         json_decref(stored);
         return;
     }

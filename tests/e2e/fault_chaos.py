@@ -112,6 +112,7 @@ class Proc:
 
 class FaultChaos(unittest.TestCase):
     JOBS = int(os.environ.get("CHAOS_JOBS", "300" if SANITIZED else "1000"))
+    TERMINAL_WAIT_S = 400  # after the last submission, for every job to end
 
     def setUp(self):
         # connections cut by a kill are left to the collector
@@ -399,6 +400,18 @@ class FaultChaos(unittest.TestCase):
                 pass
         return n
 
+    def dropped_runs(self):
+        """Runs the gantlets dropped because gantryd refused their status
+        (the Task was another run by then: docs/agent.md)."""
+        n = 0
+        for a in self.agents:
+            try:
+                with open(a.p.log_path, errors="replace") as f:
+                    n += sum("the Task is another run now" in line for line in f)
+            except OSError:
+                pass
+        return n
+
     def check_runs(self, doc, policy, job):
         """What job (terminal, as gantryd has it) ran beyond its policy, from
         its run file: each task at most 1 + restartCount + requeueCount
@@ -423,6 +436,20 @@ class FaultChaos(unittest.TestCase):
                 over.append("%s ran %d times, allowed 1 + %d restarts + %d requeues" % (
                     task, lines.count(task), rc, rq))
         return over
+
+    def not_terminal(self):
+        """The jobs not terminal, each with its tasks' phase and node."""
+        st, body = self.g.request("GET", PROJECT + "/tasks", timeout=30)
+        tasks = (body.get("items") or []) if st == 200 else []
+        out = {}
+        for j in self.all_jobs() or []:
+            if job_phase(j) not in TERMINAL:
+                name = j["metadata"]["name"]
+                out[name] = ["%s %s on %s" % (t["metadata"]["name"],
+                                              (t.get("status") or {}).get("phase"),
+                                              t["spec"].get("nodeName") or "no node")
+                             for t in tasks if t["spec"].get("job") == name]
+        return out
 
     def all_jobs(self):
         st, body = self.g.request("GET", PROJECT + "/jobs", timeout=30)
@@ -458,7 +485,12 @@ class FaultChaos(unittest.TestCase):
                 return None
             left = [j["metadata"]["name"] for j in jobs if job_phase(j) not in TERMINAL]
             return jobs if len(jobs) >= len(docs) and not left else None
-        jobs = wait_for("every job terminal", terminal, timeout=400, interval=1)
+        try:
+            jobs = wait_for("every job terminal", terminal, timeout=self.TERMINAL_WAIT_S,
+                            interval=1)
+        except AssertionError:
+            print("chaos: not terminal: %s" % self.not_terminal(), flush=True)
+            raise
         self.stop.set()
         sup.join(timeout=30)
         self.sampler.stop()
@@ -484,7 +516,8 @@ class FaultChaos(unittest.TestCase):
         exits = {p.name: p.exits for p in [self.gd] + self.agents if p.exits}
         print("chaos: injected %s" % dict(sorted(self.injected.items())), flush=True)
         print("chaos: fault points fired %s; processes that ended by themselves (status: "
-              "times) %s" % (dict(sorted(self.fired().items())), exits), flush=True)
+              "times) %s; stale runs dropped on a refused status write %d" % (
+                  dict(sorted(self.fired().items())), exits, self.dropped_runs()), flush=True)
         print("chaos: %d jobs %s, %d task runs, %d restarts, %d requeues, %d invariant "
               "samples (%d while gantryd was down), %.0f s" % (
                   len(docs), dict(sorted(phases.items())), self.totals["runs"],
@@ -492,9 +525,14 @@ class FaultChaos(unittest.TestCase):
                   self.sampler.skipped, time.time() - t0), flush=True)
 
 
-if __name__ == "__main__":
+def main_if_able():
+    """main(), or exit 77 (skipped) where the test cannot run."""
     if not (can_make_netns() and loop_mounts_work()):
         print("fault_chaos: needs root, ip(8), nsenter(1), network namespaces, loop "
               "mounts and gantlet; skipped", file=sys.stderr)
         sys.exit(77)
     main()
+
+
+if __name__ == "__main__":
+    main_if_able()

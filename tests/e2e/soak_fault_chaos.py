@@ -13,7 +13,8 @@ are sampled every 100 ms as in the test. Prints key=value lines: per process
 the first and last samples, the least-squares slope over the last third of
 the run (after warm-up) and whether it is flat (RSS growth over the last
 third under max(2 MiB, 5 %), descriptors under 4); exits 1 if any is not
-flat or an invariant broke.
+flat, an invariant broke, or a job never ended (its reaper then waits in
+vain, and the idle time after the submissions would look flat).
 """
 import itertools
 import os
@@ -124,6 +125,9 @@ class Soak(FaultChaos):
         reaper.start()
         acked, sup = self.run_mix(docs())
         reaper.join(timeout=600)
+        # a reaper still waiting: jobs that never ended (the window after the
+        # submissions is then idle, and would look flat)
+        left = self.not_terminal() if reaper.is_alive() else {}
         self.stop.set()
         sup.join(timeout=30)
         self.sampler.stop()
@@ -145,9 +149,11 @@ class Soak(FaultChaos):
                       name, pts[0][1], name, pts[-1][1], name, rss_slope, name, pts[0][2],
                       name, pts[-1][2], name, fd_slope, name, "yes" if ok else "no"),
                   flush=True)
-        print("soak_invariant_samples=%d soak_violations=%d soak_over_policy=%d soak_flat=%s" % (
-            self.inv.samples, len(self.inv.violations), len(over), "yes" if flat else "no"),
-            flush=True)
+        print("soak_invariant_samples=%d soak_violations=%d soak_over_policy=%d "
+              "soak_jobs_not_ended=%d soak_flat=%s" % (
+                  self.inv.samples, len(self.inv.violations), len(over), len(left),
+                  "yes" if flat else "no"), flush=True)
+        self.assertEqual(left, {})
         self.assertEqual(self.inv.violations, [])
         self.assertEqual(over, [])
         self.assertTrue(flat, usage)

@@ -10,7 +10,9 @@ Succeeds; a job waiting for the same GPUs is not bound before the first
 task's exit is recorded; a deleted running task keeps existing (with
 spec.stop) until its terminal status is written; a node that stops
 heartbeating is NotReady within grace + 2 s, its tasks Failed/NodeLost,
-its GPUs free and the job requeued.
+its GPUs free and the job requeued, and the lost node's late status writes
+for the replaced run are refused (409) and change nothing. With a fifth of
+the store writes refused (a fault point), every job still ends.
 """
 import threading
 import time
@@ -20,6 +22,16 @@ from gantry_e2e import API, GantrydTest, main, obj
 
 GRACE_S = 3
 P = API + "/projects/proj-a"
+
+
+def send(g, method, path, body, token="admin"):
+    """A write, sent again while gantryd answers 503 (a store that refused
+    it: nothing was written)."""
+    while True:
+        st, answer = g.request(method, path, body, token=token)
+        if st != 503:
+            return st, answer
+        time.sleep(0.05)
 
 
 class FakeAgent(threading.Thread):
@@ -44,10 +56,10 @@ class FakeAgent(threading.Thread):
                                 "reason": "AgentReady", "lastHeartbeatTime": now}]}
 
     def register(self):
-        st, body = self.g.request("POST", API + "/nodes", obj("Node", self.name), token="node")
+        st, body = send(self.g, "POST", API + "/nodes", obj("Node", self.name), token="node")
         assert st in (201, 409), (st, body)
-        st, body = self.g.request("PUT", API + "/nodes/%s/status" % self.name, self.status(),
-                                  token="node")
+        st, body = send(self.g, "PUT", API + "/nodes/%s/status" % self.name, self.status(),
+                        token="node")
         assert st == 200, (st, body)
 
     def put_status(self, t, status):
@@ -90,17 +102,18 @@ def gpu_job(name, gpus, replicas=1):
                spec={"replicaSpecs": {"Worker": {"replicas": replicas, "template": tmpl}}})
 
 
-class ControllerTest(GantrydTest):
+class ControllerBase(GantrydTest):
+    """gantryd, department dept-a, project proj-a and a FakeAgent n1."""
     gantryd_args = ("--node-grace", str(GRACE_S))
 
     def setUp(self):
         super().setUp()
         g = self.g
-        st, body = g.request("POST", API + "/departments", obj(
+        st, body = send(g, "POST", API + "/departments", obj(
             "Department", "dept-a",
             spec={"quota": {"nvidia.com/gpu": 16, "cpu": "128", "memory": "1Ti"}}))
         self.assertEqual(st, 201, body)
-        st, body = g.request("POST", API + "/projects", obj(
+        st, body = send(g, "POST", API + "/projects", obj(
             "Project", "proj-a", spec={"department": "dept-a",
                                        "members": [{"user": "alice", "role": "admin"}]}))
         self.assertEqual(st, 201, body)
@@ -141,6 +154,8 @@ class ControllerTest(GantrydTest):
     def allocated(self):
         return self.get(API + "/nodes/n1")["status"]["allocated"]
 
+
+class ControllerTest(ControllerBase):
     def test_job_runs_and_succeeds(self):
         st, body = self.g.request("POST", P + "/jobs", gpu_job("train", 2, replicas=2),
                                   token="alice")
@@ -235,6 +250,19 @@ class ControllerTest(GantrydTest):
             "previous", {}).get("uid") == t["metadata"]["uid"])
         self.assertEqual(self.phase("lost-worker-0"), "Pending")
         self.assertEqual(self.get(P + "/jobs/lost")["status"].get("restartCount", 0), 0)
+        # the lost node's late status writes for the old run are refused: the
+        # new run stays Pending, never Running (or ended) with no node
+        path = P + "/tasks/lost-worker-0/status"
+        running = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z", "hostPid": 4242}
+        st, body = self.g.request("PUT", path, {"metadata": {"uid": orig_uid},
+                                                "status": running}, token="node")
+        self.assertEqual((st, (body.get("details") or {}).get("field")), (409, "metadata.uid"),
+                         body)
+        st, body = self.g.request("PUT", path, running, token="node")
+        self.assertEqual((st, (body.get("details") or {}).get("field")), (409, "spec.nodeName"),
+                         body)
+        t = self.task("lost-worker-0")
+        self.assertEqual((t["status"]["phase"], t["spec"].get("nodeName", "")), ("Pending", ""))
 
     def test_admission_and_status_rights(self):
         j = gpu_job("root", 1)
@@ -250,6 +278,23 @@ class ControllerTest(GantrydTest):
         m = self.g.request("GET", "/metrics", token=None, raw=True)[1]
         self.assertIn("gantry_scheduler_binds_total", m)
         self.assertIn("gantry_scheduler_cycle_duration_seconds_count", m)
+
+
+class RefusedWrites(ControllerBase):
+    """A fifth of gantryd's store writes refused before they are submitted
+    (store-commit=fail, as a store that takes no writes answers), the
+    controllers' own included: every job still ends, as each refused
+    controller write is made again."""
+    gantryd_args = ControllerBase.gantryd_args + ("--fault-points", "store-commit=fail:p=0.2")
+
+    def test_every_job_ends(self):
+        names = ["refused-%d" % i for i in range(12)]
+        for n in names:
+            st, body = send(self.g, "POST", P + "/jobs", gpu_job(n, 1), token="alice")
+            self.assertEqual(st, 201, body)
+        self.agent.finish.update(n + "-worker-0" for n in names)
+        self.wait("every job Succeeded", lambda: [
+            n for n in names if self.job_cond(n) != "Succeeded"] == [], timeout=60)
 
 
 if __name__ == "__main__":

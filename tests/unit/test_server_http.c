@@ -48,7 +48,8 @@ static void env_open(struct env *e)
     assert_int_equal(gt_store_open(&o, &e->s.store, NULL), 0);
     const char tokens[] = TOKEN ",admin,0,\"gantry:admins\"\nt-bob,bob,1002\n"
                                 "t-n1,system:node:n1,65534,\"gantry:nodes\"\n"
-                                "t-n2,system:node:n2,65534,\"gantry:nodes\"\n";
+                                "t-n2,system:node:n2,65534,\"gantry:nodes\"\n"
+                                "t-nodes,node-agents,65534,\"gantry:nodes\"\n";
     assert_int_equal(gt_server_tokens_parse(tokens, strlen(tokens), &e->s.tokens, NULL), 0);
     struct gt_err err = {0};
     if (gt_server_start(&e->s, &err) != 0) {
@@ -353,6 +354,77 @@ static void test_node_restriction(void **state)
     env_close(&e);
 }
 
+/* The details.field of an answer (borrowed from r), or "". */
+static const char *field_of(const struct reply *r)
+{
+    const char *f = json_string_value(gt_json_path(r->body, "details.field"));
+    return f ? f : "";
+}
+
+/* A task's status is written only for its current run: a body naming
+ * another uid (the old run of a task replaced in place by a restart or
+ * requeue) is refused 409 naming metadata.uid, whichever node credential
+ * sends it; a task bound to no node takes no status (409 naming
+ * spec.nodeName); neither write changes the task. */
+static void test_task_status_run(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+    char *d = dept("d1", 1);
+    expect_code(&e, "POST", BASE "/departments", TOKEN, d, 201, NULL);
+    free(d);
+    expect_code(&e, "POST", BASE "/projects", TOKEN,
+                "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Project\",\"metadata\":{\"name\":"
+                "\"p\"},\"spec\":{\"department\":\"d1\"}}",
+                201, NULL);
+    expect_code(&e, "POST", BASE "/projects/p/tasks", TOKEN,
+                "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Task\",\"metadata\":{\"name\":"
+                "\"t\",\"project\":\"p\"},\"spec\":{\"job\":\"j\",\"nodeName\":\"n1\","
+                "\"template\":{\"command\":[\"true\"]}}}",
+                201, NULL);
+    expect_code(&e, "POST", BASE "/projects/p/tasks", TOKEN,
+                "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Task\",\"metadata\":{\"name\":"
+                "\"u\",\"project\":\"p\"},\"spec\":{\"job\":\"j\",\"template\":"
+                "{\"command\":[\"true\"]}}}",
+                201, NULL);
+    struct reply r = request(&e, "GET", BASE "/projects/p/tasks/t", TOKEN, NULL);
+    assert_int_equal(r.code, 200);
+    char *uid = gt_xstrdup(json_string_value(gt_json_path(r.body, "metadata.uid")));
+    json_decref(r.body);
+    const char *path = BASE "/projects/p/tasks/t/status";
+    const char *old_run = "{\"metadata\":{\"uid\":\"an-old-run\"},\"status\":{\"phase\":"
+                          "\"Running\"}}";
+    const char *tokens[] = {"t-n1", "t-nodes"};
+    for (size_t i = 0; i < GT_ARRAY_LEN(tokens); i++) {
+        r = request(&e, "PUT", path, tokens[i], old_run);
+        assert_int_equal(r.code, 409);
+        assert_string_equal(field_of(&r), "metadata.uid");
+        assert_non_null(strstr(message_of(&r), "another run"));
+        json_decref(r.body);
+    }
+    expect_code(&e, "PUT", path, "t-n1", "{\"metadata\":{\"uid\":7},\"status\":{}}", 422,
+                "metadata.uid: must be a string");
+    r = request(&e, "GET", BASE "/projects/p/tasks/t", TOKEN, NULL);
+    assert_null(gt_json_path(r.body, "status.phase")); /* unchanged */
+    json_decref(r.body);
+    char *current =
+        gt_xasprintf("{\"metadata\":{\"uid\":\"%s\"},\"status\":{\"phase\":\"Running\"}}", uid);
+    expect_code(&e, "PUT", path, "t-n1", current, 200, NULL);
+    expect_code(&e, "PUT", path, "t-nodes", current, 200, NULL);
+    free(current);
+    free(uid);
+    r = request(&e, "PUT", BASE "/projects/p/tasks/u/status", "t-nodes",
+                "{\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(r.code, 409);
+    assert_string_equal(field_of(&r), "spec.nodeName");
+    json_decref(r.body);
+    r = request(&e, "GET", BASE "/projects/p/tasks/u", TOKEN, NULL);
+    assert_null(gt_json_path(r.body, "status.phase"));
+    json_decref(r.body);
+    env_close(&e);
+}
+
 /* Create, replace and delete answer the object at the store's revision. */
 static void test_writes(void **state)
 {
@@ -529,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_routes),
         cmocka_unit_test(test_task_secrets),
         cmocka_unit_test(test_node_restriction),
+        cmocka_unit_test(test_task_status_run),
         cmocka_unit_test(test_writes),
         cmocka_unit_test(test_watch),
         cmocka_unit_test(test_watch_from_version),
