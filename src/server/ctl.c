@@ -24,6 +24,7 @@
 #include "server/buildctl.h"
 #include "server/cache.h"
 #include "server/ctl.h"
+#include "server/events.h"
 #include "server/feeder.h"
 #include "server/isvcctl.h"
 #include "server/jobctl.h"
@@ -70,6 +71,9 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
     bool mine = false;
     if (ev->type == GT_STORE_EV_DELETE) {
         old = gt_strmap_del(&c->objs[k], ev->key);
+        if (old && old->t) {
+            gt_events_forget(c->s->events, old->t->meta.uid);
+        }
         if (k == GT_KIND_JOB) {
             gt_ctl_note_job(c, ev->key, NULL);
             gt_telemetry_job_gone(c->tel, ev->key);

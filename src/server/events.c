@@ -4,7 +4,10 @@
  * each is written to the store at most once per GT_EVENT_WRITE_INTERVAL_MS,
  * pending increments being flushed by a per-Event timer. A sweep every
  * minute deletes stored Events whose lastTimestamp is older than
- * GT_EVENT_TTL_MS and forgets their in-memory state.
+ * GT_EVENT_TTL_MS and forgets their in-memory state, and forgets that of
+ * Events whose object was deleted since the last sweep once they are
+ * written (gt_events_forget): otherwise an hour of Events, a few per job,
+ * would stay in memory at any job rate.
  *
  * Events are stored cluster-scoped under /events/<name>, name
  * "<object-name>.<16 hex>" (gt_event_name), and carry involvedObject
@@ -51,6 +54,11 @@ bool gt_event_expired(int64_t last_ms, int64_t now_ms)
     return now_ms - last_ms >= GT_EVENT_TTL_MS;
 }
 
+bool gt_event_forgettable(const struct gt_event_fold *f, bool object_gone, int64_t now_ms)
+{
+    return f->count == f->written_count && (object_gone || gt_event_expired(f->last_ms, now_ms));
+}
+
 char *gt_event_name(const char *obj_name, const char *uid, const char *reason)
 {
     uint64_t h = gt_fnv1a(uid, strlen(uid) + 1, 0xcbf29ce484222325ULL);
@@ -75,6 +83,7 @@ struct entry {
 struct gt_events {
     struct gt_server *s;
     struct gt_strmap entries;
+    struct gt_strmap gone; /* uids of objects deleted since the last sweep -> "" */
     struct event *sweep;
 };
 
@@ -250,8 +259,10 @@ static int sweep_memory_cb(const char *key, void *val, void *arg)
 {
     struct entry *e = val;
     struct sweep_ctx *c = arg;
-    if (!e->in_flight && e->fold.count == e->fold.written_count &&
-        gt_event_expired(e->fold.last_ms, c->now_ms)) {
+    /* map_key is "<involved uid>/<reason>" */
+    const char *uid = json_string_value(json_object_get(e->involved, "uid"));
+    bool gone = uid && gt_strmap_get(&c->ev->gone, uid) != NULL;
+    if (!e->in_flight && gt_event_forgettable(&e->fold, gone, c->now_ms)) {
         push_key(c, key);
     }
     return 0;
@@ -305,6 +316,9 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
         entry_free(gt_strmap_del(&ev->entries, c.keys[i]));
     }
     free_keys(&c);
+    /* an Event of a deleted object not yet written then stays until it expires */
+    gt_strmap_fini(&ev->gone, free);
+    gt_strmap_init(&ev->gone);
     struct gt_err err = {0};
     if (gt_store_list(ev->s->store, "/events/", sweep_store_cb, &c, NULL, &err) == 0) {
         for (size_t i = 0; i < c.n; i++) {
@@ -323,6 +337,7 @@ struct gt_events *gt_events_new(struct gt_server *s)
     struct gt_events *ev = gt_xcalloc(1, sizeof(*ev));
     ev->s = s;
     gt_strmap_init(&ev->entries);
+    gt_strmap_init(&ev->gone);
     ev->sweep = event_new(s->base, -1, EV_PERSIST, on_sweep, ev);
     struct timeval tv = {.tv_sec = SWEEP_INTERVAL_MS / 1000, .tv_usec = 0};
     evtimer_add(ev->sweep, &tv);
@@ -340,6 +355,13 @@ static int flush_cb(const char *key, void *val, void *arg)
     return 0;
 }
 
+void gt_events_forget(struct gt_events *ev, const char *uid)
+{
+    if (ev && uid && !gt_strmap_get(&ev->gone, uid)) {
+        gt_strmap_put(&ev->gone, uid, gt_xstrdup(""));
+    }
+}
+
 void gt_events_flush(struct gt_events *ev)
 {
     gt_strmap_each(&ev->entries, flush_cb, NULL);
@@ -352,5 +374,6 @@ void gt_events_free(struct gt_events *ev)
     }
     event_free(ev->sweep);
     gt_strmap_fini(&ev->entries, entry_free);
+    gt_strmap_fini(&ev->gone, free);
     free(ev);
 }

@@ -13,6 +13,10 @@ void gt_events_free(struct gt_events *ev);
  * (uid, reason). type is "Normal" or "Warning". */
 void gt_events_record(struct gt_events *ev, const struct gt_api_object *obj, const char *type,
                       const char *reason, const char *message);
+/* The object uid was deleted: its Events' in-memory folds are dropped at
+ * the next sweep once written (the stored Events stay until they expire).
+ * uid is copied. */
+void gt_events_forget(struct gt_events *ev, const char *uid);
 /* Queue the writes of every pending increment now. */
 void gt_events_flush(struct gt_events *ev);
 

@@ -248,6 +248,10 @@ void gt_event_fold_written(struct gt_event_fold *f, int64_t now_ms);
 bool gt_event_fold_due(const struct gt_event_fold *f, int64_t now_ms);
 /* Has an Event whose lastTimestamp is last_ms expired at now_ms? */
 bool gt_event_expired(int64_t last_ms, int64_t now_ms);
+/* May the recorder forget an Event's in-memory fold at now_ms: every
+ * occurrence written, and its object deleted (no occurrence can follow)
+ * or the Event expired? The stored Event stays until it expires. */
+bool gt_event_forgettable(const struct gt_event_fold *f, bool object_gone, int64_t now_ms);
 /* Event name for an object: "<name>.<16 hex of FNV-1a(uid '\0' reason)>".
  * Caller frees. */
 char *gt_event_name(const char *obj_name, const char *uid, const char *reason);

@@ -316,6 +316,16 @@ static void test_event_folding(void **state)
     assert_false(gt_event_expired(t0, t0 + GT_EVENT_TTL_MS - 1));
     assert_true(gt_event_expired(t0, t0 + GT_EVENT_TTL_MS));
 
+    /* forgotten once written, and its object deleted or the Event expired */
+    struct gt_event_fold w = f;
+    gt_event_fold_written(&w, w.last_ms);
+    assert_false(gt_event_forgettable(&w, false, w.last_ms + 1));
+    assert_true(gt_event_forgettable(&w, true, w.last_ms + 1));
+    assert_true(gt_event_forgettable(&w, false, w.last_ms + GT_EVENT_TTL_MS));
+    gt_event_fold_record(&w, w.last_ms + 1); /* an occurrence not yet written */
+    assert_false(gt_event_forgettable(&w, true, w.last_ms + 1));
+    assert_false(gt_event_forgettable(&w, true, w.last_ms + GT_EVENT_TTL_MS));
+
     char *a = gt_event_name("train", "uid-1", "Created");
     char *b = gt_event_name("train", "uid-1", "Created");
     char *c = gt_event_name("train", "uid-1", "Failed");
