@@ -231,6 +231,36 @@ static int code_when_cached(struct env *e, const char *path, const char *token, 
     return code;
 }
 
+/* The message of an answer (borrowed from r), or "". */
+static const char *message_of(const struct reply *r)
+{
+    const char *m = json_string_value(json_object_get(r->body, "message"));
+    return m ? m : "";
+}
+
+static void expect_code(struct env *e, const char *method, const char *path, const char *token,
+                        const char *body, int code, const char *in_message)
+{
+    struct reply r = request(e, method, path, token, body);
+    if (r.code != code || (in_message && !strstr(message_of(&r), in_message))) {
+        fail_msg("%s %s as %s: %d \"%s\", want %d with \"%s\"", method, path, token, r.code,
+                 message_of(&r), code, in_message ? in_message : "");
+    }
+    json_decref(r.body);
+}
+
+/* Department d1 (1 GPU) and its project p, as the admin. */
+static void seed_project(struct env *e)
+{
+    char *d = dept("d1", 1);
+    expect_code(e, "POST", BASE "/departments", TOKEN, d, 201, NULL);
+    free(d);
+    expect_code(e, "POST", BASE "/projects", TOKEN,
+                "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Project\",\"metadata\":{\"name\":"
+                "\"p\"},\"spec\":{\"department\":\"d1\"}}",
+                201, NULL);
+}
+
 /* A task's secrets are for the agent of its node only; references to them
  * are gantryd's to write. */
 static void test_task_secrets(void **state)
@@ -244,17 +274,8 @@ static void test_task_secrets(void **state)
     "\"p\"},\"spec\":{\"job\":\"j\",\"nodeName\":\"n1\",\"template\":{\"command\":[\"true\"]%s}}}"
     char *ref = gt_xasprintf(TASK_FMT, ",\"env\":[{\"name\":\"T\",\"valueFrom\":"
                                        "{\"gantrySecret\":\"notebook-token\"}}]");
-    char *d = dept("d1", 1);
-    struct reply r = request(&e, "POST", BASE "/departments", TOKEN, d);
-    assert_int_equal(r.code, 201);
-    json_decref(r.body);
-    free(d);
-    r = request(&e, "POST", BASE "/projects", TOKEN,
-                "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Project\",\"metadata\":{\"name\":"
-                "\"p\"},\"spec\":{\"department\":\"d1\"}}");
-    assert_int_equal(r.code, 201);
-    json_decref(r.body);
-    r = request(&e, "POST", BASE "/projects/p/tasks", TOKEN, ref);
+    seed_project(&e);
+    struct reply r = request(&e, "POST", BASE "/projects/p/tasks", TOKEN, ref);
     assert_int_equal(r.code, 422);
     assert_non_null(strstr(json_string_value(json_object_get(r.body, "message")),
                            "spec.template.env[0].valueFrom.gantrySecret: set only by gantryd"));
@@ -290,24 +311,6 @@ static void test_task_secrets(void **state)
     env_close(&e);
 }
 
-/* The message of an answer (borrowed from r), or "". */
-static const char *message_of(const struct reply *r)
-{
-    const char *m = json_string_value(json_object_get(r->body, "message"));
-    return m ? m : "";
-}
-
-static void expect_code(struct env *e, const char *method, const char *path, const char *token,
-                        const char *body, int code, const char *in_message)
-{
-    struct reply r = request(e, method, path, token, body);
-    if (r.code != code || (in_message && !strstr(message_of(&r), in_message))) {
-        fail_msg("%s %s as %s: %d \"%s\", want %d with \"%s\"", method, path, token, r.code,
-                 message_of(&r), code, in_message ? in_message : "");
-    }
-    json_decref(r.body);
-}
-
 /* NodeRestriction: system:node:NAME writes only Node NAME and the status of
  * tasks bound to NAME (decided on the stored task, not the body). */
 static void test_node_restriction(void **state)
@@ -331,13 +334,7 @@ static void test_node_restriction(void **state)
     expect_code(&e, "PUT", BASE "/nodes/n1", "t-n1", n1, 200, NULL);
     free(n1);
     free(n3);
-    char *d = dept("d1", 1);
-    expect_code(&e, "POST", BASE "/departments", TOKEN, d, 201, NULL);
-    free(d);
-    expect_code(&e, "POST", BASE "/projects", TOKEN,
-                "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Project\",\"metadata\":{\"name\":"
-                "\"p\"},\"spec\":{\"department\":\"d1\"}}",
-                201, NULL);
+    seed_project(&e);
     char *bound = gt_xasprintf(TASK_FMT, "bound", ",\"nodeName\":\"n1\"");
     char *unbound = gt_xasprintf(TASK_FMT, "unbound", "");
     expect_code(&e, "POST", BASE "/projects/p/tasks", TOKEN, bound, 201, NULL);
@@ -371,13 +368,7 @@ static void test_task_status_run(void **state)
     (void)state;
     struct env e;
     env_open(&e);
-    char *d = dept("d1", 1);
-    expect_code(&e, "POST", BASE "/departments", TOKEN, d, 201, NULL);
-    free(d);
-    expect_code(&e, "POST", BASE "/projects", TOKEN,
-                "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Project\",\"metadata\":{\"name\":"
-                "\"p\"},\"spec\":{\"department\":\"d1\"}}",
-                201, NULL);
+    seed_project(&e);
     expect_code(&e, "POST", BASE "/projects/p/tasks", TOKEN,
                 "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Task\",\"metadata\":{\"name\":"
                 "\"t\",\"project\":\"p\"},\"spec\":{\"job\":\"j\",\"nodeName\":\"n1\","
