@@ -33,7 +33,6 @@ Prints the seed, the injections, the fault points that fired and the counts.
 Needs root (namespaces, loop mounts); exits 77 without.
 """
 import errno
-import glob
 import os
 import random
 import shutil
@@ -48,7 +47,8 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(__file__))
 from chaoslib import TERMINAL, Hosts, Invariants, Sampler, can_make_netns, job_phase  # noqa: E402
-from gantry_e2e import (API, SANITIZED, Gantlet, Gantryd, main, obj, wait_for)  # noqa: E402
+from gantry_e2e import (API, SANITIZED, Gantlet, Gantryd, main, obj, sanitizer_reports,  # noqa: E402
+                        wait_for)
 
 NODE_GRACE_S = 6
 LIMIT_GPUS = 6
@@ -383,13 +383,14 @@ class FaultChaos(unittest.TestCase):
 
     # ---- the test ----
 
+    def logs(self):
+        """gantryd's, the gantlets' and their shims' logs (every run's)."""
+        return [self.g.log_path] + [f for a in self.agents for f in a.p.logs_all()]
+
     def fired(self):
         """Fault-point firings by point, from every log (shims' too)."""
-        logs = [self.g.log_path] + [a.p.log_path for a in self.agents] + \
-            [f for a in self.agents for f in glob.glob(os.path.join(a.p.run_dir, "tasks", "*",
-                                                                     "shim.log"))]
         n = {}
-        for path in logs:
+        for path in self.logs():
             try:
                 with open(path, errors="replace") as f:
                     for line in f:
@@ -514,6 +515,9 @@ class FaultChaos(unittest.TestCase):
             return True
         wait_for("every GPU free", gpus_free, timeout=120, interval=0.5)
         exits = {p.name: p.exits for p in [self.gd] + self.agents if p.exits}
+        reports = sanitizer_reports(self.logs())
+        print("chaos: sanitizer reports in every run's logs: %d" % len(reports), flush=True)
+        self.assertEqual(reports, [])
         print("chaos: injected %s" % dict(sorted(self.injected.items())), flush=True)
         print("chaos: fault points fired %s; processes that ended by themselves (status: "
               "times) %s; stale runs dropped on a refused status write %d" % (

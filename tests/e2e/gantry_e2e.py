@@ -7,6 +7,7 @@ real `gantry` CLI. Only loopback addresses are used.
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -36,6 +37,37 @@ def sanitizer_build():
 
 
 SANITIZED = sanitizer_build()
+
+# The first line of a report by AddressSanitizer, LeakSanitizer or
+# UndefinedBehaviorSanitizer (built with -fno-sanitize-recover=all, so a
+# report ends the process; LeakSanitizer's comes at a normal exit).
+SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|SUMMARY: UndefinedBehaviorSanitizer"
+                              r"|:\d+:\d+: runtime error: ")
+
+
+def sanitizer_reports(paths):
+    """The lines of the files at paths that begin a sanitizer report, each
+    as "PATH: LINE"; files that do not exist are passed over. A daemon's log
+    is appended to by every start, so a report by a run that a test killed
+    and restarted is found here even though nothing waited for that run."""
+    found = []
+    for path in paths:
+        try:
+            with open(path, errors="replace") as f:
+                found += ["%s: %s" % (path, line.rstrip()) for line in f
+                          if SANITIZER_REPORT.search(line)]
+        except OSError:
+            pass
+    return found
+
+
+def fail_on_sanitizer_reports(what, found):
+    """Raise AssertionError listing found, sanitizer_reports() of what's
+    logs (what names the process for the message); nothing if it is empty."""
+    if found:
+        raise AssertionError("sanitizer reports in %s's logs (any of its runs):\n%s"
+                             % (what, "\n".join(found[:20])))
+
 
 GANTRY = os.path.join(BUILD, "gantry")
 API = "/apis/gantry.dev/v1"
@@ -122,8 +154,11 @@ class Gantryd:
             self.kill(signal.SIGTERM)
 
     def cleanup(self):
+        """Stop it, fail on any sanitizer report in its log (restarted runs'
+        too), and remove its directory."""
         try:
             self.stop()
+            fail_on_sanitizer_reports("gantryd", sanitizer_reports([self.log_path]))
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -514,7 +549,14 @@ class Gantlet:
         """A task's directory on disk: task.log*, work/, an image's rootfs/ and ovl/."""
         return os.path.join(self.root, "tasks", task_uid)
 
+    def logs_all(self):
+        """Its log and the logs of the shims whose state it still keeps."""
+        return [self.log_path] + [os.path.join(d, "shim.log") for d in self.state_dirs()]
+
     def cleanup(self):
+        """Stop it and what it left, fail on any sanitizer report in its or
+        its shims' logs (restarted runs' too), and remove its directories."""
+        reports = []
         try:
             if self.proc and self.proc.poll() is None:
                 self.proc.send_signal(signal.SIGCONT)
@@ -531,11 +573,13 @@ class Gantlet:
                 except (OSError, ValueError):
                     pass
                 kill_task_cgroup(os.path.basename(d))
+            reports = sanitizer_reports(self.logs_all())
         finally:
             if self.proc:
                 self.log.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
             shutil.rmtree(self.run_dir, ignore_errors=True)
+        fail_on_sanitizer_reports("gantlet " + self.name, reports)
 
 
 def kill_task_cgroup(task_uid):
