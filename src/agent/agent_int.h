@@ -279,7 +279,8 @@ typedef void gt_apic_end_fn(int status, void *arg);
 
 /* A client of url ("http://HOST:PORT", or several comma-separated: the
  * replicas, tried in turn) sending "Bearer token" (copied).
- * GT_EINVAL for a bad URL. Free with gt_apic_free. */
+ * GT_EINVAL for a bad URL. Free with gt_apic_free, which drops the
+ * requests not yet answered without running their callbacks. */
 int gt_apic_new(struct event_base *base, const char *url, const char *token, struct gt_apic **out,
                 struct gt_err *err);
 void gt_apic_free(struct gt_apic *c);

@@ -44,10 +44,12 @@ struct gt_apic {
     size_t conn_server[GT_APIC_POOL_MAX]; /* the server conns[i] goes to */
     int in_flight[GT_APIC_POOL_MAX];
     int n_conns; /* pool size, at most GT_APIC_POOL_MAX */
+    struct call *calls; /* every call not yet done (gt_apic_free frees them) */
 };
 
 struct call {
     struct gt_apic *c;
+    struct call *prev, *next; /* in c->calls */
     int slot;
     size_t server; /* the server it was sent to */
     size_t tries;
@@ -131,10 +133,18 @@ void gt_apic_free(struct gt_apic *c)
     if (!c) {
         return;
     }
+    /* freeing a connection frees its requests without their callbacks */
     for (int i = 0; i < GT_APIC_POOL_MAX; i++) {
         if (c->conns[i]) {
             evhttp_connection_free(c->conns[i]);
         }
+    }
+    while (c->calls) {
+        struct call *k = c->calls;
+        c->calls = k->next;
+        json_decref(k->body);
+        free(k->path);
+        free(k);
     }
     for (size_t i = 0; i < c->n_servers; i++) {
         free(c->servers[i].host);
@@ -202,6 +212,14 @@ static void call_done(struct evhttp_request *req, void *arg)
             body = json_loadb((const char *)evbuffer_pullup(in, -1), len, 0, NULL);
         }
     }
+    if (k->prev) {
+        k->prev->next = k->next;
+    } else {
+        k->c->calls = k->next;
+    }
+    if (k->next) {
+        k->next->prev = k->prev;
+    }
     if (k->cb) {
         k->cb(status, body, k->arg);
     }
@@ -246,6 +264,11 @@ void gt_apic_request(struct gt_apic *c, enum evhttp_cmd_type method, const char 
     struct call *k = gt_xcalloc(1, sizeof(*k));
     *k = (struct call){.c = c, .method = method, .path = gt_xstrdup(path), .cb = cb, .arg = arg};
     k->body = body ? json_incref((json_t *)body) : NULL;
+    k->next = c->calls;
+    if (c->calls) {
+        c->calls->prev = k;
+    }
+    c->calls = k;
     send_call(k);
 }
 

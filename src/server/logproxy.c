@@ -60,9 +60,18 @@ static void free_conn_cb(evutil_socket_t fd, short what, void *arg)
     evhttp_connection_free(arg);
 }
 
-static void proxy_free(struct proxy *p)
+/* Free p and its upstream connection: at once when no callback of that
+ * connection is running (now), else from the loop's next turn (evhttp still
+ * uses it when its callback returns). The client side's close comes with
+ * now: it may come from evhttp_free at shutdown, after which the loop
+ * turns no more and a deferred free would never run. */
+static void proxy_free(struct proxy *p, bool now)
 {
-    event_base_once(p->r->s->base, -1, EV_TIMEOUT, free_conn_cb, p->up_conn, NULL);
+    if (now) {
+        evhttp_connection_free(p->up_conn);
+    } else {
+        event_base_once(p->r->s->base, -1, EV_TIMEOUT, free_conn_cb, p->up_conn, NULL);
+    }
     gt_metrics_request(&p->r->s->metrics, GT_MV_GET, 200,
                        (double)(gt_now_ns() - p->r->start_ns) / 1e9);
     gt_req_free(p->r);
@@ -80,7 +89,7 @@ static void on_client_close(struct evhttp_connection *evcon, void *arg)
         evhttp_cancel_request(p->up_req); /* no done callback after this */
         p->up_req = NULL;
     }
-    proxy_free(p);
+    proxy_free(p, true);
 }
 
 static void start(struct proxy *p, int code)
@@ -121,7 +130,7 @@ static void on_done(struct evhttp_request *up, void *arg)
         }
         evhttp_connection_set_closecb(p->client_conn, NULL, NULL);
         evhttp_send_reply_end(p->r->req);
-        proxy_free(p);
+        proxy_free(p, false);
         return;
     }
     int code = up ? evhttp_request_get_response_code(up) : 0;

@@ -82,12 +82,18 @@ struct nb_state {
 #define ASK_KERNELS 0x1u /* Jupyter: GET api/kernels */
 #define ASK_USAGE 0x2u   /* the agent: GET /v1/tasks/{uid}/usage */
 
+struct probe;
+
 struct gt_nbctl {
     struct gt_ctl *c;
     struct gt_strmap dirty; /* notebook keys to reconcile */
     struct gt_strmap state; /* notebook key -> struct nb_state */
     int64_t last_check_ms;
+    struct probe *asking; /* probes not answered yet */
+    struct probe *spent;  /* answered: freed at the next tick (see probe_done) */
 };
+
+static void probes_free(struct probe **list);
 
 struct gt_nbctl *gt_nbctl_new(struct gt_ctl *c)
 {
@@ -103,6 +109,8 @@ void gt_nbctl_free(struct gt_nbctl *nb)
     if (!nb) {
         return;
     }
+    probes_free(&nb->asking); /* their requests go without their callbacks */
+    probes_free(&nb->spent);
     gt_strmap_fini(&nb->dirty, NULL);
     gt_strmap_fini(&nb->state, free);
     free(nb);
@@ -798,15 +806,55 @@ static bool on_usage(struct gt_nbctl *nb, const char *key, struct nb_state *ns, 
     return true;
 }
 
+/* One question in flight, on a connection of its own. The probe owns the
+ * connection: libevent's free-on-completion does not free a connection
+ * whose connect failed (a Jupyter not listening yet), and a connection
+ * cannot be freed inside its own callback, so an answered probe waits on
+ * nb->spent for the next tick. */
 struct probe {
     struct gt_nbctl *nb;
+    struct probe *next, **pprev; /* on nb->asking, then nb->spent */
+    struct evhttp_connection *conn;
     char *key;
     unsigned ask;
+    bool answered; /* probe_done ran: it is on nb->spent */
 };
+
+static void probe_link(struct probe *p, struct probe **list)
+{
+    p->next = *list;
+    if (p->next) {
+        p->next->pprev = &p->next;
+    }
+    p->pprev = list;
+    *list = p;
+}
+
+static void probe_unlink(struct probe *p)
+{
+    *p->pprev = p->next;
+    if (p->next) {
+        p->next->pprev = p->pprev;
+    }
+}
+
+static void probes_free(struct probe **list)
+{
+    while (*list) {
+        struct probe *p = *list;
+        probe_unlink(p);
+        evhttp_connection_free(p->conn);
+        free(p->key);
+        free(p);
+    }
+}
 
 static void probe_done(struct evhttp_request *req, void *arg)
 {
     struct probe *p = arg;
+    p->answered = true;
+    probe_unlink(p);
+    probe_link(p, &p->nb->spent);
     struct nb_state *ns = gt_strmap_get(&p->nb->state, p->key);
     if (ns) {
         json_t *body = NULL;
@@ -826,8 +874,6 @@ static void probe_done(struct evhttp_request *req, void *arg)
             decide(p->nb, p->key);
         }
     }
-    free(p->key);
-    free(p);
 }
 
 /* Ask host:port for uri with the Authorization value auth; the answer goes
@@ -843,16 +889,19 @@ static bool ask(struct gt_nbctl *nb, const char *key, unsigned what, const char 
     evhttp_connection_set_timeout(conn, PROBE_TIMEOUT_S);
     struct probe *p = gt_xcalloc(1, sizeof(*p));
     p->nb = nb;
+    p->conn = conn;
     p->key = gt_xstrdup(key);
     p->ask = what;
     struct evhttp_request *req = evhttp_request_new(probe_done, p);
     struct evkeyvalq *h = evhttp_request_get_output_headers(req);
     evhttp_add_header(h, "Authorization", auth);
     evhttp_add_header(h, "Host", host);
-    evhttp_connection_free_on_completion(conn);
+    probe_link(p, &nb->asking);
     if (evhttp_make_request(conn, req, EVHTTP_REQ_GET, uri) != 0) {
-        free(p->key);
-        free(p);
+        if (!p->answered) {
+            probe_unlink(p);
+            probe_link(p, &nb->spent);
+        }
         return false;
     }
     return true;
@@ -930,6 +979,7 @@ static int check_cb(const char *key, void *val, void *arg)
 
 void gt_nbctl_tick(struct gt_nbctl *nb)
 {
+    probes_free(&nb->spent);
     int64_t now = gt_now_ms();
     if (now - nb->last_check_ms < nb->c->s->cfg->notebook_check_ms) {
         return;

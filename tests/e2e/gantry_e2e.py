@@ -46,27 +46,37 @@ SANITIZER_REPORT = re.compile(r"ERROR: (Address|Leak)Sanitizer|SUMMARY: Undefine
 
 
 def sanitizer_reports(paths):
-    """The lines of the files at paths that begin a sanitizer report, each
-    as "PATH: LINE"; files that do not exist are passed over. A daemon's log
-    is appended to by every start, so a report by a run that a test killed
-    and restarted is found here even though nothing waited for that run."""
+    """The sanitizer reports in the files at paths, each a string "PATH:"
+    followed by the report's lines up to its SUMMARY line (at most 60);
+    files that do not exist are passed over. A daemon's log is appended to
+    by every start, so a report by a run that a test killed and restarted
+    is found here even though nothing waited for that run."""
     found = []
     for path in paths:
         try:
             with open(path, errors="replace") as f:
-                found += ["%s: %s" % (path, line.rstrip()) for line in f
-                          if SANITIZER_REPORT.search(line)]
+                lines = f.read().splitlines()
         except OSError:
-            pass
+            continue
+        i = 0
+        while i < len(lines):
+            if not SANITIZER_REPORT.search(lines[i]):
+                i += 1
+                continue
+            end = i + 1
+            while end < len(lines) and end < i + 60 and not lines[end - 1].startswith("SUMMARY:"):
+                end += 1
+            found.append("%s:\n%s" % (path, "\n".join(lines[i:end])))
+            i = end
     return found
 
 
 def fail_on_sanitizer_reports(what, found):
-    """Raise AssertionError listing found, sanitizer_reports() of what's
-    logs (what names the process for the message); nothing if it is empty."""
+    """Raise AssertionError with found, sanitizer_reports() of what's logs
+    (what names the process for the message); nothing if it is empty."""
     if found:
-        raise AssertionError("sanitizer reports in %s's logs (any of its runs):\n%s"
-                             % (what, "\n".join(found[:20])))
+        raise AssertionError("%d sanitizer reports in %s's logs (any of its runs):\n%s"
+                             % (len(found), what, "\n".join(found[:5])))
 
 
 GANTRY = os.path.join(BUILD, "gantry")
