@@ -43,7 +43,7 @@ struct gt_apic {
     struct evhttp_connection *conns[GT_APIC_POOL_MAX];
     size_t conn_server[GT_APIC_POOL_MAX]; /* the server conns[i] goes to */
     int in_flight[GT_APIC_POOL_MAX];
-    int n_conns; /* pool size, at most GT_APIC_POOL_MAX */
+    int n_conns;        /* pool size, at most GT_APIC_POOL_MAX */
     struct call *calls; /* every call not yet done (gt_apic_free frees them) */
 };
 
