@@ -366,6 +366,7 @@ struct gt_gantlet {
     int64_t starts_total;
     struct gt_faults faults; /* --fault-points */
     struct evhttp *http;
+    struct gt_exec_stream *xstreams; /* exec streams running (exec_stream.c) */
     struct gt_apic_stream *watch;
     char watch_rv[32];
     struct gt_strmap tel;     /* Task uid -> its telemetry state (telemetry.c) */
@@ -559,6 +560,10 @@ pid_t gt_gantlet_exec_spawn(pid_t host_pid, char **argv, const int std[3], bool 
  * sent, or the client went away (the command is then killed). Takes over
  * req's connection; errors before the 101 as gt_gantlet_exec_request. */
 void gt_gantlet_exec_stream(struct gt_gantlet *g, struct evhttp_request *req, const char *uid);
+/* End every exec stream still running (their commands are killed), as the
+ * agent stops: before evhttp_free, which would drop their connections
+ * from under them. */
+void gt_gantlet_exec_streams_free(struct gt_gantlet *g);
 /* GET /v1/tasks/{uid}/usage (usage.c), authorized by the caller: the
  * task's CPU time so far, {"cpuNanoseconds": N} (its cgroup's, from
  * gt_cgroup_stats; 0 where unknown), and, where known, each

@@ -511,6 +511,7 @@ int gt_gantlet_run(const struct gt_gantlet_config *cfg)
     event_free(g->gpu_ev);
     event_free(g->tel_ev);
 out:
+    gt_gantlet_exec_streams_free(g);
     if (g->http) {
         evhttp_free(g->http);
     }

@@ -38,7 +38,8 @@
 
 #define PIPE_HIGH (1024 * 1024)
 
-struct xstream {
+struct gt_exec_stream {
+    struct gt_exec_stream *next, **pprev; /* on g->xstreams */
     struct evhttp_connection *conn;
     struct bufferevent *bev; /* the client's, taken from evhttp */
     pid_t joiner;
@@ -54,8 +55,12 @@ struct xstream {
     bool done; /* the status frame is queued: free once it is sent */
 };
 
-static void stream_free(struct xstream *x)
+static void stream_free(struct gt_exec_stream *x)
 {
+    *x->pprev = x->next;
+    if (x->next) {
+        x->next->pprev = x->pprev;
+    }
     struct event *evs[] = {x->ev_out[0], x->ev_out[1], x->ev_status, x->ev_in};
     for (size_t i = 0; i < GT_ARRAY_LEN(evs); i++) {
         if (evs[i]) {
@@ -79,7 +84,7 @@ static void stream_free(struct xstream *x)
     free(x);
 }
 
-static void send_frame(struct xstream *x, int ch, const void *data, size_t len)
+static void send_frame(struct gt_exec_stream *x, int ch, const void *data, size_t len)
 {
     uint8_t h[GT_EXEC_HEAD];
     gt_exec_frame_head(h, ch, len);
@@ -89,7 +94,7 @@ static void send_frame(struct xstream *x, int ch, const void *data, size_t len)
 }
 
 /* Output and status are in: the status frame, then close once sent. */
-static void maybe_finish(struct xstream *x)
+static void maybe_finish(struct gt_exec_stream *x)
 {
     if (x->done || x->out_fd[0] >= 0 || x->out_fd[1] >= 0 || x->status_fd >= 0) {
         return;
@@ -107,7 +112,7 @@ static void maybe_finish(struct xstream *x)
     bufferevent_disable(x->bev, EV_READ);
 }
 
-static void close_fd(struct xstream *x, int *fd, struct event **ev)
+static void close_fd(struct gt_exec_stream *x, int *fd, struct event **ev)
 {
     event_free(*ev);
     *ev = NULL;
@@ -120,7 +125,7 @@ static void close_fd(struct xstream *x, int *fd, struct event **ev)
 static void on_output(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
-    struct xstream *x = arg;
+    struct gt_exec_stream *x = arg;
     int i = fd == x->out_fd[0] ? 0 : 1;
     char buf[65536];
     ssize_t n = read(fd, buf, sizeof(buf));
@@ -147,7 +152,7 @@ static void on_output(evutil_socket_t fd, short what, void *arg)
 static void on_status(evutil_socket_t fd, short what, void *arg)
 {
     (void)what;
-    struct xstream *x = arg;
+    struct gt_exec_stream *x = arg;
     int st;
     ssize_t n = read(fd, (char *)&st, sizeof(st));
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
@@ -167,7 +172,7 @@ static void on_status(evutil_socket_t fd, short what, void *arg)
 
 /* Write what the command will take of the pending input; at its end,
  * close the input (or type ^D on a terminal). */
-static void flush_input(struct xstream *x)
+static void flush_input(struct gt_exec_stream *x)
 {
     while (x->in_fd >= 0 && evbuffer_get_length(x->pending) > 0) {
         ssize_t n = evbuffer_write(x->pending, x->in_fd);
@@ -204,7 +209,7 @@ static void on_input_writable(evutil_socket_t fd, short what, void *arg)
     flush_input(arg);
 }
 
-static void resize(struct xstream *x, const char *data, size_t len)
+static void resize(struct gt_exec_stream *x, const char *data, size_t len)
 {
     json_t *o = json_loadb(data, len, 0, NULL);
     json_int_t w = json_integer_value(json_object_get(o, "Width"));
@@ -218,7 +223,7 @@ static void resize(struct xstream *x, const char *data, size_t len)
 
 static void client_read(struct bufferevent *bev, void *arg)
 {
-    struct xstream *x = arg;
+    struct gt_exec_stream *x = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
     uint8_t h[GT_EXEC_HEAD];
     while (evbuffer_copyout(in, h, sizeof(h)) == (ssize_t)sizeof(h)) {
@@ -254,7 +259,7 @@ static void client_read(struct bufferevent *bev, void *arg)
 
 static void client_write(struct bufferevent *bev, void *arg)
 {
-    struct xstream *x = arg;
+    struct gt_exec_stream *x = arg;
     if (x->done && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         stream_free(x);
         return;
@@ -276,7 +281,7 @@ static void client_event(struct bufferevent *bev, short what, void *arg)
 
 /* The command's standard streams: std (theirs, closed by the caller once
  * spawned) and the agent's ends in x; -1 on failure. */
-static int open_streams(struct xstream *x, bool want_stdin, int std[3], int *status_w)
+static int open_streams(struct gt_exec_stream *x, bool want_stdin, int std[3], int *status_w)
 {
     int st[2], out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
     if (pipe2(st, O_CLOEXEC) != 0) {
@@ -329,7 +334,7 @@ void gt_gantlet_exec_stream(struct gt_gantlet *g, struct evhttp_request *req, co
     if (!t) {
         return;
     }
-    struct xstream *x = gt_xcalloc(1, sizeof(*x));
+    struct gt_exec_stream *x = gt_xcalloc(1, sizeof(*x));
     x->tty = json_is_true(json_object_get(body, "tty"));
     x->in_fd = x->out_fd[0] = x->out_fd[1] = x->status_fd = -1;
     x->status = -1;
@@ -356,6 +361,12 @@ void gt_gantlet_exec_stream(struct gt_gantlet *g, struct evhttp_request *req, co
     }
     x->conn = evhttp_request_get_connection(req);
     x->bev = evhttp_connection_get_bufferevent(x->conn);
+    x->next = g->xstreams;
+    if (x->next) {
+        x->next->pprev = &x->next;
+    }
+    x->pprev = &g->xstreams;
+    g->xstreams = x;
     if (x->joiner < 0) {
         x->status = 126 << 8;
         close(x->status_fd);
@@ -389,5 +400,12 @@ void gt_gantlet_exec_stream(struct gt_gantlet *g, struct evhttp_request *req, co
     maybe_finish(x);
     if (evbuffer_get_length(bufferevent_get_input(x->bev))) {
         client_read(x->bev, x);
+    }
+}
+
+void gt_gantlet_exec_streams_free(struct gt_gantlet *g)
+{
+    while (g->xstreams) {
+        stream_free(g->xstreams);
     }
 }
