@@ -176,6 +176,17 @@ int gt_cgroup_sys_detect(struct gt_cgroup_sys *sys, struct gt_err *err);
  * /sys/fs/cgroup is; for tests and unusual mounts. 0 or -errno. */
 int gt_cgroup_sys_init_v2(struct gt_cgroup_sys *sys, const char *root, struct gt_err *err);
 
+/* Use cgroup v1 with the controllers mounted at mounts[c] (borrowed; NULL
+ * or "" where controller c is not mounted), as gt_cgroup_sys_detect found
+ * them in another process: the agent hands its layout to each shim, which
+ * then parses no /proc/self/mountinfo. GT_EINVAL when none is mounted or a
+ * path is not absolute or too long. */
+int gt_cgroup_sys_init_v1(struct gt_cgroup_sys *sys, const char *const mounts[GT_CG_NCTRL],
+                          struct gt_err *err);
+
+/* The v1 name of controller c ("cpu", "memory", "pids", "devices", "cpuacct"). */
+const char *gt_cgroup_ctrl_name(enum gt_cgroup_ctrl c);
+
 /* Prepare cg for the task cgroup at rel_path under sys (copied). No I/O. */
 int gt_cgroup_init(struct gt_cgroup *cg, const struct gt_cgroup_sys *sys, const char *rel_path,
                    struct gt_err *err);

@@ -302,6 +302,37 @@ int gt_cgroup_sys_init_v2(struct gt_cgroup_sys *sys, const char *root, struct gt
     return 0;
 }
 
+int gt_cgroup_sys_init_v1(struct gt_cgroup_sys *sys, const char *const mounts[GT_CG_NCTRL],
+                          struct gt_err *err)
+{
+    memset(sys, 0, sizeof(*sys));
+    snprintf(sys->dev_dir, sizeof(sys->dev_dir), "/dev");
+    int found = 0;
+    for (int c = 0; c < GT_CG_NCTRL; c++) {
+        const char *m = mounts[c];
+        if (!m || !m[0]) {
+            continue;
+        }
+        if (m[0] != '/' || strlen(m) >= sizeof(sys->v1_mount[c])) {
+            return gt_err_set(err, GT_EINVAL, "%s hierarchy \"%s\": want an absolute path",
+                              ctrl_names[c], m);
+        }
+        snprintf(sys->v1_mount[c], sizeof(sys->v1_mount[c]), "%s", m);
+        found++;
+    }
+    if (found == 0) {
+        return gt_err_set(err, GT_EINVAL, "no cgroup v1 hierarchy given");
+    }
+    sys->version = 1;
+    sys->ops = &gt_cgroup_v1_ops;
+    return 0;
+}
+
+const char *gt_cgroup_ctrl_name(enum gt_cgroup_ctrl c)
+{
+    return c >= 0 && c < GT_CG_NCTRL ? ctrl_names[c] : "";
+}
+
 int gt_cgroup_sys_detect(struct gt_cgroup_sys *sys, struct gt_err *err)
 {
     if (gt_cgroup_sys_init_v2(sys, SYS_FS_CGROUP, NULL) == 0) {

@@ -127,6 +127,9 @@ struct gt_task_spec_params {
     const char *mpi_rsh_bin;
     const char *server_url;
     const char *node_token;
+    /* the node's cgroup layout, handed to the shim (borrowed); NULL: the
+     * shim detects it */
+    const struct gt_cgroup_sys *cgsys;
 };
 /* Does task's template name a gantry secret (env valueFrom.gantrySecret),
  * whose value the agent must fetch before it starts the task? */

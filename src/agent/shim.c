@@ -1058,6 +1058,22 @@ static int write_hosts(struct shim *s, struct gt_err *err)
     return rc;
 }
 
+/* The machine's cgroup layout: the agent's, from the spec (no
+ * /proc/self/mountinfo to parse per task), else detected. */
+static int cgroup_layout(const struct gt_shim_spec *spec, struct gt_cgroup_sys *sys,
+                         struct gt_err *err)
+{
+    if (spec->cg_unified) {
+        return gt_cgroup_sys_init_v2(sys, spec->cg_unified, err);
+    }
+    for (int c = 0; c < GT_CG_NCTRL; c++) {
+        if (spec->cg_mounts[c]) {
+            return gt_cgroup_sys_init_v1(sys, (const char *const *)spec->cg_mounts, err);
+        }
+    }
+    return gt_cgroup_sys_detect(sys, err);
+}
+
 /* Everything up to a running task; on failure err says why. */
 static int prepare_and_start(struct shim *s, struct gt_err *err)
 {
@@ -1076,7 +1092,7 @@ static int prepare_and_start(struct shim *s, struct gt_err *err)
             return rc;
         }
     }
-    rc = gt_cgroup_sys_detect(&sys, err);
+    rc = cgroup_layout(&s->spec, &sys, err);
     rc = rc < 0 ? rc : gt_cgroup_init(&s->cg, &sys, s->spec.cgroup_path, err);
     rc = rc < 0 ? rc : gt_cgroup_create(&s->cg, &s->spec.limits, err);
     if (rc < 0) {

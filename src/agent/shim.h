@@ -34,6 +34,10 @@
  *                                              only its own uid and gid (rootless)
  *    "cgroup": {"path": "gantry/<task-uid>", "cpuMilli": 0, "memoryBytes": 0,
  *               "pidsMax": 0, "gpuMinors": [0, 1]},  0 = no limit
+ *               optional, the agent's layout (else the shim detects it):
+ *               "unified": "/sys/fs/cgroup" (v2), or "hierarchies":
+ *               {"cpu": "/sys/fs/cgroup/cpu", "memory": ..., "pids": ...,
+ *               "devices": ..., "cpuacct": ...} (v1, the controllers mounted)
  *    "log": {"dir": "/abs/dir", "maxBytes": 0, "keepFiles": 3},
  *    "terminationLog": "/abs/file",            made by the shim for the task's ids;
  *                                              its first 1 KiB is the exit's "error"

@@ -116,12 +116,24 @@ static const struct gt_field ns_str = {.name = "", .type = GT_F_STRING, .enums =
 static const struct gt_field gid_int = {.name = "", .type = GT_F_INT, .max = UINT32_MAX - 1};
 static const struct gt_field minor_int = {.name = "", .type = GT_F_INT, .max = 1 << 20};
 
+/* "hierarchies": the v1 mount point of each controller gantry uses, keyed
+ * by gt_cgroup_ctrl_name (the order of enum gt_cgroup_ctrl) */
+static const struct gt_schema hierarchies_schema = {
+    .fields = (const struct gt_field[]){ROW_STR("cpu", 0, gt_check_abs_path),
+                                        ROW_STR("memory", 0, gt_check_abs_path),
+                                        ROW_STR("pids", 0, gt_check_abs_path),
+                                        ROW_STR("devices", 0, gt_check_abs_path),
+                                        ROW_STR("cpuacct", 0, gt_check_abs_path),
+                                        {0}}};
+
 static const struct gt_schema cgroup_schema = {
     .fields = (const struct gt_field[]){ROW_STR("path", GT_F_REQUIRED, check_nonempty),
                                         ROW_INT("cpuMilli", 0, INT64_MAX / 1000, 0),
                                         ROW_INT("memoryBytes", 0, INT64_MAX, 0),
                                         ROW_INT("pidsMax", 0, INT32_MAX, 0),
                                         ROW_LIST("gpuMinors", 0, 1024, minor_int),
+                                        ROW_STR("unified", 0, gt_check_abs_path),
+                                        ROW_OBJ("hierarchies", 0, hierarchies_schema),
                                         {0}}};
 
 static const struct gt_schema log_schema = {
@@ -231,11 +243,17 @@ static char **strv_new(const json_t *list, size_t *n)
 
 static void decode_cgroup_log(const json_t *cg, const json_t *log, struct gt_shim_spec *spec)
 {
-    const char *path, *dir;
-    json_t *minors = NULL;
+    const char *path, *dir, *unified = NULL;
+    json_t *minors = NULL, *hier = NULL;
     json_int_t cpu, mem, pids, max_bytes, keep;
-    json_unpack((json_t *)cg, "{s:s, s:I, s:I, s:I, s?o}", "path", &path, "cpuMilli", &cpu,
-                "memoryBytes", &mem, "pidsMax", &pids, "gpuMinors", &minors);
+    json_unpack((json_t *)cg, "{s:s, s:I, s:I, s:I, s?o, s?s, s?o}", "path", &path, "cpuMilli",
+                &cpu, "memoryBytes", &mem, "pidsMax", &pids, "gpuMinors", &minors, "unified",
+                &unified, "hierarchies", &hier);
+    spec->cg_unified = dup_or_null(unified);
+    for (int c = 0; hier && c < GT_CG_NCTRL; c++) {
+        spec->cg_mounts[c] = dup_or_null(
+            json_string_value(json_object_get(hier, gt_cgroup_ctrl_name((enum gt_cgroup_ctrl)c))));
+    }
     json_unpack((json_t *)log, "{s:s, s:I, s:I}", "dir", &dir, "maxBytes", &max_bytes, "keepFiles",
                 &keep);
     spec->cgroup_path = gt_xstrdup(path);
@@ -393,6 +411,11 @@ static int check_spec(const struct gt_shim_spec *s, struct gt_err *err)
     if ((s->n_volumes || s->n_hosts || s->image) && !(s->namespaces & GT_NS_MOUNT)) {
         return gt_err_set(err, GT_EINVAL, "volumes, hosts, image: need the mount namespace");
     }
+    for (int c = 0; s->cg_unified && c < GT_CG_NCTRL; c++) {
+        if (s->cg_mounts[c]) {
+            return gt_err_set(err, GT_EINVAL, "cgroup: unified or hierarchies, not both");
+        }
+    }
     return 0;
 }
 
@@ -537,11 +560,26 @@ char *gt_shim_spec_to_json(const struct gt_shim_spec *spec)
     for (size_t i = 0; i < spec->limits.n_gpu_minors; i++) {
         json_array_append_new(minors, json_integer(spec->limits.gpu_minors[i]));
     }
-    json_object_set_new(root, "cgroup",
-                        json_pack("{s:s, s:I, s:I, s:I, s:o}", "path", spec->cgroup_path,
-                                  "cpuMilli", (json_int_t)spec->limits.cpu_milli, "memoryBytes",
-                                  (json_int_t)spec->limits.memory_bytes, "pidsMax",
-                                  (json_int_t)spec->limits.pids_max, "gpuMinors", minors));
+    json_t *cg = json_pack("{s:s, s:I, s:I, s:I, s:o}", "path", spec->cgroup_path, "cpuMilli",
+                           (json_int_t)spec->limits.cpu_milli, "memoryBytes",
+                           (json_int_t)spec->limits.memory_bytes, "pidsMax",
+                           (json_int_t)spec->limits.pids_max, "gpuMinors", minors);
+    if (spec->cg_unified) {
+        json_object_set_new(cg, "unified", json_string(spec->cg_unified));
+    }
+    json_t *hier = json_object();
+    for (int c = 0; c < GT_CG_NCTRL; c++) {
+        if (spec->cg_mounts[c]) {
+            json_object_set_new(hier, gt_cgroup_ctrl_name((enum gt_cgroup_ctrl)c),
+                                json_string(spec->cg_mounts[c]));
+        }
+    }
+    if (json_object_size(hier)) {
+        json_object_set_new(cg, "hierarchies", hier);
+    } else {
+        json_decref(hier);
+    }
+    json_object_set_new(root, "cgroup", cg);
     json_object_set_new(root, "log",
                         json_pack("{s:s, s:I, s:i}", "dir", spec->log_dir, "maxBytes",
                                   (json_int_t)spec->log_max_bytes, "keepFiles",
@@ -569,6 +607,10 @@ void gt_shim_spec_fini(struct gt_shim_spec *spec)
     free(spec->groups);
     free(spec->hostname);
     free(spec->cgroup_path);
+    free(spec->cg_unified);
+    for (int c = 0; c < GT_CG_NCTRL; c++) {
+        free(spec->cg_mounts[c]);
+    }
     free(spec->minors);
     free(spec->log_dir);
     free(spec->git_url);

@@ -69,6 +69,11 @@ struct gt_shim_spec {
     char *cgroup_path;              /* relative to each hierarchy root */
     struct gt_cgroup_limits limits; /* gpu_minors points into minors */
     int *minors;
+    /* the agent's cgroup layout, so that the shim need not detect it: the
+     * v2 mount point, or the v1 mount point of each controller (by enum
+     * gt_cgroup_ctrl; NULL where not mounted); all NULL: the shim detects */
+    char *cg_unified;
+    char *cg_mounts[GT_CG_NCTRL];
     char *log_dir;
     int64_t log_max_bytes; /* 0: unlimited */
     int log_keep_files;    /* rotated files kept besides task.log */

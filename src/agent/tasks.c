@@ -579,7 +579,8 @@ static int prepare(struct gt_gantlet *g, struct gt_ltask *t, const json_t *secre
                                     .secrets = secrets,
                                     .mpi_rsh_bin = g->mpi_rsh_bin,
                                     .server_url = g->cfg->server,
-                                    .node_token = g->token};
+                                    .node_token = g->token,
+                                    .cgsys = g->have_cgroups ? &g->cgsys : NULL};
     struct gt_shim_spec spec;
     int rc = attach_volumes(g, t->obj, err);
     if (rc < 0) {

@@ -492,6 +492,12 @@ int gt_task_spec_build(const struct gt_api_task *task, const struct gt_task_spec
     spec->cwd = wd ? gt_xstrdup(wd) : gt_xasprintf("%s/work", data);
     spec->hostname = gt_xstrdup(task->o.meta.name);
     spec->cgroup_path = gt_xasprintf("gantry/%s", uid);
+    if (p->cgsys && p->cgsys->version == 2) {
+        spec->cg_unified = gt_xstrdup(p->cgsys->v2_root);
+    }
+    for (int c = 0; p->cgsys && p->cgsys->version == 1 && c < GT_CG_NCTRL; c++) {
+        spec->cg_mounts[c] = p->cgsys->v1_mount[c][0] ? gt_xstrdup(p->cgsys->v1_mount[c]) : NULL;
+    }
     spec->log_dir = gt_xstrdup(data);
     spec->data_dir = p->data_dir ? gt_xstrdup(p->data_dir) : NULL;
     spec->log_max_bytes = p->log_max_bytes;

@@ -87,7 +87,45 @@ static void test_spec_round_trip(void **state)
     assert_int_equal(a.stop_grace_ms, 30000);
     assert_int_equal(a.log_keep_files, 3);
     assert_int_equal(a.log_max_bytes, 0);
+    assert_null(a.cg_unified);
+    assert_null(a.cg_mounts[GT_CG_CPU]);
     gt_shim_spec_fini(&a);
+    /* the agent's cgroup layout, v1 (the controllers mounted) and v2 */
+    static const char v1[] = "{\"argv\":[\"true\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,"
+                             "\"cgroup\":{\"path\":\"g/t\",\"hierarchies\":{\"cpu\":\"/c/cpu\","
+                             "\"memory\":\"/c/memory\",\"cpuacct\":\"/c/cpuacct\"}},"
+                             "\"log\":{\"dir\":\"/l\"}}";
+    assert_int_equal(gt_shim_spec_parse(v1, strlen(v1), &a, &err), 0);
+    text = gt_shim_spec_to_json(&a);
+    assert_int_equal(gt_shim_spec_parse(text, strlen(text), &b, &err), 0);
+    free(text);
+    assert_null(b.cg_unified);
+    assert_string_equal(b.cg_mounts[GT_CG_CPU], "/c/cpu");
+    assert_string_equal(b.cg_mounts[GT_CG_MEMORY], "/c/memory");
+    assert_string_equal(b.cg_mounts[GT_CG_CPUACCT], "/c/cpuacct");
+    assert_null(b.cg_mounts[GT_CG_PIDS]);
+    assert_null(b.cg_mounts[GT_CG_DEVICES]);
+    struct gt_cgroup_sys sys;
+    assert_int_equal(gt_cgroup_sys_init_v1(&sys, (const char *const *)b.cg_mounts, &err), 0);
+    assert_int_equal(sys.version, 1);
+    assert_string_equal(sys.v1_mount[GT_CG_MEMORY], "/c/memory");
+    assert_string_equal(sys.v1_mount[GT_CG_PIDS], "");
+    assert_string_equal(sys.dev_dir, "/dev");
+    gt_shim_spec_fini(&a);
+    gt_shim_spec_fini(&b);
+    static const char v2[] = "{\"argv\":[\"true\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,"
+                             "\"cgroup\":{\"path\":\"g/t\",\"unified\":\"/c\"},"
+                             "\"log\":{\"dir\":\"/l\"}}";
+    assert_int_equal(gt_shim_spec_parse(v2, strlen(v2), &a, &err), 0);
+    text = gt_shim_spec_to_json(&a);
+    assert_int_equal(gt_shim_spec_parse(text, strlen(text), &b, &err), 0);
+    free(text);
+    assert_string_equal(b.cg_unified, "/c");
+    assert_null(b.cg_mounts[GT_CG_CPU]);
+    gt_shim_spec_fini(&a);
+    gt_shim_spec_fini(&b);
+    const char *none[GT_CG_NCTRL] = {0};
+    assert_int_equal(gt_cgroup_sys_init_v1(&sys, none, &err), GT_EINVAL);
 }
 
 static void test_spec_rejects(void **state)
@@ -150,6 +188,15 @@ static void test_spec_rejects(void **state)
          "need the mount namespace"},
         {"{\"argv\":[\"a\"],\"hostname\":\"\",\"namespaces\":[\"uts\"]," BASE "}",
          "hostname: must not be empty"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g\","
+         "\"hierarchies\":{\"cpu\":\"c\"}},\"log\":{\"dir\":\"/l\"}}",
+         "cgroup.hierarchies.cpu: must be an absolute path"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g\","
+         "\"hierarchies\":{\"net_cls\":\"/c\"}},\"log\":{\"dir\":\"/l\"}}",
+         "cgroup.hierarchies.net_cls: unknown field"},
+        {"{\"argv\":[\"a\"],\"cwd\":\"/\",\"uid\":1,\"gid\":1,\"cgroup\":{\"path\":\"g\","
+         "\"unified\":\"/c\",\"hierarchies\":{\"cpu\":\"/c/cpu\"}},\"log\":{\"dir\":\"/l\"}}",
+         "unified or hierarchies, not both"},
     };
 #undef BASE
     for (size_t i = 0; i < GT_ARRAY_LEN(bad); i++) {
