@@ -78,12 +78,21 @@ static void spec_from_task(void **state)
         gpus[i].minor = 10 + i;
     }
     struct gt_gpu_set set = {.gpus = gpus, .n_gpus = 6};
+    /* the node's cgroup layout (v1: cpu and memory mounted) goes to the shim */
+    const char *mounts[GT_CG_NCTRL] = {[GT_CG_CPU] = "/c/cpu", [GT_CG_MEMORY] = "/c/memory"};
+    struct gt_cgroup_sys cgsys;
+    struct gt_err err = {0};
+    assert_int_equal(gt_cgroup_sys_init_v1(&cgsys, mounts, &err), 0);
     struct gt_task_spec_params p = params;
     p.gpus = &set;
+    p.cgsys = &cgsys;
     struct gt_api_task *t = task_new(NULL, NULL);
     struct gt_shim_spec s;
-    struct gt_err err = {0};
     assert_int_equal(gt_task_spec_build(t, &p, &s, &err), 0);
+    assert_null(s.cg_unified);
+    assert_string_equal(s.cg_mounts[GT_CG_CPU], "/c/cpu");
+    assert_string_equal(s.cg_mounts[GT_CG_MEMORY], "/c/memory");
+    assert_null(s.cg_mounts[GT_CG_PIDS]);
     assert_int_equal(s.n_argv, 3);
     assert_string_equal(s.argv[0], "python");
     assert_string_equal(s.argv[2], "--lr");
@@ -115,6 +124,7 @@ static void spec_from_task(void **state)
     struct gt_shim_spec back;
     assert_int_equal(gt_shim_spec_parse(text, strlen(text), &back, &err), 0);
     assert_int_equal(back.uid, 1001);
+    assert_string_equal(back.cg_mounts[GT_CG_MEMORY], "/c/memory");
     gt_shim_spec_fini(&back);
     free(text);
     gt_shim_spec_fini(&s);
