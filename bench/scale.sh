@@ -28,6 +28,9 @@
 #   scale_store_commit_p50_ms/_p99_ms  store write submitted -> durable
 #   gantryd_rss_mb            gantryd's peak RSS (VmHWM)
 #   gantryd_cpu_s             gantryd's CPU time during the run
+#   scale_clients_cpu_s       the load clients' CPU time, all of them
+#   scale_watchers_cpu_s      the two timing watchers' CPU time
+#   hollow_cpu_s              the hollow process's CPU time during the run
 #   hollow_kb_per_node        the hollow process's peak RSS / nodes
 #   hollow_idle_kb_per_node   its RSS once all nodes are Ready, before jobs
 #   scale_watch_events_per_s  events one all-Tasks watcher received per
@@ -40,8 +43,8 @@ import http.client
 import json
 import multiprocessing as mp
 import os
+import resource
 import subprocess
-import sys
 import time
 
 import gantry_e2e as E
@@ -68,6 +71,11 @@ def cpu_s(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def job_obj(name, gpus, replicas):
@@ -122,7 +130,7 @@ def client(port, items, deadline, out_q):
                 break
             errors += 1
             time.sleep(0.05 * (attempt + 1))
-    out_q.put((res, errors))
+    out_q.put((res, errors, own_cpu_s()))
 
 
 def watcher(port, path, keep, want, deadline, out_q, stop):
@@ -151,7 +159,7 @@ def watcher(port, path, keep, want, deadline, out_q, stop):
         r = keep(line)
         if r:
             seen.setdefault(r, time.monotonic())
-    out_q.put((seen, events, nbytes, t_first, time.monotonic()))
+    out_q.put((seen, events, nbytes, t_first, time.monotonic(), own_cpu_s()))
     conn.close()
 
 
@@ -209,7 +217,7 @@ def main():
     items = plan()
     n_jobs = len(items)
     n_tasks = sum(r for _, _, r in items)
-    data = os.path.join(os.path.abspath(sys.argv[1]), "bench-scale-data")
+    data = os.path.join(os.environ["GANTRY_BUILD_DIR"], "bench-scale-data")
     subprocess.run(["rm", "-rf", data], check=True)
     g = E.Gantryd(("--log-level", "warn"), data_dir=data).start()
     hollow = None
@@ -260,6 +268,7 @@ def main():
         commit0 = histogram(g, "gantry_store_commit_duration_seconds")
         rev0 = revision(g)
         cpu0 = cpu_s(g.proc.pid)
+        hcpu0 = cpu_s(hollow.pid)
         clients = [mp.Process(target=client, args=(g.port, items[i::CLIENTS], deadline, cq))
                    for i in range(CLIENTS)]
         t_start = time.monotonic()
@@ -268,24 +277,27 @@ def main():
         created = {}
         errors = 0
         lat = []
+        clients_cpu = 0.0
         for _ in clients:
-            res, err = cq.get()
+            res, err, ccpu = cq.get()
             errors += err
+            clients_cpu += ccpu
             for name, sent, dt in res:
                 created[name] = sent
                 lat.append(dt)
         t_created = time.monotonic()
         for c in clients:
             c.join()
-        jseen, jevents, _, _, _ = jq.get()
+        jseen, jevents, _, _, _, jcpu = jq.get()
         jw.join()
         stop.set()
-        tseen, tevents, tbytes, tfirst, tlast = tq.get()
+        tseen, tevents, tbytes, tfirst, tlast, tcpu = tq.get()
         tw.join()
         hist1 = histogram(g, "gantry_http_request_duration_seconds")
         commit1 = histogram(g, "gantry_store_commit_duration_seconds")
         rev1 = revision(g)
         cpu1 = cpu_s(g.proc.pid)
+        hcpu1 = cpu_s(hollow.pid)
 
         ends = sorted(jseen.values())
         failed = sum(1 for (_, kind) in jseen if kind == "Failed")
@@ -313,6 +325,9 @@ def main():
             print("scale_create_p99_ms=%.1f" % E.pct([x * 1000 for x in lat], 99))
         print("gantryd_rss_mb=%.0f" % (proc_status(g.proc.pid, "VmHWM") / 1024.0))
         print("gantryd_cpu_s=%.1f" % (cpu1 - cpu0))
+        print("scale_clients_cpu_s=%.1f" % clients_cpu)
+        print("scale_watchers_cpu_s=%.1f" % (jcpu + tcpu))
+        print("hollow_cpu_s=%.1f" % (hcpu1 - hcpu0))
         print("hollow_kb_per_node=%.1f" % (proc_status(hollow.pid, "VmHWM") / float(NODES)))
         print("hollow_idle_kb_per_node=%.1f" % (hollow_idle_kb / float(NODES)))
         span = (tlast - tfirst) if tfirst else 0
