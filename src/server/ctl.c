@@ -446,6 +446,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     gt_strmap_init(&c->unseen);
     gt_strmap_init(&c->timed);
     gt_strmap_init(&c->settled);
+    gt_strmap_init(&c->held_queued);
     gt_strmap_init(&c->sync_jobs);
     gt_strmap_init(&c->vol_held);
     gt_strmap_init(&c->vol_claims);
@@ -546,6 +547,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->unseen, NULL);
     gt_strmap_fini(&c->timed, NULL);
     gt_strmap_fini(&c->settled, NULL);
+    gt_strmap_fini(&c->held_queued, NULL);
     gt_strmap_fini(&c->sync_jobs, NULL);
     gt_volctl_fini(c);
     gt_sched_decisions_fini(&c->dec);

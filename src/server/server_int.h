@@ -213,6 +213,9 @@ struct gt_ctl {
      * event do not mark the job dirty; the event puts it in sync_jobs, the
      * jobs that only the model sync (gt_feed_sync_job) must see */
     struct gt_strmap settled;
+    /* job key -> when (gt_now_ms, as intptr_t) its held-back first Queued
+     * status is due (jobctl.c hold_queued) */
+    struct gt_strmap held_queued;
     struct gt_strmap sync_jobs;
     /* Volume keys -> struct held (volctl.c): creates whose capacity is held
      * until the cache has the stored Volume */
