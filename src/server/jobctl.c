@@ -423,20 +423,22 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
     if (held) {
         fold_queued(st);
     }
+    bool differs = !json_equal(st, json_object_get(o->obj, "status"));
     json_t *j = json_copy(o->obj); /* cached objects never change: share the rest */
     json_object_set_new(j, "status", st);
-    /* the job as it is to be, decoded before the write can change j */
-    struct gt_api_job *next = gt_api_job_new(j);
-    bool finished = gt_job_finished(next);
+    /* the job as it is to be, decoded before the write can change j; the
+     * cached one when its status stays as it is */
+    struct gt_api_job *next = differs ? gt_api_job_new(j) : NULL;
+    const struct gt_api_job *to_be = next ? next : job;
+    bool finished = gt_job_finished(to_be);
     const struct gt_api_condition *failed =
-        gt_api_condition_find(&next->status.conditions, "Failed");
+        gt_api_condition_find(&to_be->status.conditions, "Failed");
     bool deadline = failed && failed->reason && !strcmp(failed->reason, "DeadlineExceeded");
     /* tasks being written come back through the watch and reconcile the
      * job again: its status is written once, from them */
-    bool changed = !creating && !json_equal(st, json_object_get(o->obj, "status")) &&
-                   !hold_queued(c, key, job, next, jt, wait);
+    bool changed = !creating && differs && !hold_queued(c, key, job, to_be, jt, wait);
     if (changed) {
-        record_transitions(c, job, &next->status.conditions);
+        record_transitions(c, job, &to_be->status.conditions);
     }
     gt_api_job_free(next);
     bool wrote = false;
