@@ -36,6 +36,8 @@
 #   scale_watch_events_per_s  events one all-Tasks watcher received per
 #                             second of the run (x3 watchers of Tasks and
 #                             Jobs: the fan-out), scale_watch_mb_per_s its bytes
+#   scale_watch_streams_ended  timing watches gantryd ended before the run
+#                             did (a client too slow: the times are short)
 #   scale_store_writes_per_job  store writes (revisions) per job lifecycle
 set -eu
 exec "$(dirname "$0")/python" "$@" <<'PYEOF'
@@ -135,32 +137,43 @@ def client(port, items, deadline, out_q):
 
 def watcher(port, path, keep, want, deadline, out_q, stop):
     """One watch stream: the first monotonic time each object name shows
-    keep(line, obj) true; ends with want names or at deadline (or stop)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    keep(line, obj) true; ends with want names or at deadline (or stop).
+    A thread reads the stream with blocking reads: a read timeout would
+    leave the socket unreadable for good (CPython's SocketIO refuses to
+    read after one), and the loop would then spin until the deadline."""
+    import threading
+    conn = http.client.HTTPConnection("127.0.0.1", port)
     conn.request("GET", path + "?watch=true",
                  headers={"Authorization": "Bearer " + E.TOKENS["admin"][0]})
     resp = conn.getresponse()
     assert resp.status == 200, resp.status
     seen = {}
-    events = 0
-    nbytes = 0
-    t_first = None
-    while len(seen) < want and time.monotonic() < deadline and not stop.is_set():
+    st = {"events": 0, "nbytes": 0, "t_first": None, "ended": False}
+    done = threading.Event()
+
+    def read():
         try:
-            line = resp.readline()
-        except OSError:  # the read timeout: look at the clock and stop again
-            continue
-        if not line:
+            while len(seen) < want:
+                line = resp.readline()
+                if not line:
+                    st["ended"] = True  # gantryd ended the stream
+                    break
+                st["events"] += 1
+                st["nbytes"] += len(line)
+                if st["t_first"] is None:
+                    st["t_first"] = time.monotonic()
+                r = keep(line)
+                if r:
+                    seen.setdefault(r, time.monotonic())
+        except (OSError, http.client.HTTPException):
+            st["ended"] = True
+        done.set()
+    threading.Thread(target=read, daemon=True).start()
+    while not done.wait(0.2):
+        if time.monotonic() >= deadline or stop.is_set():
             break
-        events += 1
-        nbytes += len(line)
-        if t_first is None:
-            t_first = time.monotonic()
-        r = keep(line)
-        if r:
-            seen.setdefault(r, time.monotonic())
-    out_q.put((seen, events, nbytes, t_first, time.monotonic(), own_cpu_s()))
-    conn.close()
+    out_q.put((seen.copy(), st["events"], st["nbytes"], st["t_first"], time.monotonic(),
+               own_cpu_s(), st["ended"]))
 
 
 def bound_keep(line):
@@ -288,10 +301,10 @@ def main():
         t_created = time.monotonic()
         for c in clients:
             c.join()
-        jseen, jevents, _, _, _, jcpu = jq.get()
+        jseen, jevents, _, _, _, jcpu, jended = jq.get()
         jw.join()
         stop.set()
-        tseen, tevents, tbytes, tfirst, tlast, tcpu = tq.get()
+        tseen, tevents, tbytes, tfirst, tlast, tcpu, tended = tq.get()
         tw.join()
         hist1 = histogram(g, "gantry_http_request_duration_seconds")
         commit1 = histogram(g, "gantry_store_commit_duration_seconds")
@@ -335,6 +348,7 @@ def main():
             print("scale_watch_events_per_s=%.0f" % (tevents / span))
             print("scale_watch_mb_per_s=%.1f" % (tbytes / span / 1e6))
         print("scale_watch_events_total=%d tasks + %d jobs" % (tevents, jevents))
+        print("scale_watch_streams_ended=%d" % (tended + jended))
         print("scale_store_writes_per_job=%.1f" % ((rev1 - rev0) / float(max(len(ends), 1))))
         print("scale_load_avg=%.1f,%.1f" % (load0, os.getloadavg()[0]))
     finally:
