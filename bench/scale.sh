@@ -28,11 +28,16 @@
 #   scale_store_commit_p50_ms/_p99_ms  store write submitted -> durable
 #   gantryd_rss_mb            gantryd's peak RSS (VmHWM)
 #   gantryd_cpu_s             gantryd's CPU time during the run
+#   scale_clients_cpu_s       the load clients' CPU time, all of them
+#   scale_watchers_cpu_s      the two timing watchers' CPU time
+#   hollow_cpu_s              the hollow process's CPU time during the run
 #   hollow_kb_per_node        the hollow process's peak RSS / nodes
 #   hollow_idle_kb_per_node   its RSS once all nodes are Ready, before jobs
 #   scale_watch_events_per_s  events one all-Tasks watcher received per
 #                             second of the run (x3 watchers of Tasks and
 #                             Jobs: the fan-out), scale_watch_mb_per_s its bytes
+#   scale_watch_streams_ended  timing watches gantryd ended before the run
+#                             did (a client too slow: the times are short)
 #   scale_store_writes_per_job  store writes (revisions) per job lifecycle
 set -eu
 exec "$(dirname "$0")/python" "$@" <<'PYEOF'
@@ -40,8 +45,8 @@ import http.client
 import json
 import multiprocessing as mp
 import os
+import resource
 import subprocess
-import sys
 import time
 
 import gantry_e2e as E
@@ -68,6 +73,11 @@ def cpu_s(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
 
 
 def job_obj(name, gpus, replicas):
@@ -122,37 +132,48 @@ def client(port, items, deadline, out_q):
                 break
             errors += 1
             time.sleep(0.05 * (attempt + 1))
-    out_q.put((res, errors))
+    out_q.put((res, errors, own_cpu_s()))
 
 
 def watcher(port, path, keep, want, deadline, out_q, stop):
     """One watch stream: the first monotonic time each object name shows
-    keep(line, obj) true; ends with want names or at deadline (or stop)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    keep(line, obj) true; ends with want names or at deadline (or stop).
+    A thread reads the stream with blocking reads: a read timeout would
+    leave the socket unreadable for good (CPython's SocketIO refuses to
+    read after one), and the loop would then spin until the deadline."""
+    import threading
+    conn = http.client.HTTPConnection("127.0.0.1", port)
     conn.request("GET", path + "?watch=true",
                  headers={"Authorization": "Bearer " + E.TOKENS["admin"][0]})
     resp = conn.getresponse()
     assert resp.status == 200, resp.status
     seen = {}
-    events = 0
-    nbytes = 0
-    t_first = None
-    while len(seen) < want and time.monotonic() < deadline and not stop.is_set():
+    st = {"events": 0, "nbytes": 0, "t_first": None, "ended": False}
+    done = threading.Event()
+
+    def read():
         try:
-            line = resp.readline()
-        except OSError:  # the read timeout: look at the clock and stop again
-            continue
-        if not line:
+            while len(seen) < want:
+                line = resp.readline()
+                if not line:
+                    st["ended"] = True  # gantryd ended the stream
+                    break
+                st["events"] += 1
+                st["nbytes"] += len(line)
+                if st["t_first"] is None:
+                    st["t_first"] = time.monotonic()
+                r = keep(line)
+                if r:
+                    seen.setdefault(r, time.monotonic())
+        except (OSError, http.client.HTTPException):
+            st["ended"] = True
+        done.set()
+    threading.Thread(target=read, daemon=True).start()
+    while not done.wait(0.2):
+        if time.monotonic() >= deadline or stop.is_set():
             break
-        events += 1
-        nbytes += len(line)
-        if t_first is None:
-            t_first = time.monotonic()
-        r = keep(line)
-        if r:
-            seen.setdefault(r, time.monotonic())
-    out_q.put((seen, events, nbytes, t_first, time.monotonic()))
-    conn.close()
+    out_q.put((seen.copy(), st["events"], st["nbytes"], st["t_first"], time.monotonic(),
+               own_cpu_s(), st["ended"]))
 
 
 def bound_keep(line):
@@ -209,7 +230,7 @@ def main():
     items = plan()
     n_jobs = len(items)
     n_tasks = sum(r for _, _, r in items)
-    data = os.path.join(os.path.abspath(sys.argv[1]), "bench-scale-data")
+    data = os.path.join(os.environ["GANTRY_BUILD_DIR"], "bench-scale-data")
     subprocess.run(["rm", "-rf", data], check=True)
     g = E.Gantryd(("--log-level", "warn"), data_dir=data).start()
     hollow = None
@@ -260,6 +281,7 @@ def main():
         commit0 = histogram(g, "gantry_store_commit_duration_seconds")
         rev0 = revision(g)
         cpu0 = cpu_s(g.proc.pid)
+        hcpu0 = cpu_s(hollow.pid)
         clients = [mp.Process(target=client, args=(g.port, items[i::CLIENTS], deadline, cq))
                    for i in range(CLIENTS)]
         t_start = time.monotonic()
@@ -268,24 +290,27 @@ def main():
         created = {}
         errors = 0
         lat = []
+        clients_cpu = 0.0
         for _ in clients:
-            res, err = cq.get()
+            res, err, ccpu = cq.get()
             errors += err
+            clients_cpu += ccpu
             for name, sent, dt in res:
                 created[name] = sent
                 lat.append(dt)
         t_created = time.monotonic()
         for c in clients:
             c.join()
-        jseen, jevents, _, _, _ = jq.get()
+        jseen, jevents, _, _, _, jcpu, jended = jq.get()
         jw.join()
         stop.set()
-        tseen, tevents, tbytes, tfirst, tlast = tq.get()
+        tseen, tevents, tbytes, tfirst, tlast, tcpu, tended = tq.get()
         tw.join()
         hist1 = histogram(g, "gantry_http_request_duration_seconds")
         commit1 = histogram(g, "gantry_store_commit_duration_seconds")
         rev1 = revision(g)
         cpu1 = cpu_s(g.proc.pid)
+        hcpu1 = cpu_s(hollow.pid)
 
         ends = sorted(jseen.values())
         failed = sum(1 for (_, kind) in jseen if kind == "Failed")
@@ -313,6 +338,9 @@ def main():
             print("scale_create_p99_ms=%.1f" % E.pct([x * 1000 for x in lat], 99))
         print("gantryd_rss_mb=%.0f" % (proc_status(g.proc.pid, "VmHWM") / 1024.0))
         print("gantryd_cpu_s=%.1f" % (cpu1 - cpu0))
+        print("scale_clients_cpu_s=%.1f" % clients_cpu)
+        print("scale_watchers_cpu_s=%.1f" % (jcpu + tcpu))
+        print("hollow_cpu_s=%.1f" % (hcpu1 - hcpu0))
         print("hollow_kb_per_node=%.1f" % (proc_status(hollow.pid, "VmHWM") / float(NODES)))
         print("hollow_idle_kb_per_node=%.1f" % (hollow_idle_kb / float(NODES)))
         span = (tlast - tfirst) if tfirst else 0
@@ -320,6 +348,7 @@ def main():
             print("scale_watch_events_per_s=%.0f" % (tevents / span))
             print("scale_watch_mb_per_s=%.1f" % (tbytes / span / 1e6))
         print("scale_watch_events_total=%d tasks + %d jobs" % (tevents, jevents))
+        print("scale_watch_streams_ended=%d" % (tended + jended))
         print("scale_store_writes_per_job=%.1f" % ((rev1 - rev0) / float(max(len(ends), 1))))
         print("scale_load_avg=%.1f,%.1f" % (load0, os.getloadavg()[0]))
     finally:

@@ -384,6 +384,11 @@ static bool needs_time(const struct gt_api_job *job)
 
 void gt_ctl_note_job(struct gt_ctl *c, const char *key, const struct gt_api_job *job)
 {
+    if (job && !gt_job_finished(job)) {
+        gt_strmap_put(&c->live_jobs, key, (void *)"");
+    } else {
+        gt_strmap_del(&c->live_jobs, key);
+    }
     if (job && needs_time(job)) {
         gt_strmap_put(&c->timed, key, (void *)"");
     } else {

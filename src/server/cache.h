@@ -20,7 +20,8 @@ void gt_ctl_fresh_free(void *p);
 /* Mark the job of task (borrowed) dirty. */
 void gt_ctl_mark_task_job(struct gt_ctl *c, const struct gt_api_task *task);
 /* The cached job at key is now job (borrowed; NULL: gone): keep c->timed,
- * the jobs gt_jobctl_tick visits, current. */
+ * the jobs gt_jobctl_tick visits, and c->live_jobs, the unfinished ones,
+ * current. */
 void gt_ctl_note_job(struct gt_ctl *c, const char *key, const struct gt_api_job *job);
 
 /* c->holding, the tasks holding resources on a node, and its index by

@@ -214,11 +214,12 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     gt_buildctl_run(c);
 }
 
+/* key: a job not finished (c->live_jobs) */
 static int retry_job_cb(const char *key, void *val, void *arg)
 {
+    (void)val;
     struct gt_ctl *c = arg;
-    const struct gt_cobj *o = val;
-    if (!gt_strmap_get(&c->in_model, key) && !gt_job_finished(gt_cobj_job(o))) {
+    if (!gt_strmap_get(&c->in_model, key)) {
         gt_strmap_put(&c->dirty_jobs, key, MARK);
     }
     return 0;
@@ -238,7 +239,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     gt_ledger_tick(c);
     gt_nbctl_tick(c->nb);
     /* jobs that could not enter the model yet (department or tasks missing) */
-    gt_strmap_each(&c->objs[GT_KIND_JOB], retry_job_cb, c);
+    gt_strmap_each(&c->live_jobs, retry_job_cb, c);
     c->want_cycle = true;
     gt_ctl_kick(c);
 }
@@ -445,7 +446,9 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
     c->event = gt_ctl_event;
     gt_strmap_init(&c->unseen);
     gt_strmap_init(&c->timed);
+    gt_strmap_init(&c->live_jobs);
     gt_strmap_init(&c->settled);
+    gt_strmap_init(&c->held_queued);
     gt_strmap_init(&c->sync_jobs);
     gt_strmap_init(&c->vol_held);
     gt_strmap_init(&c->vol_claims);
@@ -545,7 +548,9 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->gone, NULL);
     gt_strmap_fini(&c->unseen, NULL);
     gt_strmap_fini(&c->timed, NULL);
+    gt_strmap_fini(&c->live_jobs, NULL);
     gt_strmap_fini(&c->settled, NULL);
+    gt_strmap_fini(&c->held_queued, NULL);
     gt_strmap_fini(&c->sync_jobs, NULL);
     gt_volctl_fini(c);
     gt_sched_decisions_fini(&c->dec);

@@ -737,6 +737,12 @@ const char *gt_feed_wait(const struct gt_ctl *c, const char *job_key)
     return gt_strmap_get(&c->waits, model_id(job_key));
 }
 
+bool gt_feed_task_placed(const struct gt_ctl *c, const char *task_key)
+{
+    struct gt_sched_task_info ti;
+    return gt_sched_task_get(c->model, model_id(task_key), &ti) == 0 && ti.node != NULL;
+}
+
 static int seen_cb(const char *key, void *val, void *arg)
 {
     (void)val;

@@ -25,6 +25,9 @@ void gt_feed_cycle(struct gt_ctl *c);
  * "Reason: text" with Reason the wait reason (Quota, Unschedulable,
  * Inadmissible; an Inadmissible text begins with its code, "Code: "). */
 const char *gt_feed_wait(const struct gt_ctl *c, const char *job_key);
+/* Whether the scheduler's model holds the task at task_key ("/tasks/p/n")
+ * on a node: bound, also while its binding write is still in flight. */
+bool gt_feed_task_placed(const struct gt_ctl *c, const char *task_key);
 /* The scheduler's per-job series for /metrics (struct gt_ctl_hooks):
  * gantry_scheduler_placement_attempts_total{job="project/name"}, the gang
  * placements the cycle searched for each job in the model. */

@@ -20,6 +20,16 @@
  *
  * Every write is conditional on the cached revision and skipped while an
  * earlier controller write to the same key is in flight.
+ *
+ * A job's first Queued status is held back (c->held_queued) for up to
+ * HOLD_QUEUED_MS when every task of it is already bound by then (the
+ * cycle that the job's reconcile waits for placed it): the tasks' next
+ * reports (Running, or their end) usually come first, and the status
+ * written for them carries the Queued condition as False, as it would be
+ * had Queued been written (fold_queued). One write fewer per job that
+ * starts at once; a job still bound but not running when the time is up
+ * (an image pull, a slow node) has its Queued written then (gt_jobctl_tick),
+ * and one that waits is written Queued at once as before.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +41,7 @@
 #include "server/server_int.h"
 
 #define MAX_JOB_TASKS 5000
+#define HOLD_QUEUED_MS 1000
 
 static char *now_str(char *buf, size_t len)
 {
@@ -307,18 +318,84 @@ static void record_transitions(struct gt_ctl *c, const struct gt_api_job *job,
     }
 }
 
+/* Whether the write of next (the job's new status) is held back: its
+ * first Queued status (only Created recorded, no wait verdict) while every
+ * task is bound (or its binding write in flight), until the hold started
+ * here is due. */
+static bool hold_queued(struct gt_ctl *c, const char *key, const struct gt_api_job *job,
+                        const struct gt_api_job *next, const struct job_tasks *jt,
+                        const char *wait)
+{
+    if (job->status.conditions.n != 1 || (wait && *wait) || jt->n == 0 ||
+        jt->n < jt->expected || !gt_api_condition_true(&next->status.conditions, "Queued")) {
+        return false;
+    }
+    for (size_t i = 0; i < jt->n; i++) {
+        if (!bound(jt->t[i]) && !gt_feed_task_placed(c, jt->o[i]->key)) {
+            return false;
+        }
+    }
+    int64_t now = gt_now_ms();
+    void *due = gt_strmap_get(&c->held_queued, key);
+    if (!due) {
+        gt_strmap_put(&c->held_queued, key, (void *)(intptr_t)(now + HOLD_QUEUED_MS));
+        return true;
+    }
+    return (int64_t)(intptr_t)due > now;
+}
+
+/* st (the new status of a job whose Queued status is held back, modified):
+ * the Queued condition its write would have carried had Queued been
+ * written: False once the job has moved on (Running, Restarting, or its
+ * end), True if it has not (its tasks are gone: it then fails as
+ * TasksGone, as a job recorded Queued does). Placed before the phases. */
+static void fold_queued(json_t *st)
+{
+    static const char *const later[] = {"Running", "Restarting", "Succeeded", "Failed"};
+    json_t *conds = json_object_get(st, "conditions");
+    size_t at = json_array_size(conds), i;
+    bool moved_on = false;
+    json_t *cj;
+    json_array_foreach(conds, i, cj)
+    {
+        const char *type = json_string_value(json_object_get(cj, "type"));
+        if (!type || !strcmp(type, "Queued")) {
+            return;
+        }
+        for (size_t k = 0; k < GT_ARRAY_LEN(later); k++) {
+            if (!strcmp(type, later[k])) {
+                at = i < at ? i : at;
+                const char *status = json_string_value(json_object_get(cj, "status"));
+                moved_on = moved_on || (status && !strcmp(status, "True"));
+            }
+        }
+    }
+    char ts[32];
+    json_array_insert_new(conds, at,
+                          json_pack("{s:s, s:s, s:s, s:s, s:s}", "type", "Queued", "status",
+                                    moved_on ? "False" : "True", "reason", "Queued", "message",
+                                    "waiting to be scheduled", "lastTransitionTime",
+                                    now_str(ts, sizeof(ts))));
+}
+
 void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
 {
     const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_JOB, key);
     /* any reconcile, also one skipped while our write is in flight, means
      * the write's return must reconcile again */
     gt_strmap_del(&c->settled, key);
-    if (!o || gt_ctl_busy(c, key)) {
+    if (!o) {
+        gt_strmap_del(&c->held_queued, key);
+        return;
+    }
+    if (gt_ctl_busy(c, key)) {
         return;
     }
     const struct gt_api_job *job = gt_cobj_job(o);
     struct job_tasks *jt = find_tasks(c, job);
+    bool held = gt_strmap_get(&c->held_queued, key) != NULL;
     if (job->o.meta.deletion_timestamp) {
+        gt_strmap_del(&c->held_queued, key);
         delete_job(c, o, jt);
         free(jt);
         return;
@@ -331,7 +408,8 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
         return;
     }
     bool creating = false;
-    if ((jt->n < jt->expected && !past_created(job)) || d.action == GT_JOB_RECREATE) {
+    /* a held job's tasks were created: the ones missing are gone */
+    if ((jt->n < jt->expected && !past_created(job) && !held) || d.action == GT_JOB_RECREATE) {
         creating = create_tasks(c, o, d.generation) > 0;
     }
     if (creating && jt->n == 0) {
@@ -340,24 +418,32 @@ void gt_jobctl_reconcile_job(struct gt_ctl *c, const char *key)
         free(jt);
         return;
     }
-    json_t *st = gt_job_derive_status(job, jt->t, jt->n, &d, gt_feed_wait(c, key), gt_now_ms());
+    const char *wait = gt_feed_wait(c, key);
+    json_t *st = gt_job_derive_status(job, jt->t, jt->n, &d, wait, gt_now_ms());
+    if (held) {
+        fold_queued(st);
+    }
+    bool differs = !json_equal(st, json_object_get(o->obj, "status"));
     json_t *j = json_copy(o->obj); /* cached objects never change: share the rest */
     json_object_set_new(j, "status", st);
-    /* the job as it is to be, decoded before the write can change j */
-    struct gt_api_job *next = gt_api_job_new(j);
-    bool finished = gt_job_finished(next);
+    /* the job as it is to be, decoded before the write can change j; the
+     * cached one when its status stays as it is */
+    struct gt_api_job *next = differs ? gt_api_job_new(j) : NULL;
+    const struct gt_api_job *to_be = next ? next : job;
+    bool finished = gt_job_finished(to_be);
     const struct gt_api_condition *failed =
-        gt_api_condition_find(&next->status.conditions, "Failed");
+        gt_api_condition_find(&to_be->status.conditions, "Failed");
     bool deadline = failed && failed->reason && !strcmp(failed->reason, "DeadlineExceeded");
     /* tasks being written come back through the watch and reconcile the
      * job again: its status is written once, from them */
-    bool changed = !creating && !json_equal(st, json_object_get(o->obj, "status"));
+    bool changed = !creating && differs && !hold_queued(c, key, job, to_be, jt, wait);
     if (changed) {
-        record_transitions(c, job, &next->status.conditions);
+        record_transitions(c, job, &to_be->status.conditions);
     }
     gt_api_job_free(next);
     bool wrote = false;
     if (changed) {
+        gt_strmap_del(&c->held_queued, key);
         write_obj(c, o, j);
         wrote = gt_ctl_busy(c, key);
     } else {
@@ -393,9 +479,15 @@ static int tick_cb(const char *key, void *val, void *arg)
     return 0;
 }
 
+static int held_cb(const char *key, void *val, void *arg)
+{
+    return (int64_t)(intptr_t)val <= gt_now_ms() ? tick_cb(key, val, arg) : 0;
+}
+
 void gt_jobctl_tick(struct gt_ctl *c)
 {
     gt_strmap_each(&c->timed, tick_cb, c);
+    gt_strmap_each(&c->held_queued, held_cb, c);
 }
 
 /* ---- admission and delete ---- */

@@ -25,8 +25,9 @@ bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
  * Kubernetes keeps a Job's template. 0, or GT_EINVAL with err naming the
  * first field that differs (in name order). */
 int gt_jobctl_check_update(struct gt_ctl *c, const struct gt_api_job *job, struct gt_err *err);
-/* Mark the jobs whose next step is due by time (deadline, back-off, ttl);
- * every second. Visits only c->timed, not every job. */
+/* Mark the jobs whose next step is due by time (deadline, back-off, ttl,
+ * a held-back Queued status); every second. Visits only c->timed and
+ * c->held_queued, not every job. */
 void gt_jobctl_tick(struct gt_ctl *c);
 
 #endif

@@ -208,11 +208,18 @@ struct gt_ctl {
     void (*event)(struct gt_ctl *c, const struct gt_kind_info *kind,
                   const struct gt_store_event *ev);
     struct gt_strmap timed; /* job keys whose next step is due by time (gt_jobctl_tick) */
+    /* job keys of cached jobs not finished: those the tick's retry of jobs
+     * missing from the model visits (all jobs, finished ones kept, would
+     * cost a scan of every job every second) */
+    struct gt_strmap live_jobs;
     /* job keys with a status write of ours in flight after which a
      * reconcile would change nothing (jobctl.c): its write_done and watch
      * event do not mark the job dirty; the event puts it in sync_jobs, the
      * jobs that only the model sync (gt_feed_sync_job) must see */
     struct gt_strmap settled;
+    /* job key -> when (gt_now_ms, as intptr_t) its held-back first Queued
+     * status is due (jobctl.c hold_queued) */
+    struct gt_strmap held_queued;
     struct gt_strmap sync_jobs;
     /* Volume keys -> struct held (volctl.c): creates whose capacity is held
      * until the cache has the stored Volume */

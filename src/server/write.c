@@ -419,30 +419,34 @@ static int merge_update(struct gt_req *r, json_t *stored)
 }
 
 /* The object at r->key for an update: a copy of the controllers' cached
- * object (every kind but Events), which spares a store read and a parse.
+ * object (every kind but Events), which spares a store read and a parse;
+ * shallow (its members shared with the cached object, which never
+ * changes) for a caller that only replaces top-level members, as a
+ * /status write does, else deep.
  * The cache holds an object at its latest revision once that write's
  * completion has run on the loop; right after a commit it may be one
  * behind, and the conditional write then fails and its retry (after that
  * completion) finds it current. A resourceVersion from the client that
  * the cache does not have yet is checked against the store. NULL when the
  * cache has no such object. */
-static json_t *cached_copy(struct gt_req *r)
+static json_t *cached_copy(struct gt_req *r, bool shallow)
 {
     const struct gt_cobj *co = gt_ctl_get(r->s->ctl, r->route.kind->kind, r->key);
     if (!co || (r->client_rv && r->client_rv != co->rev)) {
         return NULL;
     }
     r->stored_rev = co->rev;
-    return json_deep_copy(co->obj);
+    return shallow ? json_copy(co->obj) : json_deep_copy(co->obj);
 }
 
 /* The stored object at r->key (new reference) and its revision in
  * r->stored_rev; with_text: its stored text in r->value too (a delete
- * answers with it). Replies and returns -1 when it is missing or the
- * client's resourceVersion is not the stored one. */
-static int read_stored(struct gt_req *r, json_t **stored, bool with_text)
+ * answers with it); shallow: see cached_copy. Replies and returns -1
+ * when it is missing or the client's resourceVersion is not the stored
+ * one. */
+static int read_stored(struct gt_req *r, json_t **stored, bool with_text, bool shallow)
 {
-    if (!with_text && (*stored = cached_copy(r)) != NULL) {
+    if (!with_text && (*stored = cached_copy(r, shallow)) != NULL) {
         return 0;
     }
     struct gt_store_kv kv = {0};
@@ -525,7 +529,10 @@ static int check_task_bound(struct gt_req *r, const json_t *stored)
 static void update_attempt(struct gt_req *r)
 {
     json_t *stored = NULL;
-    if (read_stored(r, &stored, false)) {
+    /* a /status write replaces the status member only (merge_update) and
+     * reads the rest; a whole-object update is admitted (canonicalized in
+     * place) with the stored status in it, so gets its own copy */
+    if (read_stored(r, &stored, false, !strcmp(r->route.sub, "status"))) {
         return;
     }
     /* a task's /status write: for its current run, then NodeRestriction
@@ -604,7 +611,7 @@ void gt_write_update(struct gt_req *r)
 static void delete_attempt(struct gt_req *r)
 {
     json_t *stored = NULL;
-    if (read_stored(r, &stored, true)) {
+    if (read_stored(r, &stored, true, false)) {
         return;
     }
     if (r->route.kind->kind == GT_KIND_EVENT &&
@@ -667,7 +674,7 @@ static int check_binding(struct gt_req *r)
 static void binding_attempt(struct gt_req *r)
 {
     json_t *stored = NULL;
-    if (read_stored(r, &stored, false)) {
+    if (read_stored(r, &stored, false, false)) {
         return;
     }
     const char *node = json_string_value(gt_json_path(stored, "spec.nodeName"));

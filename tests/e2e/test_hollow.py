@@ -10,6 +10,12 @@ python3 train.py"` runs half a second; `true` ends Succeeded
 in one report; then an 8-task gang of 8 GPUs each lands on 8 distinct
 nodes and succeeds; then a job deleted while running ends Failed with
 reason Killed; with every job done the nodes' GPUs are all free.
+
+A job's first Queued status, its tasks all bound at once, is held back
+and folded into the next status write: `true` and `sleep 1` are never
+written Queued True, yet end with Queued False among their conditions as
+before; with a start delay of 2.5 s (one more hollow process) the job is
+written Queued True about a second after its bind, before Running.
 """
 import subprocess
 
@@ -24,7 +30,7 @@ def phase_of(o):
 
 
 class Hollow(AgentTest):
-    def start_hollow(self):
+    def start_hollow(self, n=N, start_ms=200):
         token_file = self.g.tmp + "/node-token"
         with open(token_file, "w") as f:
             f.write(TOKENS["node"][0] + "\n")
@@ -32,8 +38,8 @@ class Hollow(AgentTest):
         log = open(self.log_path, "ab")
         self.addCleanup(log.close)
         p = subprocess.Popen([GANTLET, "--server", self.g.url, "--token-file", token_file,
-                              "--name", "h", "--hollow", str(N), "--fake-gpus", "8xA100-80GB",
-                              "--hollow-start-ms", "200", "--heartbeat", "1"],
+                              "--name", "h", "--hollow", str(n), "--fake-gpus", "8xA100-80GB",
+                              "--hollow-start-ms", str(start_ms), "--heartbeat", "1"],
                              stdout=log, stderr=log)
         self.addCleanup(p.wait)
         self.addCleanup(p.terminate)
@@ -79,6 +85,8 @@ class Hollow(AgentTest):
 
         w = Watch(self.g, self.PROJECT + "/tasks")
         self.addCleanup(w.close)
+        jw = Watch(self.g, self.PROJECT + "/jobs")
+        self.addCleanup(jw.close)
         self.submit_job("sleeper", ["sleep", "1"])
         self.submit_job("script", ["sh", "-c", "sleep 0.5; python3 train.py"])
         self.submit_job("quick", ["true"])
@@ -109,6 +117,13 @@ class Hollow(AgentTest):
         q = times("quick-worker-0")
         self.assertNotIn("Running", q, "a task ending within its start delay is one report")
         self.assertEqual(self.task("quick-worker-0")["status"]["reason"], "Completed")
+        for name in ("quick", "sleeper"):
+            self.assertEqual(queued_true_writes(jw, name), [], name)
+            conds = self.job_conditions(name)
+            self.assertEqual([(c["type"], c["status"]) for c in conds][:2],
+                             [("Created", "True"), ("Queued", "False")], conds)
+            self.assertEqual((conds[1]["reason"], conds[1]["message"]),
+                             ("Queued", "waiting to be scheduled"), conds)
 
         self.submit_job("victim", ["sleep", "1000"])
         self.wait_phase("victim-worker-0", "Running", timeout=20)
@@ -123,6 +138,42 @@ class Hollow(AgentTest):
             not n.get("status", {}).get("allocated", {}).get("gpus")
             for n in self.nodes().values()), timeout=20)
         self.assertIsNone(self.hollow.poll(), self.logs())
+
+    def job_conditions(self, name):
+        st, body = self.g.request("GET", self.PROJECT + "/jobs/" + name)
+        self.assertEqual(st, 200, body)
+        return body["status"]["conditions"]
+
+    def test_held_queued_written_when_start_is_slow(self):
+        self.start_hollow(n=1, start_ms=2500)
+        wait_for("the hollow node Ready", lambda: len(self.ready_nodes()) == 1, timeout=20)
+        w = Watch(self.g, self.PROJECT + "/tasks")
+        self.addCleanup(w.close)
+        jw = Watch(self.g, self.PROJECT + "/jobs")
+        self.addCleanup(jw.close)
+        self.submit_job("slow", ["true"])
+        self.wait_phase("slow-worker-0", "Succeeded", timeout=20)
+        bound = min(ts for ts, _, o in list(w.events)
+                    if o["metadata"]["name"] == "slow-worker-0" and phase_of(o) == "Bound")
+        queued = queued_true_writes(jw, "slow")
+        self.assertEqual(len(queued), 1, queued)
+        # held for a second, written at the next one-second tick after it
+        self.assertGreaterEqual(queued[0] - bound, 0.9)
+        self.assertLess(queued[0] - bound, 2.4)
+        conds = self.job_conditions("slow")
+        self.assertEqual([(c["type"], c["status"]) for c in conds],
+                         [("Created", "True"), ("Queued", "False"), ("Succeeded", "True")])
+
+
+def queued_true_writes(jw, name):
+    """When the job watch saw name's status with Queued as its True phase."""
+    out = []
+    for ts, _, o in list(jw.events):
+        conds = (o.get("status") or {}).get("conditions", [])
+        true = [c["type"] for c in conds if c.get("status") == "True"]
+        if o["metadata"]["name"] == name and true and true[-1] == "Queued":
+            out.append(ts)
+    return out
 
 
 if __name__ == "__main__":
