@@ -5,6 +5,7 @@ BUILD_FUZZ ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 FUZZ_LONG_SECONDS ?= 600
+FUZZ_LONG_GOAL ?=
 SOAK_MINUTES ?= 30
 
 .PHONY: all deps demo test test-asan bench soak fault-chaos fuzz fuzz-long results results-check clean format
@@ -53,11 +54,13 @@ fuzz: deps
 	        2>$(BUILD_FUZZ)/fuzz-$$n.log || { tail -30 $(BUILD_FUZZ)/fuzz-$$n.log; exit 1; }; \
 	done
 
-# every target for FUZZ_LONG_SECONDS each; per target: execs, cov/ft, crashes
+# every target for FUZZ_LONG_SECONDS each, or until it has FUZZ_LONG_GOAL
+# executions over this build's campaigns; per target: execs, cov/ft, crashes
 fuzz-long: deps
 	@cmake -S . -B $(BUILD_FUZZ) -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_C_COMPILER=clang >/dev/null
 	@cmake --build $(BUILD_FUZZ) -j $(JOBS)
-	@FUZZ_LONG_SECONDS=$(FUZZ_LONG_SECONDS) scripts/fuzz-long $(BUILD_FUZZ)
+	@FUZZ_LONG_SECONDS=$(FUZZ_LONG_SECONDS) FUZZ_LONG_GOAL=$(FUZZ_LONG_GOAL) \
+	    scripts/fuzz-long $(BUILD_FUZZ)
 
 results: deps all
 	@BUILD=$(BUILD) scripts/results

@@ -714,21 +714,24 @@ void gt_gateway_commit(struct gt_gateway *gw)
 
 /* ---- stats ---- */
 
-/* Field i (0-based) of a CSV line (no quoting in HAProxy's stats), copied into out. */
+/* Field i (0-based) of a CSV line (no quoting in HAProxy's stats), copied
+ * into out (truncated to len - 1 bytes); "" past the line's last field. The
+ * line ends at '\n' or the text's end: a short line never reads the next
+ * line's fields. */
 static const char *csv_field(const char *line, int i, char *out, size_t len)
 {
     const char *p = line;
-    for (int k = 0; k < i && p; k++) {
-        p = strchr(p, ',');
-        p = p ? p + 1 : NULL;
+    int k = 0;
+    while (k < i && *p && *p != '\n') {
+        if (*p++ == ',') {
+            k++;
+        }
     }
     size_t n = 0;
-    while (p && p[n] && p[n] != ',' && p[n] != '\n' && n + 1 < len) {
+    while (k == i && p[n] && p[n] != ',' && p[n] != '\n' && n + 1 < len) {
         n++;
     }
-    if (p) {
-        memcpy(out, p, n);
-    }
+    memcpy(out, p, n);
     out[n] = '\0';
     return out;
 }
@@ -770,14 +773,18 @@ void gt_gateway_stats_parse(struct gt_strmap *stats, const char *text, int64_t n
     if (strncmp(text, "# ", 2) != 0 || !nl) {
         return;
     }
+    /* one pass over the header's first 512 fields */
     char f[256];
-    for (int i = 0; i < 512; i++) {
-        csv_field(text + 2, i, f, sizeof(f));
+    const char *hdr = text + 2;
+    for (int i = 0; i < 512 && hdr; i++) {
+        csv_field(hdr, 0, f, sizeof(f));
         for (int c = 0; c < C_N; c++) {
             if (!strcmp(f, col_names[c])) {
                 idx[c] = i;
             }
         }
+        const char *end = hdr + strcspn(hdr, ",\n");
+        hdr = *end == ',' ? end + 1 : NULL;
     }
     for (int c = 0; c < C_N; c++) {
         if (idx[c] < 0) {
