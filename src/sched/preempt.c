@@ -17,9 +17,10 @@
  * the preemptor's department stays within its GPU guarantee with the gang (a
  * reclaim), jobs of other departments whose department stays at or above its
  * GPU guarantee without them (they lose borrowed capacity only). By rank,
- * a job that restarts from scratch is a candidate only while its attained
- * service (all its runs) is below the policy's scratch_loss_max, so what
- * preemption throws away of such a job is bounded. Jobs
+ * a job that restarts from scratch is a candidate only while its current
+ * run's service is below scratch_loss_pct % of what that run is still
+ * expected to need (the learned history), so what preemption throws away
+ * of such a job is bounded by what it would still take. Jobs
  * already being evicted and the preemptor itself are never candidates. Cost,
  * compared in order: highest victim priority, GPUs the victims hold, work
  * lost (sum of GPU-ms since bind), so the lowest-priority, smallest, newest
@@ -48,6 +49,7 @@
 #include <string.h>
 
 #include "sched/decisions.h"
+#include "sched/history.h"
 #include "sched/index.h"
 #include "sched/job.h"
 #include "sched/policy.h"
@@ -96,7 +98,7 @@ struct attempt {
      * greater rank), else NULL; the preemptor's rank */
     int64_t (*rank)(const struct gt_sched_job *j);
     int64_t own_rank;
-    int64_t scratch_loss_max; /* the policy's, when preempting by rank */
+    int64_t scratch_loss_pct; /* the policy's, when preempting by rank */
     int64_t now_ms;
     /* victim jobs chosen so far, and the tasks unheld for them */
     struct gt_sched_job **victims;
@@ -120,14 +122,27 @@ static bool is_victim(const struct attempt *a, const struct gt_sched_job *j)
     return false;
 }
 
+/* Would preempting v, which restarts from scratch, throw away little
+ * enough: its current run's service r under scratch_loss_pct % of
+ * E[S - r | S > r], what that run is still expected to need (history.c)?
+ * A run past every finished sample is expected to need as much again, so
+ * it stays; with no history nothing is expected and it stays. */
+static bool scratch_victim(const struct attempt *a, const struct gt_sched_job *v)
+{
+    if (a->scratch_loss_pct <= 0) {
+        return true;
+    }
+    int64_t run = gt_sched_job_service_ms(v);
+    int64_t rest = gt_sched_history_expected_remaining_at_ms(v, run);
+    return (__int128)run * 100 < (__int128)rest * a->scratch_loss_pct;
+}
+
 /* May the preemptor take v's GPUs by rank (equal priority, greater rank)?
- * A job that restarts from scratch only while its attained service, all
- * its runs, is below the policy's bound: what preemption throws away of a
- * job is at most that. */
+ * A job that restarts from scratch only while scratch_victim says so. */
 static bool rank_victim(const struct attempt *a, const struct gt_sched_job *v)
 {
     return a->rank && v->priority == a->job->priority && a->rank(v) > a->own_rank &&
-           (!v->restarts_from_scratch || v->attained_gpu_ms < a->scratch_loss_max);
+           (!v->restarts_from_scratch || scratch_victim(a, v));
 }
 
 static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
@@ -573,7 +588,7 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
                         .preempt = preempt,
                         .rank = preempt ? policy->rank : NULL,
                         .own_rank = preempt && policy->rank ? policy->rank(job) : 0,
-                        .scratch_loss_max = policy->scratch_loss_max,
+                        .scratch_loss_pct = policy->scratch_loss_pct,
                         .now_ms = now_ms};
     struct gt_resvec gang = {0};
     for (size_t i = 0; i < need; i++) {

@@ -302,10 +302,13 @@ struct gt_sched_policy {
     int64_t (*rank)(const struct gt_sched_job *j);
     const char *rank_what;
     /* By rank, a job that restarts from scratch is a victim only while its
-     * attained GPU-ms, all its runs, is below this, which bounds what
-     * preemption throws away of it; INT64_MAX: no bound. Lower priority
-     * and reclaimed borrowed capacity are preempted regardless. */
-    int64_t scratch_loss_max;
+     * current run's service (GPU-ms) is below scratch_loss_pct % of the
+     * service that run is still expected to need (history.c: E[S - r |
+     * S > r] for a run r), which bounds what preemption throws away of it
+     * by what it would still hold the GPUs for; with no history it is no
+     * victim. 0: no bound. Lower priority and reclaimed borrowed capacity
+     * are preempted regardless. */
+    int64_t scratch_loss_pct;
     bool reserve; /* the head job that cannot start reserves GPUs (backfill) */
 };
 
