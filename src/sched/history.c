@@ -125,3 +125,14 @@ double gt_sched_history_expected_wall_ms(const struct gt_sched_job *job)
     int64_t gpus = job_gpus(job);
     return (double)gt_sched_history_expected_remaining_ms(job) / (double)(gpus > 0 ? gpus : 1);
 }
+
+double gt_sched_history_expected_wall_at_ms(const struct gt_sched_job *job, int64_t attained_ms)
+{
+    int c = size_class(job);
+    if (job->dept->history.total[c] <= 0.0 && job->dept->model->history.total[c] <= 0.0) {
+        return -1.0;
+    }
+    int64_t gpus = job_gpus(job);
+    return (double)gt_sched_history_expected_remaining_at_ms(job, attained_ms) /
+           (double)(gpus > 0 ? gpus : 1);
+}

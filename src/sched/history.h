@@ -28,6 +28,9 @@ int64_t gt_sched_history_expected_remaining_at_ms(const struct gt_sched_job *job
 
 /* The same over the job's whole GPUs (at least one): wall-clock ms. */
 double gt_sched_history_expected_wall_ms(const struct gt_sched_job *job);
+/* gt_sched_history_expected_remaining_at_ms over the job's whole GPUs:
+ * wall-clock ms; -1 when no finished job of its gang size is known. */
+double gt_sched_history_expected_wall_at_ms(const struct gt_sched_job *job, int64_t attained_ms);
 
 /* Has any job of the model finished after attaining service? */
 bool gt_sched_history_known(const struct gt_sched_model *m);

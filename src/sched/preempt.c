@@ -28,7 +28,8 @@
  * set (greater is cheaper), then GPUs, so the jobs of the greatest rank (the
  * longest remaining time, the queue of the most service) go first.
  * When only waiting (the head job's backfill reservation) every holding job
- * is a candidate and the cost puts the earliest deadline end first.
+ * is a candidate and the cost puts the earliest expected end first (its
+ * deadline end, else its learned estimate: resv.c).
  *
  * Quota preemption (GT_SCHED_RESV_QUOTA: the preemptor's department refused
  * it): first the candidates of its own department, cheapest first, are
@@ -171,15 +172,12 @@ static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
     return v->dept->used.v[GT_RES_GPU] - held >= v->dept->guarantee.v[GT_RES_GPU];
 }
 
-/* When a holding task's activeDeadlineSeconds ends; INT64_MAX if never. */
-static int64_t task_end_ms(const struct gt_sched_task *t)
+/* When a holding task is expected to end: its activeDeadlineSeconds end;
+ * when only waiting (backfill), else when its job's learned expected
+ * remaining time does (gt_sched_resv_end_ms); INT64_MAX if unknown. */
+static int64_t task_end_ms(const struct attempt *a, const struct gt_sched_task *t)
 {
-    int64_t end;
-    if (t->job->active_deadline_ms <= 0 ||
-        gt_add_i64(t->bound_ms, t->job->active_deadline_ms, &end) < 0) {
-        return INT64_MAX;
-    }
-    return end;
+    return gt_sched_resv_end_ms(t->job, t->bound_ms, a->now_ms, !a->preempt);
 }
 
 /* Fill c's job-wide figures. */
@@ -204,7 +202,7 @@ static void cand_fill(struct cand *c, const struct attempt *a)
         if (gt_mul_i64(age, g > 0 ? g : 1, &w) < 0 || gt_add_i64(c->work_ms, w, &c->work_ms) < 0) {
             c->work_ms = INT64_MAX;
         }
-        int64_t end = task_end_ms(t);
+        int64_t end = task_end_ms(a, t);
         c->end_ms = end > c->end_ms ? end : c->end_ms;
     }
 }
@@ -529,10 +527,21 @@ static void reserve(struct attempt *a, struct gt_sched_task **tasks, size_t n_ta
     /* The tasks waited for are unheld by now: their saved copies count. */
     r->due_ms = a->now_ms;
     for (size_t i = 0; i < a->n_saved; i++) {
-        int64_t end = task_end_ms(a->saved[i].task);
+        int64_t end = task_end_ms(a, a->saved[i].task);
         r->due_ms = end > r->due_ms ? end : r->due_ms;
     }
     r->preempted = a->preempt;
+    r->learned = !a->preempt;
+    /* A backfill reservation is remade every cycle: its due time never
+     * moves later than the first one's, so jobs it lends to cannot push its
+     * job's start back (EASY backfill's guarantee, on estimates). */
+    if (r->learned) {
+        if (a->job->backfill_due_ms > 0 && a->job->backfill_due_ms < r->due_ms) {
+            r->due_ms = a->job->backfill_due_ms;
+        } else if (a->job->backfill_due_ms == 0 && r->due_ms != INT64_MAX) {
+            a->job->backfill_due_ms = r->due_ms;
+        }
+    }
     a->job->resv = r;
 }
 

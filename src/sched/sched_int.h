@@ -188,6 +188,8 @@ struct gt_sched_job {
     bool topology_required;     /* topology.c: its level is required (else preferred) */
     bool restarts_from_scratch; /* a preempted run is lost (no checkpoint) */
     int64_t run_base_gpu_ms;    /* attained_gpu_ms when its current run began (a task taken) */
+    int64_t backfill_due_ms;    /* its first backfill reservation's due time since it last
+                                   started; 0: none (resv.c) */
     struct gt_sched_job *queue_prev, *queue_next; /* in its department's band */
     struct gt_sched_job **skip;                   /* [skip_levels - 1]: the band's upper levels */
     int32_t skip_levels;                          /* 0 until first queued, then 1.. (from the id) */
@@ -205,14 +207,16 @@ struct gt_sched_job {
 };
 
 /* GPUs a job holds until the tasks occupying them exit (preemption victims
- * or, for the head job, the tasks it waits for). due_ms: when those tasks'
- * activeDeadlineSeconds end at the latest, INT64_MAX if any has none. */
+ * or, for the head job, the tasks it waits for). due_ms: when those tasks
+ * are expected to end at the latest (resv.c: activeDeadlineSeconds, or
+ * with learned the history's estimate), INT64_MAX if any is unknown. */
 struct gt_sched_resv {
     struct gt_sched_node **node; /* [n], one entry per GPU */
     int32_t *gpu_index;          /* [n] */
     size_t n;
     int64_t due_ms;
     bool preempted; /* made by preemption (kept), else by backfill (per cycle) */
+    bool learned;   /* due_ms and lending use learned estimates (backfill) */
 };
 
 struct gt_sched_model {

@@ -1328,6 +1328,59 @@ static void test_backfill_outside_reservation(void **state)
     gt_sched_model_free(m);
 }
 
+/* Backfill on learned estimates: with no deadlines anywhere, the due time
+ * of the head job's reservation is when the tasks it waits for are
+ * expected to end (E[S - a | S > a] of their department and gang size,
+ * over their GPUs), and a job is lent reserved GPUs only if it is expected
+ * to end by then. The due time never moves later while the head job
+ * waits, though the reservation is remade every cycle. */
+static void test_backfill_learned_estimates(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 64, 64);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    /* 3-GPU jobs ran 1,000 s, 1-GPU ones 100 s, 2-GPU ones 800 s */
+    learn(m, "three", 3, 3 * 1000, &d);
+    learn(m, "one", 1, 100, &d);
+    learn(m, "two", 2, 2 * 800, &d);
+    /* a and b (3 GPUs each, no deadline) run from 0; head job h wants all
+     * 8 GPUs; GPUs 6 and 7 are free */
+    assert_int_equal(add_job(m, "a", "cv", NULL, 0, 1, 3), 0);
+    assert_int_equal(add_job(m, "b", "cv", NULL, 0, 1, 3), 0);
+    hold(m, "a-worker-0", "n1", 0, 3, 0);
+    hold(m, "b-worker-0", "n1", 3, 3, 0);
+    assert_int_equal(add_job(m, "h", "cv", NULL, 10, 1, 8), 0);
+    /* at 1,000 s: due at 2,000 s; short (100 s) is lent a reserved GPU */
+    assert_int_equal(add_job(m, "short", "cv", NULL, 20, 1, 1), 0);
+    run(m, "gantry", 1000000, &d);
+    assert_int_equal(d.n_reserves, 1);
+    assert_string_equal(d.reserves[0].job_id, "h");
+    assert_int_equal(d.reserves[0].n_gpus, 8);
+    assert_int_equal(d.n_binds, 1);
+    assert_int_equal(binds_of(&d, "short"), 1);
+    assert_true(d.binds[0].gpus[0].index >= 6);
+    assert_int_equal(gt_sched_task_exit(m, "short-worker-0", false, NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "short", NULL), 0);
+    /* at 1,500 s a and b still report no service: remade now, the due time
+     * would be 2,500 s, but it stays at 2,000 s, so two (800 s, ending at
+     * 2,300 s) waits; tiny (100 s) is still lent one */
+    assert_int_equal(add_job(m, "two", "cv", NULL, 40, 1, 2), 0);
+    run(m, "gantry", 1500000, &d);
+    assert_int_equal(d.n_reserves, 1);
+    assert_int_equal(d.n_binds, 0);
+    assert_int_equal(find_wait(&d, "two")->reason, GT_SCHED_WAIT_UNSCHEDULABLE);
+    assert_true(gpu_free(m, "n1", 6) && gpu_free(m, "n1", 7));
+    assert_int_equal(add_job(m, "tiny", "cv", NULL, 50, 1, 1), 0);
+    run(m, "gantry", 1501000, &d);
+    assert_int_equal(d.n_binds, 1);
+    assert_int_equal(binds_of(&d, "tiny"), 1);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
 /* ---- property test ---- */
 
 struct rng {
@@ -1641,6 +1694,7 @@ int main(void)
         cmocka_unit_test(test_backfill_due_is_latest_end),
         cmocka_unit_test(test_backfill_no_deadline_no_lend),
         cmocka_unit_test(test_backfill_outside_reservation),
+        cmocka_unit_test(test_backfill_learned_estimates),
         cmocka_unit_test(test_property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
