@@ -879,34 +879,39 @@ static void test_gantry_restarts_from_scratch(void **state)
 }
 
 /* Waiting jobs that restart from scratch go by the GPU time they are
- * expected to need, checkpointing ones by the wall time: with 1-GPU jobs
- * of ten hours (36,000 GPU-s) and 4-GPU jobs of three (43,200 GPU-s) in
- * the history, a 4-GPU job goes first among checkpointing jobs and a
- * 1-GPU job among those that restart. */
+ * expected to need over their GPUs to the power 0.4, checkpointing ones by
+ * the wall time: with 1-GPU jobs of ten hours (36,000 GPU-s) in the
+ * history, a 4-GPU job goes first among checkpointing jobs whether 4-GPU
+ * jobs ran five hours or three; among those that restart, a 1-GPU job goes
+ * first against five hours (72,000 GPU-s / 4^0.4 = 41,400) and the 4-GPU
+ * one against three (43,200 GPU-s / 4^0.4 = 24,800). */
 static void test_gantry_scratch_order_by_gpu_time(void **state)
 {
     (void)state;
     for (int restart = 0; restart < 2; restart++) {
-        const struct job_opts o = {.restarts_from_scratch = restart == 1};
-        struct gt_sched_model *m = gt_sched_model_new();
-        add_node(m, "n1", 4);
-        add_dept(m, "cv", 4, 4);
-        struct gt_sched_decisions d;
-        gt_sched_decisions_init(&d);
-        learn(m, "one", 1, 36000, &d);
-        learn(m, "four", 4, 4 * 3 * 3600, &d);
-        assert_int_equal(add_job(m, "blocker", "cv", NULL, 10, 1, 4), 0);
-        run(m, "gantry", 20, &d);
-        assert_int_equal(binds_of(&d, "blocker"), 1);
-        assert_int_equal(add_job_ex(m, "wide", "cv", NULL, 30, 1, 4, &o), 0);
-        assert_int_equal(add_job_ex(m, "narrow", "cv", NULL, 31, 1, 1, &o), 0);
-        assert_int_equal(gt_sched_task_exit(m, "blocker-worker-0", false, NULL), 0);
-        assert_int_equal(gt_sched_job_remove(m, "blocker", NULL), 0);
-        run(m, "gantry", 40, &d);
-        assert_int_equal(binds_of(&d, "narrow"), restart ? 1 : 0);
-        assert_int_equal(binds_of(&d, "wide"), restart ? 0 : 1);
-        gt_sched_decisions_fini(&d);
-        gt_sched_model_free(m);
+        for (int hours = 3; hours <= 5; hours += 2) {
+            const struct job_opts o = {.restarts_from_scratch = restart == 1};
+            struct gt_sched_model *m = gt_sched_model_new();
+            add_node(m, "n1", 4);
+            add_dept(m, "cv", 4, 4);
+            struct gt_sched_decisions d;
+            gt_sched_decisions_init(&d);
+            learn(m, "one", 1, 36000, &d);
+            learn(m, "four", 4, 4 * (int64_t)hours * 3600, &d);
+            assert_int_equal(add_job(m, "blocker", "cv", NULL, 10, 1, 4), 0);
+            run(m, "gantry", 20, &d);
+            assert_int_equal(binds_of(&d, "blocker"), 1);
+            assert_int_equal(add_job_ex(m, "wide", "cv", NULL, 30, 1, 4, &o), 0);
+            assert_int_equal(add_job_ex(m, "narrow", "cv", NULL, 31, 1, 1, &o), 0);
+            assert_int_equal(gt_sched_task_exit(m, "blocker-worker-0", false, NULL), 0);
+            assert_int_equal(gt_sched_job_remove(m, "blocker", NULL), 0);
+            run(m, "gantry", 40, &d);
+            bool narrow_first = restart && hours == 5;
+            assert_int_equal(binds_of(&d, "narrow"), narrow_first ? 1 : 0);
+            assert_int_equal(binds_of(&d, "wide"), narrow_first ? 0 : 1);
+            gt_sched_decisions_fini(&d);
+            gt_sched_model_free(m);
+        }
     }
 }
 
