@@ -20,7 +20,9 @@
  * a job that restarts from scratch is a candidate only while its current
  * run's service is below scratch_loss_pct % of what that run is still
  * expected to need (the learned history), so what preemption throws away
- * of such a job is bounded by what it would still take. Jobs
+ * of such a job is bounded by what it would still take, and only for a
+ * preemptor expected to need at most half of that (SERPT's order, with
+ * room for the loss). Jobs
  * already being evicted and the preemptor itself are never candidates. Cost,
  * compared in order: highest victim priority, GPUs the victims hold, work
  * lost (sum of GPU-ms since bind), so the lowest-priority, smallest, newest
@@ -123,11 +125,19 @@ static bool is_victim(const struct attempt *a, const struct gt_sched_job *j)
     return false;
 }
 
+/* A preemptor takes a victim that restarts from scratch only if it is
+ * expected to need at most this share of what the victim's run still is
+ * (GPU-ms, both from the history). Tuned on the Philly quarter-size replay
+ * (25/40/50/60/75/100: 41,226/40,875/38,260/40,601/39,526/39,707 s avg JCT
+ * of gantry-restart before the order's width exponent; chaotic). */
+#define SCRATCH_GAIN_PCT 50
+
 /* Would preempting v, which restarts from scratch, throw away little
  * enough: its current run's service r under scratch_loss_pct % of
  * E[S - r | S > r], what that run is still expected to need (history.c)?
  * A run past every finished sample is expected to need as much again, so
- * it stays; with no history nothing is expected and it stays. */
+ * it stays; with no history nothing is expected and it stays. And is the
+ * preemptor expected to need at most SCRATCH_GAIN_PCT % of that? */
 static bool scratch_victim(const struct attempt *a, const struct gt_sched_job *v)
 {
     if (a->scratch_loss_pct <= 0) {
@@ -135,7 +145,9 @@ static bool scratch_victim(const struct attempt *a, const struct gt_sched_job *v
     }
     int64_t run = gt_sched_job_service_ms(v);
     int64_t rest = gt_sched_history_expected_remaining_at_ms(v, run);
-    return (__int128)run * 100 < (__int128)rest * a->scratch_loss_pct;
+    int64_t mine = gt_sched_history_expected_remaining_ms(a->job);
+    return (__int128)run * 100 < (__int128)rest * a->scratch_loss_pct &&
+           (__int128)mine * 100 <= (__int128)rest * SCRATCH_GAIN_PCT;
 }
 
 /* May the preemptor take v's GPUs by rank (equal priority, greater rank)?

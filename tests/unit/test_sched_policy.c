@@ -782,8 +782,9 @@ static void learn(struct gt_sched_model *m, const char *prefix, int64_t gpus, in
  * counts only its current run's service (none while it waits) and takes
  * its GPUs by attained service only while that run's service is below
  * 8 % of what the run is still expected to need, from the history of its
- * department and gang size; with no history, or past every finished
- * sample, never. tiresias preempts it regardless. */
+ * department and gang size, and only for a job expected to need at most
+ * half of that; with no history, or past every finished sample, never.
+ * tiresias preempts it regardless. */
 static void test_gantry_restarts_from_scratch(void **state)
 {
     (void)state;
@@ -813,56 +814,65 @@ static void test_gantry_restarts_from_scratch(void **state)
 
     /* 4-GPU jobs of cv ran ten hours (144,000 GPU-s): a run of r GPU-s is
      * expected to need 144,000 - r more, so it is a victim while r is
-     * below 8 % of that, r < 10,666 GPU-s. */
+     * below 8 % of that, r < 10,666 GPU-s, and only of a job expected to
+     * need at most half of that: a 2-GPU one (they ran an hour, 7,200
+     * GPU-s), never another 4-GPU one. */
     m = gt_sched_model_new();
     add_node(m, "n1", 4);
     add_dept(m, "cv", 4, 4);
     gt_sched_decisions_init(&d);
     learn(m, "ten-hours", 4, 4 * 36000, &d);
+    learn(m, "hour", 2, 2 * 3600, &d);
     assert_int_equal(add_job_ex(m, "s", "cv", NULL, 10, 1, 4, &scratch), 0);
     run(m, "gantry", 20, &d);
     assert_int_equal(binds_of(&d, "s"), 1);
     assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(10000) * 1000, NULL), 0);
-    assert_int_equal(add_job_ex(m, "f1", "cv", NULL, 30, 1, 4, &scratch), 0);
+    assert_int_equal(add_job_ex(m, "f4", "cv", NULL, 25, 1, 4, &scratch), 0);
+    run(m, "gantry", 30, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(add_job_ex(m, "f1", "cv", NULL, 30, 1, 2, &scratch), 0);
     preempts_then_binds(m, "gantry", 40, "s", "f1", "attained-service queue 0, under its 3", "f1",
                         &d);
     /* Waiting, s counts none of its lost run: queue 0, and (expected to
-     * need less than a fresh job) first once f1 ends. */
-    assert_int_equal(add_job_ex(m, "f2", "cv", NULL, 50, 1, 4, &scratch), 0);
+     * need less than the fresh f4) first once f1 ends. */
     assert_int_equal(gt_sched_task_exit(m, "f1-worker-0", false, NULL), 0);
     assert_int_equal(gt_sched_job_remove(m, "f1", NULL), 0);
     run(m, "gantry", 60, &d);
     assert_int_equal(binds_of(&d, "s"), 1);
-    assert_int_equal(binds_of(&d, "f2"), 0);
+    assert_int_equal(binds_of(&d, "f4"), 0);
     assert_int_equal(d.n_preempts, 0);
     /* As a victim it is ranked by its new run alone: queue 0 while that
-     * run is under 300 GPU-s, so f2 (queue 0) does not take it back in
-     * the cycle that bound it nor after; past 300 GPU-s it does. */
+     * run is under 300 GPU-s, so a fresh 2-GPU job f2 (queue 0) does not
+     * take it in the cycle that bound it nor after; past 300 GPU-s it
+     * does. */
+    assert_int_equal(add_job_ex(m, "f2", "cv", NULL, 62, 1, 2, &scratch), 0);
     assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(10200) * 1000, NULL), 0);
     run(m, "gantry", 65, &d);
     assert_int_equal(d.n_preempts, 0);
     assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(10400) * 1000, NULL), 0);
-    preempts_then_binds(m, "gantry", 70, "s", "f2", "attained-service queue 0, under its 1", "f2",
+    preempts_then_binds(m, "gantry", 70, "s", "f4", "attained-service queue 0, under its 1", "f2",
                         &d);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
 
     /* ... and at the bound it is not: runs of 10,665 GPU-s and 10,667 GPU-s
-     * side by side, a fresh job takes the first's GPUs and never the
-     * second's; past every sample (300,000 GPU-s, expected to need as much
-     * again) neither. tiresias takes one of those two. */
+     * side by side, a fresh 2-GPU job takes the first's GPUs and never the
+     * second's; past every sample (300,000 GPU-s of a 2-GPU job, expected
+     * to need as much again) neither is taken by a 4-GPU one. tiresias
+     * takes one of those two. */
     m = gt_sched_model_new();
     add_node(m, "n1", 8);
     add_dept(m, "cv", 8, 8);
     gt_sched_decisions_init(&d);
     learn(m, "ten-hours", 4, 4 * 36000, &d);
+    learn(m, "hour", 2, 2 * 3600, &d);
     assert_int_equal(add_job_ex(m, "under", "cv", NULL, 10, 1, 4, &scratch), 0);
     assert_int_equal(add_job_ex(m, "at", "cv", NULL, 11, 1, 4, &scratch), 0);
     run(m, "gantry", 20, &d);
     assert_int_equal(d.n_binds, 2);
     assert_int_equal(gt_sched_job_set_attained(m, "under", INT64_C(10665) * 1000, NULL), 0);
     assert_int_equal(gt_sched_job_set_attained(m, "at", INT64_C(10667) * 1000, NULL), 0);
-    assert_int_equal(add_job_ex(m, "f", "cv", NULL, 30, 1, 4, &scratch), 0);
+    assert_int_equal(add_job_ex(m, "f", "cv", NULL, 30, 1, 2, &scratch), 0);
     preempts_then_binds(m, "gantry", 40, "under", "at", "under its", "f", &d);
     assert_int_equal(gt_sched_job_set_attained(m, "f", INT64_C(300000) * 1000, NULL), 0);
     assert_int_equal(add_job_ex(m, "f2", "cv", NULL, 50, 1, 4, &scratch), 0);
