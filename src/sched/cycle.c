@@ -587,12 +587,13 @@ static int64_t aging_tier(const struct cycle *c, const struct gt_sched_job *j)
 }
 
 /* A queued job and its place inside its department's band under the
- * gantry order: least-attained-service queue, then expected remaining wall
- * time (history.c), then arrival and id. */
+ * gantry order: least-attained-service queue, then gt_sched_job_order_key
+ * (expected remaining wall time, GPU time for a job that restarts from
+ * scratch: history.c), then arrival and id. */
 struct keyed {
     struct gt_sched_job *job;
     int64_t las;
-    double remaining_ms;
+    double key;
 };
 
 static int keyed_cmp(const void *pa, const void *pb)
@@ -601,8 +602,8 @@ static int keyed_cmp(const void *pa, const void *pb)
     if (a->las != b->las) {
         return a->las < b->las ? -1 : 1;
     }
-    if (a->remaining_ms != b->remaining_ms) {
-        return a->remaining_ms < b->remaining_ms ? -1 : 1;
+    if (a->key != b->key) {
+        return a->key < b->key ? -1 : 1;
     }
     if (a->job->arrival_ms != b->job->arrival_ms) {
         return a->job->arrival_ms < b->job->arrival_ms ? -1 : 1;
@@ -636,9 +637,8 @@ static void band_walk_start(struct band_walk *w, const struct gt_sched_model *m,
     w->sorted = true;
     for (struct gt_sched_job *j = b->head; j; j = j->queue_next) {
         GT_VEC_RESERVE(w->v, w->cap, w->n + 1, 64);
-        w->v[w->n++] = (struct keyed){.job = j,
-                                      .las = gt_sched_las_queue(j),
-                                      .remaining_ms = gt_sched_history_expected_wall_ms(j)};
+        w->v[w->n++] = (struct keyed){
+            .job = j, .las = gt_sched_las_queue(j), .key = gt_sched_job_order_key(j)};
     }
     if (w->n > 1) {
         qsort(w->v, w->n, sizeof(*w->v), keyed_cmp);

@@ -83,7 +83,8 @@ void gt_sched_history_record(struct gt_sched_model *m, const struct gt_sched_job
     add(&m->history, c, (double)job->attained_gpu_ms);
 }
 
-int64_t gt_sched_history_expected_remaining_ms(const struct gt_sched_job *job)
+int64_t gt_sched_history_expected_remaining_at_ms(const struct gt_sched_job *job,
+                                                  int64_t attained_ms)
 {
     int c = size_class(job);
     const struct gt_sched_history *h = &job->dept->history;
@@ -93,7 +94,7 @@ int64_t gt_sched_history_expected_remaining_ms(const struct gt_sched_job *job)
     if (h->total[c] <= 0.0) {
         return 0;
     }
-    double a = (double)job->attained_gpu_ms;
+    double a = (double)attained_ms;
     int b0 = bucket_of(a);
     double n = 0.0, sum = 0.0;
     for (int b = b0 + 1; b < GT_SCHED_HIST_BUCKETS; b++) {
@@ -108,14 +109,30 @@ int64_t gt_sched_history_expected_remaining_ms(const struct gt_sched_job *job)
         sum += h->bucket[c][b0].count * share * (a + hi) / 2.0;
     }
     if (n <= 0.0) {
-        return job->attained_gpu_ms; /* past every sample: as much again */
+        return attained_ms; /* past every sample: as much again */
     }
     double rem = sum / n - a;
     return rem > 0.0 ? (int64_t)rem : 0;
+}
+
+int64_t gt_sched_history_expected_remaining_ms(const struct gt_sched_job *job)
+{
+    return gt_sched_history_expected_remaining_at_ms(job, job->attained_gpu_ms);
 }
 
 double gt_sched_history_expected_wall_ms(const struct gt_sched_job *job)
 {
     int64_t gpus = job_gpus(job);
     return (double)gt_sched_history_expected_remaining_ms(job) / (double)(gpus > 0 ? gpus : 1);
+}
+
+double gt_sched_history_expected_wall_at_ms(const struct gt_sched_job *job, int64_t attained_ms)
+{
+    int c = size_class(job);
+    if (job->dept->history.total[c] <= 0.0 && job->dept->model->history.total[c] <= 0.0) {
+        return -1.0;
+    }
+    int64_t gpus = job_gpus(job);
+    return (double)gt_sched_history_expected_remaining_at_ms(job, attained_ms) /
+           (double)(gpus > 0 ? gpus : 1);
 }

@@ -20,8 +20,17 @@ void gt_sched_history_record(struct gt_sched_model *m, const struct gt_sched_job
  * With no history at all: 0 (the order falls back to arrival). */
 int64_t gt_sched_history_expected_remaining_ms(const struct gt_sched_job *job);
 
+/* The same for a job of job's department and gang size that has attained
+ * attained_ms GPU-ms (>= 0) rather than job's own attained service: e.g.
+ * only its current run, for a job that restarts from scratch. */
+int64_t gt_sched_history_expected_remaining_at_ms(const struct gt_sched_job *job,
+                                                  int64_t attained_ms);
+
 /* The same over the job's whole GPUs (at least one): wall-clock ms. */
 double gt_sched_history_expected_wall_ms(const struct gt_sched_job *job);
+/* gt_sched_history_expected_remaining_at_ms over the job's whole GPUs:
+ * wall-clock ms; -1 when no finished job of its gang size is known. */
+double gt_sched_history_expected_wall_at_ms(const struct gt_sched_job *job, int64_t attained_ms);
 
 /* Has any job of the model finished after attaining service? */
 bool gt_sched_history_known(const struct gt_sched_model *m);

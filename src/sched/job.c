@@ -346,6 +346,7 @@ void gt_sched_task_take(struct gt_sched_task *task, struct gt_sched_node *node,
     GT_ASSERT(task->state == GT_SCHED_TASK_PENDING && !task->node);
     if (task->job->n_holding == 0) {
         task->job->run_base_gpu_ms = task->job->attained_gpu_ms; /* a run begins */
+        task->job->backfill_due_ms = 0;
     }
     gt_sched_task_hold(task, node, gpus, n_gpus);
     task->state = GT_SCHED_TASK_BOUND;

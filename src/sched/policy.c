@@ -22,22 +22,28 @@
  * - gantry (the default): priority, then aging, then the department's
  *   dominant share (merged from the department queues, see cycle.c), then
  *   the least-attained-service queue (gt_sched_las_queue; for a job that
- *   restarts from scratch, of its current run only), then the
- *   expected remaining wall time learned online from finished jobs of the
- *   department and gang size (history.c; no job's duration is known), then
- *   arrival; backfill, preemption (also of equal-priority jobs of its
- *   department in a later queue of all the service they attained; one
- *   that restarts from scratch only while that is below
- *   GT_SCHED_SCRATCH_LOSS_MAX_MS) and head-of-line reservations for jobs
- *   not yet served (a served job demoted by its queue does not reserve,
- *   which would undo the demotion; one that restarts from scratch is not
- *   served while it waits).
+ *   restarts from scratch, of its current run only), then
+ *   gt_sched_job_order_key: the expected remaining wall time learned
+ *   online from finished jobs of the department and gang size (history.c;
+ *   no job's duration is known), for a job that restarts from scratch the
+ *   expected remaining GPU time over its GPUs to the power 0.4 instead,
+ *   then arrival; backfill,
+ *   preemption (also of equal-priority jobs of its department in a later
+ *   queue of all the service they attained; a running job that restarts
+ *   from scratch by the queue of its current run, and only while that
+ *   run's service is below GT_SCHED_SCRATCH_LOSS_PCT % of what the run is
+ *   still expected to need) and head-of-line reservations for jobs not yet served (a served
+ *   job demoted by its queue does not reserve, which would undo the
+ *   demotion; one that restarts from scratch is not served while it
+ *   waits).
  * Placements: gantry, bestfit, random (place.c) and firstfit (firstfit.c).
  * "ORDER" alone means ORDER/gantry; "firstfit" is firstfit's own policy.
  */
+#include <math.h>
 #include <string.h>
 
 #include "sched/firstfit.h"
+#include "sched/history.h"
 #include "sched/place.h"
 #include "sched/policy.h"
 #include "sched/sched_int.h"
@@ -113,9 +119,12 @@ static int tiresias_order(const struct gt_sched_job *a, const struct gt_sched_jo
     return cmp_i64(tiresias_rank(a), tiresias_rank(b));
 }
 
-/* The gantry order's bound on the work a preemption by rank throws away
- * (gt_sched_policy.scratch_loss_max), GPU-ms. */
-#define GT_SCHED_SCRATCH_LOSS_MAX_MS (3250LL * 1000)
+/* The gantry order's bound on what a preemption by rank throws away of a
+ * job that restarts from scratch (gt_sched_policy.scratch_loss_pct): its
+ * current run's service while that is below 8 % of the service its run is
+ * still expected to need (history.c). Tuned on the Philly quarter-size
+ * replay (docs/results). */
+#define GT_SCHED_SCRATCH_LOSS_PCT 8
 
 static const int64_t las_thresholds[] = {300LL * 1000, 3250LL * 1000, 7200LL * 1000,
                                          72000LL * 1000};
@@ -144,18 +153,46 @@ int64_t gt_sched_las_queue(const struct gt_sched_job *j)
     return las_queue_of(gt_sched_job_service_ms(j));
 }
 
+/* The exponent of a restarting job's width in its order key: its
+ * expected remaining GPU time over gpus^0.4, between the GPU time (0,
+ * which left Philly 2869ce's 32-GPU gangs waiting behind every 8-GPU job:
+ * 5.7 M s) and the wall time (1, which drains the VC for them first).
+ * Tuned on the Philly quarter-size replay (see the commit that set it). */
+#define GT_SCHED_SCRATCH_WIDTH_EXP 0.4
+
+double gt_sched_job_order_key(const struct gt_sched_job *j)
+{
+    if (j->restarts_from_scratch) {
+        int64_t gpu_milli = 0;
+        for (size_t g = 0; g < j->n_groups; g++) {
+            gpu_milli += j->groups[g].use.v[GT_RES_GPU] * (int64_t)j->groups[g].replicas;
+        }
+        double gpus = gpu_milli >= 1000 ? (double)gpu_milli / 1000.0 : 1.0;
+        return (double)gt_sched_history_expected_remaining_ms(j) /
+               pow(gpus, GT_SCHED_SCRATCH_WIDTH_EXP);
+    }
+    return gt_sched_history_expected_wall_ms(j);
+}
+
 /* The gantry order's rank for preemption: the queue of all the service a
  * job attained, lost runs included, so that a job that lost its run to a
- * preemption does not take back the GPUs of a job that has had less. */
+ * preemption does not take back the GPUs of a job that has had less. A
+ * running job that restarts from scratch would lose only its current run:
+ * as a victim it is ranked by that run's queue, so a job that has just
+ * restarted is not taken by the fresh job it was ordered before (which
+ * would bind and evict it in one cycle). */
 static int64_t las_rank(const struct gt_sched_job *j)
 {
+    if (j->restarts_from_scratch && j->n_holding > 0) {
+        return las_queue_of(gt_sched_job_service_ms(j));
+    }
     return las_queue_of(j->attained_gpu_ms);
 }
 
 #define ORDER_ROW_AT(oname, ofn, plc, hol, pre, rk, rkw, res, slm)                                 \
     {                                                                                              \
         .name = oname, .order = ofn, .place = plc, .head_of_line = hol, .preempt = pre,            \
-        .rank = rk, .rank_what = rkw, .reserve = res, .scratch_loss_max = slm                      \
+        .rank = rk, .rank_what = rkw, .reserve = res, .scratch_loss_pct = slm                      \
     }
 #define ORDER_ROW(oname, ofn, hol, pre, rk, rkw, res, slm)                                         \
     ORDER_ROW_AT(oname, ofn, gt_sched_place_gantry, hol, pre, rk, rkw, res, slm),                  \
@@ -166,13 +203,12 @@ static int64_t las_rank(const struct gt_sched_job *j)
 
 static const struct gt_sched_policy policies[] = {
     ORDER_ROW("gantry", NULL, false, true, las_rank, "attained-service queue", true,
-              GT_SCHED_SCRATCH_LOSS_MAX_MS),
-    ORDER_ROW("fifo", fifo_order, true, false, NULL, NULL, false, INT64_MAX),
-    ORDER_ROW("sjf", sjf_order, true, false, NULL, NULL, false, INT64_MAX),
-    ORDER_ROW("srtf", srtf_order, false, true, gt_sched_job_remaining_ms, "remaining ms", false,
-              INT64_MAX),
+              GT_SCHED_SCRATCH_LOSS_PCT),
+    ORDER_ROW("fifo", fifo_order, true, false, NULL, NULL, false, 0),
+    ORDER_ROW("sjf", sjf_order, true, false, NULL, NULL, false, 0),
+    ORDER_ROW("srtf", srtf_order, false, true, gt_sched_job_remaining_ms, "remaining ms", false, 0),
     ORDER_ROW("tiresias", tiresias_order, false, true, tiresias_rank, "attained-service queue",
-              false, INT64_MAX),
+              false, 0),
 };
 
 const struct gt_sched_policy *gt_sched_policy_by_name(const char *name)

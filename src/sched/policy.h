@@ -24,4 +24,21 @@ int64_t gt_sched_job_service_ms(const struct gt_sched_job *j);
  * chosen on the Philly quarter-size replay (docs/results). */
 int64_t gt_sched_las_queue(const struct gt_sched_job *j);
 
+/* The gantry order's key inside a least-attained-service queue, smaller
+ * first: the job's expected remaining wall time in ms
+ * (gt_sched_history_expected_wall_ms). For a job that restarts from
+ * scratch, its expected remaining GPU-ms
+ * (gt_sched_history_expected_remaining_ms) over its GPUs to the power 0.4
+ * instead: every such job waits in queue 0 (its current run is nothing),
+ * so this key alone orders the waiting ones, mostly by the work they need
+ * (what the queues of checkpointing jobs discretise) rather than their
+ * wall time, which would put a wide gang of twice the work first and hold
+ * the GPUs it drains for; the width's share keeps a wide gang of a little
+ * more work than narrow ones from waiting behind all of them. Where both kinds
+ * meet in one queue the two keys compare as numbers (ms against GPU-ms),
+ * which puts a one-GPU job that restarts level with a checkpointing job of
+ * the same expected wall time and wider ones behind it. 0 with no
+ * history. */
+double gt_sched_job_order_key(const struct gt_sched_job *j);
+
 #endif

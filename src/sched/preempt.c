@@ -17,9 +17,12 @@
  * the preemptor's department stays within its GPU guarantee with the gang (a
  * reclaim), jobs of other departments whose department stays at or above its
  * GPU guarantee without them (they lose borrowed capacity only). By rank,
- * a job that restarts from scratch is a candidate only while its attained
- * service (all its runs) is below the policy's scratch_loss_max, so what
- * preemption throws away of such a job is bounded. Jobs
+ * a job that restarts from scratch is a candidate only while its current
+ * run's service is below scratch_loss_pct % of what that run is still
+ * expected to need (the learned history), so what preemption throws away
+ * of such a job is bounded by what it would still take, and only for a
+ * preemptor expected to need at most half of that (SERPT's order, with
+ * room for the loss). Jobs
  * already being evicted and the preemptor itself are never candidates. Cost,
  * compared in order: highest victim priority, GPUs the victims hold, work
  * lost (sum of GPU-ms since bind), so the lowest-priority, smallest, newest
@@ -27,7 +30,8 @@
  * set (greater is cheaper), then GPUs, so the jobs of the greatest rank (the
  * longest remaining time, the queue of the most service) go first.
  * When only waiting (the head job's backfill reservation) every holding job
- * is a candidate and the cost puts the earliest deadline end first.
+ * is a candidate and the cost puts the earliest expected end first (its
+ * deadline end, else its learned estimate: resv.c).
  *
  * Quota preemption (GT_SCHED_RESV_QUOTA: the preemptor's department refused
  * it): first the candidates of its own department, cheapest first, are
@@ -48,6 +52,7 @@
 #include <string.h>
 
 #include "sched/decisions.h"
+#include "sched/history.h"
 #include "sched/index.h"
 #include "sched/job.h"
 #include "sched/policy.h"
@@ -96,7 +101,7 @@ struct attempt {
      * greater rank), else NULL; the preemptor's rank */
     int64_t (*rank)(const struct gt_sched_job *j);
     int64_t own_rank;
-    int64_t scratch_loss_max; /* the policy's, when preempting by rank */
+    int64_t scratch_loss_pct; /* the policy's, when preempting by rank */
     int64_t now_ms;
     /* victim jobs chosen so far, and the tasks unheld for them */
     struct gt_sched_job **victims;
@@ -120,14 +125,37 @@ static bool is_victim(const struct attempt *a, const struct gt_sched_job *j)
     return false;
 }
 
+/* A preemptor takes a victim that restarts from scratch only if it is
+ * expected to need at most this share of what the victim's run still is
+ * (GPU-ms, both from the history). Tuned on the Philly quarter-size replay
+ * (25/40/50/60/75/100: 41,226/40,875/38,260/40,601/39,526/39,707 s avg JCT
+ * of gantry-restart before the order's width exponent; chaotic). */
+#define SCRATCH_GAIN_PCT 50
+
+/* Would preempting v, which restarts from scratch, throw away little
+ * enough: its current run's service r under scratch_loss_pct % of
+ * E[S - r | S > r], what that run is still expected to need (history.c)?
+ * A run past every finished sample is expected to need as much again, so
+ * it stays; with no history nothing is expected and it stays. And is the
+ * preemptor expected to need at most SCRATCH_GAIN_PCT % of that? */
+static bool scratch_victim(const struct attempt *a, const struct gt_sched_job *v)
+{
+    if (a->scratch_loss_pct <= 0) {
+        return true;
+    }
+    int64_t run = gt_sched_job_service_ms(v);
+    int64_t rest = gt_sched_history_expected_remaining_at_ms(v, run);
+    int64_t mine = gt_sched_history_expected_remaining_ms(a->job);
+    return (__int128)run * 100 < (__int128)rest * a->scratch_loss_pct &&
+           (__int128)mine * 100 <= (__int128)rest * SCRATCH_GAIN_PCT;
+}
+
 /* May the preemptor take v's GPUs by rank (equal priority, greater rank)?
- * A job that restarts from scratch only while its attained service, all
- * its runs, is below the policy's bound: what preemption throws away of a
- * job is at most that. */
+ * A job that restarts from scratch only while scratch_victim says so. */
 static bool rank_victim(const struct attempt *a, const struct gt_sched_job *v)
 {
     return a->rank && v->priority == a->job->priority && a->rank(v) > a->own_rank &&
-           (!v->restarts_from_scratch || v->attained_gpu_ms < a->scratch_loss_max);
+           (!v->restarts_from_scratch || scratch_victim(a, v));
 }
 
 static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
@@ -156,15 +184,12 @@ static bool eligible(const struct attempt *a, const struct gt_sched_job *v)
     return v->dept->used.v[GT_RES_GPU] - held >= v->dept->guarantee.v[GT_RES_GPU];
 }
 
-/* When a holding task's activeDeadlineSeconds ends; INT64_MAX if never. */
-static int64_t task_end_ms(const struct gt_sched_task *t)
+/* When a holding task is expected to end: its activeDeadlineSeconds end;
+ * when only waiting (backfill), else when its job's learned expected
+ * remaining time does (gt_sched_resv_end_ms); INT64_MAX if unknown. */
+static int64_t task_end_ms(const struct attempt *a, const struct gt_sched_task *t)
 {
-    int64_t end;
-    if (t->job->active_deadline_ms <= 0 ||
-        gt_add_i64(t->bound_ms, t->job->active_deadline_ms, &end) < 0) {
-        return INT64_MAX;
-    }
-    return end;
+    return gt_sched_resv_end_ms(t->job, t->bound_ms, a->now_ms, !a->preempt);
 }
 
 /* Fill c's job-wide figures. */
@@ -189,7 +214,7 @@ static void cand_fill(struct cand *c, const struct attempt *a)
         if (gt_mul_i64(age, g > 0 ? g : 1, &w) < 0 || gt_add_i64(c->work_ms, w, &c->work_ms) < 0) {
             c->work_ms = INT64_MAX;
         }
-        int64_t end = task_end_ms(t);
+        int64_t end = task_end_ms(a, t);
         c->end_ms = end > c->end_ms ? end : c->end_ms;
     }
 }
@@ -514,10 +539,21 @@ static void reserve(struct attempt *a, struct gt_sched_task **tasks, size_t n_ta
     /* The tasks waited for are unheld by now: their saved copies count. */
     r->due_ms = a->now_ms;
     for (size_t i = 0; i < a->n_saved; i++) {
-        int64_t end = task_end_ms(a->saved[i].task);
+        int64_t end = task_end_ms(a, a->saved[i].task);
         r->due_ms = end > r->due_ms ? end : r->due_ms;
     }
     r->preempted = a->preempt;
+    r->learned = !a->preempt;
+    /* A backfill reservation is remade every cycle: its due time never
+     * moves later than the first one's, so jobs it lends to cannot push its
+     * job's start back (EASY backfill's guarantee, on estimates). */
+    if (r->learned) {
+        if (a->job->backfill_due_ms > 0 && a->job->backfill_due_ms < r->due_ms) {
+            r->due_ms = a->job->backfill_due_ms;
+        } else if (a->job->backfill_due_ms == 0 && r->due_ms != INT64_MAX) {
+            a->job->backfill_due_ms = r->due_ms;
+        }
+    }
     a->job->resv = r;
 }
 
@@ -573,7 +609,7 @@ bool gt_sched_reserve_for(struct gt_sched_model *m, struct gt_sched_job *job,
                         .preempt = preempt,
                         .rank = preempt ? policy->rank : NULL,
                         .own_rank = preempt && policy->rank ? policy->rank(job) : 0,
-                        .scratch_loss_max = policy->scratch_loss_max,
+                        .scratch_loss_pct = policy->scratch_loss_pct,
                         .now_ms = now_ms};
     struct gt_resvec gang = {0};
     for (size_t i = 0; i < need; i++) {

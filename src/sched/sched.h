@@ -256,7 +256,7 @@ struct gt_sched_job_spec {
     bool topology_required;          /* required (else preferred) */
     /* A preempted run of the job is lost: it restarts from scratch (no
      * checkpoint). false: it resumes where it stopped. Policies with a
-     * rank bound what they throw away (gt_sched_policy.scratch_loss_max). */
+     * rank bound what they throw away (gt_sched_policy.scratch_loss_pct). */
     bool restarts_from_scratch;
 };
 

@@ -188,6 +188,8 @@ struct gt_sched_job {
     bool topology_required;     /* topology.c: its level is required (else preferred) */
     bool restarts_from_scratch; /* a preempted run is lost (no checkpoint) */
     int64_t run_base_gpu_ms;    /* attained_gpu_ms when its current run began (a task taken) */
+    int64_t backfill_due_ms;    /* its first backfill reservation's due time since it last
+                                   started; 0: none (resv.c) */
     struct gt_sched_job *queue_prev, *queue_next; /* in its department's band */
     struct gt_sched_job **skip;                   /* [skip_levels - 1]: the band's upper levels */
     int32_t skip_levels;                          /* 0 until first queued, then 1.. (from the id) */
@@ -205,14 +207,16 @@ struct gt_sched_job {
 };
 
 /* GPUs a job holds until the tasks occupying them exit (preemption victims
- * or, for the head job, the tasks it waits for). due_ms: when those tasks'
- * activeDeadlineSeconds end at the latest, INT64_MAX if any has none. */
+ * or, for the head job, the tasks it waits for). due_ms: when those tasks
+ * are expected to end at the latest (resv.c: activeDeadlineSeconds, or
+ * with learned the history's estimate), INT64_MAX if any is unknown. */
 struct gt_sched_resv {
     struct gt_sched_node **node; /* [n], one entry per GPU */
     int32_t *gpu_index;          /* [n] */
     size_t n;
     int64_t due_ms;
     bool preempted; /* made by preemption (kept), else by backfill (per cycle) */
+    bool learned;   /* due_ms and lending use learned estimates (backfill) */
 };
 
 struct gt_sched_model {
@@ -302,10 +306,13 @@ struct gt_sched_policy {
     int64_t (*rank)(const struct gt_sched_job *j);
     const char *rank_what;
     /* By rank, a job that restarts from scratch is a victim only while its
-     * attained GPU-ms, all its runs, is below this, which bounds what
-     * preemption throws away of it; INT64_MAX: no bound. Lower priority
-     * and reclaimed borrowed capacity are preempted regardless. */
-    int64_t scratch_loss_max;
+     * current run's service (GPU-ms) is below scratch_loss_pct % of the
+     * service that run is still expected to need (history.c: E[S - r |
+     * S > r] for a run r), which bounds what preemption throws away of it
+     * by what it would still hold the GPUs for; with no history it is no
+     * victim. 0: no bound. Lower priority and reclaimed borrowed capacity
+     * are preempted regardless. */
+    int64_t scratch_loss_pct;
     bool reserve; /* the head job that cannot start reserves GPUs (backfill) */
 };
 

@@ -766,71 +766,163 @@ static void test_gantry_las_and_history(void **state)
     gt_sched_model_free(m);
 }
 
-/* The gantry order's bound on what preempting a job that restarts from
- * scratch throws away: 3,250 GPU-s of attained service (policy.c). */
-#define SCRATCH_LOSS_MAX_GPU_S 3250
+/* History for department cv: 25 finished one-task jobs of gpus GPUs that
+ * each received gpu_s GPU-seconds (own_min_samples is 20). */
+static void learn(struct gt_sched_model *m, const char *prefix, int64_t gpus, int64_t gpu_s,
+                  struct gt_sched_decisions *d)
+{
+    for (int i = 0; i < 25; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "%s-%d", prefix, i);
+        finish_with(m, name, gpus, gpu_s, d);
+    }
+}
 
 /* A job that restarts from scratch (no checkpoint): the gantry order
- * counts only its current run's service (none while it waits, so a victim
- * keeps its place by arrival) and takes its GPUs by attained service only
- * while all its runs together have attained less than the bound; tiresias
- * preempts it regardless. */
+ * counts only its current run's service (none while it waits) and takes
+ * its GPUs by attained service only while that run's service is below
+ * 8 % of what the run is still expected to need, from the history of its
+ * department and gang size, and only for a job expected to need at most
+ * half of that; with no history, or past every finished sample, never.
+ * tiresias preempts it regardless. */
 static void test_gantry_restarts_from_scratch(void **state)
 {
     (void)state;
+    const struct job_opts scratch = {.restarts_from_scratch = true};
+    struct gt_sched_decisions d;
+
+    /* No history: a job in a later queue (4,000 GPU-s) keeps its GPUs
+     * under gantry; tiresias takes them. */
     struct gt_sched_model *m = gt_sched_model_new();
     add_node(m, "n1", 4);
     add_dept(m, "cv", 4, 4);
-    struct gt_sched_decisions d;
     gt_sched_decisions_init(&d);
-    const struct job_opts scratch = {.restarts_from_scratch = true};
     assert_int_equal(add_job_ex(m, "s", "cv", NULL, 1, 1, 4, &scratch), 0);
     run(m, "gantry", 10, &d);
     assert_int_equal(binds_of(&d, "s"), 1);
-    /* Past the first queue (300 GPU-s) and below the bound: a fresh job
-     * takes its GPUs, as it would a checkpointing job's. */
-    assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(400) * 1000, NULL), 0);
-    assert_int_equal(add_job_ex(m, "f1", "cv", NULL, 20, 1, 4, &scratch), 0);
-    preempts_then_binds(m, "gantry", 30, "s", "f1", "attained-service queue 0, under its 1", "f1",
+    assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(4000) * 1000, NULL), 0);
+    assert_int_equal(add_job_ex(m, "f", "cv", NULL, 20, 1, 4, &scratch), 0);
+    for (int i = 0; i < 3; i++) {
+        run(m, "gantry", 30 + i, &d);
+        assert_int_equal(d.n_preempts, 0);
+        assert_int_equal(d.n_binds, 0);
+    }
+    preempts_then_binds(m, "tiresias", 40, "s", "f", "attained-service queue 0, under its 1", "f",
                         &d);
-    /* Waiting, s counts none of its lost run: queue 0 with the fresh f2,
-     * and first by arrival once f1 ends. */
-    assert_int_equal(add_job_ex(m, "f2", "cv", NULL, 50, 1, 4, &scratch), 0);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+
+    /* 4-GPU jobs of cv ran ten hours (144,000 GPU-s): a run of r GPU-s is
+     * expected to need 144,000 - r more, so it is a victim while r is
+     * below 8 % of that, r < 10,666 GPU-s, and only of a job expected to
+     * need at most half of that: a 2-GPU one (they ran an hour, 7,200
+     * GPU-s), never another 4-GPU one. */
+    m = gt_sched_model_new();
+    add_node(m, "n1", 4);
+    add_dept(m, "cv", 4, 4);
+    gt_sched_decisions_init(&d);
+    learn(m, "ten-hours", 4, 4 * 36000, &d);
+    learn(m, "hour", 2, 2 * 3600, &d);
+    assert_int_equal(add_job_ex(m, "s", "cv", NULL, 10, 1, 4, &scratch), 0);
+    run(m, "gantry", 20, &d);
+    assert_int_equal(binds_of(&d, "s"), 1);
+    assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(10000) * 1000, NULL), 0);
+    assert_int_equal(add_job_ex(m, "f4", "cv", NULL, 25, 1, 4, &scratch), 0);
+    run(m, "gantry", 30, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(add_job_ex(m, "f1", "cv", NULL, 30, 1, 2, &scratch), 0);
+    preempts_then_binds(m, "gantry", 40, "s", "f1", "attained-service queue 0, under its 3", "f1",
+                        &d);
+    /* Waiting, s counts none of its lost run: queue 0, and (expected to
+     * need less than the fresh f4) first once f1 ends. */
     assert_int_equal(gt_sched_task_exit(m, "f1-worker-0", false, NULL), 0);
     assert_int_equal(gt_sched_job_remove(m, "f1", NULL), 0);
     run(m, "gantry", 60, &d);
     assert_int_equal(binds_of(&d, "s"), 1);
-    assert_int_equal(binds_of(&d, "f2"), 0);
+    assert_int_equal(binds_of(&d, "f4"), 0);
+    assert_int_equal(d.n_preempts, 0);
+    /* As a victim it is ranked by its new run alone: queue 0 while that
+     * run is under 300 GPU-s, so a fresh 2-GPU job f2 (queue 0) does not
+     * take it in the cycle that bound it nor after; past 300 GPU-s it
+     * does. */
+    assert_int_equal(add_job_ex(m, "f2", "cv", NULL, 62, 1, 2, &scratch), 0);
+    assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(10200) * 1000, NULL), 0);
+    run(m, "gantry", 65, &d);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(10400) * 1000, NULL), 0);
+    preempts_then_binds(m, "gantry", 70, "s", "f4", "attained-service queue 0, under its 1", "f2",
+                        &d);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
 
-    /* Two such jobs past 300 GPU-s in their run, one just under the bound
-     * in all and one at it: a fresh job takes the first's GPUs, never the
-     * second's; tiresias takes the second's (its later queue). */
+    /* ... and at the bound it is not: runs of 10,665 GPU-s and 10,667 GPU-s
+     * side by side, a fresh 2-GPU job takes the first's GPUs and never the
+     * second's; past every sample (300,000 GPU-s of a 2-GPU job, expected
+     * to need as much again) neither is taken by a 4-GPU one. tiresias
+     * takes one of those two. */
     m = gt_sched_model_new();
     add_node(m, "n1", 8);
     add_dept(m, "cv", 8, 8);
     gt_sched_decisions_init(&d);
-    assert_int_equal(add_job_ex(m, "under", "cv", NULL, 1, 1, 4, &scratch), 0);
-    assert_int_equal(add_job_ex(m, "at", "cv", NULL, 2, 1, 4, &scratch), 0);
-    run(m, "gantry", 10, &d);
+    learn(m, "ten-hours", 4, 4 * 36000, &d);
+    learn(m, "hour", 2, 2 * 3600, &d);
+    assert_int_equal(add_job_ex(m, "under", "cv", NULL, 10, 1, 4, &scratch), 0);
+    assert_int_equal(add_job_ex(m, "at", "cv", NULL, 11, 1, 4, &scratch), 0);
+    run(m, "gantry", 20, &d);
     assert_int_equal(d.n_binds, 2);
-    int64_t bound_ms = (int64_t)SCRATCH_LOSS_MAX_GPU_S * 1000;
-    assert_int_equal(gt_sched_job_set_attained(m, "under", bound_ms - 1, NULL), 0);
-    assert_int_equal(gt_sched_job_set_attained(m, "at", bound_ms, NULL), 0);
-    assert_int_equal(add_job_ex(m, "f", "cv", NULL, 20, 1, 4, &scratch), 0);
-    preempts_then_binds(m, "gantry", 30, "under", "at", "under its", "f", &d);
+    assert_int_equal(gt_sched_job_set_attained(m, "under", INT64_C(10665) * 1000, NULL), 0);
+    assert_int_equal(gt_sched_job_set_attained(m, "at", INT64_C(10667) * 1000, NULL), 0);
+    assert_int_equal(add_job_ex(m, "f", "cv", NULL, 30, 1, 2, &scratch), 0);
+    preempts_then_binds(m, "gantry", 40, "under", "at", "under its", "f", &d);
+    assert_int_equal(gt_sched_job_set_attained(m, "f", INT64_C(300000) * 1000, NULL), 0);
     assert_int_equal(add_job_ex(m, "f2", "cv", NULL, 50, 1, 4, &scratch), 0);
     for (int i = 0; i < 3; i++) {
         run(m, "gantry", 60 + i, &d);
         assert_int_equal(d.n_preempts, 0);
-        assert_int_equal(d.n_binds, 0);
+        assert_int_equal(binds_of(&d, "f2"), 0);
     }
     run(m, "tiresias", 70, &d);
-    assert_int_equal(preempts_of(&d, "at"), 1);
     assert_int_equal(d.n_preempts, 1);
+    assert_true(preempts_of(&d, "at") == 1 || preempts_of(&d, "f") == 1);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
+}
+
+/* Waiting jobs that restart from scratch go by the GPU time they are
+ * expected to need over their GPUs to the power 0.4, checkpointing ones by
+ * the wall time: with 1-GPU jobs of ten hours (36,000 GPU-s) in the
+ * history, a 4-GPU job goes first among checkpointing jobs whether 4-GPU
+ * jobs ran five hours or three; among those that restart, a 1-GPU job goes
+ * first against five hours (72,000 GPU-s / 4^0.4 = 41,400) and the 4-GPU
+ * one against three (43,200 GPU-s / 4^0.4 = 24,800). */
+static void test_gantry_scratch_order_by_gpu_time(void **state)
+{
+    (void)state;
+    for (int restart = 0; restart < 2; restart++) {
+        for (int hours = 3; hours <= 5; hours += 2) {
+            const struct job_opts o = {.restarts_from_scratch = restart == 1};
+            struct gt_sched_model *m = gt_sched_model_new();
+            add_node(m, "n1", 4);
+            add_dept(m, "cv", 4, 4);
+            struct gt_sched_decisions d;
+            gt_sched_decisions_init(&d);
+            learn(m, "one", 1, 36000, &d);
+            learn(m, "four", 4, 4 * (int64_t)hours * 3600, &d);
+            assert_int_equal(add_job(m, "blocker", "cv", NULL, 10, 1, 4), 0);
+            run(m, "gantry", 20, &d);
+            assert_int_equal(binds_of(&d, "blocker"), 1);
+            assert_int_equal(add_job_ex(m, "wide", "cv", NULL, 30, 1, 4, &o), 0);
+            assert_int_equal(add_job_ex(m, "narrow", "cv", NULL, 31, 1, 1, &o), 0);
+            assert_int_equal(gt_sched_task_exit(m, "blocker-worker-0", false, NULL), 0);
+            assert_int_equal(gt_sched_job_remove(m, "blocker", NULL), 0);
+            run(m, "gantry", 40, &d);
+            bool narrow_first = restart && hours == 5;
+            assert_int_equal(binds_of(&d, "narrow"), narrow_first ? 1 : 0);
+            assert_int_equal(binds_of(&d, "wide"), narrow_first ? 0 : 1);
+            gt_sched_decisions_fini(&d);
+            gt_sched_model_free(m);
+        }
+    }
 }
 
 /* Reclaim: a department under its guarantee takes back what another
@@ -1251,6 +1343,59 @@ static void test_backfill_outside_reservation(void **state)
     gt_sched_model_free(m);
 }
 
+/* Backfill on learned estimates: with no deadlines anywhere, the due time
+ * of the head job's reservation is when the tasks it waits for are
+ * expected to end (E[S - a | S > a] of their department and gang size,
+ * over their GPUs), and a job is lent reserved GPUs only if it is expected
+ * to end by then. The due time never moves later while the head job
+ * waits, though the reservation is remade every cycle. */
+static void test_backfill_learned_estimates(void **state)
+{
+    (void)state;
+    struct gt_sched_model *m = gt_sched_model_new();
+    add_node(m, "n1", 8);
+    add_dept(m, "cv", 64, 64);
+    struct gt_sched_decisions d;
+    gt_sched_decisions_init(&d);
+    /* 3-GPU jobs ran 1,000 s, 1-GPU ones 100 s, 2-GPU ones 800 s */
+    learn(m, "three", 3, 3 * 1000, &d);
+    learn(m, "one", 1, 100, &d);
+    learn(m, "two", 2, 2 * 800, &d);
+    /* a and b (3 GPUs each, no deadline) run from 0; head job h wants all
+     * 8 GPUs; GPUs 6 and 7 are free */
+    assert_int_equal(add_job(m, "a", "cv", NULL, 0, 1, 3), 0);
+    assert_int_equal(add_job(m, "b", "cv", NULL, 0, 1, 3), 0);
+    hold(m, "a-worker-0", "n1", 0, 3, 0);
+    hold(m, "b-worker-0", "n1", 3, 3, 0);
+    assert_int_equal(add_job(m, "h", "cv", NULL, 10, 1, 8), 0);
+    /* at 1,000 s: due at 2,000 s; short (100 s) is lent a reserved GPU */
+    assert_int_equal(add_job(m, "short", "cv", NULL, 20, 1, 1), 0);
+    run(m, "gantry", 1000000, &d);
+    assert_int_equal(d.n_reserves, 1);
+    assert_string_equal(d.reserves[0].job_id, "h");
+    assert_int_equal(d.reserves[0].n_gpus, 8);
+    assert_int_equal(d.n_binds, 1);
+    assert_int_equal(binds_of(&d, "short"), 1);
+    assert_true(d.binds[0].gpus[0].index >= 6);
+    assert_int_equal(gt_sched_task_exit(m, "short-worker-0", false, NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "short", NULL), 0);
+    /* at 1,500 s a and b still report no service: remade now, the due time
+     * would be 2,500 s, but it stays at 2,000 s, so two (800 s, ending at
+     * 2,300 s) waits; tiny (100 s) is still lent one */
+    assert_int_equal(add_job(m, "two", "cv", NULL, 40, 1, 2), 0);
+    run(m, "gantry", 1500000, &d);
+    assert_int_equal(d.n_reserves, 1);
+    assert_int_equal(d.n_binds, 0);
+    assert_int_equal(find_wait(&d, "two")->reason, GT_SCHED_WAIT_UNSCHEDULABLE);
+    assert_true(gpu_free(m, "n1", 6) && gpu_free(m, "n1", 7));
+    assert_int_equal(add_job(m, "tiny", "cv", NULL, 50, 1, 1), 0);
+    run(m, "gantry", 1501000, &d);
+    assert_int_equal(d.n_binds, 1);
+    assert_int_equal(binds_of(&d, "tiny"), 1);
+    gt_sched_decisions_fini(&d);
+    gt_sched_model_free(m);
+}
+
 /* ---- property test ---- */
 
 struct rng {
@@ -1551,6 +1696,7 @@ int main(void)
         cmocka_unit_test(test_srtf_remaining),
         cmocka_unit_test(test_tiresias_las),
         cmocka_unit_test(test_gantry_restarts_from_scratch),
+        cmocka_unit_test(test_gantry_scratch_order_by_gpu_time),
         cmocka_unit_test(test_gantry_las_and_history),
         cmocka_unit_test(test_preempt_rules),
         cmocka_unit_test(test_reclaim_and_no_loop),
@@ -1563,6 +1709,7 @@ int main(void)
         cmocka_unit_test(test_backfill_due_is_latest_end),
         cmocka_unit_test(test_backfill_no_deadline_no_lend),
         cmocka_unit_test(test_backfill_outside_reservation),
+        cmocka_unit_test(test_backfill_learned_estimates),
         cmocka_unit_test(test_property),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
