@@ -323,11 +323,10 @@ static void record_transitions(struct gt_ctl *c, const struct gt_api_job *job,
  * task is bound (or its binding write in flight), until the hold started
  * here is due. */
 static bool hold_queued(struct gt_ctl *c, const char *key, const struct gt_api_job *job,
-                        const struct gt_api_job *next, const struct job_tasks *jt,
-                        const char *wait)
+                        const struct gt_api_job *next, const struct job_tasks *jt, const char *wait)
 {
-    if (job->status.conditions.n != 1 || (wait && *wait) || jt->n == 0 ||
-        jt->n < jt->expected || !gt_api_condition_true(&next->status.conditions, "Queued")) {
+    if (job->status.conditions.n != 1 || (wait && *wait) || jt->n == 0 || jt->n < jt->expected ||
+        !gt_api_condition_true(&next->status.conditions, "Queued")) {
         return false;
     }
     for (size_t i = 0; i < jt->n; i++) {
