@@ -137,6 +137,21 @@ class NotebookTest(AgentTest):
                 return "".join(out)
         self.fail("no idle status for the cell")
 
+    def wait_status(self, conn, msg_id, state):
+        """Read the channels until the kernel's status for msg_id is state."""
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            m = json.loads(conn.recv())
+            if (m.get("parent_header", {}).get("msg_id") == msg_id and
+                    m["msg_type"] == "status" and m["content"]["execution_state"] == state):
+                return
+        self.fail("no %s status for %s" % (state, msg_id))
+
+    def kernel_state(self, name, kid):
+        st, k = self.proxied("GET", name, "api/kernels/" + kid)
+        self.assertEqual(st, 200, k)
+        return k["execution_state"]
+
     def secret_values(self, task):
         """The values of the task's gantry secrets, as its node's agent gets them."""
         st, body = self.g.request("GET", self.PROJECT + "/tasks/%s/secrets" % task, token="node")
@@ -445,7 +460,17 @@ class TestNotebookCulling(NotebookTest):
         kid = self.start_kernel("cell")
         conn = self.ws("cell", "api/kernels/%s/channels" % kid)
         try:
-            self.execute(conn, "import time\ntime.sleep(%d)" % (self.TIMEOUT_S * 3), wait=False)
+            # jupyter_server 1.x sets a kernel's execution_state from every
+            # status message, the control channel's too: the idle of the
+            # kernel_info_request it sends on connect ("nudge") can land
+            # after a cell's busy and hide it for the whole cell. A first
+            # cell run to its end lets those settle, as a user's would.
+            self.execute(conn, "pass")
+            msg_id = self.execute(conn, "import time\ntime.sleep(%d)" % (self.TIMEOUT_S * 3),
+                                  wait=False)
+            self.wait_status(conn, msg_id, "busy")
+            wait_for("kernel busy in Jupyter's list",
+                     lambda: self.kernel_state("cell", kid) == "busy", timeout=10)
             self.assert_not_culled_for("cell", self.TIMEOUT_S * 2.5)
         finally:
             conn.close()
