@@ -79,6 +79,7 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
             gt_telemetry_job_gone(c->tel, ev->key);
         } else if (k == GT_KIND_TASK) {
             gt_ctl_holding_del(c, ev->key);
+            gt_ledger_task_gone(c->ledger, old && old->t ? old->t->meta.uid : NULL);
         }
     } else {
         /* what this process wrote is not parsed back from the stored text */

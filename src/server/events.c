@@ -3,11 +3,14 @@
  * Event per (involved object uid, reason) with a count and lastTimestamp;
  * each is written to the store at most once per GT_EVENT_WRITE_INTERVAL_MS,
  * pending increments being flushed by a per-Event timer. A sweep every
- * minute deletes stored Events whose lastTimestamp is older than
- * GT_EVENT_TTL_MS and forgets their in-memory state, and forgets that of
+ * minute (every half TTL when that is shorter) deletes stored Events whose
+ * lastTimestamp is older than --event-ttl (default an hour) and forgets
+ * their in-memory state, and forgets that of
  * Events whose object was deleted since the last sweep once they are
- * written (gt_events_forget): otherwise an hour of Events, a few per job,
- * would stay in memory at any job rate.
+ * written (gt_events_forget): otherwise a TTL of Events' folds, a few per
+ * job, would stay in memory at any job rate. The stored Events of the TTL
+ * are held in memory anyway (the read cache, readcache.c): about a KiB per
+ * Event, so the TTL bounds that memory at the job rate times the TTL.
  *
  * Events are stored cluster-scoped under /events/<name>, name
  * "<object-name>.<16 hex>" (gt_event_name), and carry involvedObject
@@ -49,14 +52,16 @@ bool gt_event_fold_due(const struct gt_event_fold *f, int64_t now_ms)
            (!f->ever_written || now_ms - f->last_write_ms >= GT_EVENT_WRITE_INTERVAL_MS);
 }
 
-bool gt_event_expired(int64_t last_ms, int64_t now_ms)
+bool gt_event_expired(int64_t last_ms, int64_t now_ms, int64_t ttl_ms)
 {
-    return now_ms - last_ms >= GT_EVENT_TTL_MS;
+    return now_ms - last_ms >= ttl_ms;
 }
 
-bool gt_event_forgettable(const struct gt_event_fold *f, bool object_gone, int64_t now_ms)
+bool gt_event_forgettable(const struct gt_event_fold *f, bool object_gone, int64_t now_ms,
+                          int64_t ttl_ms)
 {
-    return f->count == f->written_count && (object_gone || gt_event_expired(f->last_ms, now_ms));
+    return f->count == f->written_count &&
+           (object_gone || gt_event_expired(f->last_ms, now_ms, ttl_ms));
 }
 
 char *gt_event_name(const char *obj_name, const char *uid, const char *reason)
@@ -244,7 +249,7 @@ void gt_events_record(struct gt_events *ev, const struct gt_api_object *obj, con
 
 struct sweep_ctx {
     struct gt_events *ev;
-    int64_t now_ms;
+    int64_t now_ms, ttl_ms;
     char **keys;
     size_t n, cap;
 };
@@ -262,7 +267,7 @@ static int sweep_memory_cb(const char *key, void *val, void *arg)
     /* map_key is "<involved uid>/<reason>" */
     const char *uid = json_string_value(json_object_get(e->involved, "uid"));
     bool gone = uid && gt_strmap_get(&c->ev->gone, uid) != NULL;
-    if (!e->in_flight && gt_event_forgettable(&e->fold, gone, c->now_ms)) {
+    if (!e->in_flight && gt_event_forgettable(&e->fold, gone, c->now_ms, c->ttl_ms)) {
         push_key(c, key);
     }
     return 0;
@@ -277,7 +282,8 @@ static int sweep_store_cb(const struct gt_store_kv *kv, void *arg)
         last = json_string_value(gt_json_path(obj, "metadata.creationTimestamp"));
     }
     int64_t last_ms = 0;
-    if (last && gt_time_parse(last, &last_ms) == 0 && gt_event_expired(last_ms, c->now_ms)) {
+    if (last && gt_time_parse(last, &last_ms) == 0 &&
+        gt_event_expired(last_ms, c->now_ms, c->ttl_ms)) {
         push_key(c, kv->key);
     }
     json_decref(obj);
@@ -310,7 +316,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     if (ev->s->draining) {
         return;
     }
-    struct sweep_ctx c = {.ev = ev, .now_ms = gt_now_ms()};
+    struct sweep_ctx c = {
+        .ev = ev, .now_ms = gt_now_ms(), .ttl_ms = ev->s->cfg->event_ttl_s * 1000};
     gt_strmap_each(&ev->entries, sweep_memory_cb, &c);
     for (size_t i = 0; i < c.n; i++) {
         entry_free(gt_strmap_del(&ev->entries, c.keys[i]));
@@ -339,7 +346,11 @@ struct gt_events *gt_events_new(struct gt_server *s)
     gt_strmap_init(&ev->entries);
     gt_strmap_init(&ev->gone);
     ev->sweep = event_new(s->base, -1, EV_PERSIST, on_sweep, ev);
-    struct timeval tv = {.tv_sec = SWEEP_INTERVAL_MS / 1000, .tv_usec = 0};
+    /* a sweep every minute, or every half TTL when that is shorter */
+    int64_t every_ms = s->cfg->event_ttl_s * 500;
+    every_ms =
+        every_ms < SWEEP_INTERVAL_MS ? (every_ms < 1000 ? 1000 : every_ms) : SWEEP_INTERVAL_MS;
+    struct timeval tv = {.tv_sec = every_ms / 1000, .tv_usec = (every_ms % 1000) * 1000};
     evtimer_add(ev->sweep, &tv);
     return ev;
 }

@@ -23,11 +23,12 @@
  * nothing to count, when it starts in the window. The report's totals are the sums of the same
  * per-record shares the records listing shows, so they agree to the milli-GPU-second.
  *
- * In memory: the uids recorded (loaded at start, so a restart writes no
- * record again), the writes in flight, the task keys to retry, and per job
- * the gpuMilliSeconds of its recorded runs, the attained service the
- * scheduler orders by: a record written sets it for its job in the model,
- * and each cycle the feeder adds the runs still going.
+ * In memory: the uids recorded of the Tasks still stored (loaded at start,
+ * so a restart writes no record again; a Task's is dropped when it is
+ * deleted, so this stays as small as the Tasks kept), the writes in flight, the task keys to retry,
+ * and per job the gpuMilliSeconds of its recorded runs, the attained service the scheduler orders
+ * by: a record written sets it for its job in the model, and each cycle the feeder adds the runs
+ * still going.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,7 @@ static const char marker[] = "";
 #define MARK ((void *)marker)
 
 struct gt_ledger {
-    struct gt_strmap recorded; /* task uid -> MARK: a record is stored */
+    struct gt_strmap recorded; /* uid of a stored Task -> MARK: its record is stored */
     struct gt_strmap inflight; /* task uid -> MARK: its record is being written */
     struct gt_strmap retry;    /* task key -> MARK: write again at the next tick */
     struct gt_strmap job_ms;   /* "project/job" -> int64_t *: its recorded gpuMilliSeconds */
@@ -70,10 +71,29 @@ static char *record_job_id(const char *project, const char *job)
     return gt_xasprintf("%s/%s", project ? project : "", job ? job : "");
 }
 
+struct load_ctx {
+    struct gt_ledger *l;
+    struct gt_strmap tasks; /* uids of the cached Tasks -> MARK */
+};
+
+static int task_uid_cb(const char *key, void *val, void *arg)
+{
+    (void)key;
+    const char *uid = gt_cobj_task(val)->o.meta.uid;
+    if (uid) {
+        gt_strmap_put(arg, uid, MARK);
+    }
+    return 0;
+}
+
 static int load_cb(const struct gt_store_kv *kv, void *arg)
 {
-    struct gt_ledger *l = arg;
-    gt_strmap_put(&l->recorded, kv->key + strlen(GT_LEDGER_PREFIX), MARK);
+    struct load_ctx *x = arg;
+    struct gt_ledger *l = x->l;
+    const char *uid = kv->key + strlen(GT_LEDGER_PREFIX);
+    if (gt_strmap_get(&x->tasks, uid)) {
+        gt_strmap_put(&l->recorded, uid, MARK);
+    }
     json_t *rec = json_loadb(kv->value, kv->value_len, 0, NULL);
     const char *job = json_string_value(json_object_get(rec, "job"));
     if (job && job[0]) {
@@ -92,7 +112,11 @@ int gt_ledger_open(struct gt_ctl *c, struct gt_ledger **out, struct gt_err *err)
     gt_strmap_init(&l->inflight);
     gt_strmap_init(&l->retry);
     gt_strmap_init(&l->job_ms);
-    int rc = gt_store_list(c->s->store, GT_LEDGER_PREFIX, load_cb, l, NULL, err);
+    struct load_ctx x = {.l = l};
+    gt_strmap_init(&x.tasks);
+    gt_strmap_each(&c->objs[GT_KIND_TASK], task_uid_cb, &x.tasks);
+    int rc = gt_store_list(c->s->store, GT_LEDGER_PREFIX, load_cb, &x, NULL, err);
+    gt_strmap_fini(&x.tasks, NULL);
     if (rc) {
         gt_ledger_free(l);
         return rc;
@@ -187,7 +211,11 @@ static void write_end(struct write_ctx *w, int rc, const struct gt_err *err)
     gt_strmap_del(&l->inflight, w->uid);
     if (rc == 0 || rc == GT_EEXISTS) {
         /* GT_EEXISTS: written since the load, by another replica */
-        gt_strmap_put(&l->recorded, w->uid, MARK);
+        const struct gt_cobj *o = gt_ctl_get(w->c, GT_KIND_TASK, w->task_key);
+        const char *now_uid = o ? gt_cobj_task(o)->o.meta.uid : NULL;
+        if (now_uid && !strcmp(now_uid, w->uid)) {
+            gt_strmap_put(&l->recorded, w->uid, MARK); /* else deleted meanwhile */
+        }
         if (w->job_id) {
             /* the job, if in the model, has this as its attained service
              * until the next cycle adds its runs still going (feeder.c);
@@ -265,6 +293,13 @@ int64_t gt_ledger_job_gpu_ms(const struct gt_ledger *l, const char *job_id)
 {
     const int64_t *sum = l ? gt_strmap_get(&l->job_ms, job_id) : NULL;
     return sum ? *sum : 0;
+}
+
+void gt_ledger_task_gone(struct gt_ledger *l, const char *uid)
+{
+    if (l && uid) {
+        gt_strmap_del(&l->recorded, uid);
+    }
 }
 
 void gt_ledger_tick(struct gt_ctl *c)

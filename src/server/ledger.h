@@ -23,6 +23,9 @@ void gt_ledger_free(struct gt_ledger *l);
  * of its samples, gt_telemetry_task_take). A failed write is retried by
  * gt_ledger_tick. */
 void gt_ledger_note_task(struct gt_ctl *c, const char *key);
+/* The Task of uid was deleted: forget that its run is recorded (it cannot
+ * be noted again). l may be NULL. */
+void gt_ledger_task_gone(struct gt_ledger *l, const char *uid);
 /* Once a second: retry the records whose write failed. */
 void gt_ledger_tick(struct gt_ctl *c);
 

@@ -37,6 +37,7 @@ struct gt_server_config {
     bool enable_fault_injection; /* --enable-fault-injection: POST /debug/fault */
     char *fault_points;          /* --fault-points SPEC (common/faultpoint.h); NULL: none armed */
     char *scheduler_policy;     /* --scheduler-policy NAME (sched.h); NULL: gantry, else firstfit */
+    int64_t event_ttl_s;        /* --event-ttl SECONDS: Events kept after lastTimestamp */
     int64_t node_grace_s;       /* --node-grace SECONDS without heartbeat: node lost */
     char *port_range;           /* --port-range LOW-HIGH: ports handed to tasks per node */
     int64_t restart_backoff_ms; /* --restart-backoff-ms: first restart back-off (doubles) */
@@ -226,7 +227,6 @@ void gt_status_format(struct gt_buf *out, int code, const char *message, const c
 /* ---- event folding (events.c) ---- */
 
 #define GT_EVENT_WRITE_INTERVAL_MS 30000 /* at most one store write per (object, reason) */
-#define GT_EVENT_TTL_MS 3600000          /* Events expire an hour after lastTimestamp */
 
 /* The arithmetic of one folded Event: occurrences are counted at once and
  * written at most every GT_EVENT_WRITE_INTERVAL_MS. */
@@ -246,12 +246,14 @@ int64_t gt_event_fold_record(struct gt_event_fold *f, int64_t now_ms);
 void gt_event_fold_written(struct gt_event_fold *f, int64_t now_ms);
 /* Is a flush due at now_ms (unwritten occurrences and the interval passed)? */
 bool gt_event_fold_due(const struct gt_event_fold *f, int64_t now_ms);
-/* Has an Event whose lastTimestamp is last_ms expired at now_ms? */
-bool gt_event_expired(int64_t last_ms, int64_t now_ms);
+/* Has an Event whose lastTimestamp is last_ms expired at now_ms, ttl_ms
+ * (--event-ttl) after it? */
+bool gt_event_expired(int64_t last_ms, int64_t now_ms, int64_t ttl_ms);
 /* May the recorder forget an Event's in-memory fold at now_ms: every
  * occurrence written, and its object deleted (no occurrence can follow)
  * or the Event expired? The stored Event stays until it expires. */
-bool gt_event_forgettable(const struct gt_event_fold *f, bool object_gone, int64_t now_ms);
+bool gt_event_forgettable(const struct gt_event_fold *f, bool object_gone, int64_t now_ms,
+                          int64_t ttl_ms);
 /* Event name for an object: "<name>.<16 hex of FNV-1a(uid '\0' reason)>".
  * Caller frees. */
 char *gt_event_name(const char *obj_name, const char *uid, const char *reason);

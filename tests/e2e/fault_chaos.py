@@ -113,6 +113,7 @@ class Proc:
 class FaultChaos(unittest.TestCase):
     JOBS = int(os.environ.get("CHAOS_JOBS", "300" if SANITIZED else "1000"))
     TERMINAL_WAIT_S = 400  # after the last submission, for every job to end
+    gantryd_args = ()
 
     def setUp(self):
         # connections cut by a kill are left to the collector
@@ -131,7 +132,7 @@ class FaultChaos(unittest.TestCase):
         os.chmod(self.shared, 0o777)
         self.addCleanup(shutil.rmtree, self.shared, True)
         g = Gantryd(("--node-grace", str(NODE_GRACE_S), "--restart-backoff-ms", "200",
-                     "--enable-fault-injection"),
+                     "--enable-fault-injection") + self.gantryd_args,
                     data_dir=os.path.join(self.disk.path, "data"), host=self.hosts.server_addr)
         self.addCleanup(g.cleanup)
         self.g = g

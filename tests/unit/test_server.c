@@ -294,6 +294,7 @@ static void test_event_folding(void **state)
     (void)state;
     struct gt_event_fold f = {0};
     const int64_t t0 = 1000000;
+    const int64_t ttl_ms = 3600000;                    /* --event-ttl's default, in ms */
     assert_int_equal(gt_event_fold_record(&f, t0), 0); /* first: write now */
     gt_event_fold_written(&f, t0);
     assert_false(gt_event_fold_due(&f, t0 + 1));
@@ -313,18 +314,18 @@ static void test_event_folding(void **state)
     assert_int_equal(gt_event_fold_record(&f, t0 + 3 * GT_EVENT_WRITE_INTERVAL_MS), 0);
     assert_int_equal(f.first_ms, t0);
 
-    assert_false(gt_event_expired(t0, t0 + GT_EVENT_TTL_MS - 1));
-    assert_true(gt_event_expired(t0, t0 + GT_EVENT_TTL_MS));
+    assert_false(gt_event_expired(t0, t0 + ttl_ms - 1, ttl_ms));
+    assert_true(gt_event_expired(t0, t0 + ttl_ms, ttl_ms));
 
     /* forgotten once written, and its object deleted or the Event expired */
     struct gt_event_fold w = f;
     gt_event_fold_written(&w, w.last_ms);
-    assert_false(gt_event_forgettable(&w, false, w.last_ms + 1));
-    assert_true(gt_event_forgettable(&w, true, w.last_ms + 1));
-    assert_true(gt_event_forgettable(&w, false, w.last_ms + GT_EVENT_TTL_MS));
+    assert_false(gt_event_forgettable(&w, false, w.last_ms + 1, ttl_ms));
+    assert_true(gt_event_forgettable(&w, true, w.last_ms + 1, ttl_ms));
+    assert_true(gt_event_forgettable(&w, false, w.last_ms + ttl_ms, ttl_ms));
     gt_event_fold_record(&w, w.last_ms + 1); /* an occurrence not yet written */
-    assert_false(gt_event_forgettable(&w, true, w.last_ms + 1));
-    assert_false(gt_event_forgettable(&w, true, w.last_ms + GT_EVENT_TTL_MS));
+    assert_false(gt_event_forgettable(&w, true, w.last_ms + 1, ttl_ms));
+    assert_false(gt_event_forgettable(&w, true, w.last_ms + ttl_ms, ttl_ms));
 
     char *a = gt_event_name("train", "uid-1", "Created");
     char *b = gt_event_name("train", "uid-1", "Created");
