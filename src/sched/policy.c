@@ -26,8 +26,9 @@
  *   gt_sched_job_order_key: the expected remaining wall time learned
  *   online from finished jobs of the department and gang size (history.c;
  *   no job's duration is known), for a job that restarts from scratch the
- *   expected remaining GPU time over its GPUs to the power 0.4 instead,
- *   then arrival; backfill,
+ *   GPU time it is expected to cost in all (its lost runs and a run from
+ *   scratch) over its GPUs to the power 0.4 instead, then arrival;
+ *   backfill,
  *   preemption (also of equal-priority jobs of its department in a later
  *   queue of all the service they attained; a running job that restarts
  *   from scratch by the queue of its current run, and only while that
@@ -160,6 +161,20 @@ int64_t gt_sched_las_queue(const struct gt_sched_job *j)
  * Tuned on the Philly quarter-size replay (see the commit that set it). */
 #define GT_SCHED_SCRATCH_WIDTH_EXP 0.4
 
+/* The GPU-ms a job that restarts from scratch is expected to cost in all:
+ * what its lost runs took (lost, all it attained but its current run) and
+ * the run from scratch it still needs, E[S | S > a] = a + E[S - a | S > a]
+ * with a all the service it attained (history.c conditions on that, as for
+ * every job). A fresh job: E[S]. Counting the lost runs ranks a job that
+ * lost a run as the attained-service queues rank a checkpointing one, by
+ * the service it has had, besides the rerun it is owed. */
+static double scratch_cost_ms(const struct gt_sched_job *j)
+{
+    int64_t lost = j->attained_gpu_ms - gt_sched_job_service_ms(j);
+    return (double)gt_sched_history_expected_remaining_ms(j) + (double)j->attained_gpu_ms +
+           (double)(lost > 0 ? lost : 0);
+}
+
 double gt_sched_job_order_key(const struct gt_sched_job *j)
 {
     if (j->restarts_from_scratch) {
@@ -168,8 +183,7 @@ double gt_sched_job_order_key(const struct gt_sched_job *j)
             gpu_milli += j->groups[g].use.v[GT_RES_GPU] * (int64_t)j->groups[g].replicas;
         }
         double gpus = gpu_milli >= 1000 ? (double)gpu_milli / 1000.0 : 1.0;
-        return (double)gt_sched_history_expected_remaining_ms(j) /
-               pow(gpus, GT_SCHED_SCRATCH_WIDTH_EXP);
+        return scratch_cost_ms(j) / pow(gpus, GT_SCHED_SCRATCH_WIDTH_EXP);
     }
     return gt_sched_history_expected_wall_ms(j);
 }

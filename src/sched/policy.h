@@ -27,9 +27,12 @@ int64_t gt_sched_las_queue(const struct gt_sched_job *j);
 /* The gantry order's key inside a least-attained-service queue, smaller
  * first: the job's expected remaining wall time in ms
  * (gt_sched_history_expected_wall_ms). For a job that restarts from
- * scratch, its expected remaining GPU-ms
- * (gt_sched_history_expected_remaining_ms) over its GPUs to the power 0.4
- * instead: every such job waits in queue 0 (its current run is nothing),
+ * scratch, the GPU-ms it is expected to cost in all over its GPUs to the
+ * power 0.4 instead: what its lost runs took plus a run from scratch,
+ * E[S | S > a] with a all it attained (gt_sched_history_expected_remaining_ms
+ * plus a; a fresh job's E[S]), so that a job that lost runs waits behind
+ * the jobs that have had less, as in the attained-service queues. Every
+ * such job waits in queue 0 (its current run is nothing),
  * so this key alone orders the waiting ones, mostly by the work they need
  * (what the queues of checkpointing jobs discretise) rather than their
  * wall time, which would put a wide gang of twice the work first and hold

@@ -833,13 +833,19 @@ static void test_gantry_restarts_from_scratch(void **state)
     assert_int_equal(add_job_ex(m, "f1", "cv", NULL, 30, 1, 2, &scratch), 0);
     preempts_then_binds(m, "gantry", 40, "s", "f1", "attained-service queue 0, under its 3", "f1",
                         &d);
-    /* Waiting, s counts none of its lost run: queue 0, and (expected to
-     * need less than the fresh f4) first once f1 ends. */
+    /* Waiting, s counts none of its lost run for its queue (0), but its
+     * key counts it: expected to cost 10,000 + 144,000 GPU-s in all, it
+     * goes after the fresh f4 (144,000) once f1 ends, then runs again. */
     assert_int_equal(gt_sched_task_exit(m, "f1-worker-0", false, NULL), 0);
     assert_int_equal(gt_sched_job_remove(m, "f1", NULL), 0);
     run(m, "gantry", 60, &d);
+    assert_int_equal(binds_of(&d, "f4"), 1);
+    assert_int_equal(binds_of(&d, "s"), 0);
+    assert_int_equal(d.n_preempts, 0);
+    assert_int_equal(gt_sched_task_exit(m, "f4-worker-0", false, NULL), 0);
+    assert_int_equal(gt_sched_job_remove(m, "f4", NULL), 0);
+    run(m, "gantry", 61, &d);
     assert_int_equal(binds_of(&d, "s"), 1);
-    assert_int_equal(binds_of(&d, "f4"), 0);
     assert_int_equal(d.n_preempts, 0);
     /* As a victim it is ranked by its new run alone: queue 0 while that
      * run is under 300 GPU-s, so a fresh 2-GPU job f2 (queue 0) does not
@@ -850,7 +856,7 @@ static void test_gantry_restarts_from_scratch(void **state)
     run(m, "gantry", 65, &d);
     assert_int_equal(d.n_preempts, 0);
     assert_int_equal(gt_sched_job_set_attained(m, "s", INT64_C(10400) * 1000, NULL), 0);
-    preempts_then_binds(m, "gantry", 70, "s", "f4", "attained-service queue 0, under its 1", "f2",
+    preempts_then_binds(m, "gantry", 70, "s", "f2", "attained-service queue 0, under its 1", "f2",
                         &d);
     gt_sched_decisions_fini(&d);
     gt_sched_model_free(m);
@@ -922,6 +928,44 @@ static void test_gantry_scratch_order_by_gpu_time(void **state)
             gt_sched_decisions_fini(&d);
             gt_sched_model_free(m);
         }
+    }
+}
+
+/* A waiting job that restarts from scratch is ordered by the GPU time it
+ * is expected to cost in all: its lost runs (a) and a run from scratch,
+ * E[S | S > a]. With 4-GPU jobs of 144,000 GPU-s and 2-GPU jobs of 7,200
+ * in the history: a 4-GPU job that lost a run of 10,000 GPU-s (154,000
+ * in all) waits behind a fresh 4-GPU one (144,000), while a 2-GPU job that
+ * lost 1,000 GPU-s ((1,000 + 7,200) / 2^0.4 = 6,214) still goes before a
+ * fresh 4-GPU one (144,000 / 4^0.4 = 82,700). */
+static void test_gantry_scratch_lost_runs_count(void **state)
+{
+    (void)state;
+    const struct job_opts scratch = {.restarts_from_scratch = true};
+    const struct {
+        int64_t lost_gpus, lost_gpu_s;
+        bool lost_first;
+    } cases[] = {{4, 10000, false}, {2, 1000, true}};
+    for (size_t c = 0; c < GT_ARRAY_LEN(cases); c++) {
+        struct gt_sched_model *m = gt_sched_model_new();
+        add_node(m, "n1", 4);
+        add_dept(m, "cv", 4, 4);
+        struct gt_sched_decisions d;
+        gt_sched_decisions_init(&d);
+        learn(m, "ten-hours", 4, 4 * 36000, &d);
+        learn(m, "hour", 2, 2 * 3600, &d);
+        assert_int_equal(add_job_ex(m, "lost", "cv", NULL, 10, 1, cases[c].lost_gpus, &scratch), 0);
+        run(m, "gantry", 20, &d);
+        assert_int_equal(binds_of(&d, "lost"), 1);
+        assert_int_equal(gt_sched_job_set_attained(m, "lost", cases[c].lost_gpu_s * 1000, NULL), 0);
+        assert_int_equal(gt_sched_task_exit(m, "lost-worker-0", true, NULL), 0);
+        assert_int_equal(add_job_ex(m, "fresh", "cv", NULL, 30, 1, 4, &scratch), 0);
+        run(m, "gantry", 40, &d);
+        assert_int_equal(binds_of(&d, "lost"), cases[c].lost_first ? 1 : 0);
+        assert_int_equal(binds_of(&d, "fresh"), cases[c].lost_first ? 0 : 1);
+        assert_int_equal(d.n_preempts, 0);
+        gt_sched_decisions_fini(&d);
+        gt_sched_model_free(m);
     }
 }
 
@@ -1696,6 +1740,7 @@ int main(void)
         cmocka_unit_test(test_srtf_remaining),
         cmocka_unit_test(test_tiresias_las),
         cmocka_unit_test(test_gantry_restarts_from_scratch),
+        cmocka_unit_test(test_gantry_scratch_lost_runs_count),
         cmocka_unit_test(test_gantry_scratch_order_by_gpu_time),
         cmocka_unit_test(test_gantry_las_and_history),
         cmocka_unit_test(test_preempt_rules),
