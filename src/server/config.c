@@ -45,8 +45,7 @@ static const struct gt_config_opt opts[] = {
     {"watch-history", GT_CONFIG_INT, OFF(watch_history), "10000", 1, 100000000, false,
      "store events kept for watches; older start points get 410"},
     {"event-ttl", GT_CONFIG_INT, OFF(event_ttl_s), "3600", 1, 31536000, false,
-     "seconds an Event is kept after its last occurrence (as kube-apiserver's --event-ttl); "
-     "the stored Events of that span are also held in memory"},
+     "seconds an Event is kept after its last occurrence (as kube-apiserver's --event-ttl)"},
     {"max-body-bytes", GT_CONFIG_INT, OFF(max_body_bytes), "3145728", 1024, 1073741824, false,
      "largest request body; larger ones get 413"},
     {"log-level", GT_CONFIG_LOGLEVEL, OFF(log_level), "info", 0, 0, false,

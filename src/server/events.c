@@ -8,9 +8,9 @@
  * their in-memory state, and forgets that of
  * Events whose object was deleted since the last sweep once they are
  * written (gt_events_forget): otherwise a TTL of Events' folds, a few per
- * job, would stay in memory at any job rate. The stored Events of the TTL
- * are held in memory anyway (the read cache, readcache.c): about a KiB per
- * Event, so the TTL bounds that memory at the job rate times the TTL.
+ * job, would stay in memory at any job rate. On an etcd store the stored
+ * Events of the TTL are held in memory too (the read cache, readcache.c):
+ * about a KiB each, the job rate times the TTL.
  *
  * Events are stored cluster-scoped under /events/<name>, name
  * "<object-name>.<16 hex>" (gt_event_name), and carry involvedObject
