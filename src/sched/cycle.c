@@ -588,8 +588,9 @@ static int64_t aging_tier(const struct cycle *c, const struct gt_sched_job *j)
 
 /* A queued job and its place inside its department's band under the
  * gantry order: least-attained-service queue, then gt_sched_job_order_key
- * (expected remaining wall time, GPU time for a job that restarts from
- * scratch: history.c), then arrival and id. */
+ * (expected remaining wall time; for a job that restarts from scratch the
+ * GPU time it is expected to cost in all, lost runs included: policy.c),
+ * then arrival and id. */
 struct keyed {
     struct gt_sched_job *job;
     int64_t las;

@@ -154,8 +154,8 @@ int64_t gt_sched_las_queue(const struct gt_sched_job *j)
     return las_queue_of(gt_sched_job_service_ms(j));
 }
 
-/* The exponent of a restarting job's width in its order key: its
- * expected remaining GPU time over gpus^0.4, between the GPU time (0,
+/* The exponent of a restarting job's width in its order key: the GPU
+ * time it is expected to cost in all over gpus^0.4, between the GPU time (0,
  * which left Philly 2869ce's 32-GPU gangs waiting behind every 8-GPU job:
  * 5.7 M s) and the wall time (1, which drains the VC for them first).
  * Tuned on the Philly quarter-size replay (see the commit that set it). */

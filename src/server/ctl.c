@@ -79,7 +79,6 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
             gt_telemetry_job_gone(c->tel, ev->key);
         } else if (k == GT_KIND_TASK) {
             gt_ctl_holding_del(c, ev->key);
-            gt_ledger_task_gone(c->ledger, old && old->t ? old->t->meta.uid : NULL);
         }
     } else {
         /* what this process wrote is not parsed back from the stored text */
@@ -91,6 +90,11 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
         gt_ctl_cache_put(c, k, ev->key, obj, ev->mod_rev, &old);
     }
     const struct gt_cobj *now = gt_ctl_get(c, k, ev->key);
+    if (k == GT_KIND_TASK && old && old->t->meta.uid &&
+        (!now || !now->t->meta.uid || strcmp(old->t->meta.uid, now->t->meta.uid) != 0)) {
+        /* the run is gone: deleted, or replaced by a restart's new one */
+        gt_ledger_task_gone(c->ledger, old->t->meta.uid);
+    }
     gt_feed_change(c, k, ev->key, old ? old->t : NULL, now ? now->t : NULL);
     if (k == GT_KIND_VOLUME) {
         gt_volctl_changed(c, ev->key, old ? old->t : NULL, now ? now->t : NULL);

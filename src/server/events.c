@@ -3,7 +3,7 @@
  * Event per (involved object uid, reason) with a count and lastTimestamp;
  * each is written to the store at most once per GT_EVENT_WRITE_INTERVAL_MS,
  * pending increments being flushed by a per-Event timer. A sweep every
- * minute (every half TTL when that is shorter) deletes stored Events whose
+ * minute (every half TTL when that is shorter, at least a second apart) deletes stored Events whose
  * lastTimestamp is older than --event-ttl (default an hour) and forgets
  * their in-memory state, and forgets that of
  * Events whose object was deleted since the last sweep once they are
@@ -87,6 +87,7 @@ struct entry {
 
 struct gt_events {
     struct gt_server *s;
+    int64_t ttl_ms; /* --event-ttl */
     struct gt_strmap entries;
     struct gt_strmap gone; /* uids of objects deleted since the last sweep -> "" */
     struct event *sweep;
@@ -316,8 +317,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     if (ev->s->draining) {
         return;
     }
-    struct sweep_ctx c = {
-        .ev = ev, .now_ms = gt_now_ms(), .ttl_ms = ev->s->cfg->event_ttl_s * 1000};
+    struct sweep_ctx c = {.ev = ev, .now_ms = gt_now_ms(), .ttl_ms = ev->ttl_ms};
     gt_strmap_each(&ev->entries, sweep_memory_cb, &c);
     for (size_t i = 0; i < c.n; i++) {
         entry_free(gt_strmap_del(&ev->entries, c.keys[i]));
@@ -347,7 +347,8 @@ struct gt_events *gt_events_new(struct gt_server *s)
     gt_strmap_init(&ev->gone);
     ev->sweep = event_new(s->base, -1, EV_PERSIST, on_sweep, ev);
     /* a sweep every minute, or every half TTL when that is shorter */
-    int64_t every_ms = s->cfg->event_ttl_s * 500;
+    ev->ttl_ms = s->cfg->event_ttl_s > 0 ? s->cfg->event_ttl_s * 1000 : 3600000;
+    int64_t every_ms = ev->ttl_ms / 2;
     every_ms =
         every_ms < SWEEP_INTERVAL_MS ? (every_ms < 1000 ? 1000 : every_ms) : SWEEP_INTERVAL_MS;
     struct timeval tv = {.tv_sec = every_ms / 1000, .tv_usec = (every_ms % 1000) * 1000};

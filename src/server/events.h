@@ -6,6 +6,10 @@
 
 #include "server/server_int.h"
 
+/* The recorder of s: writes through s's store, sweeps Events older than
+ * s->cfg->event_ttl_s seconds (--event-ttl; 0 or less: an hour) every
+ * minute or every half TTL, at least a second apart. Free with
+ * gt_events_free. */
 struct gt_events *gt_events_new(struct gt_server *s);
 /* Flush pending counts (shutdown) and free. */
 void gt_events_free(struct gt_events *ev);

@@ -23,12 +23,15 @@
  * nothing to count, when it starts in the window. The report's totals are the sums of the same
  * per-record shares the records listing shows, so they agree to the milli-GPU-second.
  *
- * In memory: the uids recorded of the Tasks still stored (loaded at start,
- * so a restart writes no record again; a Task's is dropped when it is
- * deleted, so this stays as small as the Tasks kept), the writes in flight, the task keys to retry,
- * and per job the gpuMilliSeconds of its recorded runs, the attained service the scheduler orders
- * by: a record written sets it for its job in the model, and each cycle the feeder adds the runs
- * still going.
+ * In memory: the uids recorded of the runs still stored as Tasks (loaded at
+ * start, so a restart writes no record again; a run's is dropped when its
+ * Task is deleted or replaced by a restart's, so this stays as small as
+ * the Tasks kept), the writes in flight, the records whose write failed
+ * (kept whole, written again at the next tick), and per job the
+ * gpuMilliSeconds of its recorded runs (one entry per job name ever
+ * recorded), the attained service the scheduler orders by: a record
+ * written sets it for its job in the model, and each cycle the feeder adds
+ * the runs still going.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +48,12 @@
 static const char marker[] = "";
 #define MARK ((void *)marker)
 
+static void write_ctx_free(void *p);
+
 struct gt_ledger {
-    struct gt_strmap recorded; /* uid of a stored Task -> MARK: its record is stored */
+    struct gt_strmap recorded; /* uid of a stored Task's run -> MARK: its record is stored */
     struct gt_strmap inflight; /* task uid -> MARK: its record is being written */
-    struct gt_strmap retry;    /* task key -> MARK: write again at the next tick */
+    struct gt_strmap retry;    /* run uid -> struct write_ctx: write again at the next tick */
     struct gt_strmap job_ms;   /* "project/job" -> int64_t *: its recorded gpuMilliSeconds */
 };
 
@@ -130,7 +135,7 @@ void gt_ledger_free(struct gt_ledger *l)
     if (l) {
         gt_strmap_fini(&l->recorded, NULL);
         gt_strmap_fini(&l->inflight, NULL);
-        gt_strmap_fini(&l->retry, NULL);
+        gt_strmap_fini(&l->retry, write_ctx_free);
         gt_strmap_fini(&l->job_ms, free);
         free(l);
     }
@@ -195,16 +200,52 @@ static json_t *record_of(struct gt_ctl *c, const struct gt_api_task *t)
                      "utilizedGpuMilliSeconds", (json_int_t)used);
 }
 
+/* A run's record being written, or kept to be written again: its text,
+ * made once (the utilisation samples are taken with it), so a retry does
+ * not depend on the Task being still cached, or still this run. */
 struct write_ctx {
     struct gt_ctl *c;
     char *uid;
     char *task_key;
     char *job_id; /* NULL: the run belongs to no job */
+    char *key;    /* GT_LEDGER_PREFIX uid */
+    struct gt_buf text;
     int64_t gpu_ms;
     int64_t submit_ns;
 };
 
-/* The write w ended with rc (err: why it failed); frees w. */
+static void write_ctx_free(void *p)
+{
+    struct write_ctx *w = p;
+    if (w) {
+        free(w->uid);
+        free(w->task_key);
+        free(w->job_id);
+        free(w->key);
+        gt_buf_fini(&w->text);
+        free(w);
+    }
+}
+
+static void write_end(struct write_ctx *w, int rc, const struct gt_err *err);
+static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg);
+
+/* Submit w's record (w in flight until write_end). */
+static void write_submit(struct write_ctx *w)
+{
+    gt_strmap_put(&w->c->ledger->inflight, w->uid, MARK);
+    w->submit_ns = gt_now_ns();
+    int rc = gt_server_write(w->c->s, true, GT_STORE_CREATE, w->key, w->text.data, w->text.len, 0,
+                             write_done, w);
+    if (rc) {
+        struct gt_err err = {0};
+        gt_err_set(&err, rc, "the store refused the write");
+        write_end(w, rc, &err);
+    }
+}
+
+/* The write w ended with rc (err: why it failed): frees w, or keeps it in
+ * l->retry. */
 static void write_end(struct write_ctx *w, int rc, const struct gt_err *err)
 {
     struct gt_ledger *l = w->c->ledger;
@@ -225,14 +266,12 @@ static void write_end(struct write_ctx *w, int rc, const struct gt_err *err)
                                       NULL);
         }
     } else {
-        gt_log_warn("ledger record not written; retrying", "task=%s err=\"%s\"", w->task_key,
-                    err ? err->msg : "");
-        gt_strmap_put(&l->retry, w->task_key, MARK);
+        gt_log_warn("ledger record not written; retrying", "task=%s uid=%s err=\"%s\"", w->task_key,
+                    w->uid, err ? err->msg : "");
+        gt_strmap_put(&l->retry, w->uid, w);
+        return;
     }
-    free(w->uid);
-    free(w->task_key);
-    free(w->job_id);
-    free(w);
+    write_ctx_free(w);
 }
 
 static void write_done(int rc, int64_t rev, const struct gt_err *err, void *arg)
@@ -250,7 +289,8 @@ void gt_ledger_note_task(struct gt_ctl *c, const char *key)
     const struct gt_api_task *t = o ? gt_cobj_task(o) : NULL;
     const char *uid = t ? t->o.meta.uid : NULL;
     if (!uid || !gt_api_task_phase_terminal((enum gt_task_phase)t->status.phase) ||
-        gt_strmap_get(&l->recorded, uid) || gt_strmap_get(&l->inflight, uid)) {
+        gt_strmap_get(&l->recorded, uid) || gt_strmap_get(&l->inflight, uid) ||
+        gt_strmap_get(&l->retry, uid)) {
         return;
     }
     json_t *rec = record_of(c, t);
@@ -258,34 +298,25 @@ void gt_ledger_note_task(struct gt_ctl *c, const char *key)
         gt_telemetry_task_take(c->tel, uid);
         return;
     }
-    struct gt_buf b;
-    gt_buf_init(&b);
-    gt_api_encode_json(&b, rec);
-    char *rkey = gt_xasprintf(GT_LEDGER_PREFIX "%s", uid);
     struct write_ctx *w = gt_xcalloc(1, sizeof(*w));
     w->c = c;
     w->uid = gt_xstrdup(uid);
     w->task_key = gt_xstrdup(key);
     w->job_id =
         t->spec.job && t->spec.job[0] ? record_job_id(t->o.meta.project, t->spec.job) : NULL;
+    w->key = gt_xasprintf(GT_LEDGER_PREFIX "%s", uid);
+    gt_buf_init(&w->text);
+    gt_api_encode_json(&w->text, rec);
     w->gpu_ms = json_integer_value(json_object_get(rec, "gpuMilliSeconds"));
-    w->submit_ns = gt_now_ns();
     json_decref(rec);
-    gt_strmap_put(&l->inflight, uid, MARK);
-    int rc = gt_server_write(c->s, true, GT_STORE_CREATE, rkey, b.data, b.len, 0, write_done, w);
-    if (rc) {
-        struct gt_err err = {0};
-        gt_err_set(&err, rc, "the store refused the write");
-        write_end(w, rc, &err);
-    }
-    free(rkey);
-    gt_buf_fini(&b);
+    write_submit(w);
 }
 
 static int retry_cb(const char *key, void *val, void *arg)
 {
-    (void)val;
-    gt_ledger_note_task(arg, key);
+    (void)key;
+    (void)arg;
+    write_submit(val);
     return 0;
 }
 

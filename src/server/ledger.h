@@ -13,7 +13,10 @@
 struct gt_ledger;
 
 /* The ledger of c: the runs already recorded, read from c's store (0, or
- * the store's error with err). Free with gt_ledger_free (NULL is fine). */
+ * the store's error with err): per job their service, and which runs of
+ * the Tasks in c's cache are recorded; so c's cache must hold the stored
+ * Tasks first, or their runs would be recorded (and counted) again. Free
+ * with gt_ledger_free (NULL is fine). */
 int gt_ledger_open(struct gt_ctl *c, struct gt_ledger **out, struct gt_err *err);
 void gt_ledger_free(struct gt_ledger *l);
 
@@ -21,10 +24,11 @@ void gt_ledger_free(struct gt_ledger *l);
  * that held GPUs and has no record yet, write one (from its boundTime to
  * its finishTime, each GPU by model and milli, with the utilised GPU time
  * of its samples, gt_telemetry_task_take). A failed write is retried by
- * gt_ledger_tick. */
+ * gt_ledger_tick with the same record, whatever became of the Task. */
 void gt_ledger_note_task(struct gt_ctl *c, const char *key);
-/* The Task of uid was deleted: forget that its run is recorded (it cannot
- * be noted again). l may be NULL. */
+/* The run of uid is gone (its Task deleted, or replaced by a restart's new
+ * run): forget that its run is recorded, as it cannot be noted again. l
+ * may be NULL. */
 void gt_ledger_task_gone(struct gt_ledger *l, const char *uid);
 /* Once a second: retry the records whose write failed. */
 void gt_ledger_tick(struct gt_ctl *c);

@@ -6,8 +6,8 @@ Failed (BackoffLimitExceeded) after exactly 3 runs, with the back-off
 between runs, each run a new uid whose status.previous names the last;
 ExitCode fails at once on exit 2; a failed worker stops its master and
 leaves no GPU held; bound tasks get ports and the PyTorch environment.
-With --event-ttl 2, a job's Events are deleted 2 s after their last
-occurrence while the job itself stays.
+With --event-ttl 5, a job's Events are deleted 5 s after their last
+occurrence (lastTimestamp, whole seconds) while the job itself stays.
 """
 import time
 
@@ -113,7 +113,7 @@ class JobsTest(tc.ControllerTest):
 
 
 class EventTtlTest(JobsTest):
-    gantryd_args = ("--restart-backoff-ms", str(BACKOFF_MS), "--event-ttl", "2")
+    gantryd_args = ("--restart-backoff-ms", str(BACKOFF_MS), "--event-ttl", "5")
     test_on_failure_backoff_limit = test_exit_code_permanent_and_worker_stops_master = None
 
     def test_events_expire_after_the_ttl(self):
@@ -121,10 +121,10 @@ class EventTtlTest(JobsTest):
         self.assertEqual(self.g.request("POST", P + "/jobs", job("ttl", "ExitCode"))[0], 201)
         self.wait("Failed", lambda: self.cond("ttl").get("type") == "Failed", timeout=15)
         self.wait("the failure's Event", lambda: "TaskFailed" in self.job_events("ttl"))
-        # swept every second (half the TTL): gone within the TTL and a sweep
+        # swept every 2.5 s (half the TTL): gone within the TTL and a sweep
         t0 = time.time()
-        self.wait("Events expired", lambda: not self.job_events("ttl"), timeout=15)
-        self.assertLess(time.time() - t0, 10)
+        self.wait("Events expired", lambda: not self.job_events("ttl"), timeout=30)
+        self.assertLess(time.time() - t0, 20)
         self.assertEqual(self.cond("ttl").get("type"), "Failed")  # the job stays
 
 
