@@ -12,6 +12,7 @@
  * gt_ctl_written) is cached as the JSON value it encoded, not parsed back
  * from the watch event's text.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -303,9 +304,37 @@ void gt_ctl_holding_map_free(void *p)
     }
 }
 
+/* Count task t's run in (sign 1) or out of (-1) its job's c->holding_jobs
+ * entry: a task of a job, with a boundTime. */
+static void run_sum_add(struct gt_ctl *c, const struct gt_api_task *t, int sign)
+{
+    int64_t bound_ms;
+    if (!t->spec.job || !t->status.bound_time || gt_time_parse(t->status.bound_time, &bound_ms)) {
+        return;
+    }
+    int64_t milli = 0;
+    for (size_t i = 0; i < t->spec.gpus.n; i++) {
+        milli += t->spec.gpus.v[i].milli == GT_API_UNSET ? 1000 : t->spec.gpus.v[i].milli;
+    }
+    char id[600];
+    snprintf(id, sizeof(id), "%s/%s", t->o.meta.project, t->spec.job);
+    struct gt_run_sum *sum = gt_strmap_get(&c->holding_jobs, id);
+    if (!sum) {
+        sum = gt_xcalloc(1, sizeof(*sum));
+        gt_strmap_put(&c->holding_jobs, id, sum);
+    }
+    sum->tasks += sign;
+    sum->milli += sign * milli;
+    sum->milli_bound += (__int128)sign * milli * bound_ms;
+    if (sum->tasks <= 0) {
+        free(gt_strmap_del(&c->holding_jobs, id));
+    }
+}
+
 static void holding_add(struct gt_ctl *c, const char *key, const struct gt_cobj *o)
 {
     gt_strmap_put(&c->holding, key, (void *)o);
+    run_sum_add(c, gt_cobj_task(o), 1);
     const char *node = gt_cobj_task(o)->spec.node_name;
     if (!node) {
         return;
@@ -322,6 +351,9 @@ static void holding_add(struct gt_ctl *c, const char *key, const struct gt_cobj 
 void gt_ctl_holding_del(struct gt_ctl *c, const char *key)
 {
     const struct gt_cobj *was = gt_strmap_del(&c->holding, key);
+    if (was) {
+        run_sum_add(c, gt_cobj_task(was), -1);
+    }
     const char *node = was ? gt_cobj_task(was)->spec.node_name : NULL;
     struct gt_strmap *m = node ? gt_strmap_get(&c->holding_on, node) : NULL;
     if (m) {

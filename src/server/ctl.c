@@ -439,6 +439,7 @@ struct gt_ctl *gt_ctl_new(struct gt_server *s)
         gt_strmap_init(&c->objs[k]);
     }
     gt_strmap_init(&c->holding);
+    gt_strmap_init(&c->holding_jobs);
     gt_strmap_init(&c->holding_on);
     gt_strmap_init(&c->inflight);
     gt_strmap_init(&c->dirty_jobs);
@@ -542,6 +543,7 @@ void gt_ctl_free(struct gt_ctl *c)
         gt_strmap_fini(&c->objs[k], gt_cobj_free);
     }
     gt_strmap_fini(&c->holding, NULL);
+    gt_strmap_fini(&c->holding_jobs, free);
     gt_strmap_fini(&c->holding_on, gt_ctl_holding_map_free);
     gt_strmap_fini(&c->inflight, NULL);
     gt_strmap_fini(&c->dirty_jobs, NULL);

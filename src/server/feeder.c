@@ -751,62 +751,33 @@ static int seen_cb(const char *key, void *val, void *arg)
     return 0;
 }
 
-/* The jobs' runs still going at now_ms, GPU-ms per job model id. */
 struct running_ctx {
-    struct gt_strmap job_ms; /* "project/job" -> int64_t * */
+    struct gt_ctl *c;
     int64_t now_ms;
 };
 
-static int running_cb(const char *key, void *val, void *arg)
-{
-    (void)key;
-    struct running_ctx *x = arg;
-    const struct gt_api_task *t = gt_cobj_task(val);
-    int64_t bound_ms;
-    if (!t->spec.job || !t->status.bound_time || gt_time_parse(t->status.bound_time, &bound_ms) ||
-        bound_ms >= x->now_ms) {
-        return 0;
-    }
-    int64_t milli = 0;
-    for (size_t i = 0; i < t->spec.gpus.n; i++) {
-        milli += t->spec.gpus.v[i].milli == GT_API_UNSET ? 1000 : t->spec.gpus.v[i].milli;
-    }
-    char id[600];
-    snprintf(id, sizeof(id), "%s/%s", t->o.meta.project, t->spec.job);
-    int64_t *sum = gt_strmap_get(&x->job_ms, id);
-    if (!sum) {
-        sum = gt_xcalloc(1, sizeof(*sum));
-        gt_strmap_put(&x->job_ms, id, sum);
-    }
-    /* milli-GPU x ms / 1000 = GPU-ms, as the ledger's milli-GPU x s */
-    int64_t ms;
-    if (gt_mul_i64(milli, x->now_ms - bound_ms, &ms) < 0 || gt_add_i64(*sum, ms / 1000, sum) < 0) {
-        *sum = INT64_MAX;
-    }
-    return 0;
-}
-
 static int attained_cb(const char *id, void *val, void *arg)
 {
-    struct gt_ctl *c = arg;
-    int64_t total;
-    if (gt_add_i64(gt_ledger_job_gpu_ms(c->ledger, id), *(int64_t *)val, &total) < 0) {
-        total = INT64_MAX;
-    }
-    gt_sched_job_set_attained(c->model, id, total, NULL);
+    struct running_ctx *x = arg;
+    const struct gt_run_sum *sum = val;
+    /* milli-GPU x ms / 1000 = GPU-ms, as the ledger's milli-GPU x s; a run
+     * bound later than now (another replica's clock) counts nothing */
+    __int128 ms = ((__int128)sum->milli * x->now_ms - sum->milli_bound) / 1000;
+    ms = ms < 0 ? 0 : ms;
+    __int128 total = ms + gt_ledger_job_gpu_ms(x->c->ledger, id);
+    gt_sched_job_set_attained(x->c->model, id, total > INT64_MAX ? INT64_MAX : (int64_t)total,
+                              NULL);
     return 0;
 }
 
 /* Every job holding GPUs: its attained service, the ledger's recorded runs
  * and those still going (a job that holds none keeps what the ledger set
- * when it recorded its last run). Costs what holds GPUs, not the queue. */
+ * when it recorded its last run). Costs the jobs holding GPUs, not their
+ * tasks nor the queue (c->holding_jobs sums their runs). */
 static void feed_running_service(struct gt_ctl *c, int64_t now_ms)
 {
-    struct running_ctx x = {.now_ms = now_ms};
-    gt_strmap_init(&x.job_ms);
-    gt_strmap_each(&c->holding, running_cb, &x);
-    gt_strmap_each(&x.job_ms, attained_cb, c);
-    gt_strmap_fini(&x.job_ms, free);
+    struct running_ctx x = {.c = c, .now_ms = now_ms};
+    gt_strmap_each(&c->holding_jobs, attained_cb, &x);
 }
 
 void gt_feed_cycle(struct gt_ctl *c)

@@ -184,6 +184,16 @@ static inline const struct gt_api_node *gt_cobj_node(const struct gt_cobj *o)
 struct gt_telemetry;
 struct gt_ledger;
 
+/* The runs of one job's tasks in c->holding that have a boundTime: their
+ * GPUs (milli) and the sum of each one's milli x boundTime (ms since the
+ * epoch), so that the GPU-ms they have served by now is
+ * (milli x now - milli_bound) / 1000 without visiting the tasks. */
+struct gt_run_sum {
+    int64_t tasks;
+    int64_t milli;
+    __int128 milli_bound;
+};
+
 struct gt_ctl {
     struct gt_server *s;
     struct gt_telemetry *tel;             /* scalars and utilisation history (telemetry.c) */
@@ -191,6 +201,7 @@ struct gt_ctl {
     struct gt_strmap objs[GT_KIND_COUNT]; /* key -> struct gt_cobj (no Events) */
     struct gt_strmap holding;      /* task key -> its cobj (borrowed): tasks holding a node */
     struct gt_strmap holding_on;   /* node name -> struct gt_strmap * of its part of holding */
+    struct gt_strmap holding_jobs; /* "project/job" -> struct gt_run_sum of its part of holding */
     struct gt_strmap inflight;     /* key -> count of controller writes in flight */
     struct gt_strmap dirty_jobs;   /* job keys to reconcile this turn */
     struct gt_strmap dirty_tasks;  /* task keys to reconcile this turn */

@@ -600,6 +600,58 @@ static void test_ledger_service_orders_jobs(void **state)
     env_close(&e);
 }
 
+/* A task of job j holding GPUs in its cache entry: index0 (milli m0) and
+ * index1 (milli m1, 0: none), bound at bound, in phase. */
+static void put_task(struct gt_ctl *c, const char *name, const char *phase, const char *bound,
+                     int m0, int m1)
+{
+    char *text = gt_xasprintf(
+        "{\"apiVersion\":\"gantry.dev/v1\",\"kind\":\"Task\",\"metadata\":{\"name\":\"%s\","
+        "\"project\":\"p\",\"uid\":\"u-%s\"},\"spec\":{\"job\":\"j\",\"nodeName\":\"n1\","
+        "\"template\":{\"command\":[\"x\"]},\"gpus\":[{\"index\":0,\"milli\":%d}%s]},"
+        "\"status\":{\"phase\":\"%s\",\"boundTime\":\"%s\"}}",
+        name, name, m0, m1 ? ",{\"index\":1,\"milli\":1000}" : "", phase, bound);
+    char *key = gt_xasprintf("/tasks/p/%s", name);
+    struct gt_cobj *old = NULL;
+    gt_ctl_cache_put(c, GT_KIND_TASK, key, json_loads(text, 0, NULL), 1, &old);
+    gt_cobj_free(old);
+    free(key);
+    free(text);
+}
+
+/* The running service of a job's tasks holding GPUs is summed as they
+ * enter and leave c->holding: GPUs in milli and milli x boundTime, so a
+ * cycle costs the jobs, not their tasks. */
+static void test_holding_jobs_sum(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e);
+    struct gt_ctl *c = e.s.ctl;
+    int64_t t0;
+    assert_int_equal(gt_time_parse("2026-01-01T00:00:00Z", &t0), 0);
+    put_task(c, "a", "Running", "2026-01-01T00:00:00Z", 1000, 1000);
+    put_task(c, "b", "Bound", "2026-01-01T00:00:10Z", 500, 0);
+    const struct gt_run_sum *sum = gt_strmap_get(&c->holding_jobs, "p/j");
+    assert_non_null(sum);
+    assert_int_equal(sum->tasks, 2);
+    assert_int_equal(sum->milli, 2500);
+    /* at t0 + 20 s: a served 2 GPUs x 20 s, b 0.5 x 10 s: 45,000 GPU-ms */
+    int64_t now = t0 + 20000;
+    assert_true((__int128)sum->milli * now - sum->milli_bound == (__int128)45000 * 1000);
+    /* b's status update leaves the sum as it was; a's end takes it out */
+    put_task(c, "b", "Running", "2026-01-01T00:00:10Z", 500, 0);
+    put_task(c, "a", "Succeeded", "2026-01-01T00:00:00Z", 1000, 1000);
+    sum = gt_strmap_get(&c->holding_jobs, "p/j");
+    assert_non_null(sum);
+    assert_int_equal(sum->tasks, 1);
+    assert_int_equal(sum->milli, 500);
+    assert_true(sum->milli_bound == (__int128)500 * (t0 + 10000));
+    gt_ctl_holding_del(c, "/tasks/p/b");
+    assert_null(gt_strmap_get(&c->holding_jobs, "p/j"));
+    env_close(&e);
+}
+
 static void test_ctl_hooks(void **state)
 {
     (void)state;
@@ -658,6 +710,7 @@ int main(void)
         cmocka_unit_test(test_cache_takes_written_object),
         cmocka_unit_test(test_ctl_hooks),
         cmocka_unit_test(test_ledger_service_orders_jobs),
+        cmocka_unit_test(test_holding_jobs_sum),
         cmocka_unit_test(test_topology_verdict_and_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
