@@ -62,6 +62,10 @@ static const struct gt_config_opt opts[] = {
      "seconds without a heartbeat after which a node is lost and its tasks fail"},
     {"port-range", GT_CONFIG_STR, OFF(port_range), "30000-32767", 0, 0, false,
      "LOW-HIGH: each node's ports for tasks (MASTER_PORT, TF_CONFIG, template.ports)"},
+    {"terminated-task-gc-threshold", GT_CONFIG_INT, OFF(terminated_task_gc), "12500", 0, 100000000,
+     false,
+     "terminated Tasks of finished jobs kept before the oldest (by finishTime) are deleted, as "
+     "kube-controller-manager's --terminated-pod-gc-threshold; 0: never"},
     {"restart-backoff-ms", GT_CONFIG_INT, OFF(restart_backoff_ms), "10000", 1, 3600000, false,
      "back-off before a job's first restart; doubles per restart up to 30 times this"},
     {"notebook-idle-timeout", GT_CONFIG_INT, OFF(notebook_idle_timeout_s), "3600", 1, 31536000,

@@ -411,10 +411,10 @@ static void serve_hook(struct gt_ctl *c, struct gt_req *r, int method, const str
 
 /* The controllers' /metrics series: the scheduler's (feeder.c), then the
  * state of the cached objects (statemetrics.c). */
-static void metrics_hook(const struct gt_ctl *c, struct gt_buf *out)
+static void metrics_hook(const struct gt_ctl *c, struct gt_buf *out, struct evbuffer *spill)
 {
     gt_feed_metrics(c, out);
-    gt_ctl_render_metrics(c, out);
+    gt_ctl_render_metrics(c, out, spill);
 }
 
 static const struct gt_ctl_hooks hooks = {

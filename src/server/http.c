@@ -546,13 +546,16 @@ static void serve_plain(struct gt_req *r, enum evhttp_cmd_type cmd, const char *
         return;
     }
     if (r->route.type == GT_ROUTE_METRICS) {
+        /* built in the reply's buffer, a block at a time: the state series
+         * are a few KiB per job and task */
+        struct evbuffer *body = evhttp_request_get_output_buffer(r->req);
         struct gt_buf b;
         gt_buf_init(&b);
         gt_metrics_render(&r->s->metrics, &b);
         gt_server_leader_metrics(r->s, &b);
         gt_rcache_metrics(r->s->rcache, &b);
         if (r->s->ctl_hooks && r->s->ctl_hooks->metrics) {
-            r->s->ctl_hooks->metrics(r->s->ctl, &b);
+            r->s->ctl_hooks->metrics(r->s->ctl, &b, body);
         }
         gt_req_reply_as(r, 200, "text/plain; version=0.0.4", b.data, b.len);
         gt_buf_fini(&b);

@@ -9,7 +9,9 @@
  * name, new uid, status.previous naming the old run's uid and node. A
  * finished job stops the tasks it still has (reason JobFinished or
  * DeadlineExceeded) and deletes finished ones as cleanPodPolicy says; a
- * job past ttlSecondsAfterFinished is deleted. A deleted job
+ * job past ttlSecondsAfterFinished is deleted. The ended Tasks of finished
+ * jobs beyond --terminated-task-gc-threshold are deleted, oldest first
+ * (collect_tasks). A deleted job
  * (deletionTimestamp) stops its tasks, deletes each once it is Pending or
  * terminal, and goes when none is left. The task controller finishes what
  * the agent cannot: a Pending task that was stopped is recorded Failed with
@@ -483,10 +485,88 @@ static int held_cb(const char *key, void *val, void *arg)
     return (int64_t)(intptr_t)val <= gt_now_ms() ? tick_cb(key, val, arg) : 0;
 }
 
+/* ---- the terminated-task collector ---- */
+
+/* A pass every TASK_GC_PERIOD_MS deletes at most TASK_GC_MAX_PER_PASS. */
+#define TASK_GC_PERIOD_MS 2000
+#define TASK_GC_MAX_PER_PASS 5000
+
+struct gc_scan {
+    struct gt_ctl *c;
+    const struct gt_cobj **v; /* the tasks it may delete */
+    size_t n, cap;
+};
+
+/* A task the collector may delete: terminal, not being written or
+ * deleted, its job finished or gone (an unfinished job's controller
+ * counts its ended tasks). */
+static int gc_scan_cb(const char *key, void *val, void *arg)
+{
+    struct gc_scan *g = arg;
+    const struct gt_api_task *t = gt_cobj_task(val);
+    if (!gt_api_task_phase_terminal(phase_of(t)) || t->o.meta.deletion_timestamp ||
+        gt_ctl_busy(g->c, key) || !t->o.meta.project || !t->spec.job) {
+        return 0;
+    }
+    char jkey[512];
+    int n = snprintf(jkey, sizeof(jkey), "/jobs/%s/%s", t->o.meta.project, t->spec.job);
+    const struct gt_cobj *j =
+        n > 0 && (size_t)n < sizeof(jkey) ? gt_ctl_get(g->c, GT_KIND_JOB, jkey) : NULL;
+    if (j && !gt_job_finished(gt_cobj_job(j))) {
+        return 0;
+    }
+    GT_VEC_RESERVE(g->v, g->cap, g->n + 1, 1024);
+    g->v[g->n++] = val;
+    return 0;
+}
+
+/* Oldest end first (RFC 3339 UTC times order as strings; none first),
+ * then by key. */
+static int gc_older(const void *a, const void *b)
+{
+    const struct gt_cobj *x = *(const struct gt_cobj *const *)a;
+    const struct gt_cobj *y = *(const struct gt_cobj *const *)b;
+    const char *fx = gt_cobj_task(x)->status.finish_time;
+    const char *fy = gt_cobj_task(y)->status.finish_time;
+    int d = strcmp(fx ? fx : "", fy ? fy : "");
+    return d ? d : strcmp(x->key, y->key);
+}
+
+/* kube-controller-manager's PodGC for Tasks: when more terminated Tasks
+ * of finished (or deleted) jobs are cached than
+ * --terminated-task-gc-threshold, delete the oldest ends down to it. The
+ * jobs keep their status (replicaStatuses' counts stay: jobs.c); the
+ * runs' GPU time is in the ledger already. Without it every finished
+ * job's Task stays in the store and in this cache for good. */
+static void collect_tasks(struct gt_ctl *c)
+{
+    int64_t keep = c->s->cfg->terminated_task_gc;
+    int64_t now = gt_now_ms();
+    if (keep <= 0 || now - c->task_gc_ms < TASK_GC_PERIOD_MS ||
+        c->objs[GT_KIND_TASK].n <= (size_t)keep) {
+        return;
+    }
+    c->task_gc_ms = now;
+    struct gc_scan g = {.c = c};
+    gt_strmap_each(&c->objs[GT_KIND_TASK], gc_scan_cb, &g);
+    if (g.n > (size_t)keep) {
+        qsort(g.v, g.n, sizeof(*g.v), gc_older);
+        size_t n = g.n - (size_t)keep;
+        n = n < TASK_GC_MAX_PER_PASS ? n : TASK_GC_MAX_PER_PASS;
+        for (size_t i = 0; i < n; i++) {
+            gt_ctl_write(c, GT_STORE_DELETE, g.v[i]->key, NULL, g.v[i]->rev, NULL, NULL);
+        }
+        gt_log_info("terminated tasks collected", "deleted=%zu terminated=%zu threshold=%lld", n,
+                    g.n, (long long)keep);
+    }
+    free(g.v);
+}
+
 void gt_jobctl_tick(struct gt_ctl *c)
 {
     gt_strmap_each(&c->timed, tick_cb, c);
     gt_strmap_each(&c->held_queued, held_cb, c);
+    collect_tasks(c);
 }
 
 /* ---- admission and delete ---- */

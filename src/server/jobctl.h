@@ -27,7 +27,9 @@ bool gt_jobctl_soft_delete(struct gt_ctl *c, enum gt_kind kind, json_t *stored);
 int gt_jobctl_check_update(struct gt_ctl *c, const struct gt_api_job *job, struct gt_err *err);
 /* Mark the jobs whose next step is due by time (deadline, back-off, ttl,
  * a held-back Queued status); every second. Visits only c->timed and
- * c->held_queued, not every job. */
+ * c->held_queued, not every job; every 2 s while more Tasks are cached
+ * than --terminated-task-gc-threshold, visits every Task and deletes the
+ * oldest ended ones of finished jobs beyond it (at most 5,000 a pass). */
 void gt_jobctl_tick(struct gt_ctl *c);
 
 #endif

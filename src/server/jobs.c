@@ -491,6 +491,7 @@ struct old_status {
     const json_t *conds_json;
     const struct gt_api_job_status *typed;
     const json_t *replica_json;
+    bool finished; /* a final condition is True */
 };
 
 static bool same_str(const char *a, const char *b)
@@ -580,6 +581,13 @@ static void count_tasks(const struct gt_api_job *job, const struct old_status *o
             }
         }
         const struct gt_api_replica_status *was = old_replica(old, type);
+        if (was && old->finished) {
+            /* a finished job's tasks may be deleted (cleanPodPolicy, the
+             * terminated-task collector): the counts of its ends stay, as
+             * the training operator keeps them */
+            succeeded = succeeded > was->succeeded ? succeeded : was->succeeded;
+            failed = failed > was->failed ? failed : was->failed;
+        }
         if (was && was->active == active && was->succeeded == succeeded && was->failed == failed) {
             /* unchanged (all three counts, which are all it has): shared */
             json_object_set(replica_statuses, type, json_object_get(old->replica_json, type));
@@ -700,6 +708,7 @@ json_t *gt_job_derive_status(const struct gt_api_job *job, const struct gt_api_t
         .conds_json = gt_api_conditions_json(job->o.json),
         .typed = &job->status,
         .replica_json = gt_json_path(job->o.json, "status.replicaStatuses"),
+        .finished = gt_job_finished(job),
     };
     char now[32];
     gt_time_format(now_ms, now, sizeof(now));

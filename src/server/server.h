@@ -41,6 +41,7 @@ struct gt_server_config {
     int64_t node_grace_s;       /* --node-grace SECONDS without heartbeat: node lost */
     char *port_range;           /* --port-range LOW-HIGH: ports handed to tasks per node */
     int64_t restart_backoff_ms; /* --restart-backoff-ms: first restart back-off (doubles) */
+    int64_t terminated_task_gc; /* --terminated-task-gc-threshold N (0: none; jobctl.c) */
     int64_t notebook_idle_timeout_s;     /* --notebook-idle-timeout SECONDS: cluster default */
     int64_t notebook_check_ms;           /* --notebook-check-interval-ms: culler period */
     int64_t notebook_cpu_idle_milli;     /* --notebook-cpu-idle-milli: CPU use that is activity */

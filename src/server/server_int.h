@@ -13,6 +13,7 @@
 #ifndef GT_SERVER_INT_H
 #define GT_SERVER_INT_H
 
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
 
@@ -33,6 +34,10 @@ struct evkeyvalq;
 /* A create's preparation (struct gt_ctl_hooks.prepare) finished: rc 0 and
  * the object is ready to store, or the error with err. */
 typedef void (*gt_prepared_fn)(void *arg, int rc, const struct gt_err *err);
+
+/* The block size in which a /metrics answer is built (struct
+ * gt_ctl_hooks.metrics). */
+#define GT_METRICS_SPILL_BYTES (64 * 1024)
 
 /* What the transport (HTTP, routes, auth, watch: write.c, reply.c) asks
  * of the controllers, which register this table in struct gt_server when
@@ -75,8 +80,11 @@ struct gt_ctl_hooks {
      * /projects/P/notebooks/N/...): true if it took r (and frees it). */
     bool (*proxy)(struct gt_ctl *c, struct gt_req *r, const char *path);
     /* Append the controllers' own series to a /metrics answer (Prometheus
-     * text format). */
-    void (*metrics)(const struct gt_ctl *c, struct gt_buf *out);
+     * text format) in out; with spill (may be NULL), out's bytes move to
+     * spill whenever they pass GT_METRICS_SPILL_BYTES, so that a large
+     * cluster's answer (a few KiB per job) is not also built as one
+     * growing block beside it. */
+    void (*metrics)(const struct gt_ctl *c, struct gt_buf *out, struct evbuffer *spill);
     /* A request the controllers answer themselves (authenticated, r->user
      * set): the usage, usagerecords, jobstats and nodestats routes and the scalars,
      * history and telemetry subresources. method is an evhttp_cmd_type,
@@ -219,6 +227,7 @@ struct gt_ctl {
     void (*event)(struct gt_ctl *c, const struct gt_kind_info *kind,
                   const struct gt_store_event *ev);
     struct gt_strmap timed; /* job keys whose next step is due by time (gt_jobctl_tick) */
+    int64_t task_gc_ms;     /* the terminated-task collector's last pass (jobctl.c) */
     /* job keys of cached jobs not finished: those the tick's retry of jobs
      * missing from the model visits (all jobs, finished ones kept, would
      * cost a scan of every job every second) */

@@ -23,7 +23,9 @@ static const char *const job_phases[] = {"Created",   "Queued",    "Running", "R
 struct render {
     const struct gt_ctl *c;
     struct gt_buf *out;
-    int family; /* which pass over the objects */
+    struct evbuffer *spill; /* or NULL */
+    gt_strmap_fn fn;        /* the family's per-object renderer */
+    int family;             /* which pass over the objects */
 };
 
 static const char *job_phase(const struct gt_api_job *job)
@@ -219,13 +221,27 @@ static const struct family {
      "What the department's bound, running and terminating tasks hold per resource."},
 };
 
-void gt_ctl_render_metrics(const struct gt_ctl *c, struct gt_buf *out)
+/* One object of a family, then out's bytes to spill once they pass
+ * GT_METRICS_SPILL_BYTES. */
+static int spill_cb(const char *key, void *val, void *arg)
 {
-    struct render r = {.c = c, .out = out};
+    struct render *r = arg;
+    r->fn(key, val, r);
+    if (r->spill && r->out->len >= GT_METRICS_SPILL_BYTES) {
+        evbuffer_add(r->spill, r->out->data, r->out->len);
+        gt_buf_reset(r->out);
+    }
+    return 0;
+}
+
+void gt_ctl_render_metrics(const struct gt_ctl *c, struct gt_buf *out, struct evbuffer *spill)
+{
+    struct render r = {.c = c, .out = out, .spill = spill};
     for (size_t i = 0; i < GT_ARRAY_LEN(families); i++) {
         const struct family *f = &families[i];
         gt_prom_family(out, f->name, f->type, f->help);
         r.family = f->family;
-        gt_strmap_each(&c->objs[f->kind], f->fn, &r);
+        r.fn = f->fn;
+        gt_strmap_each(&c->objs[f->kind], spill_cb, &r);
     }
 }

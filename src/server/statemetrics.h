@@ -8,7 +8,8 @@
 
 /* Append the state series (jobs, tasks, nodes, departments; docs/metrics.md)
  * computed from c's cache and scheduler model to out, in the Prometheus
- * text format. */
-void gt_ctl_render_metrics(const struct gt_ctl *c, struct gt_buf *out);
+ * text format; with spill (may be NULL), out's bytes are moved to spill
+ * whenever they pass GT_METRICS_SPILL_BYTES (struct gt_ctl_hooks.metrics). */
+void gt_ctl_render_metrics(const struct gt_ctl *c, struct gt_buf *out, struct evbuffer *spill);
 
 #endif

@@ -8,6 +8,9 @@ ExitCode fails at once on exit 2; a failed worker stops its master and
 leaves no GPU held; bound tasks get ports and the PyTorch environment.
 With --event-ttl 5, a job's Events are deleted 5 s after their last
 occurrence (lastTimestamp, whole seconds) while the job itself stays.
+With --terminated-task-gc-threshold 2, the ended Tasks of finished jobs
+beyond two are deleted oldest first, the jobs keep their status and
+counts, and an unfinished job's ended Task stays.
 """
 import time
 
@@ -126,6 +129,39 @@ class EventTtlTest(JobsTest):
         self.wait("Events expired", lambda: not self.job_events("ttl"), timeout=30)
         self.assertLess(time.time() - t0, 20)
         self.assertEqual(self.cond("ttl").get("type"), "Failed")  # the job stays
+
+
+class TaskGcTest(JobsTest):
+    gantryd_args = ("--restart-backoff-ms", str(BACKOFF_MS), "--terminated-task-gc-threshold", "2")
+    test_on_failure_backoff_limit = test_exit_code_permanent_and_worker_stops_master = None
+
+    def task_names(self):
+        return {t["metadata"]["name"] for t in self.get(P + "/tasks")["items"]}
+
+    def test_oldest_ended_tasks_of_finished_jobs_go(self):
+        # a running job whose worker has ended: its job still counts it
+        self.agent.finish.add("live-worker-0")
+        self.assertEqual(self.g.request("POST", P + "/jobs", job("live", "Never", 1))[0], 201)
+        self.wait("live worker ended", lambda: self.phase("live-worker-0") == "Succeeded")
+        names = ["gc%d" % i for i in range(4)]
+        for n in names:
+            self.agent.finish.add(n + "-master-0")
+            self.assertEqual(self.g.request("POST", P + "/jobs", job(n, "Never"))[0], 201)
+            self.wait(n + " Succeeded", lambda: self.cond(n).get("type") == "Succeeded",
+                      timeout=15)
+            time.sleep(1.1)  # finishTime has whole seconds: an order to keep
+        kept = {"gc2-master-0", "gc3-master-0", "live-master-0", "live-worker-0"}
+        # a pass every 2 s once more Tasks than the threshold are cached
+        self.wait("the two oldest collected", lambda: self.task_names() == kept, timeout=20)
+        for n in names:
+            st = self.get(P + "/jobs/" + n)["status"]
+            self.assertEqual(self.cond(n).get("type"), "Succeeded", st)
+            self.assertEqual(st["replicaStatuses"]["Master"],
+                             {"active": 0, "succeeded": 1, "failed": 0}, st)
+        self.assertEqual(self.cond("live").get("type"), "Running")
+        time.sleep(4.5)  # two more passes: nothing else goes
+        self.assertEqual(self.task_names(), kept)
+        self.get(P + "/tasks/gc0-master-0", code=404)
 
 
 if __name__ == "__main__":

@@ -530,7 +530,7 @@ static void test_topology_verdict_and_metrics(void **state)
     assert_int_equal(c->s->metrics.jobs_pending[GT_SCHED_WAIT_INADMISSIBLE], 1);
     struct gt_buf b;
     gt_buf_init(&b);
-    e.s.ctl_hooks->metrics(c, &b);
+    e.s.ctl_hooks->metrics(c, &b, NULL);
     assert_non_null(strstr(b.data, "# TYPE gantry_scheduler_placement_attempts_total counter\n"));
     assert_non_null(strstr(b.data, "gantry_scheduler_placement_attempts_total{job=\"p/j\"} 0\n"));
     gt_buf_fini(&b);
