@@ -50,6 +50,18 @@ static const char marker[] = "";
 #define GT_CTL_CYCLE_GAP_FACTOR 8
 #define GT_CTL_CYCLE_GAP_MAX_MS 1000
 
+/* Whether deleting task (its last state) may change its job: not when it
+ * had ended and its job is finished and stays (cleanPodPolicy, the
+ * terminated-task collector), which a reconcile would only confirm. */
+static bool delete_moves_job(const struct gt_ctl *c, const struct gt_api_task *task)
+{
+    if (!gt_api_task_phase_terminal((enum gt_task_phase)task->status.phase)) {
+        return true;
+    }
+    const struct gt_api_job *job = gt_jobctl_task_job(c, task);
+    return !job || !gt_job_finished(job) || job->o.meta.deletion_timestamp;
+}
+
 void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
                   const struct gt_store_event *ev)
 {
@@ -112,8 +124,10 @@ void gt_ctl_event(struct gt_ctl *c, const struct gt_kind_info *kind,
             /* at once: a restart may replace this run's Task in the same turn */
             gt_ledger_note_task(c, ev->key);
         }
-        if (now || old) {
-            gt_ctl_mark_task_job(c, gt_cobj_task(now ? now : old));
+        if (now) {
+            gt_ctl_mark_task_job(c, gt_cobj_task(now));
+        } else if (old && delete_moves_job(c, gt_cobj_task(old))) {
+            gt_ctl_mark_task_job(c, gt_cobj_task(old));
         }
     }
     if (now || old) {
@@ -555,6 +569,7 @@ void gt_ctl_free(struct gt_ctl *c)
     gt_strmap_fini(&c->gone, NULL);
     gt_strmap_fini(&c->unseen, NULL);
     gt_strmap_fini(&c->timed, NULL);
+    gt_jobctl_gc_free(c);
     gt_strmap_fini(&c->live_jobs, NULL);
     gt_strmap_fini(&c->settled, NULL);
     gt_strmap_fini(&c->held_queued, NULL);

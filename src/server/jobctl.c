@@ -487,13 +487,31 @@ static int held_cb(const char *key, void *val, void *arg)
 
 /* ---- the terminated-task collector ---- */
 
-/* A pass every TASK_GC_PERIOD_MS deletes at most TASK_GC_MAX_PER_PASS. */
+const struct gt_api_job *gt_jobctl_task_job(const struct gt_ctl *c, const struct gt_api_task *t)
+{
+    char key[512];
+    int n = t->o.meta.project && t->spec.job
+                ? snprintf(key, sizeof(key), "/jobs/%s/%s", t->o.meta.project, t->spec.job)
+                : -1;
+    const struct gt_cobj *j =
+        n > 0 && (size_t)n < sizeof(key) ? gt_ctl_get(c, GT_KIND_JOB, key) : NULL;
+    return j ? gt_cobj_job(j) : NULL;
+}
+
+/* A pass every TASK_GC_PERIOD_MS at most, once the last one's choice is
+ * all deleted, TASK_GC_INFLIGHT deletes at a time: a steady trickle of
+ * writes among the others rather than a batch that holds up a commit. */
 #define TASK_GC_PERIOD_MS 2000
-#define TASK_GC_MAX_PER_PASS 5000
+#define TASK_GC_INFLIGHT 256
+
+struct gc_cand {
+    int64_t end_ms; /* status.finishTime (0: none) */
+    const struct gt_cobj *o;
+};
 
 struct gc_scan {
     struct gt_ctl *c;
-    const struct gt_cobj **v; /* the tasks it may delete */
+    struct gc_cand *v; /* the tasks it may delete */
     size_t n, cap;
 };
 
@@ -505,35 +523,70 @@ static int gc_scan_cb(const char *key, void *val, void *arg)
     struct gc_scan *g = arg;
     const struct gt_api_task *t = gt_cobj_task(val);
     if (!gt_api_task_phase_terminal(phase_of(t)) || t->o.meta.deletion_timestamp ||
-        gt_ctl_busy(g->c, key) || !t->o.meta.project || !t->spec.job) {
+        gt_ctl_busy(g->c, key)) {
         return 0;
     }
-    char jkey[512];
-    int n = snprintf(jkey, sizeof(jkey), "/jobs/%s/%s", t->o.meta.project, t->spec.job);
-    const struct gt_cobj *j =
-        n > 0 && (size_t)n < sizeof(jkey) ? gt_ctl_get(g->c, GT_KIND_JOB, jkey) : NULL;
-    if (j && !gt_job_finished(gt_cobj_job(j))) {
+    const struct gt_api_job *job = gt_jobctl_task_job(g->c, t);
+    if (job && !gt_job_finished(job)) {
         return 0;
     }
     GT_VEC_RESERVE(g->v, g->cap, g->n + 1, 1024);
-    g->v[g->n++] = val;
+    struct gc_cand *cand = &g->v[g->n++];
+    cand->o = val;
+    if (!t->status.finish_time || gt_time_parse(t->status.finish_time, &cand->end_ms) != 0) {
+        cand->end_ms = 0;
+    }
     return 0;
 }
 
-/* Oldest end first (RFC 3339 UTC times order as strings; none first),
- * then by key. */
+/* Oldest end first, then by key. */
 static int gc_older(const void *a, const void *b)
 {
-    const struct gt_cobj *x = *(const struct gt_cobj *const *)a;
-    const struct gt_cobj *y = *(const struct gt_cobj *const *)b;
-    const char *fx = gt_cobj_task(x)->status.finish_time;
-    const char *fy = gt_cobj_task(y)->status.finish_time;
-    int d = strcmp(fx ? fx : "", fy ? fy : "");
-    return d ? d : strcmp(x->key, y->key);
+    const struct gc_cand *x = a, *y = b;
+    if (x->end_ms != y->end_ms) {
+        return x->end_ms < y->end_ms ? -1 : 1;
+    }
+    return strcmp(x->o->key, y->o->key);
 }
 
-/* kube-controller-manager's PodGC for Tasks: when more terminated Tasks
- * of finished (or deleted) jobs are cached than
+void gt_jobctl_gc_free(struct gt_ctl *c)
+{
+    for (size_t i = c->task_gc.next; i < c->task_gc.n; i++) {
+        free(c->task_gc.keys[i]);
+    }
+    free(c->task_gc.keys);
+    c->task_gc.keys = NULL;
+    c->task_gc.n = c->task_gc.next = 0;
+}
+
+static void gc_pump(struct gt_ctl *c);
+
+static void gc_done(struct gt_ctl *c, int rc, void *arg)
+{
+    (void)rc; /* a task that changed meanwhile waits for a later pass */
+    (void)arg;
+    c->task_gc.inflight--;
+    gc_pump(c);
+}
+
+/* Delete the chosen tasks still as they were chosen, TASK_GC_INFLIGHT at
+ * a time. */
+static void gc_pump(struct gt_ctl *c)
+{
+    while (c->task_gc.inflight < TASK_GC_INFLIGHT && c->task_gc.next < c->task_gc.n &&
+           !c->s->draining) {
+        char *key = c->task_gc.keys[c->task_gc.next++];
+        const struct gt_cobj *o = gt_ctl_get(c, GT_KIND_TASK, key);
+        if (o && gt_api_task_phase_terminal(phase_of(gt_cobj_task(o))) && !gt_ctl_busy(c, key) &&
+            gt_ctl_write(c, GT_STORE_DELETE, key, NULL, o->rev, gc_done, NULL) == 0) {
+            c->task_gc.inflight++;
+        }
+        free(key);
+    }
+}
+
+/* kube-controller-manager's PodGC for Tasks: when more ended Tasks of
+ * finished (or deleted) jobs are cached than
  * --terminated-task-gc-threshold, delete the oldest ends down to it. The
  * jobs keep their status (replicaStatuses' counts stay: jobs.c); the
  * runs' GPU time is in the ledger already. Without it every finished
@@ -542,22 +595,25 @@ static void collect_tasks(struct gt_ctl *c)
 {
     int64_t keep = c->s->cfg->terminated_task_gc;
     int64_t now = gt_now_ms();
-    if (keep <= 0 || now - c->task_gc_ms < TASK_GC_PERIOD_MS ||
-        c->objs[GT_KIND_TASK].n <= (size_t)keep) {
+    if (keep <= 0 || c->task_gc.next < c->task_gc.n ||
+        now - c->task_gc.pass_ms < TASK_GC_PERIOD_MS || c->objs[GT_KIND_TASK].n <= (size_t)keep) {
         return;
     }
-    c->task_gc_ms = now;
+    c->task_gc.pass_ms = now;
     struct gc_scan g = {.c = c};
     gt_strmap_each(&c->objs[GT_KIND_TASK], gc_scan_cb, &g);
     if (g.n > (size_t)keep) {
         qsort(g.v, g.n, sizeof(*g.v), gc_older);
         size_t n = g.n - (size_t)keep;
-        n = n < TASK_GC_MAX_PER_PASS ? n : TASK_GC_MAX_PER_PASS;
+        gt_jobctl_gc_free(c);
+        c->task_gc.keys = gt_xcalloc(n, sizeof(char *));
         for (size_t i = 0; i < n; i++) {
-            gt_ctl_write(c, GT_STORE_DELETE, g.v[i]->key, NULL, g.v[i]->rev, NULL, NULL);
+            c->task_gc.keys[i] = gt_xstrdup(g.v[i].o->key);
         }
-        gt_log_info("terminated tasks collected", "deleted=%zu terminated=%zu threshold=%lld", n,
+        c->task_gc.n = n;
+        gt_log_info("terminated tasks collected", "deleting=%zu terminated=%zu threshold=%lld", n,
                     g.n, (long long)keep);
+        gc_pump(c);
     }
     free(g.v);
 }

@@ -28,8 +28,13 @@ int gt_jobctl_check_update(struct gt_ctl *c, const struct gt_api_job *job, struc
 /* Mark the jobs whose next step is due by time (deadline, back-off, ttl,
  * a held-back Queued status); every second. Visits only c->timed and
  * c->held_queued, not every job; every 2 s while more Tasks are cached
- * than --terminated-task-gc-threshold, visits every Task and deletes the
- * oldest ended ones of finished jobs beyond it (at most 5,000 a pass). */
+ * than --terminated-task-gc-threshold and its last choice is deleted,
+ * visits every Task and chooses the oldest ended ones of finished jobs
+ * beyond it, to delete a few at a time. */
 void gt_jobctl_tick(struct gt_ctl *c);
+/* The cached job of task t (borrowed), or NULL. */
+const struct gt_api_job *gt_jobctl_task_job(const struct gt_ctl *c, const struct gt_api_task *t);
+/* Free what the terminated-task collector holds (gt_ctl_free). */
+void gt_jobctl_gc_free(struct gt_ctl *c);
 
 #endif

@@ -227,7 +227,14 @@ struct gt_ctl {
     void (*event)(struct gt_ctl *c, const struct gt_kind_info *kind,
                   const struct gt_store_event *ev);
     struct gt_strmap timed; /* job keys whose next step is due by time (gt_jobctl_tick) */
-    int64_t task_gc_ms;     /* the terminated-task collector's last pass (jobctl.c) */
+    /* the terminated-task collector (jobctl.c): its last pass, the task
+     * keys that pass chose (oldest end first), the next to delete and how
+     * many of its deletes are in flight */
+    struct {
+        int64_t pass_ms;
+        char **keys;
+        size_t n, next, inflight;
+    } task_gc;
     /* job keys of cached jobs not finished: those the tick's retry of jobs
      * missing from the model visits (all jobs, finished ones kept, would
      * cost a scan of every job every second) */
