@@ -76,7 +76,11 @@ struct entry {
     char *map_key; /* uid '/' reason */
     char *name;
     char uid[40]; /* the Event's own uid */
-    json_t *involved;
+    /* involvedObject: kind (static), name, uid, project (NULL: none); as
+     * strings, built into JSON only when written (an entry lives as long
+     * as its Event, a few per job) */
+    const char *obj_kind;
+    char *obj_name, *obj_uid, *obj_project;
     char *reason, *message, *type;
     struct gt_event_fold fold;
     bool stored;    /* known to exist in the store: write with UPDATE */
@@ -104,7 +108,9 @@ static void entry_free(void *p)
     }
     free(e->map_key);
     free(e->name);
-    json_decref(e->involved);
+    free(e->obj_name);
+    free(e->obj_uid);
+    free(e->obj_project);
     free(e->reason);
     free(e->message);
     free(e->type);
@@ -125,7 +131,14 @@ static json_t *event_json(const struct entry *e)
     json_object_set_new_nocheck(obj, "metadata", md);
     gt_obj_set_str(obj, "apiVersion", GT_API_VERSION);
     gt_obj_set_str(obj, "kind", "Event");
-    json_object_set_nocheck(obj, "involvedObject", e->involved);
+    json_t *involved = json_object();
+    gt_obj_set_str(involved, "kind", e->obj_kind);
+    gt_obj_set_str(involved, "name", e->obj_name);
+    gt_obj_set_str(involved, "uid", e->obj_uid);
+    if (e->obj_project) {
+        gt_obj_set_str(involved, "project", e->obj_project);
+    }
+    json_object_set_new_nocheck(obj, "involvedObject", involved);
     gt_obj_set_str(obj, "reason", e->reason);
     gt_obj_set_str(obj, "message", e->message);
     gt_obj_set_str(obj, "type", e->type);
@@ -186,7 +199,11 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    schedule(arg);
+    struct entry *e = arg;
+    /* made again when needed: most entries stay quiet once written */
+    event_free(e->timer);
+    e->timer = NULL;
+    schedule(e);
 }
 
 /* Write now if due, else arm the timer for when it will be. */
@@ -228,14 +245,11 @@ void gt_events_record(struct gt_events *ev, const struct gt_api_object *obj, con
         map_key = NULL;
         e->name = gt_event_name(name, uid, reason);
         gt_uuid4(&ev->s->uuids, e->uid, sizeof(e->uid));
-        e->involved = json_object();
-        gt_obj_set_str(e->involved, "kind", kind->name);
-        gt_obj_set_str(e->involved, "name", name);
-        gt_obj_set_str(e->involved, "uid", uid);
+        e->obj_kind = kind->name;
+        e->obj_name = gt_xstrdup(name);
+        e->obj_uid = gt_xstrdup(uid);
         const char *project = kind->namespaced ? obj->meta.project : NULL;
-        if (project) {
-            json_object_set_new(e->involved, "project", json_string(project));
-        }
+        e->obj_project = project ? gt_xstrdup(project) : NULL;
         e->reason = gt_xstrdup(reason);
         gt_strmap_put(&ev->entries, e->map_key, e);
     }
@@ -265,9 +279,7 @@ static int sweep_memory_cb(const char *key, void *val, void *arg)
 {
     struct entry *e = val;
     struct sweep_ctx *c = arg;
-    /* map_key is "<involved uid>/<reason>" */
-    const char *uid = json_string_value(json_object_get(e->involved, "uid"));
-    bool gone = uid && gt_strmap_get(&c->ev->gone, uid) != NULL;
+    bool gone = gt_strmap_get(&c->ev->gone, e->obj_uid) != NULL;
     if (!e->in_flight && gt_event_forgettable(&e->fold, gone, c->now_ms, c->ttl_ms)) {
         push_key(c, key);
     }
