@@ -8,7 +8,11 @@
 # jobs. Two watch clients (all Tasks, all Jobs) time the run; the hollow
 # process has a third watch on all Tasks. Defaults: 5,000 nodes, 100,000
 # jobs, 2,000 gangs, 8 clients; everything ends after SCALE_TIMEOUT_S
-# (default 900) whatever is left. Prints key=value lines:
+# (default 900) whatever is left. gantryd runs with its defaults: the
+# terminated-task collector keeps the ended Tasks of finished jobs to
+# 12,500 (--terminated-task-gc-threshold), so the run ends with every Job
+# and about that many finished Tasks, as a Kubernetes cluster with its
+# PodGC would. Prints key=value lines:
 #   scale_ran                 what ran (nodes, jobs, gangs, clients, CPUs)
 #   scale_load_avg            the 1-minute load average before and after
 #   scale_register_s          hollow start to every node Ready
