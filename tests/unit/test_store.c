@@ -842,6 +842,58 @@ static void test_reopen_keeps_everything(void **state)
     assert_int_equal(rev, 6);
 }
 
+/* A file with the earlier schema (kv WITHOUT ROWID) is converted to the
+ * rowid kv when opened: every key, value and revision kept, and writes go
+ * on from its revision. */
+static void test_convert_without_rowid(void **state)
+{
+    struct fx *f = *state;
+    gt_store_close(f->st);
+    f->st = NULL;
+    char p[600];
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof(p), "%s%s", f->path, (const char *[]){"", "-wal", "-shm"}[i]);
+        unlink(p);
+    }
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "PRAGMA journal_mode=WAL;"
+                     "CREATE TABLE kv(key TEXT PRIMARY KEY, value BLOB,"
+                     " create_rev INTEGER NOT NULL, mod_rev INTEGER NOT NULL) WITHOUT ROWID;"
+                     "CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
+                     "INSERT INTO meta(k, v) VALUES ('rev', 7);"
+                     "INSERT INTO kv VALUES ('/r/a', 'a', 1, 5), ('/r/b', 'b', 2, 2),"
+                     " ('/r/c', 'c', 6, 6);",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    open_store(f, 0);
+    assert_int_equal(gt_store_revision(f->st), 7);
+    assert_value(f, "/r/a", "a", 1, 5);
+    assert_value(f, "/r/b", "b", 2, 2);
+    assert_value(f, "/r/c", "c", 6, 6);
+    int64_t rev;
+    assert_int_equal(put(f, GT_STORE_CREATE, "/r/d", "d", 0, &rev), 0);
+    assert_int_equal(rev, 8);
+    assert_int_equal(put(f, GT_STORE_DELETE, "/r/b", NULL, 2, &rev), 0);
+    reopen(f, 0);
+    assert_value(f, "/r/d", "d", 8, 8);
+    assert_absent(f, "/r/b");
+    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT count(*) FROM sqlite_master WHERE name = 'kv'"
+                                        " AND sql NOT LIKE '%WITHOUT ROWID%'",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
 /* SQLite's way: fail the nth write of a multi-page commit for each n; the
  * batch is never partly there, and the store goes on. */
 static void test_write_fault_nth(void **state)
@@ -1207,6 +1259,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_prestate_setup_teardown(test_reopen_keeps_everything, setup, teardown,
                                                  &fx_sq_sync),
         cmocka_unit_test_prestate_setup_teardown(test_write_fault_nth, setup, teardown,
+                                                 &fx_sq_sync),
+        cmocka_unit_test_prestate_setup_teardown(test_convert_without_rowid, setup, teardown,
                                                  &fx_sq_sync),
         cmocka_unit_test(test_open_errors),
     };
