@@ -531,11 +531,7 @@ static int gc_scan_cb(const char *key, void *val, void *arg)
         return 0;
     }
     GT_VEC_RESERVE(g->v, g->cap, g->n + 1, 1024);
-    struct gc_cand *cand = &g->v[g->n++];
-    cand->o = val;
-    if (!t->status.finish_time || gt_time_parse(t->status.finish_time, &cand->end_ms) != 0) {
-        cand->end_ms = 0;
-    }
+    g->v[g->n++] = (struct gc_cand){.o = val};
     return 0;
 }
 
@@ -603,6 +599,12 @@ static void collect_tasks(struct gt_ctl *c)
     struct gc_scan g = {.c = c};
     gt_strmap_each(&c->objs[GT_KIND_TASK], gc_scan_cb, &g);
     if (g.n > (size_t)keep) {
+        for (size_t i = 0; i < g.n; i++) {
+            const char *end = gt_cobj_task(g.v[i].o)->status.finish_time;
+            if (!end || gt_time_parse(end, &g.v[i].end_ms) != 0) {
+                g.v[i].end_ms = 0;
+            }
+        }
         qsort(g.v, g.n, sizeof(*g.v), gc_older);
         size_t n = g.n - (size_t)keep;
         gt_jobctl_gc_free(c);
