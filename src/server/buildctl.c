@@ -328,10 +328,8 @@ void gt_buildctl_event(struct gt_ctl *c, enum gt_kind kind, const char *key,
     if (kind == GT_KIND_JOB) {
         build = json_string_value(
             json_object_get(gt_json_path(o->obj, "metadata.labels"), BUILD_LABEL));
-    } else if (kind == GT_KIND_TASK && gt_cobj_task(o)->spec.job) {
-        char *jk = gt_xasprintf("/jobs/%s/%s", project, gt_cobj_task(o)->spec.job);
-        const struct gt_cobj *jo = gt_ctl_get(c, GT_KIND_JOB, jk);
-        free(jk);
+    } else if (kind == GT_KIND_TASK) {
+        const struct gt_cobj *jo = gt_ctl_task_job(c, gt_cobj_task(o));
         build = jo ? json_string_value(
                          json_object_get(gt_json_path(jo->obj, "metadata.labels"), BUILD_LABEL))
                    : NULL;

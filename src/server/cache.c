@@ -93,6 +93,15 @@ void gt_ctl_mark_job(struct gt_ctl *c, const char *project, const char *job)
     gt_ctl_kick(c);
 }
 
+const struct gt_cobj *gt_ctl_task_job(const struct gt_ctl *c, const struct gt_api_task *task)
+{
+    char key[512];
+    int n = task->o.meta.project && task->spec.job
+                ? snprintf(key, sizeof(key), "/jobs/%s/%s", task->o.meta.project, task->spec.job)
+                : -1;
+    return n > 0 && (size_t)n < sizeof(key) ? gt_ctl_get(c, GT_KIND_JOB, key) : NULL;
+}
+
 void gt_ctl_mark_task_job(struct gt_ctl *c, const struct gt_api_task *task)
 {
     gt_ctl_mark_job(c, task->o.meta.project, task->spec.job);

@@ -17,6 +17,9 @@ void gt_ctl_cache_put(struct gt_ctl *c, enum gt_kind kind, const char *key, json
 json_t *gt_ctl_take_fresh(struct gt_ctl *c, const char *key, int64_t rev);
 /* Free a c->fresh entry. */
 void gt_ctl_fresh_free(void *p);
+/* The cached job of task (borrowed), or NULL (none, or the task names no
+ * project or job). */
+const struct gt_cobj *gt_ctl_task_job(const struct gt_ctl *c, const struct gt_api_task *task);
 /* Mark the job of task (borrowed) dirty. */
 void gt_ctl_mark_task_job(struct gt_ctl *c, const struct gt_api_task *task);
 /* The cached job at key is now job (borrowed; NULL: gone): keep c->timed,

@@ -58,7 +58,8 @@ static bool delete_moves_job(const struct gt_ctl *c, const struct gt_api_task *t
     if (!gt_api_task_phase_terminal((enum gt_task_phase)task->status.phase)) {
         return true;
     }
-    const struct gt_api_job *job = gt_jobctl_task_job(c, task);
+    const struct gt_cobj *o = gt_ctl_task_job(c, task);
+    const struct gt_api_job *job = o ? gt_cobj_job(o) : NULL;
     return !job || !gt_job_finished(job) || job->o.meta.deletion_timestamp;
 }
 

@@ -683,14 +683,12 @@ int gt_feed_stop_task(struct gt_ctl *c, const struct gt_cobj *o, const char *rea
     if (rc) {
         return rc;
     }
-    char *jkey = gt_xasprintf("/jobs/%s/%s", task->o.meta.project, task->spec.job);
-    const struct gt_cobj *j = gt_ctl_get(c, GT_KIND_JOB, jkey);
+    const struct gt_cobj *j = gt_ctl_task_job(c, task);
     if (j) {
         char *msg = gt_xasprintf("task %s: %s", task->o.meta.name, message);
         gt_events_record(c->s->events, j->t, "Warning", reason, msg);
         free(msg);
     }
-    free(jkey);
     gt_log_info("task stopped", "task=%s reason=%s why=\"%s\"", o->key, reason, message);
     return 0;
 }

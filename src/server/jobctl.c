@@ -487,17 +487,6 @@ static int held_cb(const char *key, void *val, void *arg)
 
 /* ---- the terminated-task collector ---- */
 
-const struct gt_api_job *gt_jobctl_task_job(const struct gt_ctl *c, const struct gt_api_task *t)
-{
-    char key[512];
-    int n = t->o.meta.project && t->spec.job
-                ? snprintf(key, sizeof(key), "/jobs/%s/%s", t->o.meta.project, t->spec.job)
-                : -1;
-    const struct gt_cobj *j =
-        n > 0 && (size_t)n < sizeof(key) ? gt_ctl_get(c, GT_KIND_JOB, key) : NULL;
-    return j ? gt_cobj_job(j) : NULL;
-}
-
 /* A pass every TASK_GC_PERIOD_MS at most, once the last one's choice is
  * all deleted, TASK_GC_INFLIGHT deletes at a time: a steady trickle of
  * writes among the others rather than a batch that holds up a commit. */
@@ -526,8 +515,8 @@ static int gc_scan_cb(const char *key, void *val, void *arg)
         gt_ctl_busy(g->c, key)) {
         return 0;
     }
-    const struct gt_api_job *job = gt_jobctl_task_job(g->c, t);
-    if (job && !gt_job_finished(job)) {
+    const struct gt_cobj *job = gt_ctl_task_job(g->c, t);
+    if (job && !gt_job_finished(gt_cobj_job(job))) {
         return 0;
     }
     GT_VEC_RESERVE(g->v, g->cap, g->n + 1, 1024);

@@ -32,8 +32,6 @@ int gt_jobctl_check_update(struct gt_ctl *c, const struct gt_api_job *job, struc
  * visits every Task and chooses the oldest ended ones of finished jobs
  * beyond it, to delete a few at a time. */
 void gt_jobctl_tick(struct gt_ctl *c);
-/* The cached job of task t (borrowed), or NULL. */
-const struct gt_api_job *gt_jobctl_task_job(const struct gt_ctl *c, const struct gt_api_task *t);
 /* Free what the terminated-task collector holds (gt_ctl_free). */
 void gt_jobctl_gc_free(struct gt_ctl *c);
 

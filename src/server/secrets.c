@@ -63,10 +63,7 @@ static int authorize(struct gt_req *r, const struct gt_api_task *task)
  * array), or NULL with err. */
 static json_t *values_of(const struct gt_ctl *c, const struct gt_api_task *task, struct gt_err *err)
 {
-    char *jk =
-        gt_xasprintf("/jobs/%s/%s", task->o.meta.project, task->spec.job ? task->spec.job : "");
-    const struct gt_cobj *jo = gt_ctl_get(c, GT_KIND_JOB, jk);
-    free(jk);
+    const struct gt_cobj *jo = gt_ctl_task_job(c, task);
     json_t *env = json_array();
     const struct gt_api_template *tmpl = &task->spec.template;
     for (size_t i = 0; i < tmpl->env.n; i++) {

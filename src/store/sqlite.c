@@ -63,16 +63,15 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID;"
     "INSERT OR IGNORE INTO meta(k, v) VALUES ('rev', 0);";
 
-/* kv as a WITHOUT ROWID table (files made before the rowid kv) into a
- * rowid one, every row kept. */
+/* kv as a WITHOUT ROWID table (files made before the rowid kv) into the
+ * kv of schema_sql, every row kept (NULL: schema_sql's place). */
 static const char *const kv_convert_sql[] = {
     "BEGIN IMMEDIATE",
-    "CREATE TABLE kv_rowid(key TEXT PRIMARY KEY, value BLOB,"
-    " create_rev INTEGER NOT NULL, mod_rev INTEGER NOT NULL)",
-    "INSERT INTO kv_rowid(key, value, create_rev, mod_rev)"
-    " SELECT key, value, create_rev, mod_rev FROM kv ORDER BY key",
-    "DROP TABLE kv",
-    "ALTER TABLE kv_rowid RENAME TO kv",
+    "ALTER TABLE kv RENAME TO kv_without_rowid",
+    NULL,
+    "INSERT INTO kv(key, value, create_rev, mod_rev)"
+    " SELECT key, value, create_rev, mod_rev FROM kv_without_rowid ORDER BY key",
+    "DROP TABLE kv_without_rowid",
     "COMMIT",
 };
 
@@ -418,7 +417,7 @@ static int convert_kv(sqlite3 *db, const char *path, struct gt_err *err)
         return db_err(db, err, "read schema");
     }
     for (size_t i = 0; i < GT_ARRAY_LEN(kv_convert_sql); i++) {
-        int rc = exec(db, kv_convert_sql[i], err);
+        int rc = exec(db, kv_convert_sql[i] ? kv_convert_sql[i] : schema_sql, err);
         if (rc != 0) {
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
             return rc;
